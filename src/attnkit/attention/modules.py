@@ -1,0 +1,200 @@
+"""Attention modules: they own parameters, the score functions compute.
+
+Every module follows one protocol:
+
+* ``project_keys(keys)`` once per source batch: keys (B, S, Dk) -> whatever
+  the module needs precomputed (projected keys, per-head keys and values).
+* ``forward(query, keys, projected, mask)`` -> ``(context, weights)``.
+  ``query`` is (B, T, Dq) or one step (B, Dq); ``mask`` (B, S) bool, True =
+  may attend. ``context`` is (B, T, Dk) (or (B, Dk)), ``weights`` (B, T, S)
+  (or (B, S)). The context always has the keys' width, so decoders do not
+  care which attention they hold.
+
+``build_attention(name, query_dim, key_dim, attn_dim, heads)`` is the registry
+the models and configs use.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.attention.scores import (
+    additive_scores,
+    attend,
+    concat_scores,
+    dot_scores,
+    masked_softmax,
+    scaled_dot_scores,
+)
+from attnkit.errors import ConfigError
+
+
+class Attention(nn.Module):
+    """Base class: handles one-step queries and the mask shape, subclasses score."""
+
+    #: whether the query is the previous decoder state s_{t-1} (Bahdanau) rather than h_t
+    uses_previous_state = False
+
+    def project_keys(self, keys: Tensor):
+        """(B, S, Dk) -> precomputed key-side tensors; identity by default."""
+        return keys
+
+    def scores(self, query: Tensor, projected) -> Tensor:
+        """(B, T, Dq) query -> (B, T, S) scores.  Subclasses implement."""
+        raise NotImplementedError
+
+    def forward(self, query: Tensor, keys: Tensor, projected=None, mask: Tensor | None = None):
+        one_step = query.dim() == 2
+        if one_step:
+            query = query.unsqueeze(1)  # (B, 1, Dq)
+        if projected is None:
+            projected = self.project_keys(keys)
+        scores = self.scores(query, projected)  # (B, T, S)
+        weights = masked_softmax(scores, None if mask is None else mask.unsqueeze(1))
+        context = attend(weights, keys)  # (B, T, Dk)
+        if one_step:
+            return context.squeeze(1), weights.squeeze(1)
+        return context, weights
+
+
+class BahdanauAttention(Attention):
+    """Additive attention (Bahdanau et al. 2015): ``v^T tanh(W s_{t-1} + U h_s)``."""
+
+    uses_previous_state = True
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int):
+        super().__init__()
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+        self.key_proj = nn.Linear(key_dim, attn_dim, bias=True)
+        self.v = nn.Parameter(torch.empty(attn_dim).uniform_(-0.1, 0.1))
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        return self.key_proj(keys)  # (B, S, A)
+
+    def scores(self, query: Tensor, projected: Tensor) -> Tensor:
+        return additive_scores(self.query_proj(query), projected, self.v)
+
+
+class LuongAttention(Attention):
+    """Luong et al. (2015) global attention with score ``dot``, ``general`` or ``concat``.
+
+    It is queried with the current decoder state h_t.
+    """
+
+    SCORES = ("dot", "general", "concat")
+
+    def __init__(self, score: str, query_dim: int, key_dim: int, attn_dim: int | None = None):
+        super().__init__()
+        if score not in self.SCORES:
+            raise ConfigError(f"unknown Luong score {score!r}; valid: {', '.join(self.SCORES)}")
+        self.score = score
+        if score == "dot" and query_dim != key_dim:
+            raise ConfigError(
+                f"luong-dot needs the decoder state and encoder states of equal width, got {query_dim} "
+                f"and {key_dim}: set the encoder hidden size (x2 if bidirectional) equal to the decoder's"
+            )
+        if score == "general":
+            # W_a applied to the keys once per batch: score = h_t . (W_a h_s)
+            self.key_proj = nn.Linear(key_dim, query_dim, bias=False)
+        elif score == "concat":
+            attn_dim = attn_dim or query_dim
+            self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+            self.key_proj = nn.Linear(key_dim, attn_dim, bias=True)
+            self.v = nn.Parameter(torch.empty(attn_dim).uniform_(-0.1, 0.1))
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        return keys if self.score == "dot" else self.key_proj(keys)
+
+    def scores(self, query: Tensor, projected: Tensor) -> Tensor:
+        if self.score == "concat":
+            return concat_scores(self.query_proj(query), projected, self.v)
+        return dot_scores(query, projected)
+
+
+class ScaledDotAttention(Attention):
+    """Scaled dot-product attention (Vaswani et al. 2017) with learned query/key projections."""
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int):
+        super().__init__()
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+        self.key_proj = nn.Linear(key_dim, attn_dim, bias=False)
+
+    def project_keys(self, keys: Tensor) -> Tensor:
+        return self.key_proj(keys)  # (B, S, A)
+
+    def scores(self, query: Tensor, projected: Tensor) -> Tensor:
+        return scaled_dot_scores(self.query_proj(query), projected)
+
+
+class MultiHeadAttention(Attention):
+    """Multi-head scaled dot-product attention over RNN encoder states.
+
+    ``weights`` returned by ``forward`` are the mean over heads (B, T, S), so
+    every attention type pictures the same way; ``forward_heads`` gives the
+    per-head weights (B, H, T, S).
+    """
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int, heads: int):
+        super().__init__()
+        if attn_dim % heads:
+            raise ConfigError(f"model.attention_dim ({attn_dim}) must be divisible by model.heads ({heads})")
+        self.heads = heads
+        self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
+        self.key_proj = nn.Linear(key_dim, attn_dim, bias=False)
+        self.value_proj = nn.Linear(key_dim, attn_dim, bias=False)
+        self.out_proj = nn.Linear(attn_dim, key_dim, bias=False)
+
+    def _split(self, x: Tensor) -> Tensor:
+        b, n, _ = x.shape
+        return x.view(b, n, self.heads, -1).transpose(1, 2)  # (B, H, N, A/H)
+
+    def project_keys(self, keys: Tensor) -> tuple[Tensor, Tensor]:
+        return self._split(self.key_proj(keys)), self._split(self.value_proj(keys))
+
+    def forward_heads(self, query: Tensor, projected, mask: Tensor | None = None):
+        """(B, T, Dq) -> context (B, T, Dk), per-head weights (B, H, T, S)."""
+        keys_h, values_h = projected
+        q = self._split(self.query_proj(query))  # (B, H, T, A/H)
+        scores = scaled_dot_scores(q, keys_h)  # (B, H, T, S)
+        weights = masked_softmax(scores, None if mask is None else mask[:, None, None, :])
+        context = attend(weights, values_h)  # (B, H, T, A/H)
+        b, h, t, d = context.shape
+        context = context.transpose(1, 2).reshape(b, t, h * d)  # (B, T, A)
+        return self.out_proj(context), weights
+
+    def forward(self, query: Tensor, keys: Tensor, projected=None, mask: Tensor | None = None):
+        one_step = query.dim() == 2
+        if one_step:
+            query = query.unsqueeze(1)
+        if projected is None:
+            projected = self.project_keys(keys)
+        context, weights = self.forward_heads(query, projected, mask)
+        weights = weights.mean(dim=1)  # (B, T, S)
+        if one_step:
+            return context.squeeze(1), weights.squeeze(1)
+        return context, weights
+
+
+AttentionBuilder = Callable[[int, int, int, int], Attention]
+
+#: name -> builder(query_dim, key_dim, attn_dim, heads)
+ATTENTION_TYPES: dict[str, AttentionBuilder] = {
+    "bahdanau": lambda q, k, a, h: BahdanauAttention(q, k, a),
+    "luong-dot": lambda q, k, a, h: LuongAttention("dot", q, k),
+    "luong-general": lambda q, k, a, h: LuongAttention("general", q, k),
+    "luong-concat": lambda q, k, a, h: LuongAttention("concat", q, k, a),
+    "scaled-dot": lambda q, k, a, h: ScaledDotAttention(q, k, a),
+    "multihead": lambda q, k, a, h: MultiHeadAttention(q, k, a, h),
+}
+
+
+def build_attention(name: str, query_dim: int, key_dim: int, attn_dim: int, heads: int = 1) -> Attention:
+    """Registry lookup; an unknown name is a ConfigError listing the valid ones."""
+    try:
+        builder = ATTENTION_TYPES[name]
+    except KeyError:
+        raise ConfigError(f"unknown attention {name!r}; valid: {', '.join(ATTENTION_TYPES)}") from None
+    return builder(query_dim, key_dim, attn_dim, heads)

@@ -1,0 +1,1 @@
+"""Vocabularies, tokenizers, batching and tasks."""

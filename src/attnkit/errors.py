@@ -1,0 +1,38 @@
+"""User-facing errors.
+
+Anything a user can cause (bad data, bad config, a foreign checkpoint, empty
+input) raises :class:`AttnkitError` with a message that names the file, line or
+key. The CLI prints such errors as one line and exits with status 2; any other
+exception is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class AttnkitError(Exception):
+    """An error caused by the user's input, reported without a traceback."""
+
+
+class DataError(AttnkitError):
+    """Malformed or missing data: the message names the file and line."""
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if line is not None:
+                where += f":{line}"
+            where += ": "
+        super().__init__(where + message)
+        self.path = path
+        self.line = line
+
+
+class ConfigError(AttnkitError):
+    """An unknown key or a bad value in a configuration."""
+
+
+class CheckpointError(AttnkitError):
+    """A checkpoint directory that is missing, incomplete, corrupt or foreign."""
