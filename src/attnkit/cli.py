@@ -1,0 +1,211 @@
+"""The ``attnkit`` command (also ``python -m attnkit``).
+
+Subcommands: demo, train, translate, evaluate, plot. Errors a user can cause
+print one line ``attnkit: error: ...`` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from pathlib import Path
+
+from attnkit import __version__
+from attnkit.errors import AttnkitError
+
+
+def _formatter(prog):
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=32)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attnkit", formatter_class=_formatter,
+        description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong (dot, general, "
+                    "concat), scaled dot-product and multi-head attention; visual soft and hard attention.",
+        epilog="Run 'attnkit COMMAND --help' for the options of each command.")
+    parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("demo", formatter_class=_formatter, help="train a number translator and draw its attention",
+                       description="Generate the number-translation task (number words in en/de/fr/es -> digits, "
+                                   "no download), train a Bahdanau-attention model for about 3 minutes on CPU, "
+                                   "print test exact-match and a few translations, and write heatmaps, the "
+                                   "attention as JSON and an HTML report.")
+    p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)")
+    p.add_argument("--quick", action="store_true", help="a small, fast version for smoke tests (~30 s)")
+    p.add_argument("--attention", default="bahdanau", help="attention type (default: bahdanau)")
+    p.add_argument("--minutes", type=float, default=None, help="training time budget (default: 2.5)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+    p = sub.add_parser("train", formatter_class=_formatter, help="train from a YAML experiment file",
+                       description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
+                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to runs/<name>).",
+                       epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128")
+    p.add_argument("config", type=Path, help="experiment YAML file")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key, e.g. --set train.lr=3e-4 (repeatable)")
+    p.add_argument("--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)")
+    p.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
+
+    p = sub.add_parser("translate", formatter_class=_formatter, help="translate text with a trained model",
+                       description="Translate each TEXT argument, or each line of standard input with '-' (or "
+                                   "no TEXT). Prints one output per line; --attention-out saves every output's "
+                                   "attention matrix as JSON or NPZ.")
+    p.add_argument("--model", type=Path, required=True, help="checkpoint directory (e.g. runs/demo/model/best)")
+    p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input")
+    _decode_options(p)
+    p.add_argument("--n-best", type=int, default=1, help="print the N best outputs of each input, tab-separated")
+    p.add_argument("--attention-out", type=Path, default=None, help="write the attention to FILE (.json or .npz)")
+    p.add_argument("--scores", action="store_true", help="print the log-probability after each output")
+
+    p = sub.add_parser("evaluate", formatter_class=_formatter, help="score a model on a split, greedy and beam",
+                       description="Decode the split greedily and with beam search and print the task's metrics "
+                                   "(exact match; WER/PER for G2P; BLEU/chrF for translation; error %% for vision). "
+                                   "Writes hypotheses, scores.json and report.html to --out.")
+    p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--split", choices=("dev", "test"), default="test")
+    p.add_argument("--beam", type=int, default=5, help="beam size for the beam run (default 5; 1 = greedy only)")
+    p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
+    p.add_argument("--out", type=Path, default=None, help="output directory (default: MODEL/eval-SPLIT)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--mc-samples", type=int, default=None, help="vision RAM models: glimpse paths averaged at test")
+
+    p = sub.add_parser("plot", formatter_class=_formatter, help="draw the attention of one input",
+                       description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
+                                   "to -o (.png or .svg). For vision models, --image N draws test image N.")
+    p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("text", nargs="?", help="the input to translate and draw")
+    p.add_argument("--image", type=int, default=None, help="vision models: index of the test image")
+    p.add_argument("-o", "--output", type=Path, required=True, help="output file (.png or .svg; vision: .png)")
+    _decode_options(p)
+    return parser
+
+
+def _decode_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--beam", type=int, default=1, help="beam size (default 1: greedy)")
+    p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+
+
+# ---- commands -----------------------------------------------------------------
+def cmd_demo(args) -> None:
+    from attnkit.demo import run_demo
+
+    run_demo(args.out, quick=args.quick, attention=args.attention, minutes=args.minutes,
+             progress=not args.no_progress)
+
+
+def cmd_train(args) -> None:
+    from attnkit.config import apply_overrides, read_yaml
+
+    data = read_yaml(args.config)
+    overrides = list(args.overrides) + ([f"output_dir={args.output_dir}"] if args.output_dir else [])
+    if data.get("family") == "vision":
+        from attnkit.training.vision import train_vision
+
+        best = train_vision(apply_overrides(data, overrides), resume=args.resume, source=str(args.config))
+    else:
+        from attnkit.experiment import experiment_from_dict
+        from attnkit.training.trainer import train_experiment
+
+        best = train_experiment(experiment_from_dict(data, overrides, source=str(args.config)), resume=args.resume)
+    print(f"best checkpoint: {best}")
+
+
+def _family(model_dir: Path) -> str:
+    from attnkit.training.checkpoint import read_meta
+
+    return read_meta(model_dir)["family"]
+
+
+def _check_decode_args(args) -> None:
+    if args.beam < 1:
+        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
+    n_best = getattr(args, "n_best", 1)
+    if not 1 <= n_best <= max(args.beam, 1):
+        raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
+
+
+def cmd_translate(args) -> None:
+    from attnkit.translator import Translator, read_inputs
+    from attnkit.viz import save_records
+
+    _check_decode_args(args)
+    texts = args.texts
+    if not texts or texts == ["-"]:
+        if sys.stdin is None or sys.stdin.isatty() and not texts:
+            raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
+        texts = read_inputs(sys.stdin)
+    if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
+        raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
+    translator = Translator.load(args.model, args.device)
+    results = translator.translate(texts, beam_size=args.beam, alpha=args.alpha, n_best=args.n_best)
+    for t in results:
+        outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
+        print("\t".join(outputs))
+    if args.attention_out is not None:
+        save_records([t.record() for t in results], args.attention_out)
+        print(f"attention of {len(results)} outputs written to {args.attention_out}", file=sys.stderr)
+
+
+def cmd_evaluate(args) -> None:
+    if _family(args.model) == "vision":
+        from attnkit.training.vision import evaluate_vision
+
+        print(json.dumps(evaluate_vision(args.model, split=args.split, mc_samples=args.mc_samples, device=args.device)))
+        return
+    from attnkit.evaluation.report import evaluate_model
+
+    if args.beam < 1:
+        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
+    scores = evaluate_model(args.model, args.split, args.beam, args.alpha, args.out, args.device)
+    print(json.dumps(scores))
+
+
+def cmd_plot(args) -> None:
+    if _family(args.model) == "vision":
+        from attnkit.training.vision import plot_vision
+
+        if args.image is None:
+            raise AttnkitError("vision models need --image N (the index of a test image)")
+        for path in plot_vision(args.model, args.image, args.output):
+            print(path)
+        return
+    from attnkit.translator import Translator
+    from attnkit.viz import save_heatmap
+
+    _check_decode_args(args)
+    if not args.text:
+        raise AttnkitError("give the TEXT to translate and draw")
+    if args.output.suffix not in (".png", ".svg"):
+        raise AttnkitError(f"-o {args.output}: use a .png or .svg file name")
+    translator = Translator.load(args.model, args.device)
+    (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
+    save_heatmap(t.record(), args.output)
+    print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+
+
+COMMANDS = {"demo": cmd_demo, "train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
+            "plot": cmd_plot}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
+    try:
+        COMMANDS[args.command](args)
+    except AttnkitError as exc:
+        print(f"attnkit: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("attnkit: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Typed configuration: dataclasses loaded from YAML, overridable with ``--set``.
+
+Every experiment file has sections that map onto dataclasses. Loading rejects
+unknown keys (listing the valid ones), checks types and choices, and names the
+file and key in every error. Overrides use dotted keys: ``model.hidden=256``;
+their values are parsed as YAML scalars (``true``, ``3``, ``1e-3``, ``[a, b]``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from pathlib import Path
+from typing import Any, Iterable, TypeVar
+
+import yaml
+
+from attnkit.errors import ConfigError
+
+T = TypeVar("T")
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", str(tp).replace("typing.", ""))
+
+
+def _coerce(value: Any, tp: Any, where: str) -> Any:
+    """Check ``value`` against the annotation ``tp`` (int accepted for float)."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _coerce(value, arg, where)
+            except ConfigError:
+                continue
+        raise ConfigError(f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+    if origin in (list, tuple):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{where}: expected a list, got {value!r}")
+        (item_tp, *_) = typing.get_args(tp) or (Any,)
+        return [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
+    if tp is Any:
+        return value
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        raise ConfigError(f"{where}: expected a number, got {value!r}")
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(f"{where}: expected a string, got {value!r}")
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, where)
+    return value
+
+
+def join_key(where: str, name: str) -> str:
+    """'file.yaml' + 'model' -> 'file.yaml: model'; 'file.yaml: model' + 'rnn' -> 'file.yaml: model.rnn'."""
+    return f"{where}.{name}" if ": " in where else f"{where}: {name}"
+
+
+def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
+    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and bad values.
+
+    A dataclass may define ``CHOICES: dict[field, tuple]`` for enumerated
+    fields and ``validate(self, where)`` for cross-field checks.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
+            f"valid keys: {', '.join(fields)}"
+        )
+    kwargs = {}
+    choices = getattr(cls, "CHOICES", {})
+    for name, value in data.items():
+        key = join_key(where, name)
+        value = _coerce(value, hints[name], key)
+        if name in choices and value is not None and value not in choices[name]:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, choices[name]))}")
+        kwargs[name] = value
+    obj = cls(**kwargs)
+    if hasattr(obj, "validate"):
+        obj.validate(where)
+    return obj
+
+
+def to_dict(obj: Any) -> dict:
+    """A dataclass tree as plain dicts/lists (for YAML/JSON)."""
+    return dataclasses.asdict(obj)
+
+
+def apply_overrides(data: dict, overrides: Iterable[str], where: str = "--set") -> dict:
+    """Apply ``section.key=value`` strings to a nested dict (a copy is returned)."""
+    import copy
+
+    data = copy.deepcopy(data)
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"{where} {item!r}: expected KEY=VALUE, e.g. model.hidden=256")
+        key, raw = item.split("=", 1)
+        parts = [p for p in key.strip().split(".") if p]
+        if not parts:
+            raise ConfigError(f"{where} {item!r}: empty key")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{where} {item!r}: cannot parse the value ({exc})") from None
+        node = data
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"{where} {item!r}: {part!r} is not a section")
+            node = child
+        node[parts[-1]] = value
+    return data
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A YAML mapping from ``path``; ConfigError naming the file (and line) otherwise."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({exc})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}{line}: invalid YAML ({problem})") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return data

@@ -1,0 +1,96 @@
+"""Multi30k task 1 (WMT16 multimodal translation), German <-> English.
+
+Files (in one directory): ``{train,val,test_2016_flickr}.{de,en}.gz``, gzip
+compressed utf-8, one raw (untokenized, cased) sentence per line, the two
+languages line-aligned: 29,000 / 1,014 / 1,000 pairs. Pairs are
+``(source sentence, target sentence)``; surrounding whitespace is stripped.
+Score with sacrebleu BLEU and chrF on detokenized output against the raw
+references (:func:`attnkit.evaluation.metrics.bleu`).
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+from pathlib import Path
+
+from attnkit.data.download import ensure_files
+from attnkit.data.tasks.base import Pair, Splits
+from attnkit.errors import ConfigError, DataError
+
+LANGUAGES = ("de", "en")
+SPLIT_FILES = {"train": "train", "dev": "val", "test": "test_2016_flickr"}  # split -> file stem
+SHA256 = {
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+}
+HOME = "https://github.com/multi30k/dataset/tree/master/data/task1/raw"
+BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
+
+
+def read_lines(path: str | Path) -> list[str]:
+    """The stripped lines of a gzip utf-8 file; DataError with file:line for an empty or undecodable line."""
+    path = Path(path)
+    try:
+        with gzip.open(path, "rb") as stream:
+            raw = stream.read()
+    except (OSError, EOFError, zlib.error) as exc:
+        raise DataError(f"cannot read gzip file ({exc})", path=path) from None
+    lines = raw.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline that ends the last line
+    out = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            text = line.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise DataError(f"invalid utf-8 ({exc.reason} at byte {exc.start})", path=path, line=number) from None
+        if not text:
+            raise DataError("empty line (every line must hold one sentence)", path=path, line=number)
+        out.append(text)
+    return out
+
+
+def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
+    """Line-aligned ``(source, target)`` pairs; DataError naming both files when the line counts differ."""
+    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    if len(src) != len(tgt):
+        raise DataError(
+            f"line count mismatch: {src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}",
+            path=src_path,
+        )
+    return list(zip(src, tgt))
+
+
+def _check_languages(src_lang: str, tgt_lang: str) -> None:
+    if src_lang not in LANGUAGES or tgt_lang not in LANGUAGES:
+        raise ConfigError(f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} tgt_lang={tgt_lang!r}")
+    if src_lang == tgt_lang:
+        raise ConfigError(f"multi30k src_lang and tgt_lang must differ, both are {src_lang!r}")
+
+
+def load(
+    directory: str | Path,
+    src_lang: str = "de",
+    tgt_lang: str = "en",
+    verify: bool = True,
+    download: bool = False,
+) -> Splits:
+    """Train/val/test_2016_flickr pairs from ``directory`` as train/dev/test.
+
+    ``verify`` checks the sha256 of each .gz file; ``download`` fetches missing
+    ones from the public home first. Raises ConfigError for languages other
+    than de/en or equal ones.
+    """
+    _check_languages(src_lang, tgt_lang)
+    directory = Path(directory)
+    ensure_files(directory, SHA256, base_url=BASE_URL, download=download, verify=verify)
+    splits = {
+        split: read_parallel(directory / f"{stem}.{src_lang}.gz", directory / f"{stem}.{tgt_lang}.gz")
+        for split, stem in SPLIT_FILES.items()
+    }
+    return Splits(**splits)

@@ -1,0 +1,147 @@
+"""The experiment file: sections ``data``, ``model``, ``train``, ``decode``.
+
+Each section is a typed dataclass; :func:`load_experiment` reads YAML, applies
+``--set`` overrides and rejects unknown keys or bad values with the file and
+key named. ``configs/*.yaml`` document every key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from attnkit.config import join_key as _key
+from attnkit.config import apply_overrides, from_dict, read_yaml, to_dict
+from attnkit.errors import ConfigError
+from attnkit.models.seq2seq import Seq2SeqConfig
+
+TASKS = ("numbers", "dates", "parallel", "g2p", "multi30k")
+LEVELS = ("char", "word", "sentencepiece")
+
+
+@dataclass
+class DataConfig:
+    task: str = "numbers"
+    seed: int = 0  # generated tasks and splits are a function of this seed
+    # numbers
+    languages: list[str] = field(default_factory=lambda: ["en", "de", "fr", "es"])
+    direction: str = "words2digits"  # words2digits | digits2words | both
+    max_number: int = 999
+    # dates
+    train_size: int = 20000
+    dev_size: int = 1000
+    test_size: int = 1000
+    # parallel: a .tsv file or [source_file, target_file] per split
+    train: str | list[str] | None = None
+    dev: str | list[str] | None = None
+    test: str | list[str] | None = None
+    # g2p / multi30k
+    directory: str | None = None
+    download: bool = False
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+    # tokenization
+    src_level: str = "char"
+    tgt_level: str = "char"
+    lowercase: bool = False
+    vocab_size: int = 8000  # sentencepiece only
+    max_src_len: int = 100  # tokens; longer inputs follow `overlong`
+    max_tgt_len: int = 100
+    overlong: str = "truncate"  # truncate | skip | error
+
+    CHOICES = {
+        "task": TASKS,
+        "direction": ("words2digits", "digits2words", "both"),
+        "src_level": LEVELS,
+        "tgt_level": LEVELS,
+        "overlong": ("truncate", "skip", "error"),
+    }
+
+    def validate(self, where: str) -> None:
+        if self.task == "parallel" and not (self.train and self.dev and self.test):
+            raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
+        if self.task in ("g2p", "multi30k") and not self.directory:
+            raise ConfigError(f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files")
+        for name in ("max_src_len", "max_tgt_len", "vocab_size", "max_number"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_key(where, name)}: must be at least 1")
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 30
+    batch_size: int | None = 64  # sentences per batch (or use max_tokens)
+    max_tokens: int | None = None  # padded tokens per batch; overrides batch_size
+    lr: float = 0.001
+    clip: float = 1.0  # gradient norm clipping (0 = off)
+    label_smoothing: float = 0.0
+    scheduler: str = "plateau"  # plateau | constant | noam
+    lr_factor: float = 0.5  # plateau: multiply the LR by this ...
+    lr_patience: int = 1  # ... after this many evaluations without improvement
+    min_lr: float = 1.0e-5
+    warmup_steps: int = 0  # noam: linear warm-up, then 1/sqrt(step) decay
+    patience: int = 5  # early stopping: evaluations without improvement
+    eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)
+    max_minutes: float | None = None  # time budget for training
+    seed: int = 1
+    device: str = "auto"  # auto | cpu | cuda
+    threads: int = 0  # torch CPU threads (0 = torch's default)
+    progress: bool = True
+
+    CHOICES = {"scheduler": ("plateau", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
+
+    def validate(self, where: str) -> None:
+        if self.batch_size is None and self.max_tokens is None:
+            raise ConfigError(f"{where}: set batch_size or max_tokens")
+        if self.epochs < 1:
+            raise ConfigError(f"{_key(where, 'epochs')}: must be at least 1")
+        if not 0.0 <= self.label_smoothing < 1.0:
+            raise ConfigError(f"{_key(where, 'label_smoothing')}: must be in [0, 1)")
+
+
+@dataclass
+class DecodeConfig:
+    beam_size: int = 5
+    alpha: float = 1.0  # length penalty exponent ((5 + len) / 6) ** alpha
+    n_best: int = 1
+    max_len_ratio: float = 2.0  # output limit = ratio * source length + extra, at most cap
+    max_len_extra: int = 10
+    max_len_cap: int = 300
+    batch_size: int = 128
+
+    def validate(self, where: str) -> None:
+        if self.beam_size < 1 or not 1 <= self.n_best <= self.beam_size:
+            raise ConfigError(f"{where}: need beam_size >= 1 and 1 <= n_best <= beam_size")
+
+
+@dataclass
+class ExperimentConfig:
+    name: str = "experiment"
+    family: str = "seq2seq"
+    output_dir: str | None = None  # default runs/<name>
+    data: DataConfig = field(default_factory=DataConfig)
+    model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    decode: DecodeConfig = field(default_factory=DecodeConfig)
+
+    CHOICES = {"family": ("seq2seq",)}
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.output_dir) if self.output_dir else Path("runs") / self.name
+
+
+def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str = "config") -> ExperimentConfig:
+    data = apply_overrides(data, overrides)
+    return from_dict(ExperimentConfig, data, where=source)
+
+
+def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
+    """YAML file + ``--set`` overrides -> a validated ExperimentConfig."""
+    return experiment_from_dict(read_yaml(path), overrides, source=str(path))
+
+
+def experiment_to_dict(cfg: ExperimentConfig) -> dict:
+    out = to_dict(cfg)
+    return out

@@ -1,0 +1,1 @@
+"""Models: one file per family."""

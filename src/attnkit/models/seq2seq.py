@@ -1,0 +1,258 @@
+"""RNN encoder-decoder with attention, readable top to bottom.
+
+Encoder: embeddings -> GRU/LSTM (layers, optionally bidirectional, packed so
+padding never enters the states). Its states are the attention memory.
+
+Two decoder styles, both holding any attention from :mod:`attnkit.attention`:
+
+* ``bahdanau`` (Bahdanau et al. 2015): the previous state s_{t-1} queries the
+  memory, the context c_t enters the RNN input [y_{t-1}; c_t], and the output
+  reads tanh(W_o [s_t; c_t; y_{t-1}]).
+* ``luong`` (Luong et al. 2015): the RNN steps first on [y_{t-1}; h~_{t-1}]
+  (input feeding) or y_{t-1} alone; the new state h_t queries the memory; the
+  attentional vector h~_t = tanh(W_c [c_t; h_t]) feeds the output layer. Without
+  input feeding the RNN runs over the whole target in one call and attention
+  for all steps is one batched matmul.
+
+The decoder state starts from the encoder through a learned bridge:
+s_0 = tanh(W_b [final forward state; final backward state]).
+
+Shapes: B batch, S source length, T target length, E embedding width,
+H decoder hidden, Dk encoder state width (hidden x directions), V vocab.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnkit.attention import build_attention
+from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.data.vocab import PAD_ID
+from attnkit.config import join_key
+from attnkit.errors import ConfigError
+
+
+@dataclass
+class Seq2SeqConfig:
+    """The model section of an experiment file."""
+
+    attention: str = "bahdanau"  # bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead
+    decoder: str = "auto"  # bahdanau | luong | auto (bahdanau for bahdanau attention, else luong)
+    rnn: str = "gru"  # gru | lstm
+    embedding_dim: int = 64
+    encoder_hidden: int = 128  # per direction
+    encoder_layers: int = 1
+    bidirectional: bool = True
+    decoder_hidden: int = 256
+    decoder_layers: int = 1
+    attention_dim: int = 128  # width of additive/projected attention spaces
+    heads: int = 4  # multihead only
+    input_feeding: bool = True  # luong decoder only
+    dropout: float = 0.1
+
+    CHOICES = {
+        "attention": tuple(ATTENTION_TYPES),
+        "decoder": ("auto", "bahdanau", "luong"),
+        "rnn": ("gru", "lstm"),
+    }
+
+    def validate(self, where: str) -> None:
+        for name in ("embedding_dim", "encoder_hidden", "encoder_layers", "decoder_hidden", "decoder_layers",
+                     "attention_dim", "heads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}")
+
+    @property
+    def decoder_style(self) -> str:
+        if self.decoder != "auto":
+            return self.decoder
+        return "bahdanau" if self.attention == "bahdanau" else "luong"
+
+    @property
+    def memory_dim(self) -> int:
+        return self.encoder_hidden * (2 if self.bidirectional else 1)
+
+
+@dataclass
+class Memory:
+    """What the decoder attends to, computed once per source batch.
+
+    states (B, S, Dk); projected: the attention's precomputed keys; mask (B, S) bool.
+    """
+
+    states: Tensor
+    projected: Any
+    mask: Tensor
+
+    def index_select(self, index: Tensor) -> "Memory":
+        """Rows in ``index`` order (beam search expands B to B*K)."""
+        return Memory(self.states.index_select(0, index), _index_select(self.projected, index),
+                      self.mask.index_select(0, index))
+
+
+def _index_select(x: Any, index: Tensor, dim: int = 0) -> Any:
+    if x is None:
+        return None
+    if isinstance(x, (tuple, list)):
+        return type(x)(_index_select(v, index, dim) for v in x)
+    return x.index_select(dim, index)
+
+
+@dataclass
+class DecoderState:
+    """rnn: (L, B, H) for GRU or a pair of them for LSTM; feed: (B, H) the input-fed vector or None."""
+
+    rnn: Any
+    feed: Tensor | None = None
+
+    def index_select(self, index: Tensor) -> "DecoderState":
+        return DecoderState(_index_select(self.rnn, index, dim=1), _index_select(self.feed, index))
+
+
+def _top_layer(rnn_state: Any) -> Tensor:
+    """(B, H): the top layer's hidden state (h for LSTM)."""
+    h = rnn_state[0] if isinstance(rnn_state, tuple) else rnn_state
+    return h[-1]
+
+
+def _rnn(kind: str, input_size: int, hidden: int, layers: int, dropout: float, bidirectional: bool = False):
+    cls = {"gru": nn.GRU, "lstm": nn.LSTM}[kind]
+    return cls(input_size, hidden, num_layers=layers, batch_first=True, bidirectional=bidirectional,
+               dropout=dropout if layers > 1 else 0.0)
+
+
+class Encoder(nn.Module):
+    """Embeddings + (bi)RNN over the padded source; padding is packed away."""
+
+    def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, cfg.embedding_dim, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.rnn = _rnn(cfg.rnn, cfg.embedding_dim, cfg.encoder_hidden, cfg.encoder_layers, cfg.dropout,
+                        cfg.bidirectional)
+        self.directions = 2 if cfg.bidirectional else 1
+
+    def forward(self, src: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S), src_lengths (B,) -> states (B, S, Dk), final (B, Dk).
+
+        ``final`` joins the last layer's final forward and backward states.
+        """
+        emb = self.dropout(self.embed(src))  # (B, S, E)
+        packed = pack_padded_sequence(emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        out, hidden = self.rnn(packed)
+        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, S, Dk)
+        h = hidden[0] if isinstance(hidden, tuple) else hidden  # (layers * dirs, B, He)
+        final = torch.cat([h[-self.directions + i] for i in range(self.directions)], dim=-1)  # (B, Dk)
+        return self.dropout(states), final
+
+
+class Decoder(nn.Module):
+    """Both decoder styles; ``style`` picks the step function.
+
+    Public API: ``init_state(final)``, ``forward(tgt_in, state, memory)`` for
+    teacher forcing and ``step(prev_tokens, state, memory)`` for decoding.
+    """
+
+    def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
+        super().__init__()
+        self.style = cfg.decoder_style
+        self.rnn_kind = cfg.rnn
+        self.layers = cfg.decoder_layers
+        self.hidden = cfg.decoder_hidden
+        self.input_feeding = cfg.input_feeding and self.style == "luong"
+        memory_dim = cfg.memory_dim
+        emb = cfg.embedding_dim
+        self.embed = nn.Embedding(vocab_size, emb, padding_idx=PAD_ID)
+        self.dropout = nn.Dropout(cfg.dropout)
+        self.bridge = nn.Linear(memory_dim, self.layers * self.hidden)
+        self.attention = build_attention(cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads)
+        if self.style == "bahdanau":
+            rnn_input = emb + memory_dim
+            self.combine = nn.Linear(self.hidden + memory_dim + emb, self.hidden)  # [s_t; c_t; y_{t-1}] -> output
+        else:
+            rnn_input = emb + (self.hidden if self.input_feeding else 0)
+            self.combine = nn.Linear(memory_dim + self.hidden, self.hidden)  # [c_t; h_t] -> h~_t
+        self.rnn = _rnn(cfg.rnn, rnn_input, self.hidden, self.layers, cfg.dropout)
+        self.output = nn.Linear(self.hidden, vocab_size)
+
+    # ---- state ---------------------------------------------------------
+    def init_state(self, final: Tensor) -> DecoderState:
+        """final (B, Dk) -> s_0 of every layer through the bridge."""
+        b = final.size(0)
+        h0 = torch.tanh(self.bridge(final)).view(b, self.layers, self.hidden).transpose(0, 1).contiguous()  # (L, B, H)
+        rnn_state = (h0, torch.zeros_like(h0)) if self.rnn_kind == "lstm" else h0
+        feed = final.new_zeros(b, self.hidden) if self.input_feeding else None
+        return DecoderState(rnn_state, feed)
+
+    # ---- one step given the embedded previous token ----------------------
+    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
+        """emb_t (B, E) -> pre-output (B, H), new state, weights (B, S)."""
+        if self.style == "bahdanau":
+            query = _top_layer(state.rnn)  # s_{t-1}, (B, H)
+            context, weights = self.attention(query, memory.states, memory.projected, memory.mask)  # (B, Dk), (B, S)
+            out, rnn_state = self.rnn(torch.cat([emb_t, context], -1).unsqueeze(1), state.rnn)
+            s_t = out.squeeze(1)  # (B, H)
+            pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
+            return self.dropout(pre), DecoderState(rnn_state), weights
+        rnn_in = torch.cat([emb_t, state.feed], -1) if self.input_feeding else emb_t
+        out, rnn_state = self.rnn(rnn_in.unsqueeze(1), state.rnn)
+        h_t = out.squeeze(1)  # (B, H)
+        context, weights = self.attention(h_t, memory.states, memory.projected, memory.mask)
+        attn_vec = self.dropout(torch.tanh(self.combine(torch.cat([context, h_t], -1))))  # h~_t, (B, H)
+        return attn_vec, DecoderState(rnn_state, attn_vec if self.input_feeding else None), weights
+
+    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
+        """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
+        emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
+        pre, state, weights = self._step(emb_t, state, memory)
+        return self.output(pre), state, weights
+
+    # ---- teacher forcing ---------------------------------------------------
+    def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
+        """tgt_in (B, T) -> logits (B, T, V), weights (B, T, S)."""
+        emb = self.dropout(self.embed(tgt_in))  # (B, T, E), embedded once for all steps
+        if self.style == "luong" and not self.input_feeding:
+            # No step depends on the previous attention: one RNN call over T,
+            # then attention for all T steps in one batched matmul.
+            out, _ = self.rnn(emb, state.rnn)  # (B, T, H)
+            context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
+            pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
+            return self.output(pre), weights
+        pres, all_weights = [], []
+        for t in range(tgt_in.size(1)):
+            pre, state, weights = self._step(emb[:, t], state, memory)
+            pres.append(pre)
+            all_weights.append(weights)
+        pre = torch.stack(pres, 1)  # (B, T, H)
+        return self.output(pre), torch.stack(all_weights, 1)  # output layer once for all steps
+
+
+class Seq2Seq(nn.Module):
+    """Encoder + attention decoder.  ``forward`` is teacher-forced; decoding uses ``encode``/``decoder.step``."""
+
+    family = "seq2seq"
+
+    def __init__(self, cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = Encoder(cfg, src_vocab_size)
+        self.decoder = Decoder(cfg, tgt_vocab_size)
+
+    def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
+        """src (B, S) -> the attention memory and the decoder's initial state."""
+        states, final = self.encoder(src, src_lengths)
+        mask = src != PAD_ID  # (B, S), True = may attend
+        memory = Memory(states, self.decoder.attention.project_keys(states), mask)  # keys projected once
+        return memory, self.decoder.init_state(final)
+
+    def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V), attention weights (B, T, S)."""
+        memory, state = self.encode(src, src_lengths)
+        return self.decoder(tgt_in, state, memory)

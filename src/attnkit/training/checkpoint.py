@@ -1,0 +1,181 @@
+"""Checkpoint directories: safetensors for tensors, JSON/YAML for everything else.
+
+Layout of a checkpoint directory::
+
+    meta.json            {"format": "attnkit-checkpoint", "version": 1, "family": ...}
+    model.safetensors    the model's parameters and buffers
+    config.yaml          the resolved experiment config
+    trainer.json         trainer state (epoch, step, best metric, schedules)
+    trainer.safetensors  optimizer moments and RNG states (optional)
+    ...                  family-specific files (vocabularies, tokenizer models)
+
+A directory is written next to its final place and renamed into it, so a
+crash never leaves a half-written checkpoint behind. Loading reads tensors
+with safetensors and text with json/yaml: nothing is ever unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+import yaml
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from attnkit.errors import CheckpointError
+
+FORMAT = "attnkit-checkpoint"
+VERSION = 1
+
+
+def write_checkpoint(
+    directory: str | Path,
+    family: str,
+    model_state: dict[str, torch.Tensor],
+    config: dict,
+    trainer_state: dict | None = None,
+    trainer_tensors: dict[str, torch.Tensor] | None = None,
+    extra: Callable[[Path], None] | None = None,
+) -> Path:
+    """Write a checkpoint atomically; ``extra(tmpdir)`` adds family-specific files."""
+    directory = Path(directory)
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
+        save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
+        (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        (tmp / "trainer.json").write_text(json.dumps(trainer_state or {}, indent=1), encoding="utf-8")
+        if trainer_tensors:
+            save_file({k: v.detach().contiguous().cpu() for k, v in trainer_tensors.items()},
+                      str(tmp / "trainer.safetensors"))
+        if extra is not None:
+            extra(tmp)
+        # meta.json last: its presence marks a complete checkpoint
+        (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION, "family": family}),
+                                       encoding="utf-8")
+        old = None
+        if directory.exists():
+            old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
+            os.replace(directory, old)
+        os.replace(tmp, directory)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return directory
+
+
+def read_meta(directory: str | Path, family: str | None = None) -> dict:
+    """Check that ``directory`` is an attnkit checkpoint (of ``family``) and return its meta."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise CheckpointError(f"{directory}: no such checkpoint directory")
+    meta_path = directory / "meta.json"
+    if not meta_path.is_file():
+        raise CheckpointError(f"{directory}: not an attnkit checkpoint (meta.json is missing)")
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{meta_path}: unreadable ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise CheckpointError(f"{meta_path}: not an attnkit checkpoint (format is {meta.get('format') if isinstance(meta, dict) else meta!r})")
+    if meta.get("version") != VERSION:
+        raise CheckpointError(f"{meta_path}: checkpoint version {meta.get('version')!r}, this attnkit reads {VERSION}")
+    if family is not None and meta.get("family") != family:
+        raise CheckpointError(f"{directory}: a {meta.get('family')!r} checkpoint, expected {family!r}")
+    return meta
+
+
+def read_tensors(path: str | Path, required: bool = True) -> dict[str, torch.Tensor] | None:
+    path = Path(path)
+    if not path.is_file():
+        if required:
+            raise CheckpointError(f"{path}: missing from the checkpoint")
+        return None
+    try:
+        return load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: corrupt safetensors file ({exc})") from None
+
+
+def read_json(path: str | Path, required: bool = True) -> Any:
+    path = Path(path)
+    if not path.is_file():
+        if required:
+            raise CheckpointError(f"{path}: missing from the checkpoint")
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: unreadable JSON ({exc})") from None
+
+
+def read_config(directory: str | Path) -> dict:
+    path = Path(directory) / "config.yaml"
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing from the checkpoint")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise CheckpointError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path}: not a config mapping")
+    return data
+
+
+def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
+    """Load ``model.safetensors`` into ``model``; a key or shape mismatch is a foreign checkpoint."""
+    path = Path(directory) / "model.safetensors"
+    state = read_tensors(path)
+    own = model.state_dict()
+    missing = sorted(set(own) - set(state))
+    unexpected = sorted(set(state) - set(own))
+    if missing or unexpected:
+        detail = []
+        if missing:
+            detail.append(f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
+        if unexpected:
+            detail.append(f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}")
+        raise CheckpointError(f"{path}: parameters do not match this model ({'; '.join(detail)})")
+    for key, tensor in state.items():
+        if tensor.shape != own[key].shape:
+            raise CheckpointError(f"{path}: {key} has shape {tuple(tensor.shape)}, the model expects {tuple(own[key].shape)}")
+    model.load_state_dict(state)
+
+
+def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Split ``optimizer.state_dict()`` into JSON-able scalars and named tensors."""
+    state = optimizer.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict] = {}
+    for pid, pstate in state["state"].items():
+        for name, value in pstate.items():
+            if torch.is_tensor(value):
+                tensors[f"optimizer.{pid}.{name}"] = value
+            else:
+                scalars.setdefault(str(pid), {})[name] = value
+    return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
+
+
+def optimizer_from_tensors(optimizer: torch.optim.Optimizer, info: dict, tensors: dict[str, torch.Tensor]) -> None:
+    """Inverse of :func:`optimizer_to_tensors`."""
+    state: dict[int, dict] = {}
+    for key, value in tensors.items():
+        if not key.startswith("optimizer."):
+            continue
+        _, pid, name = key.split(".", 2)
+        state.setdefault(int(pid), {})[name] = value
+    for pid, values in info.get("scalars", {}).items():
+        state.setdefault(int(pid), {}).update(values)
+    try:
+        optimizer.load_state_dict({"state": state, "param_groups": info["param_groups"]})
+    except (KeyError, ValueError) as exc:
+        raise CheckpointError(f"optimizer state does not match this model ({exc})") from None

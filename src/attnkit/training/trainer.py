@@ -1,0 +1,240 @@
+"""Training a seq2seq experiment: data -> vocabularies -> model -> updates -> checkpoints.
+
+Adam with gradient clipping; learning-rate schedule ``plateau`` (cut on a
+stalled dev metric), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
+early stopping on the dev metric; a progress bar with loss, token accuracy and
+target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
+``resume=True`` continues from ``last`` exactly where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from attnkit.data.batching import encode_pairs, make_batches
+from attnkit.data.tasks.base import Splits
+from attnkit.data.tasks.registry import build_splits, task_info
+from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
+from attnkit.data.vocab import PAD_ID, Vocab
+from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.experiment import ExperimentConfig
+from attnkit.models.seq2seq import Seq2Seq
+from attnkit.training import checkpoint as ckpt
+from attnkit.translator import Translator, resolve_device
+
+log = logging.getLogger("attnkit.train")
+
+
+def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int) -> Tokenizer:
+    if level == "char":
+        return CharTokenizer(lowercase)
+    if level == "word":
+        return WordTokenizer(lowercase)
+    from attnkit.data.subword import SentencePieceTokenizer
+
+    directory.mkdir(parents=True, exist_ok=True)
+    return SentencePieceTokenizer.train((t.lower() if lowercase else t for t in texts), directory, name, vocab_size)
+
+
+@dataclass
+class TrainerState:
+    """Counters that a resumed run continues from (saved as trainer.json)."""
+
+    epoch: int = 0  # current epoch (0-based)
+    batches_done: int = 0  # batches of the current epoch already trained
+    step: int = 0
+    best: float | None = None
+    best_step: int = 0
+    bad_evals: int = 0
+    elapsed_s: float = 0.0
+    finished: bool = False
+    history: list = field(default_factory=list)
+
+
+class Trainer:
+    def __init__(self, cfg: ExperimentConfig, splits: Splits | None = None, log_fn=None):
+        self.cfg = cfg
+        self.run_dir = cfg.run_dir
+        self.log = log_fn or (lambda msg: tqdm.write(msg))
+        tc = cfg.train
+        if tc.threads:
+            torch.set_num_threads(tc.threads)
+        self.device = resolve_device(tc.device)
+        _, self.family, self.metric, self.higher_is_better = task_info(cfg.data.task)
+        self.splits = splits or build_splits(cfg.data)
+        for name in ("train", "dev"):
+            if not getattr(self.splits, name):
+                raise AttnkitError(f"the {name} split of task {cfg.data.task!r} is empty")
+
+    # ---- setup -------------------------------------------------------------
+    def _build(self, resume: bool) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
+        cfg, tc = self.cfg, self.cfg.train
+        last = self.run_dir / "last"
+        if resume:
+            if not last.exists():
+                raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
+            translator = Translator.load(last, self.device)
+            saved = translator.config
+            if saved.model != cfg.model or saved.data != cfg.data:
+                raise CheckpointError(f"{last}: its model/data config differs from this one; resume needs the same experiment")
+        else:
+            _seed_everything(tc.seed)
+            d = cfg.data
+            tok_dir = self.run_dir / "tokenizers"
+            src_tok = make_tokenizer(d.src_level, d.lowercase, [s for s, _ in self.splits.train], tok_dir, "source", d.vocab_size)
+            tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, [t for _, t in self.splits.train], tok_dir, "target", d.vocab_size)
+            src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in self.splits.train)
+            tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in self.splits.train)
+            model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(self.device)
+            translator = Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, self.device)
+        translator.config = cfg  # train/decode settings of this run win over the saved ones
+        optimizer = torch.optim.Adam(translator.model.parameters(), lr=tc.lr)
+        scheduler = self._scheduler(optimizer)
+        state = TrainerState()
+        if resume:
+            info = ckpt.read_json(last / "trainer.json")
+            tensors = ckpt.read_tensors(last / "trainer.safetensors")
+            ckpt.optimizer_from_tensors(optimizer, info["optimizer"], tensors)
+            if scheduler is not None and info.get("scheduler"):
+                scheduler.load_state_dict(info["scheduler"])
+            state = TrainerState(**info["state"])
+            torch.set_rng_state(tensors["rng.torch"])
+            random.seed(state.step)
+        return translator, state, optimizer, scheduler
+
+    def _scheduler(self, optimizer):
+        tc = self.cfg.train
+        if tc.scheduler == "plateau":
+            return torch.optim.lr_scheduler.ReduceLROnPlateau(
+                optimizer, mode="max" if self.higher_is_better else "min", factor=tc.lr_factor,
+                patience=tc.lr_patience, min_lr=tc.min_lr)
+        if tc.scheduler == "noam":
+            warm = max(1, tc.warmup_steps)
+            return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warm, math.sqrt(warm / (s + 1))))
+        return None
+
+    # ---- the loop ------------------------------------------------------------
+    def train(self, resume: bool = False) -> Path:
+        """Train until epochs, patience or time budget run out; returns the best checkpoint directory."""
+        cfg, tc, d = self.cfg, self.cfg.train, self.cfg.data
+        translator, state, optimizer, scheduler = self._build(resume)
+        if state.finished:
+            self.log(f"{self.run_dir}: training had already finished; nothing to resume")
+            return self.run_dir / "best"
+        model = translator.model
+        examples = encode_pairs(self.splits.train, translator.src_tokenizer, translator.tgt_tokenizer,
+                                translator.src_vocab, translator.tgt_vocab, d.max_src_len, d.max_tgt_len,
+                                d.overlong, source_name=f"{d.task} train")
+        self.log(f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / {len(self.splits.test)} test pairs; "
+                 f"vocab {len(translator.src_vocab)} -> {len(translator.tgt_vocab)}; "
+                 f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}")
+        start = time.time() - state.elapsed_s
+        budget_s = tc.max_minutes * 60 if tc.max_minutes else None
+        stop = False
+        while state.epoch < tc.epochs and not stop:
+            batches = make_batches(examples, batch_size=None if tc.max_tokens else tc.batch_size,
+                                   max_tokens=tc.max_tokens, shuffle=True, seed=tc.seed * 100003 + state.epoch)
+            bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
+                       unit="batch", disable=not tc.progress, dynamic_ncols=True, leave=False)
+            tokens_seen, t_epoch = 0, time.time()
+            for batch in batches[state.batches_done:]:
+                model.train()
+                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device))
+                state.step += 1
+                state.batches_done += 1
+                if scheduler is not None and tc.scheduler == "noam":
+                    scheduler.step()
+                tokens_seen += n_tokens
+                bar.update(1)
+                bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
+                                tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
+                                lr=f"{optimizer.param_groups[0]['lr']:.1e}")
+                out_of_time = budget_s is not None and time.time() - start > budget_s
+                if (tc.eval_every and state.step % tc.eval_every == 0) or out_of_time:
+                    stop = self._evaluate(translator, state, optimizer, scheduler, start) or out_of_time
+                    if stop:
+                        break
+            bar.close()
+            if stop:
+                break
+            if not tc.eval_every:  # evaluated (and saved) with the epoch complete: a resume starts the next one
+                stop = self._evaluate(translator, state, optimizer, scheduler, start)
+            state.epoch += 1
+            state.batches_done = 0
+        state.finished = True
+        state.elapsed_s = time.time() - start
+        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        if not (self.run_dir / "best").exists():
+            self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
+        self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
+                 f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {self.run_dir}")
+        return self.run_dir / "best"
+
+    def _update(self, model: Seq2Seq, optimizer, batch) -> tuple[float, int, int]:
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID,
+                               label_smoothing=self.cfg.train.label_smoothing)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.train.clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.train.clip)
+        optimizer.step()
+        with torch.no_grad():
+            mask = batch.tgt_out != PAD_ID
+            correct = int(((logits.argmax(-1) == batch.tgt_out) & mask).sum())
+        return loss.item(), correct, int(mask.sum())
+
+    def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
+        """Score dev, save checkpoints, step the schedule; True means stop early."""
+        tc = self.cfg.train
+        metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
+        value = metrics[self.metric]
+        improved = state.best is None or (value > state.best if self.higher_is_better else value < state.best)
+        if improved:
+            state.best, state.best_step, state.bad_evals = value, state.step, 0
+        else:
+            state.bad_evals += 1
+        if scheduler is not None and tc.scheduler == "plateau":
+            scheduler.step(value)
+        state.elapsed_s = time.time() - start
+        state.history.append({"step": state.step, "epoch": state.epoch + 1, "dev": metrics,
+                              "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1)})
+        self.log(f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
+                 f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
+                 f"{state.elapsed_s / 60:.1f} min")
+        if improved:
+            self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
+        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        if state.bad_evals >= tc.patience:
+            self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
+            return True
+        return False
+
+    def _save(self, translator: Translator, directory: Path, state: TrainerState, optimizer, scheduler) -> None:
+        info, tensors = ckpt.optimizer_to_tensors(optimizer)
+        tensors["rng.torch"] = torch.get_rng_state()
+        trainer_state = {"state": state.__dict__, "optimizer": info,
+                         "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
+                         "metric": self.metric}
+        translator.save(directory, trainer_state, tensors)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train_experiment(cfg: ExperimentConfig, resume: bool = False) -> Path:
+    return Trainer(cfg).train(resume=resume)

@@ -1,0 +1,414 @@
+"""Training, evaluation and pictures for the visual attention family.
+
+An experiment file has ``family: vision`` and three sections::
+
+    family: vision
+    data:  {task: cluttered, canvas: 60, ...}     -> DataConfig
+    model: {type: ram, glimpses: 8, ...}          -> RAMConfig | ReaderConfig | PoolingConfig
+    train: {epochs: 100, batch_size: 128, ...}    -> TrainConfig
+
+``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name) and
+with it the valid keys of the section. Unknown keys anywhere are rejected
+with the list of valid ones.
+
+Public entry points (the CLI calls these):
+
+* :func:`train_vision` -- train, keep ``OUT/best`` (lowest dev error) and
+  ``OUT/last`` checkpoints, resume from ``OUT/last``;
+* :func:`evaluate_vision` -- error % on the test (or dev) split;
+* :func:`plot_vision` -- PNG + GIF of where the model looks on test image N.
+
+Data lives on the training device as uint8 and is cut into batches there;
+the training images of translated / cluttered / strip tasks are redrawn
+every epoch (``data.resample``) in a background thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from tqdm import tqdm
+
+from attnkit.config import from_dict
+from attnkit.errors import CheckpointError, ConfigError
+from attnkit.training import checkpoint as ckpt
+from attnkit.training.vision_families import MODEL_TYPES, Family, VisionBatchData
+from attnkit.training.vision_data import DataConfig, VisionData
+
+FAMILY = "vision"
+
+
+@dataclass
+class TrainConfig:
+    """``train:`` how to optimise, when to stop, where to write."""
+
+    epochs: int = 50
+    """Most epochs (passes over the training images) to run."""
+    batch_size: int = 128
+    """Images per optimiser step."""
+    eval_batch_size: int = 1000
+    """Images per forward pass when measuring dev/test error."""
+    lr: float = 1e-3
+    """Adam learning rate at the start of the schedule."""
+    lr_schedule: str = "cosine"
+    """cosine: decay to lr * min_lr_ratio over the planned epochs; step: multiply by lr_gamma every lr_step_epochs; constant."""
+    min_lr_ratio: float = 0.01
+    """Cosine floor, as a fraction of lr."""
+    lr_step_epochs: int = 20
+    """Step schedule: epochs between decays."""
+    lr_gamma: float = 0.5
+    """Step schedule: decay factor."""
+    warmup_epochs: float = 0.0
+    """Linear warm-up from 0 to lr over this many epochs (fractions allowed)."""
+    weight_decay: float = 0.0
+    """Adam weight decay (L2)."""
+    grad_clip: float | None = 5.0
+    """Clip the global gradient norm to this value (null: no clipping)."""
+    patience: int | None = 20
+    """Early stopping: stop after this many epochs without a lower dev error (null: never)."""
+    max_minutes: float | None = None
+    """Wall-clock budget for training (null: none); training stops when it is spent."""
+    fit_schedule_to_budget: bool = True
+    """With max_minutes: shorten the planned epochs (and the LR schedule) to what the budget allows."""
+    device: str = "auto"
+    """auto (CUDA when available), cpu or cuda."""
+    seed: int = 0
+    """Seed of the model initialisation and of the batch order."""
+    num_threads: int | None = None
+    """CPU threads for torch (null: torch's default)."""
+    output_dir: str = "runs/vision"
+    """Run directory (holds best/ and last/) when the caller gives none."""
+    progress: bool = True
+    """Show a tqdm progress bar and per-epoch summary lines on stderr."""
+
+    CHOICES = {"lr_schedule": ("cosine", "step", "constant"), "device": ("auto", "cpu", "cuda")}
+
+    def validate(self, where: str) -> None:
+        for name in ("epochs", "batch_size", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0:
+            raise ConfigError(f"{where}.lr: must be > 0, got {self.lr}")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            raise ConfigError(f"{where}.max_minutes: must be > 0 (or null), got {self.max_minutes}")
+
+
+@dataclass
+class VisionConfig:
+    data: DataConfig
+    model: object  # the dataclass of MODEL_TYPES[model_type]
+    model_type: str
+    train: TrainConfig
+
+    def to_dict(self) -> dict:
+        return {"family": FAMILY, "data": asdict(self.data), "model": {"type": self.model_type, **asdict(self.model)},
+                "train": asdict(self.train)}
+
+
+def parse_config(data: dict, source: str = "config") -> VisionConfig:
+    """A parsed YAML mapping -> :class:`VisionConfig`; ConfigError naming ``source`` and the key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections")
+    valid = ("family", "data", "model", "train")
+    unknown = sorted(set(data) - set(valid))
+    if unknown:
+        raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
+                          f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}")
+    if data.get("family", FAMILY) != FAMILY:
+        raise ConfigError(f"{source}: family: {data.get('family')!r} is not a vision config (family: vision)")
+    model = dict(data.get("model") or {})
+    model_type = model.pop("type", None)
+    if model_type not in MODEL_TYPES:
+        raise ConfigError(f"{source}: model.type: {model_type!r} is not one of {', '.join(MODEL_TYPES)}")
+    family = MODEL_TYPES[model_type]
+    cfg = VisionConfig(
+        data=from_dict(DataConfig, data.get("data"), f"{source}: data"),
+        model=from_dict(family.config_cls, model, f"{source}: model"),
+        model_type=model_type,
+        train=from_dict(TrainConfig, data.get("train"), f"{source}: train"),
+    )
+    if cfg.data.task not in family.tasks:
+        raise ConfigError(f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
+                          f"not {cfg.data.task!r}")
+    return cfg
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device: cuda was asked for but torch sees no CUDA device (use auto or cpu)")
+    return torch.device(name)
+
+
+# ---------------------------------------------------------------- schedule
+
+
+def learning_rate(cfg: TrainConfig, progress: float, planned_epochs: int) -> float:
+    """LR at ``progress`` epochs (fractional) into a run planned for ``planned_epochs``."""
+    if cfg.warmup_epochs > 0 and progress < cfg.warmup_epochs:
+        return cfg.lr * max(progress, 1e-3) / cfg.warmup_epochs
+    if cfg.lr_schedule == "constant":
+        return cfg.lr
+    if cfg.lr_schedule == "step":
+        return cfg.lr * cfg.lr_gamma ** int(progress // cfg.lr_step_epochs)
+    span = max(planned_epochs - cfg.warmup_epochs, 1e-9)
+    frac = min(max(progress - cfg.warmup_epochs, 0.0) / span, 1.0)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + (cfg.lr - floor) * 0.5 * (1.0 + math.cos(math.pi * frac))
+
+
+# ---------------------------------------------------------------- state
+
+
+@dataclass
+class TrainerState:
+    """What ``trainer.json`` holds: enough to resume and to report."""
+
+    epoch: int = 0  # epochs completed
+    step: int = 0
+    planned_epochs: int = 0
+    best_dev_error: float = float("inf")
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    elapsed_s: float = 0.0  # training wall time, summed over resumed runs
+    stopped: str = ""  # why training ended: "", "epochs", "patience", "budget"
+    history: list = field(default_factory=list)
+
+
+def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState) -> None:
+    info, tensors = ckpt.optimizer_to_tensors(optimizer)
+    tensors["rng.torch"] = torch.get_rng_state()
+    trainer = {**asdict(state), "optimizer": info}
+    if trainer["best_dev_error"] == float("inf"):
+        trainer["best_dev_error"] = None
+    ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
+
+
+def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
+    ckpt.read_meta(directory, FAMILY)
+    ckpt.load_model_state(model, directory)
+    trainer = ckpt.read_json(directory / "trainer.json")
+    tensors = ckpt.read_tensors(directory / "trainer.safetensors")
+    ckpt.optimizer_from_tensors(optimizer, trainer.pop("optimizer", {}), tensors)
+    if "rng.torch" in tensors:
+        torch.set_rng_state(tensors["rng.torch"])
+    if trainer.get("best_dev_error") is None:
+        trainer["best_dev_error"] = float("inf")
+    known = set(TrainerState.__dataclass_fields__)
+    return TrainerState(**{k: v for k, v in trainer.items() if k in known})
+
+
+# ---------------------------------------------------------------- loops
+
+
+def _log(cfg: TrainConfig, message: str) -> None:
+    if cfg.progress:
+        tqdm.write(message, file=sys.stderr)
+
+
+def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool) -> list[Tensor]:
+    order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
+    return list(order.split(batch_size))
+
+
+def evaluate_split(family: Family, model: nn.Module, split: VisionBatchData, model_cfg, batch_size: int,
+                   mc_samples: int | None = None) -> dict:
+    """Accuracy / error % of ``model`` on a split already on the model's device."""
+    model.eval()
+    correct = torch.zeros((), device=split.images.device)
+    with torch.no_grad():
+        for idx in _batches(len(split), batch_size, split.images.device, shuffle=False):
+            correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
+    n = len(split)
+    accuracy = float(correct) / max(n, 1)
+    return {"images": n, "accuracy": accuracy, "error_pct": 100.0 * (1.0 - accuracy)}
+
+
+def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: VisionBatchData,
+                 state: TrainerState, deadline: float | None) -> dict:
+    model.train()
+    t_cfg = cfg.train
+    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True)
+    loss_sum = torch.zeros((), device=split.images.device)
+    correct = torch.zeros((), device=split.images.device)
+    seen, start = 0, time.perf_counter()
+    bar = tqdm(batches, desc=f"epoch {state.epoch + 1}/{state.planned_epochs}", unit="batch", leave=False,
+               disable=not t_cfg.progress, file=sys.stderr, dynamic_ncols=True)
+    for i, idx in enumerate(bar):
+        lr = learning_rate(t_cfg, state.epoch + i / len(batches), state.planned_epochs)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        loss, batch_correct = family.train_step(model, split.batch(idx), cfg.model)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if t_cfg.grad_clip:
+            nn.utils.clip_grad_norm_(model.parameters(), t_cfg.grad_clip)
+        optimizer.step()
+        state.step += 1
+        loss_sum += loss.detach() * len(idx)
+        correct += batch_correct
+        seen += len(idx)
+        if t_cfg.progress and (i % 20 == 0 or i == len(batches) - 1):
+            rate = seen / max(time.perf_counter() - start, 1e-9)
+            bar.set_postfix(loss=f"{float(loss_sum) / seen:.4f}", acc=f"{100 * float(correct) / seen:.2f}%",
+                            img_s=f"{rate:.0f}", lr=f"{lr:.2e}")
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+    bar.close()
+    return {"train_loss": float(loss_sum) / max(seen, 1), "train_accuracy": float(correct) / max(seen, 1),
+            "images": seen, "lr": lr}
+
+
+def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
+    """Planned epochs: the config's, cut to what the remaining budget allows (never below the next epoch)."""
+    if cfg.max_minutes is None or not cfg.fit_schedule_to_budget or not epoch_seconds:
+        return cfg.epochs
+    typical = float(np.median(epoch_seconds[1:] if len(epoch_seconds) > 1 else epoch_seconds))
+    remaining = cfg.max_minutes * 60.0 - state.elapsed_s
+    return max(state.epoch + 1, min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6))))
+
+
+def train_vision(config: dict, output_dir: Path | None = None, resume: bool = False, source: str = "config") -> Path:
+    """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best checkpoint dir.
+
+    Writes ``OUT/best`` (lowest dev error so far) and ``OUT/last`` (end of
+    the latest epoch) where OUT is ``output_dir`` or ``train.output_dir``.
+    ``resume=True`` continues from ``OUT/last`` (its config must match).
+    """
+    cfg = parse_config(config, source)
+    t_cfg = cfg.train
+    out = Path(output_dir) if output_dir is not None else Path(t_cfg.output_dir)
+    if t_cfg.num_threads:
+        torch.set_num_threads(t_cfg.num_threads)
+    device = resolve_device(t_cfg.device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    torch.manual_seed(t_cfg.seed)
+    family = MODEL_TYPES[cfg.model_type]
+    model = family.build(cfg.model).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay)
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        if not (out / "last").is_dir():
+            raise CheckpointError(f"{out / 'last'}: nothing to resume (train without --resume first)")
+        saved = ckpt.read_config(out / "last")
+        if parse_config(saved, str(out / "last")).model != cfg.model:
+            raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
+        state = _restore(out / "last", model, optimizer)
+        state.stopped = ""
+    data = VisionData(cfg.data)
+    dev = family.to_device(data.split("dev"), device)
+    deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
+    epoch_seconds: list[float] = []
+    _log(t_cfg, f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
+                f"parameters, {data.describe()}")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        upcoming = pool.submit(data.train_split, state.epoch)
+        while state.epoch < state.planned_epochs:
+            began = time.perf_counter()
+            train = family.to_device(upcoming.result(), device)
+            upcoming = pool.submit(data.train_split, state.epoch + 1)  # drawn while this epoch trains
+            stats = _train_epoch(family, model, optimizer, cfg, train, state, deadline)
+            dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
+            state.epoch += 1
+            seconds = time.perf_counter() - began
+            state.elapsed_s += seconds
+            epoch_seconds.append(seconds)
+            improved = dev_stats["error_pct"] < state.best_dev_error
+            if improved:
+                state.best_dev_error, state.best_epoch, state.bad_epochs = dev_stats["error_pct"], state.epoch, 0
+            else:
+                state.bad_epochs += 1
+            state.history.append({"epoch": state.epoch, **stats, "dev_error_pct": dev_stats["error_pct"],
+                                  "seconds": round(seconds, 3)})
+            state.planned_epochs = _plan(t_cfg, state, epoch_seconds)
+            _log(t_cfg, f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
+                        f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
+                        f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
+                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s)")
+            if deadline is not None and time.perf_counter() > deadline:
+                state.stopped = "budget"
+            elif t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
+                state.stopped = "patience"
+            elif state.epoch >= state.planned_epochs:
+                state.stopped = "epochs"
+            if improved:
+                _save(out / "best", model, optimizer, cfg, state)
+            _save(out / "last", model, optimizer, cfg, state)
+            if state.stopped:
+                break
+        upcoming.cancel()
+    _log(t_cfg, f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; best dev error "
+                f"{state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in {out}")
+    return out / "best"
+
+
+# ---------------------------------------------------------------- evaluation and pictures
+
+
+def checkpoint_dir(model_dir: str | Path) -> Path:
+    """A checkpoint directory itself, or the run directory holding ``best/``."""
+    model_dir = Path(model_dir)
+    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
+        return model_dir / "best"
+    return model_dir
+
+
+def load_vision_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[VisionConfig, Family, nn.Module]:
+    """(config, family, model in eval mode) of a vision checkpoint."""
+    directory = checkpoint_dir(model_dir)
+    ckpt.read_meta(directory, FAMILY)
+    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
+    family = MODEL_TYPES[cfg.model_type]
+    model = family.build(cfg.model)
+    ckpt.load_model_state(model, directory)
+    device = resolve_device(device) if isinstance(device, str) else device
+    return cfg, family, model.to(device).eval()
+
+
+def evaluate_vision(model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto") -> dict:
+    """Error % of a trained model on ``split`` ("test" or "dev").
+
+    Returns ``{"split", "task", "model", "images", "accuracy", "error_pct"}``
+    (plus ``"mc_samples"`` for RAM: glimpse paths averaged per image,
+    ``model.mc_samples`` unless given). For strips, accuracy is whole-string.
+    """
+    if split not in ("test", "dev"):
+        raise ConfigError(f"split {split!r}: evaluate reads test or dev")
+    cfg, family, model = load_vision_model(model_dir, device)
+    dev = next(model.parameters()).device
+    data = family.to_device(VisionData(cfg.data).split(split), dev)
+    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
+    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+        torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
+        result = evaluate_split(family, model, data, cfg.model, cfg.train.eval_batch_size, mc)
+    result = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **result}
+    if mc is not None:
+        result["mc_samples"] = mc
+    return result
+
+
+def plot_vision(model_dir: Path, image_index: int, out: Path) -> list[Path]:
+    """Draw where the model looks on test image ``image_index``: a PNG grid and an animated GIF.
+
+    ``out`` is a directory (files named ``<type>-test<N>.png/.gif``) or a file
+    name whose stem is used for both. Returns the written paths.
+    """
+    cfg, family, model = load_vision_model(model_dir, "cpu")
+    test = VisionData(cfg.data).split("test")
+    if not 0 <= image_index < len(test.images):
+        raise ConfigError(f"--image {image_index}: the test split has images 0..{len(test.images) - 1}")
+    out = Path(out)
+    stem = out.with_suffix("") if out.suffix.lower() in (".png", ".gif") else out / f"{cfg.model_type}-test{image_index}"
+    torch.manual_seed(0)
+    return family.picture(model, test.images[image_index], test.labels[image_index], stem, cfg.model)

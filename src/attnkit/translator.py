@@ -1,0 +1,171 @@
+"""A trained seq2seq model with its vocabularies and tokenizers: load, save, translate.
+
+``Translator.translate(texts)`` goes from raw text to output text AND the
+attention matrix of every output, so every command that shows attention
+(translate, evaluate, plot, demo, report) shares this one path.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from attnkit.data.batching import Example, collate
+from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
+from attnkit.data.vocab import EOS, EOS_ID, Vocab
+from attnkit.decoding import beam_search, greedy_decode, max_output_length
+from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
+from attnkit.models.seq2seq import Seq2Seq
+from attnkit.training import checkpoint as ckpt
+from attnkit.viz.records import AttentionRecord
+
+FAMILY = "seq2seq"
+
+
+@dataclass
+class Translation:
+    """One output for one input; ``weights`` is (len(output_tokens), len(source_tokens))."""
+
+    source: str
+    source_tokens: list[str]  # what the encoder read, "</s>" included
+    output: str
+    output_tokens: list[str]  # what the decoder emitted, "</s>" included when it ended
+    weights: np.ndarray
+    score: float
+    nbest: list["Translation"] = field(default_factory=list)  # all n-best, this one first
+
+    def record(self, reference: str | None = None) -> AttentionRecord:
+        return AttentionRecord(source=self.source, source_tokens=self.source_tokens, output=self.output,
+                               output_tokens=self.output_tokens, weights=self.weights, reference=reference,
+                               score=self.score)
+
+
+def resolve_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise AttnkitError("device 'cuda' was asked for but no CUDA device is available")
+    return torch.device(name)
+
+
+class Translator:
+    def __init__(self, model: Seq2Seq, config: ExperimentConfig, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
+                 src_vocab: Vocab, tgt_vocab: Vocab, device: torch.device | None = None):
+        self.model = model
+        self.config = config
+        self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
+        self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
+        self.device = device or next(model.parameters()).device
+
+    # ---- checkpoint directory ----------------------------------------------
+    def save(self, directory: str | Path, trainer_state: dict | None = None,
+             trainer_tensors: dict[str, torch.Tensor] | None = None) -> Path:
+        def extra(tmp: Path) -> None:
+            self.src_vocab.save(tmp / "src_vocab.json")
+            self.tgt_vocab.save(tmp / "tgt_vocab.json")
+            tokenizers = {"source": self.src_tokenizer.to_json(), "target": self.tgt_tokenizer.to_json()}
+            for tok in (self.src_tokenizer, self.tgt_tokenizer):
+                if hasattr(tok, "copy_to"):
+                    tok.copy_to(tmp)
+            import json
+
+            (tmp / "tokenizers.json").write_text(json.dumps(tokenizers, indent=1), encoding="utf-8")
+
+        return ckpt.write_checkpoint(directory, FAMILY, self.model.state_dict(), experiment_to_dict(self.config),
+                                     trainer_state, trainer_tensors, extra)
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str | torch.device = "auto") -> "Translator":
+        directory = Path(directory)
+        ckpt.read_meta(directory, FAMILY)
+        try:
+            config = experiment_from_dict(ckpt.read_config(directory), source=str(directory / "config.yaml"))
+        except AttnkitError as exc:
+            raise CheckpointError(str(exc)) from None
+        src_vocab = Vocab.load(_need(directory / "src_vocab.json"))
+        tgt_vocab = Vocab.load(_need(directory / "tgt_vocab.json"))
+        tokenizers = ckpt.read_json(directory / "tokenizers.json")
+        if not isinstance(tokenizers, dict) or not {"source", "target"} <= set(tokenizers):
+            raise CheckpointError(f"{directory / 'tokenizers.json'}: expected 'source' and 'target' tokenizers")
+        src_tok = tokenizer_from_json(tokenizers["source"], directory)
+        tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
+        device = device if isinstance(device, torch.device) else resolve_device(device)
+        model = Seq2Seq(config.model, len(src_vocab), len(tgt_vocab))
+        ckpt.load_model_state(model, directory)
+        model.to(device).eval()
+        return cls(model, config, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
+
+    # ---- text -> text + attention -------------------------------------------
+    def encode_sources(self, texts: Sequence[str]) -> tuple[list[Example], list[list[str]]]:
+        """Raw source texts -> examples and the tokens each encodes ("</s>" included).
+
+        Empty inputs are errors; over-long ones are truncated with a warning, or
+        refused when data.overlong is "error".
+        """
+        cap = self.config.data.max_src_len - 1
+        examples, token_lists, n_long = [], [], 0
+        for i, text in enumerate(texts):
+            tokens = self.src_tokenizer.tokenize(text)
+            if not text.strip() or not tokens:
+                raise AttnkitError(f"input {i + 1} is empty: nothing to translate")
+            if len(tokens) > cap:
+                if self.config.data.overlong == "error":
+                    raise AttnkitError(f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}")
+                n_long += 1
+                tokens = tokens[:cap]
+            examples.append(Example(self.src_vocab.encode(tokens) + [EOS_ID], [], i))
+            token_lists.append(list(tokens) + [EOS])
+        if n_long:
+            warnings.warn(f"{n_long} input(s) longer than {cap} tokens were truncated (data.max_src_len)", stacklevel=2)
+        return examples, token_lists
+
+    def translate(self, texts: Sequence[str], beam_size: int = 1, alpha: float | None = None, n_best: int = 1,
+                  batch_size: int | None = None, progress: bool = False) -> list[Translation]:
+        """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in order."""
+        texts = list(texts)
+        if not texts:
+            raise AttnkitError("no input to translate")
+        dec = self.config.decode
+        alpha = dec.alpha if alpha is None else alpha
+        batch_size = batch_size or dec.batch_size
+        examples, token_lists = self.encode_sources(texts)
+        order = sorted(range(len(examples)), key=lambda i: len(examples[i].src))  # similar lengths together
+        results: list[Translation | None] = [None] * len(texts)
+        self.model.eval()
+        chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        for chunk in tqdm(chunks, desc="decoding", unit="batch", disable=not progress, leave=False):
+            batch = collate([examples[i] for i in chunk]).to(self.device)
+            max_len = max_output_length(batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap)
+            if beam_size == 1:
+                hyps = [[h] for h in greedy_decode(self.model, batch.src, batch.src_lengths, max_len)]
+            else:
+                hyps = beam_search(self.model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best)
+            for row, index in enumerate(batch.indices):
+                options = [self._translation(texts[index], token_lists[index], h) for h in hyps[row]]
+                options[0].nbest = options
+                results[index] = options[0]
+        return results  # type: ignore[return-value]
+
+    def _translation(self, text: str, source_tokens: list[str], hyp) -> Translation:
+        output_tokens = self.tgt_vocab.decode(hyp.tokens, strip_specials=False)
+        output = self.tgt_tokenizer.detokenize(output_tokens)
+        shown = output_tokens + ([EOS] if hyp.finished else [])
+        return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
+
+
+def _need(path: Path) -> Path:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing from the checkpoint")
+    return path
+
+
+def read_inputs(items: Iterable[str]) -> list[str]:
+    """Strip line endings; used for stdin and files."""
+    return [line.rstrip("\r\n") for line in items]

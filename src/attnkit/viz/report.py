@@ -1,0 +1,245 @@
+"""One self-contained HTML page for a run: metrics, config, examples, attention.
+
+The page needs nothing but itself: inline CSS, a small vanilla-JS script, the
+records embedded as JSON in ``<script type="application/json">`` and, for the
+first few examples, static PNG heatmaps as ``data:`` URIs so pictures show even
+with scripts off. Clicking an example draws its attention as a table of
+coloured cells; hovering a cell reads ``output <- source: weight``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnkit.viz.heatmap import plot_heatmap
+from attnkit.viz.records import FORMAT, VERSION, AttentionRecord
+
+STATIC_PICTURES = 3  # examples that also get a PNG (pictures without JS)
+
+_CSS = """
+body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
+ max-width:1100px;padding:0 1rem;color:#1d1f23;background:#fcfcfd}
+h1{font-size:1.6rem;margin:0 0 1rem}h2{font-size:1.15rem;margin:2rem 0 .6rem}
+table.metrics{border-collapse:collapse}
+.metrics td,.metrics th{padding:.25rem .9rem;border-bottom:1px solid #e3e5e8;text-align:left}
+.metrics td.num{text-align:right;font-variant-numeric:tabular-nums}
+pre{background:#f3f4f6;padding:.8rem;border-radius:6px;overflow:auto;font-size:13px}
+.notes{white-space:pre-wrap}
+ol.examples{padding-left:2.2rem}
+.ex{margin:.4rem 0;padding:.5rem .7rem;border:1px solid #e3e5e8;border-radius:6px;
+ background:#fff;cursor:pointer}
+.ex:hover,.ex:focus{border-color:#8aa4d6;outline:none}
+.ex .row{display:flex;gap:.6rem}.ex .k{color:#6b7280;min-width:5.5rem;flex:none}
+.ex .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-all}
+.mark{font-weight:600;margin-left:.4rem}.ok{color:#15803d}.bad{color:#b91c1c}
+.score{color:#6b7280;font-size:.85rem;margin-left:.6rem}
+.pic{margin-top:.5rem;cursor:default}.pic img{max-width:100%}
+table.hm{border-collapse:collapse;font:12px ui-monospace,Menlo,Consolas,monospace}
+.hm th{font-weight:normal;padding:0 .3rem;color:#374151}
+.hm thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;padding:.3rem 0}
+.hm tbody th{text-align:right}
+.hm td{width:1.7rem;height:1.7rem;min-width:1.7rem;text-align:center;font-size:10px}
+.hm td:hover{outline:2px solid #f97316}
+.readout{height:1.4rem;margin:.3rem 0;font:13px ui-monospace,Menlo,Consolas,monospace}
+"""
+
+# Viridis at 9 evenly spaced stops, interpolated linearly in the page.
+_JS = """
+(function () {
+  var data = JSON.parse(document.getElementById("attnkit-data").textContent);
+  var V = [[68,1,84],[71,44,122],[59,81,139],[44,113,142],[33,144,141],
+           [39,173,129],[92,200,99],[170,220,50],[253,231,37]];
+  function colour(w) {
+    var x = Math.min(Math.max(w, 0), 1) * (V.length - 1), i = Math.min(Math.floor(x), V.length - 2);
+    var f = x - i, c = [0, 1, 2].map(function (k) {
+      return Math.round(V[i][k] + f * (V[i + 1][k] - V[i][k]));
+    });
+    var luma = 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
+    return {css: "rgb(" + c.join(",") + ")", dark: luma < 128};
+  }
+  function show(t) {
+    if (t === "") return "\\u2205";
+    return t.replace(/ /g, "\\u2423").replace(/\\n/g, "\\u21b5").replace(/\\t/g, "\\u21e5");
+  }
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+  function heatmap(rec) {
+    var box = el("div", undefined, "pic"), readout = el("div", "hover a cell", "readout");
+    var table = el("table", undefined, "hm"), head = el("thead"), tr = el("tr");
+    tr.appendChild(el("th"));
+    rec.source_tokens.forEach(function (s) { tr.appendChild(el("th", show(s))); });
+    head.appendChild(tr); table.appendChild(head);
+    var body = el("tbody"), small = rec.weights.length <= 12 && rec.source_tokens.length <= 12;
+    rec.weights.forEach(function (row, i) {
+      var r = el("tr");
+      r.appendChild(el("th", show(rec.output_tokens[i])));
+      row.forEach(function (w, j) {
+        var c = colour(w), td = el("td", small ? w.toFixed(2) : "");
+        var text = show(rec.output_tokens[i]) + " <- " + show(rec.source_tokens[j]) +
+                   ": " + w.toFixed(3);
+        td.style.background = c.css; td.style.color = c.dark ? "#fff" : "#000"; td.title = text;
+        td.addEventListener("mouseenter", function () { readout.textContent = text; });
+        r.appendChild(td);
+      });
+      body.appendChild(r);
+    });
+    table.appendChild(body);
+    box.appendChild(readout); box.appendChild(table);
+    box.addEventListener("click", function (e) { e.stopPropagation(); });
+    return box;
+  }
+  function toggle(li) {
+    var old = li.querySelector(".pic");
+    var wasLive = old && old.getAttribute("data-live");
+    if (old) old.remove();
+    if (!wasLive) {
+      var box = heatmap(data.records[+li.getAttribute("data-i")]);
+      box.setAttribute("data-live", "1");
+      li.appendChild(box);
+    }
+  }
+  document.querySelectorAll(".ex").forEach(function (li) {
+    li.addEventListener("click", function () { toggle(li); });
+    li.addEventListener("keydown", function (e) {
+      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(li); }
+    });
+  });
+})();
+"""
+
+
+def write_report(
+    path: str | Path,
+    title: str,
+    metrics: Mapping[str, Any],
+    records: list[AttentionRecord],
+    config: Mapping[str, Any] | None = None,
+    notes: str | None = None,
+) -> Path:
+    """Write one self-contained HTML report and return its path (parent dirs created).
+
+    ``metrics`` may nest (shown as dotted keys); ``config`` is shown
+    pretty-printed in a collapsible block. Every record is listed and embedded;
+    pass a sample, not a whole test set, to keep the page light.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
+    if notes:
+        parts.append(f'<p class="notes">{esc(notes)}</p>')
+    parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
+    if config is not None:
+        pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
+        parts.append(f"<details><summary><h2 style=\"display:inline\">Config</h2></summary>"
+                     f"<pre>{esc(pretty)}</pre></details>")
+    parts.append(f"<h2>Examples ({len(records)})</h2>")
+    if records:
+        parts.append("<p>Click an example to see where each output token looked.</p>")
+    parts.append('<ol class="examples">')
+    parts += [_example(i, r) for i, r in enumerate(records)]
+    parts.append("</ol>")
+    parts.append('<script type="application/json" id="attnkit-data">'
+                 f"{_data_json(records)}</script>")
+    parts.append(f"<script>{_JS}</script></body></html>")
+    path.write_text("\n".join(parts) + "\n", encoding="utf-8")
+    return path
+
+
+def _data_json(records: list[AttentionRecord]) -> str:
+    """The records as JSON that is safe inside <script>: no '<', '>' or '&' survive."""
+    items = []
+    for r in records:
+        obj = r.to_json()
+        if not np.isfinite(r.weights).all():  # JSON.parse refuses NaN/Infinity
+            obj["weights"] = np.round(np.nan_to_num(r.weights, nan=0.0, posinf=1.0, neginf=0.0),
+                                      5).tolist()
+        items.append(obj)
+    doc = {"format": FORMAT, "version": VERSION, "records": items}
+    text = json.dumps(doc, ensure_ascii=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+    rows = []
+    for key, value in metrics.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            rows += _flatten(value, name + ".")
+        else:
+            rows.append((name, value))
+    return rows
+
+
+def _format_value(value: Any) -> tuple[str, bool]:
+    """Display text and whether it is a number (right-aligned)."""
+    if isinstance(value, bool) or value is None:
+        return str(value), False
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}", True
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        return (f"{v:.4g}" if math.isfinite(v) and (abs(v) >= 1e-3 or v == 0) else f"{v:.3e}"), True
+    return str(value), False
+
+
+def _metrics_table(metrics: Mapping[str, Any]) -> str:
+    rows = _flatten(metrics)
+    if not rows:
+        return "<p>(none)</p>"
+    body = []
+    for name, value in rows:
+        text, numeric = _format_value(value)
+        cls = ' class="num"' if numeric else ""
+        body.append(f"<tr><th>{html.escape(name)}</th><td{cls}>{html.escape(text)}</td></tr>")
+    return '<table class="metrics">' + "".join(body) + "</table>"
+
+
+def _example(i: int, record: AttentionRecord) -> str:
+    esc = html.escape
+    mark = ""
+    if record.correct is not None:
+        mark = ('<span class="mark ok">✓ right</span>' if record.correct
+                else '<span class="mark bad">✗ wrong</span>')
+    score = "" if record.score is None else f'<span class="score">score {record.score:.3f}</span>'
+
+    def row(key: str, value: str, extra: str = "") -> str:
+        return (f'<div class="row"><span class="k">{key}</span>'
+                f'<span class="v">{esc(value)}</span>{extra}</div>')
+
+    rows = [row("source", record.source)]
+    if record.reference is not None:
+        rows.append(row("reference", record.reference))
+    rows.append(row("output", record.output, mark + score))
+    picture = ""
+    if i < STATIC_PICTURES and record.weights.size:
+        src = _png_data_uri(record)
+        picture = f'<div class="pic"><img alt="attention heatmap" src="{src}"></div>'
+    return f'<li class="ex" data-i="{i}" tabindex="0">{"".join(rows)}{picture}</li>'
+
+
+def _png_data_uri(record: AttentionRecord) -> str:
+    fig = plot_heatmap(record)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=96)
+    fig.clear()
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")

@@ -1,0 +1,32 @@
+"""Shared test helpers.
+
+Real-data tests read the offline copies in ``../shared/data/<name>`` next to
+the repository (or ``$ATTNKIT_DATA_DIR/<name>`` when that variable is set) and
+skip, naming the missing directory, where they are absent.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir(name: str) -> Path:
+    """``$ATTNKIT_DATA_DIR/<name>`` if set, else ``<repo>/../shared/data/<name>``; skips the test when absent."""
+    root = os.environ.get("ATTNKIT_DATA_DIR")
+    base = Path(root).expanduser() if root else REPO_ROOT.parent / "shared" / "data"
+    path = base / name
+    if not path.is_dir():
+        hint = " (from ATTNKIT_DATA_DIR)" if root else " (set ATTNKIT_DATA_DIR to a directory holding it)"
+        pytest.skip(f"data directory {path} is missing{hint}")
+    return path
+
+
+@pytest.fixture
+def shared_data():
+    """The helper ``shared_data(name) -> Path``; the test skips when that data set is absent."""
+    return shared_data_dir

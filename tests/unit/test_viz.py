@@ -1,0 +1,364 @@
+"""Attention records, heatmaps and the HTML report."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from attnkit.errors import AttnkitError
+from attnkit.viz import (
+    AttentionRecord,
+    load_records,
+    load_records_json,
+    load_records_npz,
+    plot_heatmap,
+    plot_heatmap_grid,
+    save_heatmap,
+    save_records,
+    save_records_json,
+    save_records_npz,
+    write_report,
+)
+from attnkit.viz.heatmap import display_token, figure_size, label_fontsize
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def make_record(source="forty two", output="42", reference="42", seed=0, **kw) -> AttentionRecord:
+    src = list(source) + ["</s>"]
+    out = list(output) + ["</s>"]
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.ones(len(src)), size=len(out))  # (T, S), rows sum to 1
+    return AttentionRecord(source, src, output, out, weights, reference=reference, **kw)
+
+
+@pytest.fixture
+def records():
+    return [
+        make_record(score=-0.25),
+        make_record("a <b> & \"c\"", "x</script><y>", reference="zz", seed=1),
+        make_record("seven", "7", reference=None, seed=2),
+    ]
+
+
+def tick_labels(fig: Figure, axis: str) -> list[str]:
+    ax = fig.axes[0]
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    return [t.get_text() for t in labels]
+
+
+# ----------------------------------------------------------------- records
+
+
+def test_shape_mismatch_names_both_shapes():
+    with pytest.raises(ValueError, match=r"\(2, 3\).*\(3, 2\)"):
+        AttentionRecord("ab", ["a", "b"], "xyz", ["x", "y", "z"], np.zeros((2, 3)))
+
+
+def test_correct_compares_output_with_reference():
+    assert make_record(output="42", reference="42").correct is True
+    assert make_record(output="41", reference="42").correct is False
+    assert make_record(reference=None).correct is None
+
+
+def test_to_json_is_plain_and_rounded():
+    record = make_record()
+    obj = record.to_json()
+    assert json.loads(json.dumps(obj)) == obj
+    assert all(isinstance(x, float) for row in obj["weights"] for x in row)
+    assert np.allclose(obj["weights"], record.weights, atol=5e-6)
+    assert obj["weights"] == np.round(record.weights, 5).tolist()
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_round_trip(tmp_path, records, suffix):
+    path = tmp_path / f"sub/attention{suffix}"
+    save_records(records, path)
+    back = load_records(path)
+    assert len(back) == len(records)
+    for a, b in zip(records, back):
+        assert (a.source, a.output, a.reference) == (b.source, b.output, b.reference)
+        assert a.source_tokens == b.source_tokens and a.output_tokens == b.output_tokens
+        assert b.weights.shape == a.weights.shape
+        assert np.allclose(a.weights, b.weights, atol=1e-5)
+        assert a.score == pytest.approx(b.score) if a.score is not None else b.score is None
+
+
+def test_npz_needs_no_pickle(tmp_path, records):
+    path = tmp_path / "attention.npz"
+    save_records_npz(records, path)
+    with np.load(path, allow_pickle=False) as npz:
+        assert sorted(npz.files) == ["meta", "weights_0", "weights_1", "weights_2"]
+        assert json.loads(str(npz["meta"][1]))["source"] == records[1].source
+    assert [r.source for r in load_records_npz(path)] == [r.source for r in records]
+
+
+def test_empty_and_degenerate_records_round_trip(tmp_path):
+    empty_out = AttentionRecord("ab", ["a", "b"], "", [], np.zeros((0, 2)))
+    save_records_json([empty_out], tmp_path / "e.json")
+    assert load_records_json(tmp_path / "e.json")[0].weights.shape == (0, 2)
+    save_records_json([], tmp_path / "none.json")
+    assert load_records_json(tmp_path / "none.json") == []
+
+
+def test_non_finite_score_stays_valid_json(tmp_path):
+    save_records_json([make_record(score=float("-inf"))], tmp_path / "a.json")
+    text = (tmp_path / "a.json").read_text()
+    assert "Infinity" not in text
+    assert load_records_json(tmp_path / "a.json")[0].score is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"format": "something-else", "records": []}',
+        "[1, 2, 3]",
+        "not json at all",
+        '{"format": "attnkit-attention", "version": 99, "records": []}',
+        '{"format": "attnkit-attention", "version": 1, "records": [{"source": "a"}]}',
+        '{"format": "attnkit-attention", "version": 1, "records": [{"source": "a", '
+        '"source_tokens": ["a"], "output": "b", "output_tokens": ["b", "c"], "weights": [[1.0]]}]}',
+    ],
+)
+def test_foreign_or_malformed_json_names_the_file(tmp_path, content):
+    path = tmp_path / "foreign.json"
+    path.write_text(content)
+    with pytest.raises(ValueError, match="foreign.json") as info:
+        load_records_json(path)
+    assert isinstance(info.value, AttnkitError)  # the CLI reports it in one line
+
+
+def test_weights_that_only_reshape_to_fit_are_rejected(tmp_path):
+    obj = make_record().to_json()
+    obj["weights"] = np.asarray(obj["weights"]).T.tolist()  # right size, wrong shape
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"format": "attnkit-attention", "version": 1, "records": [obj]}))
+    with pytest.raises(ValueError, match="t.json"):
+        load_records_json(path)
+
+
+def test_foreign_npz_and_missing_file_name_the_file(tmp_path):
+    path = tmp_path / "other.npz"
+    np.savez(path, x=np.zeros(3))
+    with pytest.raises(ValueError, match="other.npz"):
+        load_records_npz(path)
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="junk.npz"):
+        load_records_npz(tmp_path / "junk.npz")
+    with pytest.raises(ValueError, match="missing.json"):
+        load_records_json(tmp_path / "missing.json")
+
+
+def test_save_records_rejects_unknown_suffix(tmp_path, records):
+    with pytest.raises(ValueError, match=r"\.txt"):
+        save_records(records, tmp_path / "a.txt")
+
+
+# ---------------------------------------------------------------- heatmaps
+
+
+def test_png_written(tmp_path):
+    path = save_heatmap(make_record(), tmp_path / "deep/dir/h.png")
+    data = path.read_bytes()
+    assert data.startswith(PNG_MAGIC)
+    assert len(data) > 5_000
+
+
+def test_svg_keeps_token_text(tmp_path):
+    record = AttentionRecord("hello world", ["hello", "world"], "hallo", ["hallo"],
+                             np.array([[0.3, 0.7]]))
+    path = save_heatmap(record, tmp_path / "h.svg")
+    svg = path.read_text()
+    assert svg.lstrip().startswith(("<?xml", "<svg"))
+    assert "hello" in svg and "world" in svg and "hallo" in svg
+    assert "attention weight" in svg
+
+
+def test_save_heatmap_rejects_other_formats(tmp_path):
+    with pytest.raises(ValueError, match=r"\.jpg"):
+        save_heatmap(make_record(), tmp_path / "h.jpg")
+    assert not (tmp_path / "h.jpg").exists()
+
+
+def test_space_token_is_visible_and_dollars_stay_literal():
+    assert display_token(" ") == "␣"
+    assert display_token("a b") == "a␣b"
+    assert display_token("") == "∅"
+    fig = plot_heatmap(make_record("a b$", output="$5"))
+    xs = tick_labels(fig, "x")
+    assert xs[1] == "␣" and " " not in xs
+    assert tick_labels(fig, "y")[0] == r"\$"
+
+
+def test_axes_and_colour_bar():
+    record = make_record()
+    fig = plot_heatmap(record, title="forty two")
+    ax, cbar = fig.axes
+    assert tick_labels(fig, "x") == [display_token(t) for t in record.source_tokens]
+    assert tick_labels(fig, "y") == record.output_tokens
+    assert cbar.get_ylabel() == "attention weight"
+    assert ax.get_title() == "forty two"
+
+
+def test_plain_array_and_token_overrides():
+    weights = np.full((2, 3), 1 / 3)
+    fig = plot_heatmap(weights)
+    assert tick_labels(fig, "x") == ["0", "1", "2"]
+    fig = plot_heatmap(weights, ["a", "b", "c"], ["x", "y"])
+    assert tick_labels(fig, "x") == ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"\(2, 3\)"):
+        plot_heatmap(weights, ["a", "b"], ["x", "y"])
+    with pytest.raises(ValueError, match="2-D"):
+        plot_heatmap(np.zeros(3))
+
+
+def test_torch_tensor_accepted():
+    torch = pytest.importorskip("torch")
+    fig = plot_heatmap(torch.softmax(torch.randn(2, 4, requires_grad=True), -1))
+    assert fig.axes[0].get_images()[0].get_array().shape == (2, 4)
+
+
+def test_annotation_only_for_small_matrices():
+    small = plot_heatmap(np.full((3, 4), 0.25))
+    assert sum(t.get_text() == "0.25" for t in small.axes[0].texts) == 12
+    big = np.full((13, 13), 1 / 13)
+    assert len(plot_heatmap(big).axes[0].texts) == 0
+    assert len(plot_heatmap(big, annotate=True).axes[0].texts) == 169
+    assert len(plot_heatmap(np.full((3, 4), 0.25), annotate=False).axes[0].texts) == 0
+
+
+def test_size_and_font_scale_with_the_matrix():
+    assert figure_size(1, 1) == (4.0, 3.0)
+    w_small, h_small = figure_size(5, 5)
+    w_big, h_big = figure_size(30, 40)
+    assert w_big > w_small and h_big > h_small
+    assert figure_size(1000, 1000) == (16.0, 12.0)
+    assert label_fontsize(10) > label_fontsize(60) >= 5.0
+    assert label_fontsize(500) == 5.0
+
+
+def test_long_labels_rotate_short_ones_do_not():
+    short = plot_heatmap(make_record("twenty three"))
+    assert all(t.get_rotation() == 0 for t in short.axes[0].get_xticklabels())
+    words = ["international", "cooperation", "is", "indispensable", "nowadays"] * 3
+    long = plot_heatmap(np.full((2, len(words)), 1 / len(words)), words, ["a", "b"])
+    assert all(t.get_rotation() == 60 for t in long.axes[0].get_xticklabels())
+
+
+def test_draws_into_given_axes():
+    fig = Figure()
+    ax = fig.add_subplot()
+    assert plot_heatmap(make_record(), ax=ax) is fig
+    assert tick_labels(fig, "y") == make_record().output_tokens
+
+
+def test_grid(tmp_path, records):
+    fig = plot_heatmap_grid(records[:2], tmp_path / "grid.png", cols=2)
+    assert (tmp_path / "grid.png").read_bytes().startswith(PNG_MAGIC)
+    panels = [ax for ax in fig.axes if ax.get_images()]
+    assert len(panels) == 2
+    assert panels[0].get_title().startswith("✓") and panels[1].get_title().startswith("✗")
+    fig = plot_heatmap_grid(records, None, cols=2)  # 2 x 2, the fourth cell left blank
+    assert len([ax for ax in fig.axes if ax.get_images()]) == 3
+    assert not fig.axes[3].axison
+    with pytest.raises(ValueError):
+        plot_heatmap_grid([], tmp_path / "empty.png")
+
+
+def test_threads_do_not_interfere(tmp_path):
+    errors = []
+
+    def work(i):
+        try:
+            save_heatmap(make_record(seed=i), tmp_path / f"t{i}.png")
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert all((tmp_path / f"t{i}.png").read_bytes().startswith(PNG_MAGIC) for i in range(2))
+
+
+# ------------------------------------------------------------------ report
+
+
+def embedded_data(page: str) -> dict:
+    match = re.search(
+        r'<script type="application/json" id="attnkit-data">(.*?)</script>', page, re.S)
+    assert match, "no embedded JSON"
+    return json.loads(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def report_page(tmp_path_factory):
+    """One report shared by the tests below (rendering its PNGs is the slow part)."""
+    records = [
+        make_record(score=-0.25),
+        make_record("a <b> & \"c\"", "x</script><y>", reference="zz", seed=1),
+        make_record("seven", "7", reference=None, seed=2),
+    ]
+    path = write_report(
+        tmp_path_factory.mktemp("report") / "out/report.html", "Run <1> & co",
+        {"bleu": 31.234567, "acc": 0.5, "dev": {"loss": 1.25}, "steps": 1200},
+        records, config={"model": {"hidden": 64, "attention": "bahdanau"}},
+        notes="tiny <i>run</i>",
+    )
+    return records, path.read_text(encoding="utf-8")
+
+
+def test_report_escapes_user_text(report_page):
+    _, page = report_page
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<title>Run &lt;1&gt; &amp; co</title>" in page
+    assert "a &lt;b&gt; &amp; &quot;c&quot;" in page          # source, escaped
+    assert "x&lt;/script&gt;&lt;y&gt;" in page                # output, escaped
+    assert "<b>" not in page and "<i>run" not in page
+    # exactly one </script> per script tag: user text cannot break out
+    assert page.count("</script>") == 2
+
+
+def test_report_shows_metrics_config_and_marks(report_page):
+    _, page = report_page
+    assert "31.23" in page and "dev.loss" in page and "1,200" in page
+    assert "<details>" in page and "&quot;bahdanau&quot;" in page
+    assert page.count("✓ right") == 1 and page.count("✗ wrong") == 1   # third has no reference
+    assert page.count('class="ex"') == 3
+    assert "score -0.250" in page
+
+
+def test_report_embeds_records_as_json(report_page):
+    records, page = report_page
+    data = embedded_data(page)
+    back = [AttentionRecord.from_json(obj) for obj in data["records"]]
+    assert [r.source for r in back] == [r.source for r in records]
+    assert [r.output for r in back] == [r.output for r in records]
+    for a, b in zip(records, back):
+        assert a.source_tokens == b.source_tokens
+        assert np.allclose(a.weights, b.weights, atol=1e-5)
+
+
+def test_report_is_self_contained(report_page):
+    records, page = report_page
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*(https?:)?//""", page, re.I)
+    assert "http://" not in page and "https://" not in page
+    assert "@import" not in page and "url(" not in page
+    assert page.count("data:image/png;base64,") == len(records)  # first few, here all 3
+
+
+def test_report_caps_pictures_and_survives_nan(tmp_path, monkeypatch):
+    monkeypatch.setattr("attnkit.viz.report.STATIC_PICTURES", 1)
+    many = [make_record(seed=i) for i in range(3)]
+    nan = AttentionRecord("ab", ["a", "b"], "c", ["c"], np.array([[np.nan, 1.0]]))
+    page = write_report(tmp_path / "r.html", "t", {"x": float("nan")}, many + [nan]).read_text()
+    assert page.count("data:image/png;base64,") == 1
+    data = embedded_data(page)  # still valid JSON: no NaN tokens
+    assert len(data["records"]) == 4 and "NaN" not in json.dumps(data)
