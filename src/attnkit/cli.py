@@ -37,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)")
     p.add_argument("--quick", action="store_true", help="a small, fast version for smoke tests (~30 s)")
     p.add_argument("--attention", default="bahdanau", help="attention type (default: bahdanau)")
-    p.add_argument("--minutes", type=float, default=None, help="training time budget (default: 2.5)")
+    p.add_argument("--minutes", type=float, default=None, help="training time budget in minutes (default: 2.25)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
     p = sub.add_parser("train", formatter_class=_formatter, help="train from a YAML experiment file",

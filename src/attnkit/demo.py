@@ -37,7 +37,7 @@ def demo_config(out_dir: Path, quick: bool, attention: str, minutes: float | Non
         "data": {"task": "numbers", "direction": "words2digits", "max_number": 999},
         "model": {"embedding_dim": 64, "encoder_hidden": 128, "decoder_hidden": 256, "attention_dim": 128,
                   "dropout": 0.1},
-        "train": {"epochs": 60, "batch_size": 32, "lr": 0.001, "patience": 8, "max_minutes": 2.5},
+        "train": {"epochs": 60, "batch_size": 32, "lr": 0.001, "patience": 4, "max_minutes": 2.25},
     }
     return experiment_from_dict(base, overrides, source="demo")
 

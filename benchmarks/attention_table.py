@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Train and evaluate a set of experiment configs, one subprocess each, and tabulate them.
+
+    python benchmarks/attention_table.py configs/numbers_*.yaml configs/dates_*.yaml \
+        --jobs 2 --set train.threads=1
+
+Each config is trained with ``attnkit train`` (checkpoints under --runs), then
+``attnkit evaluate`` scores its best checkpoint on the test split greedily and
+with beam search. Prints one JSON line per config and, at the end, a Markdown
+table (for docs/RESULTS.md) with the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    text = f"{os.cpu_count()} x {cpu}"
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            text += f"; GPU {torch.cuda.get_device_name(0)}"
+        text += f"; torch {torch.__version__}"
+    except ImportError:
+        pass
+    return text
+
+
+def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
+    name = config.stem
+    out = runs / name
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    sets = [x for o in overrides for x in ("--set", o)]
+    t0 = time.time()
+    with open(runs / f"{name}.log", "w") as log:
+        train = subprocess.run([sys.executable, "-m", "attnkit", "train", str(config), "--output-dir", str(out),
+                                "--set", "train.progress=false", *sets], stdout=log, stderr=subprocess.STDOUT, env=env)
+        if train.returncode != 0:
+            return {"config": str(config), "error": f"train exited {train.returncode}, see {runs / (name + '.log')}"}
+        wall = time.time() - t0
+        ev = subprocess.run([sys.executable, "-m", "attnkit", "evaluate", "--model", str(out / "best"), "--beam",
+                             str(beam), "--out", str(out / "eval-test")], stdout=subprocess.PIPE, stderr=log, env=env,
+                            text=True)
+    if ev.returncode != 0:
+        return {"config": str(config), "error": f"evaluate exited {ev.returncode}"}
+    scores = json.loads(ev.stdout.strip().splitlines()[-1])
+    state = json.loads((out / "best" / "trainer.json").read_text())["state"]
+    last = json.loads((out / "last" / "trainer.json").read_text())["state"]
+    return {"config": str(config), "attention": scores["attention"], "task": scores["task"],
+            "greedy": scores["greedy"], f"beam{beam}": scores.get(f"beam{beam}"),
+            "train_minutes": round(last["elapsed_s"] / 60, 2), "wall_minutes": round(wall / 60, 2),
+            "updates": last["step"], "best_update": state["best_step"], "overrides": overrides}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("configs", nargs="+", type=Path)
+    ap.add_argument("--runs", type=Path, default=Path("runs/table"), help="where checkpoints and logs go")
+    ap.add_argument("--jobs", type=int, default=1, help="configs trained at the same time")
+    ap.add_argument("--beam", type=int, default=5)
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="override applied to every config (repeatable)")
+    args = ap.parse_args()
+    args.runs.mkdir(parents=True, exist_ok=True)
+    where = machine()
+    rows = []
+    with cf.ThreadPoolExecutor(args.jobs) as pool:
+        futures = {pool.submit(run_one, c, args.runs, args.overrides, args.beam): c for c in args.configs}
+        for fut in cf.as_completed(futures):
+            row = {**fut.result(), "machine": where}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    metric = "exact_match"
+    print("\n| task | attention | test exact match, greedy | beam %d | train min | updates | machine |" % args.beam)
+    print("|---|---|---|---|---|---|---|")
+    for r in sorted(rows, key=lambda r: r["config"]):
+        if "error" in r:
+            print(f"| {r['config']} | error: {r['error']} | | | | | |")
+            continue
+        beam = r.get(f"beam{args.beam}") or {}
+        print(f"| {r['task']} | {r['attention']} | {r['greedy'].get(metric)} | {beam.get(metric)} | "
+              f"{r['train_minutes']} | {r['updates']} | {r['machine']} |")
+
+
+if __name__ == "__main__":
+    main()
