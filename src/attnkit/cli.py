@@ -102,16 +102,19 @@ def cmd_train(args) -> None:
     from attnkit.config import apply_overrides, read_yaml
 
     data = read_yaml(args.config)
-    overrides = list(args.overrides) + ([f"output_dir={args.output_dir}"] if args.output_dir else [])
     if data.get("family") == "vision":
         from attnkit.training.vision import train_vision
 
-        best = train_vision(apply_overrides(data, overrides), resume=args.resume, source=str(args.config))
+        data = apply_overrides(data, args.overrides)
+        best = train_vision(data, output_dir=args.output_dir, resume=args.resume, source=str(args.config))
     else:
         from attnkit.experiment import experiment_from_dict
         from attnkit.training.trainer import train_experiment
 
-        best = train_experiment(experiment_from_dict(data, overrides, source=str(args.config)), resume=args.resume)
+        cfg = experiment_from_dict(data, args.overrides, source=str(args.config))
+        if args.output_dir is not None:  # a path, never parsed as YAML
+            cfg.output_dir = str(args.output_dir)
+        best = train_experiment(cfg, resume=args.resume)
     print(f"best checkpoint: {best}")
 
 
@@ -195,6 +198,7 @@ COMMANDS = {"demo": cmd_demo, "train": cmd_train, "translate": cmd_translate, "e
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
     try:
         COMMANDS[args.command](args)
@@ -204,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("attnkit: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = formatwarning
     return 0
 
 

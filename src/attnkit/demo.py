@@ -48,7 +48,7 @@ def run_demo(out_dir: str | Path = "runs/demo", quick: bool = False, attention: 
     cfg = demo_config(out, quick, attention, minutes)
     cfg.train.progress = progress
     print(f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU auto; "
-          f"output in {out}/")
+          f"output in {out}/", flush=True)
     t0 = time.time()
     trainer = Trainer(cfg)
     best = trainer.train()

@@ -63,9 +63,11 @@ class DataConfig:
             raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
         if self.task in ("g2p", "multi30k") and not self.directory:
             raise ConfigError(f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files")
-        for name in ("max_src_len", "max_tgt_len", "vocab_size", "max_number"):
+        for name in ("max_tgt_len", "vocab_size", "max_number"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_key(where, name)}: must be at least 1")
+        if self.max_src_len < 2:
+            raise ConfigError(f"{_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)")
 
 
 @dataclass

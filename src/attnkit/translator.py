@@ -132,6 +132,8 @@ class Translator:
         texts = list(texts)
         if not texts:
             raise AttnkitError("no input to translate")
+        if beam_size < 1 or not 1 <= n_best <= beam_size:
+            raise AttnkitError(f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best {n_best}")
         dec = self.config.decode
         alpha = dec.alpha if alpha is None else alpha
         batch_size = batch_size or dec.batch_size

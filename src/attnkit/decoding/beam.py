@@ -13,7 +13,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from attnkit.decoding.greedy import Hypothesis
+from attnkit.decoding.greedy import Hypothesis, output_log_probs
 
 
 def length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -42,7 +42,7 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
 
     for _ in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B*K, V), (B*K, S)
-        logp = torch.log_softmax(logits.float(), dim=-1).view(b, k, -1)  # (B, K, V)
+        logp = output_log_probs(logits).view(b, k, -1)  # (B, K, V)
         vocab = logp.size(-1)
         # a finished beam continues only with PAD at no cost, keeping its score and length
         frozen = torch.full_like(logp[0, 0], float("-inf"))

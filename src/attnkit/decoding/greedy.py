@@ -7,7 +7,19 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnkit.data.vocab import BOS_ID, EOS_ID
+from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+NEVER_EMITTED = (PAD_ID, BOS_ID)
+
+
+def output_log_probs(logits: Tensor) -> Tensor:
+    """(N, V) logits -> log-probabilities with <pad> and <s> ruled out as outputs.
+
+    They are masked after the softmax, so the scores stay the model's own log-probabilities.
+    """
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    logp[:, list(NEVER_EMITTED)] = float("-inf")
+    return logp
 
 
 @dataclass
@@ -41,7 +53,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
     tokens, weights = [], []
     for _ in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B, V), (B, S)
-        logp = torch.log_softmax(logits.float(), dim=-1)
+        logp = output_log_probs(logits)
         best_logp, prev = logp.max(dim=-1)  # (B,)
         scores += best_logp.masked_fill(done, 0.0)
         tokens.append(prev)

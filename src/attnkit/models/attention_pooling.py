@@ -11,13 +11,25 @@ Shapes: B batch, C channels, R regions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.spatial import AttentionPooling
 from attnkit.models.show_attend_tell import conv_encoder
+
+
+@dataclass
+class PoolingConfig:
+    """``model:`` with ``type: attention_pooling`` -- CNN + one 1x1-conv attention mask + classifier."""
+
+    channels: list[int] = field(default_factory=lambda: [32, 64, 128])
+    """CNN encoder: output channels of each block (2 convs + 2x2 max-pool)."""
+    attention_hidden: int | None = 64
+    """Hidden width of the 1x1-conv scorer (null: a single 1x1 conv)."""
+    dropout: float = 0.2
+    """Dropout before the classifier."""
 
 
 @dataclass

@@ -34,6 +34,40 @@ from attnkit.attention.hard import GlimpseSensor, LocationPolicy, baseline_loss,
 
 
 @dataclass
+class RAMConfig:
+    """``model:`` with ``type: ram`` -- the Recurrent Attention Model (hard attention)."""
+
+    glimpses: int = 6
+    """Glimpses per image (G)."""
+    patch: int = 8
+    """Side of the finest glimpse patch in pixels; every scale is pooled to this size."""
+    scales: int = 1
+    """Patches per glimpse, each scale_factor times wider than the previous."""
+    scale_factor: int = 2
+    """Width ratio of successive patches (an integer, for exact average pooling)."""
+    glimpse_hidden: int = 128
+    """Width of the patch ("what") embedding."""
+    location_hidden: int = 128
+    """Width of the location ("where") embedding."""
+    hidden: int = 256
+    """Width of the glimpse feature and of the core RNN state."""
+    core: str = "rnn"
+    """Core network: rnn (the paper's ReLU RNN), lstm or gru."""
+    std: float = 0.15
+    """Standard deviation of the Gaussian location policy (locations span [-1, 1])."""
+    reinforce_weight: float = 1.0
+    """Weight of the REINFORCE term in the hybrid loss."""
+    detach_policy_state: bool = True
+    """Feed the location policy the core state detached, so REINFORCE trains the policy layers only."""
+    mc_samples: int = 10
+    """Test time: glimpse paths sampled per image, class probabilities averaged."""
+    dev_mc_samples: int = 1
+    """Dev error during training: glimpse paths per image."""
+
+    CHOICES = {"core": ("rnn", "lstm", "gru")}
+
+
+@dataclass
 class RAMOutput:
     """What one forward pass returns (all batch-first)."""
 

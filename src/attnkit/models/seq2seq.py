@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
@@ -158,7 +159,16 @@ class Decoder(nn.Module):
 
     Public API: ``init_state(final)``, ``forward(tgt_in, state, memory)`` for
     teacher forcing and ``step(prev_tokens, state, memory)`` for decoding.
+
+    With ``fused`` (the default) the recurrent step skips ``nn.GRU``/``nn.LSTM``:
+    the embedding half of the first layer's input matmul is done for all T
+    steps at once, and each step is one ``torch.gru_cell``/``lstm_cell`` call per
+    layer fed only the part that depends on the previous step. The parameters
+    are the RNN module's own, so both paths compute the same function (tested);
+    ``fused = False`` keeps the straightforward per-step module call.
     """
+
+    fused = True
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
@@ -191,19 +201,57 @@ class Decoder(nn.Module):
         feed = final.new_zeros(b, self.hidden) if self.input_feeding else None
         return DecoderState(rnn_state, feed)
 
+    # ---- the recurrent step ----------------------------------------------------
+    def _project_inputs(self, emb: Tensor) -> Tensor:
+        """emb (..., E) -> the embedding part of layer 0's input gates, biases included: (..., G*H)."""
+        w = self.rnn.weight_ih_l0[:, : emb.size(-1)]  # (G*H, E), G = 3 gates (GRU) or 4 (LSTM)
+        return F.linear(emb, w, self.rnn.bias_ih_l0)
+
+    def _recur(self, emb_t: Tensor, x_proj_t: Tensor | None, extra: Tensor | None, rnn_state: Any):
+        """One RNN step on input [emb_t; extra] -> (top output (B, H), new state).
+
+        ``x_proj_t`` (B, G*H) is ``_project_inputs(emb_t)`` when precomputed.
+        """
+        if not self.fused:
+            rnn_in = emb_t if extra is None else torch.cat([emb_t, extra], -1)
+            out, rnn_state = self.rnn(rnn_in.unsqueeze(1), rnn_state)
+            return out.squeeze(1), rnn_state
+        if x_proj_t is None:
+            x_proj_t = self._project_inputs(emb_t)
+        if extra is None:  # nothing depends on the previous step: zero-width input
+            extra = x_proj_t.new_empty(x_proj_t.size(0), 0)
+        lstm = self.rnn_kind == "lstm"
+        h_all, c_all = rnn_state if lstm else (rnn_state, None)
+        new_h, new_c = [], []
+        for layer in range(self.layers):
+            w_ih = getattr(self.rnn, f"weight_ih_l{layer}")
+            w_hh = getattr(self.rnn, f"weight_hh_l{layer}")
+            b_hh = getattr(self.rnn, f"bias_hh_l{layer}")
+            if layer == 0:
+                inp, w_ih, b_ih = extra, w_ih[:, emb_t.size(-1):], x_proj_t  # per-row bias = hoisted projection
+            else:
+                inp = F.dropout(new_h[-1], self.rnn.dropout, self.training)  # as nn.GRU between layers
+                b_ih = getattr(self.rnn, f"bias_ih_l{layer}")
+            if lstm:
+                h, c = torch.lstm_cell(inp, (h_all[layer], c_all[layer]), w_ih, w_hh, b_ih, b_hh)
+                new_c.append(c)
+            else:
+                h = torch.gru_cell(inp, h_all[layer], w_ih, w_hh, b_ih, b_hh)
+            new_h.append(h)
+        h_stack = torch.stack(new_h)  # (L, B, H)
+        return new_h[-1], ((h_stack, torch.stack(new_c)) if lstm else h_stack)
+
     # ---- one step given the embedded previous token ----------------------
-    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
+    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory,
+              x_proj_t: Tensor | None = None) -> tuple[Tensor, DecoderState, Tensor]:
         """emb_t (B, E) -> pre-output (B, H), new state, weights (B, S)."""
         if self.style == "bahdanau":
             query = _top_layer(state.rnn)  # s_{t-1}, (B, H)
             context, weights = self.attention(query, memory.states, memory.projected, memory.mask)  # (B, Dk), (B, S)
-            out, rnn_state = self.rnn(torch.cat([emb_t, context], -1).unsqueeze(1), state.rnn)
-            s_t = out.squeeze(1)  # (B, H)
+            s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn)  # (B, H)
             pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
             return self.dropout(pre), DecoderState(rnn_state), weights
-        rnn_in = torch.cat([emb_t, state.feed], -1) if self.input_feeding else emb_t
-        out, rnn_state = self.rnn(rnn_in.unsqueeze(1), state.rnn)
-        h_t = out.squeeze(1)  # (B, H)
+        h_t, rnn_state = self._recur(emb_t, x_proj_t, state.feed, state.rnn)  # (B, H)
         context, weights = self.attention(h_t, memory.states, memory.projected, memory.mask)
         attn_vec = self.dropout(torch.tanh(self.combine(torch.cat([context, h_t], -1))))  # h~_t, (B, H)
         return attn_vec, DecoderState(rnn_state, attn_vec if self.input_feeding else None), weights
@@ -225,9 +273,10 @@ class Decoder(nn.Module):
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights
+        x_proj = self._project_inputs(emb) if self.fused else None  # (B, T, G*H): one matmul for all steps
         pres, all_weights = [], []
         for t in range(tgt_in.size(1)):
-            pre, state, weights = self._step(emb[:, t], state, memory)
+            pre, state, weights = self._step(emb[:, t], state, memory, None if x_proj is None else x_proj[:, t])
             pres.append(pre)
             all_weights.append(weights)
         pre = torch.stack(pres, 1)  # (B, T, H)

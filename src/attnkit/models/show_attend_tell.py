@@ -20,7 +20,7 @@ Shapes: B batch, T output steps, R regions, C channels, V vocab.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +30,26 @@ from attnkit.attention.spatial import SpatialAttention, flatten_regions
 
 BOS, EOS, PAD = 10, 11, 12
 VOCAB_SIZE = 13
+
+
+@dataclass
+class ReaderConfig:
+    """``model:`` with ``type: show_attend_tell`` -- the soft attention multi-digit reader."""
+
+    channels: list[int] = field(default_factory=lambda: [32, 64, 128])
+    """CNN encoder: output channels of each block (2 convs + 2x2 max-pool); the last is the region width C."""
+    embed: int = 32
+    """Width of the previous-digit embedding."""
+    hidden: int = 256
+    """Width of the LSTM decoder state."""
+    attention_dim: int = 128
+    """Width of the additive attention layer."""
+    gate: bool = True
+    """Gate the context with sigmoid(f(h)) (Xu et al.'s beta)."""
+    doubly_stochastic: float = 0.0
+    """Weight of the doubly stochastic regulariser sum_r (1 - sum_t alpha_tr)^2 (0: off)."""
+    dropout: float = 0.2
+    """Dropout before the output layer."""
 
 
 def encode_strings(strings: list[str], max_len: int) -> tuple[Tensor, Tensor]:

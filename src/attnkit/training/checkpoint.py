@@ -64,7 +64,12 @@ def write_checkpoint(
         if directory.exists():
             old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
             os.replace(directory, old)
-        os.replace(tmp, directory)
+        try:
+            os.replace(tmp, directory)
+        except BaseException:
+            if old is not None:  # put the previous checkpoint back where it was
+                os.replace(old, directory)
+            raise
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except BaseException:

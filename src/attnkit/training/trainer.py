@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,7 @@ class Trainer:
     def __init__(self, cfg: ExperimentConfig, splits: Splits | None = None, log_fn=None):
         self.cfg = cfg
         self.run_dir = cfg.run_dir
-        self.log = log_fn or (lambda msg: tqdm.write(msg))
+        self.log = log_fn or _log
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)
@@ -129,9 +130,10 @@ class Trainer:
         """Train until epochs, patience or time budget run out; returns the best checkpoint directory."""
         cfg, tc, d = self.cfg, self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = self._build(resume)
-        if state.finished:
-            self.log(f"{self.run_dir}: training had already finished; nothing to resume")
+        if state.epoch >= tc.epochs:
+            self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
             return self.run_dir / "best"
+        state.finished = False
         model = translator.model
         examples = encode_pairs(self.splits.train, translator.src_tokenizer, translator.tgt_tokenizer,
                                 translator.src_vocab, translator.tgt_vocab, d.max_src_len, d.max_tgt_len,
@@ -148,6 +150,7 @@ class Trainer:
             bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
                        unit="batch", disable=not tc.progress, dynamic_ncols=True, leave=False)
             tokens_seen, t_epoch = 0, time.time()
+            evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
                 model.train()
                 loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device))
@@ -168,7 +171,7 @@ class Trainer:
             bar.close()
             if stop:
                 break
-            if not tc.eval_every:  # evaluated (and saved) with the epoch complete: a resume starts the next one
+            if not tc.eval_every and not evaluated_already:  # saved with the epoch complete: a resume skips to the next
                 stop = self._evaluate(translator, state, optimizer, scheduler, start)
             state.epoch += 1
             state.batches_done = 0
@@ -228,6 +231,12 @@ class Trainer:
                          "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
                          "metric": self.metric}
         translator.save(directory, trainer_state, tensors)
+
+
+def _log(message: str) -> None:
+    """Print above any progress bar, at once (also when stdout is a file)."""
+    tqdm.write(message)
+    sys.stdout.flush()
 
 
 def _seed_everything(seed: int) -> None:

@@ -26,7 +26,6 @@ every epoch (``data.resample``) in a background thread.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,16 +34,24 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from attnkit.attention.hard import glimpse_boxes
 from attnkit.config import from_dict
+from attnkit.data.tasks.vision import DataConfig, Split, VisionData
 from attnkit.errors import CheckpointError, ConfigError
+from attnkit.models import show_attend_tell as sat
+from attnkit.models.attention_pooling import AttentionPoolingClassifier, PoolingConfig
+from attnkit.models.ram import RAMConfig, RecurrentAttentionModel, hybrid_loss, predict
 from attnkit.training import checkpoint as ckpt
-from attnkit.training.vision_families import MODEL_TYPES, Family, VisionBatchData
-from attnkit.training.vision_data import DataConfig, VisionData
+from attnkit.viz import visual
 
 FAMILY = "vision"
+
+
+# ---------------------------------------------------------------- configuration
 
 
 @dataclass
@@ -88,7 +95,9 @@ class TrainConfig:
     output_dir: str = "runs/vision"
     """Run directory (holds best/ and last/) when the caller gives none."""
     progress: bool = True
-    """Show a tqdm progress bar and per-epoch summary lines on stderr."""
+    """Show a tqdm progress bar (loss, accuracy, images/s) on stderr."""
+    verbose: bool = True
+    """Print one summary line per epoch on stderr."""
 
     CHOICES = {"lr_schedule": ("cosine", "step", "constant"), "device": ("auto", "cpu", "cuda")}
 
@@ -148,6 +157,181 @@ def resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ConfigError("train.device: cuda was asked for but torch sees no CUDA device (use auto or cpu)")
     return torch.device(name)
+
+
+# ---------------------------------------------------------------- data
+
+
+class DeviceSplit:
+    """A split as tensors on the training device: uint8 images, label tensors; ``batch(idx)`` cuts one."""
+
+    def __init__(self, images: Tensor, labels: dict[str, Tensor]):
+        self.images = images  # (N, H, W) uint8
+        self.labels = labels
+
+    def __len__(self) -> int:
+        return self.images.shape[0]
+
+    def batch(self, idx: Tensor) -> dict[str, Tensor]:
+        images = self.images[idx].unsqueeze(1).float().div_(255.0)  # (b, 1, H, W) in [0, 1]
+        return {"images": images, **{k: v[idx] for k, v in self.labels.items()}}
+
+
+# ---------------------------------------------------------------- model families
+
+
+class Family:
+    """How to build, train, score and picture one model type (the registry's entries)."""
+
+    config_cls: type
+    tasks: tuple[str, ...]
+
+    def build(self, m) -> nn.Module:
+        raise NotImplementedError
+
+    def label_tensors(self, labels) -> dict[str, Tensor]:
+        return {"labels": torch.as_tensor(np.asarray(labels), dtype=torch.long)}
+
+    def to_device(self, split: Split, device: torch.device) -> DeviceSplit:
+        labels = {k: v.to(device) for k, v in self.label_tensors(split.labels).items()}
+        return DeviceSplit(torch.from_numpy(np.ascontiguousarray(split.images)).to(device), labels)
+
+    def train_step(self, model, batch: dict, m) -> tuple[Tensor, Tensor, Tensor]:
+        """(loss to minimise, loss to report, number of correct predictions) of one training batch.
+
+        The reported loss is the cross entropy (RAM's hybrid loss includes a
+        REINFORCE term whose value says little about progress).
+        """
+        raise NotImplementedError
+
+    def count_correct(self, model, batch: dict, m, mc_samples: int | None) -> Tensor:
+        raise NotImplementedError
+
+    def dev_mc(self, m) -> int | None:
+        return None
+
+    def test_mc(self, m) -> int | None:
+        return None
+
+    def picture(self, model, image: np.ndarray, label, stem: Path, m) -> list[Path]:
+        raise NotImplementedError
+
+
+def _pred_title(pred, label) -> str:
+    return f"pred {pred} ({'right' if str(pred) == str(label) else f'true {label}'})"
+
+
+class RAMFamily(Family):
+    config_cls = RAMConfig
+    tasks = ("mnist", "translated", "cluttered")
+
+    def build(self, m: RAMConfig) -> nn.Module:
+        return RecurrentAttentionModel(m.glimpses, m.patch, m.scales, m.scale_factor, 1, m.glimpse_hidden,
+                                       m.location_hidden, m.hidden, m.core, m.std, 10, m.detach_policy_state)
+
+    def train_step(self, model, batch, m):
+        loss = hybrid_loss(model(batch["images"], sample=True), batch["labels"], m.reinforce_weight)
+        return loss.total, loss.classification, loss.reward.sum()
+
+    def count_correct(self, model, batch, m, mc_samples):
+        probs = predict(model, batch["images"], mc_samples or 1)  # (B, 10)
+        return (probs.argmax(dim=-1) == batch["labels"]).sum()
+
+    def dev_mc(self, m):
+        return m.dev_mc_samples
+
+    def test_mc(self, m):
+        return m.mc_samples
+
+    def picture(self, model, image, label, stem, m):
+        height, width = image.shape
+        x = torch.from_numpy(image).float().div(255.0)[None, None]  # (1, 1, H, W)
+        with torch.no_grad():
+            out = model(x, sample=False)  # the policy means: a deterministic path
+        boxes = glimpse_boxes(out.locations[0], height, width, model.sensor.sizes).numpy()  # (G, k, 3)
+        centres = boxes[:, 0, :2] + (boxes[:, 0, 2:] - 1) / 2.0  # (G, 2) pixel (x, y)
+        titles = [f"glimpse {g + 1}/{len(boxes)}" for g in range(len(boxes))]
+        top = _pred_title(int(out.log_probs.argmax()), label)
+        png = stem.with_name(stem.name + ".png")
+        visual.glimpse_grid(image, centres, boxes, titles, path=png, suptitle=top)
+        return [png, visual.glimpse_gif(image, centres, boxes, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+
+
+class ReaderFamily(Family):
+    config_cls = sat.ReaderConfig
+    tasks = ("strips",)
+
+    def build(self, m: sat.ReaderConfig) -> nn.Module:
+        return sat.ShowAttendTell(m.channels, m.embed, m.hidden, m.attention_dim, m.gate, m.dropout)
+
+    def label_tensors(self, labels):
+        inputs, targets = sat.encode_strings(list(labels), max(map(len, labels)))
+        return {"inputs": inputs, "targets": targets}
+
+    def train_step(self, model, batch, m):
+        out = model(batch["images"], batch["inputs"])
+        loss, ce = sat.reader_loss(out, batch["targets"], m.doubly_stochastic)
+        targets = batch["targets"]
+        right = (out.logits.argmax(dim=-1) == targets) | (targets == sat.PAD)  # teacher-forced
+        return loss, ce, right.all(dim=1).sum()
+
+    def count_correct(self, model, batch, m, mc_samples):
+        targets = batch["targets"]  # (B, T)
+        tokens, _, _ = model.greedy(batch["images"], targets.shape[1])  # (B, T') T' <= T
+        tokens = F.pad(tokens, (0, targets.shape[1] - tokens.shape[1]), value=sat.PAD)
+        after_eos = (tokens == sat.EOS).long().cumsum(dim=1) - (tokens == sat.EOS).long() > 0
+        tokens = tokens.masked_fill(after_eos, sat.PAD)  # (B, T)
+        return (tokens == targets).all(dim=1).sum()
+
+    def picture(self, model, image, label, stem, m):
+        x = torch.from_numpy(image).float().div(255.0)[None, None]
+        tokens, weights, (h, w) = model.greedy(x, m_max_len(label))
+        names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
+        maps = weights[0].reshape(-1, h, w).numpy()  # (T, h, w)
+        titles = [f"step {t + 1}: {name}" for t, name in enumerate(names)]
+        top = _pred_title(sat.decode_tokens(tokens)[0], label)
+        png = stem.with_name(stem.name + ".png")
+        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
+        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+
+
+def m_max_len(label: str) -> int:
+    """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the label's)."""
+    return max(len(str(label)), 5) + 1
+
+
+class PoolingFamily(Family):
+    config_cls = PoolingConfig
+    tasks = ("mnist", "translated", "cluttered")
+
+    def build(self, m: PoolingConfig) -> nn.Module:
+        return AttentionPoolingClassifier(m.channels, m.attention_hidden, m.dropout)
+
+    def train_step(self, model, batch, m):
+        out = model(batch["images"])
+        loss = F.nll_loss(out.log_probs, batch["labels"])
+        return loss, loss, (out.log_probs.argmax(-1) == batch["labels"]).sum()
+
+    def count_correct(self, model, batch, m, mc_samples):
+        return (model(batch["images"]).log_probs.argmax(-1) == batch["labels"]).sum()
+
+    def picture(self, model, image, label, stem, m):
+        x = torch.from_numpy(image).float().div(255.0)[None, None]
+        with torch.no_grad():
+            out = model(x)
+        maps = out.weights.reshape(1, *out.grid).numpy()  # (1, h, w)
+        titles, top = ["attention"], _pred_title(int(out.log_probs.argmax()), label)
+        png = stem.with_name(stem.name + ".png")
+        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
+        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+
+
+#: model.type -> how to build / train / evaluate / picture it
+MODEL_TYPES: dict[str, Family] = {
+    "ram": RAMFamily(),
+    "show_attend_tell": ReaderFamily(),
+    "attention_pooling": PoolingFamily(),
+}
 
 
 # ---------------------------------------------------------------- schedule
@@ -212,7 +396,7 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
 
 
 def _log(cfg: TrainConfig, message: str) -> None:
-    if cfg.progress:
+    if cfg.verbose:
         tqdm.write(message, file=sys.stderr)
 
 
@@ -221,7 +405,7 @@ def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool) -> li
     return list(order.split(batch_size))
 
 
-def evaluate_split(family: Family, model: nn.Module, split: VisionBatchData, model_cfg, batch_size: int,
+def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_cfg, batch_size: int,
                    mc_samples: int | None = None) -> dict:
     """Accuracy / error % of ``model`` on a split already on the model's device."""
     model.eval()
@@ -234,7 +418,7 @@ def evaluate_split(family: Family, model: nn.Module, split: VisionBatchData, mod
     return {"images": n, "accuracy": accuracy, "error_pct": 100.0 * (1.0 - accuracy)}
 
 
-def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: VisionBatchData,
+def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
                  state: TrainerState, deadline: float | None) -> dict:
     model.train()
     t_cfg = cfg.train
@@ -248,14 +432,14 @@ def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: Vis
         lr = learning_rate(t_cfg, state.epoch + i / len(batches), state.planned_epochs)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        loss, batch_correct = family.train_step(model, split.batch(idx), cfg.model)
+        loss, reported, batch_correct = family.train_step(model, split.batch(idx), cfg.model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if t_cfg.grad_clip:
             nn.utils.clip_grad_norm_(model.parameters(), t_cfg.grad_clip)
         optimizer.step()
         state.step += 1
-        loss_sum += loss.detach() * len(idx)
+        loss_sum += reported.detach() * len(idx)
         correct += batch_correct
         seen += len(idx)
         if t_cfg.progress and (i % 20 == 0 or i == len(batches) - 1):
@@ -270,12 +454,16 @@ def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: Vis
 
 
 def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
-    """Planned epochs: the config's, cut to what the remaining budget allows (never below the next epoch)."""
+    """Planned epochs: the config's, cut to the epochs the remaining budget can finish.
+
+    Equal to ``state.epoch`` when not even one more epoch fits: training stops
+    there rather than start an epoch the budget would cut short.
+    """
     if cfg.max_minutes is None or not cfg.fit_schedule_to_budget or not epoch_seconds:
         return cfg.epochs
     typical = float(np.median(epoch_seconds[1:] if len(epoch_seconds) > 1 else epoch_seconds))
     remaining = cfg.max_minutes * 60.0 - state.elapsed_s
-    return max(state.epoch + 1, min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6))))
+    return min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6)))
 
 
 def train_vision(config: dict, output_dir: Path | None = None, resume: bool = False, source: str = "config") -> Path:
@@ -296,7 +484,8 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
     torch.manual_seed(t_cfg.seed)
     family = MODEL_TYPES[cfg.model_type]
     model = family.build(cfg.model).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay)
+    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay,
+                                 fused=device.type == "cuda")
     state = TrainerState(planned_epochs=t_cfg.epochs)
     if resume:
         if not (out / "last").is_dir():
@@ -305,7 +494,7 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
         if parse_config(saved, str(out / "last")).model != cfg.model:
             raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
         state = _restore(out / "last", model, optimizer)
-        state.stopped = ""
+        state.stopped, state.planned_epochs = "", t_cfg.epochs  # the config may ask for more epochs now
     data = VisionData(cfg.data)
     dev = family.to_device(data.split("dev"), device)
     deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
@@ -341,7 +530,7 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
             elif t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
                 state.stopped = "patience"
             elif state.epoch >= state.planned_epochs:
-                state.stopped = "epochs"
+                state.stopped = "epochs" if state.epoch >= t_cfg.epochs else "budget"
             if improved:
                 _save(out / "best", model, optimizer, cfg, state)
             _save(out / "last", model, optimizer, cfg, state)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -29,6 +30,7 @@ from matplotlib.patches import Rectangle
 from PIL import Image
 
 _PANEL_INCHES = 2.2
+_MAX_WIDTH_INCHES = 14.0
 _SCALE_COLOURS = ("#ff3b30", "#ffcc00", "#34c759", "#0a84ff")  # finest scale first
 
 
@@ -50,15 +52,19 @@ def upsample_map(weights, height: int, width: int) -> np.ndarray:
     return np.asarray(resized, dtype=np.float64)
 
 
-def _new_figure(panels: int, cols: int | None, aspect: float) -> tuple[Figure, list[Axes]]:
-    cols = cols or min(panels, 6)
+def _new_figure(panels: int, cols: int | None, aspect: float, suptitle: str | None) -> tuple[Figure, list[Axes]]:
+    """A grid of ``panels`` axes for images ``aspect`` (width / height) wide, at most ~14 inches across."""
+    width = _PANEL_INCHES * min(max(aspect, 0.5), 3.0)
+    cols = cols or max(1, min(panels, 6, int(_MAX_WIDTH_INCHES // width)))
     rows = math.ceil(panels / cols)
-    w = _PANEL_INCHES * max(aspect, 0.5)
-    fig = Figure(figsize=(cols * w, rows * (_PANEL_INCHES + 0.3)), dpi=100)
+    height = _PANEL_INCHES * width / (_PANEL_INCHES * max(aspect, 0.5)) + 0.35
+    fig = Figure(figsize=(cols * width, rows * height + (0.4 if suptitle else 0.0)), dpi=100)
     FigureCanvasAgg(fig)
     axes = [fig.add_subplot(rows, cols, i + 1) for i in range(rows * cols)]
     for ax in axes:
         ax.set_axis_off()
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
     return fig, axes[:panels]
 
 
@@ -67,7 +73,10 @@ def _draw_attention(ax: Axes, image: np.ndarray, weights, title: str | None, alp
     if weights is not None:
         heat = upsample_map(weights, *image.shape)
         top = heat.max()
-        ax.imshow(heat / top if top > 0 else heat, cmap="inferno", alpha=alpha, vmin=0.0, vmax=1.0)
+        heat = np.clip(heat / top, 0.0, 1.0) if top > 0 else heat
+        rgba = colormaps["jet"](heat)  # (H, W, 4)
+        rgba[..., 3] = alpha * heat  # transparent where the model does not look
+        ax.imshow(rgba, interpolation="bilinear")
     if title:
         ax.set_title(title, fontsize=10)
     ax.set_axis_off()
@@ -79,8 +88,9 @@ def attention_grid(
     titles: Sequence[str] | None = None,
     path: str | Path | None = None,
     cols: int | None = None,
-    alpha: float = 0.6,
+    alpha: float = 0.7,
     show_image: bool = True,
+    suptitle: str | None = None,
 ) -> Figure:
     """The image (first panel, if ``show_image``) and one overlay per map ``(T, h, w)``.
 
@@ -92,7 +102,7 @@ def attention_grid(
     titles = list(titles) if titles is not None else [f"step {t + 1}" for t in range(len(maps))]
     panels = [(None, "input")] if show_image else []
     panels += list(zip(maps, titles))
-    fig, axes = _new_figure(len(panels), cols, image.shape[1] / image.shape[0])
+    fig, axes = _new_figure(len(panels), cols, image.shape[1] / image.shape[0], suptitle)
     for ax, (weights, title) in zip(axes, panels):
         _draw_attention(ax, image, weights, title, alpha)
     fig.tight_layout()
@@ -127,11 +137,14 @@ def save_gif(frames: Sequence[Image.Image], path: str | Path, duration_ms: int =
     return path
 
 
-def _single_frame(draw, aspect: float) -> Image.Image:
-    fig = Figure(figsize=(3.2 * max(aspect, 0.6), 3.4), dpi=100)
+def _single_frame(draw, aspect: float, suptitle: str | None = None) -> Image.Image:
+    width = 3.2 * min(max(aspect, 0.6), 4.0)
+    fig = Figure(figsize=(width, width / max(aspect, 0.6) + 0.5 + (0.3 if suptitle else 0.0)), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     draw(ax)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=11)
     fig.tight_layout()
     return render(fig)
 
@@ -142,16 +155,18 @@ def attention_gif(
     titles: Sequence[str] | None,
     path: str | Path,
     duration_ms: int = 800,
-    alpha: float = 0.6,
+    alpha: float = 0.7,
+    suptitle: str | None = None,
 ) -> Path:
     """One frame per attention map ``(T, h, w)``, preceded by the plain image."""
     image = _as_float_image(image)
     maps = np.asarray(maps)
     titles = list(titles) if titles is not None else [f"step {t + 1}" for t in range(len(maps))]
     aspect = image.shape[1] / image.shape[0]
-    frames = [_single_frame(lambda ax: _draw_attention(ax, image, None, "input", alpha), aspect)]
+    frames = [_single_frame(lambda ax: _draw_attention(ax, image, None, "input", alpha), aspect, suptitle)]
     for weights, title in zip(maps, titles):
-        frames.append(_single_frame(lambda ax, w=weights, t=title: _draw_attention(ax, image, w, t, alpha), aspect))
+        draw = lambda ax, w=weights, t=title: _draw_attention(ax, image, w, t, alpha)  # noqa: E731
+        frames.append(_single_frame(draw, aspect, suptitle))
     return save_gif(frames, path, duration_ms)
 
 
@@ -190,10 +205,11 @@ def glimpse_grid(
     titles: Sequence[str] | None = None,
     path: str | Path | None = None,
     cols: int | None = None,
+    suptitle: str | None = None,
 ) -> Figure:
     """One panel per glimpse: ``centres (G, 2)`` pixel ``(x, y)``, ``boxes (G, k, 3)`` rows ``(x0, y0, size)``."""
     image, centres, boxes, titles = _glimpse_inputs(image, centres, boxes, titles)
-    fig, axes = _new_figure(len(centres), cols, image.shape[1] / image.shape[0])
+    fig, axes = _new_figure(len(centres), cols, image.shape[1] / image.shape[0], suptitle)
     for g, ax in enumerate(axes):
         _draw_glimpse(ax, image, centres, boxes, g, titles[g])
     fig.tight_layout()
@@ -203,13 +219,14 @@ def glimpse_grid(
 
 
 def glimpse_gif(
-    image, centres, boxes, titles: Sequence[str] | None, path: str | Path, duration_ms: int = 800
+    image, centres, boxes, titles: Sequence[str] | None, path: str | Path, duration_ms: int = 800,
+    suptitle: str | None = None,
 ) -> Path:
     """The glimpse path as an animation, one frame per glimpse."""
     image, centres, boxes, titles = _glimpse_inputs(image, centres, boxes, titles)
     aspect = image.shape[1] / image.shape[0]
     frames = [
-        _single_frame(lambda ax, g=g: _draw_glimpse(ax, image, centres, boxes, g, titles[g]), aspect)
+        _single_frame(lambda ax, g=g: _draw_glimpse(ax, image, centres, boxes, g, titles[g]), aspect, suptitle)
         for g in range(len(centres))
     ]
     return save_gif(frames, path, duration_ms)

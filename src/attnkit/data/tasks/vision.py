@@ -18,10 +18,15 @@ strokes on black), so clutter never erases the digit.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+from attnkit.data import mnist
+from attnkit.errors import ConfigError
 
 Seed = int | Sequence[int]
 """Anything :func:`numpy.random.default_rng` accepts as entropy: an int or a list of ints."""
@@ -204,3 +209,137 @@ def generate(spec: TaskSpec, images: np.ndarray, labels: np.ndarray, count: int,
     except KeyError:
         raise ValueError(f"unknown task {spec.task!r}; valid: {', '.join(TASKS)}") from None
     return generator(images, labels, count, spec, seed)
+
+
+# ---------------------------------------------------------------- experiment data
+
+
+@dataclass
+class DataConfig:
+    """``data:`` which images to learn from and where the digits are."""
+
+    task: str = "mnist"
+    """mnist (28x28 digits), translated, cluttered, or strips (multi-digit strings)."""
+    directory: str | None = None
+    """Folder with the MNIST IDX files (.gz or not); null: $ATTNKIT_DATA_DIR/mnist, else data/mnist."""
+    download: bool = False
+    """Fetch missing MNIST files from the public home (needs internet)."""
+    verify: bool = True
+    """Check the md5 of the MNIST files' content before reading them."""
+    canvas: int = 60
+    """translated / cluttered: side of the square canvas in pixels (the paper: 60, or 100 for cluttered)."""
+    clutter_pieces: int = 4
+    """cluttered: random crops of other digits per image (the paper: 4 on 60x60, 8 on 100x100)."""
+    clutter_size: int = 8
+    """cluttered: side of each clutter crop in pixels."""
+    min_digits: int = 1
+    """strips: fewest digits in a strip."""
+    max_digits: int = 5
+    """strips: most digits in a strip (the canvas is wide enough for this many)."""
+    digit_spacing: int = 22
+    """strips: pixels from one digit's left edge to the next."""
+    jitter: int = 2
+    """strips: random shift of each digit, up to this many pixels sideways and twice that downwards."""
+    train_size: int | None = None
+    """Training images per epoch; null: every training digit left after the dev split (strips: 50000)."""
+    dev_size: int = 5000
+    """Training digits held out as the dev split (early stopping); for strips, also the number of dev strips."""
+    test_size: int | None = None
+    """Test images; null: all 10000 test digits (strips: 10000 strips of test digits)."""
+    resample: bool = True
+    """Redraw the training images (positions, clutter, strips) every epoch: more data for free."""
+    seed: int = 0
+    """Seed of the dev split and of the generated training images."""
+    test_seed: int = 2014
+    """Seed of the generated test images (keep it fixed to compare runs)."""
+
+    CHOICES = {"task": TASKS}
+
+    def validate(self, where: str) -> None:
+        for name in ("canvas", "clutter_size", "min_digits", "digit_spacing"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.task in ("translated", "cluttered") and self.canvas < 28:
+            raise ConfigError(f"{where}.canvas: {self.canvas} is smaller than an MNIST digit (28)")
+        if not self.min_digits <= self.max_digits:
+            raise ConfigError(f"{where}.max_digits: must be >= min_digits ({self.min_digits}), got {self.max_digits}")
+        if self.dev_size < 1 or self.dev_size >= mnist.SIZES["train"]:
+            raise ConfigError(f"{where}.dev_size: must be between 1 and {mnist.SIZES['train'] - 1}, got {self.dev_size}")
+
+    def spec(self) -> TaskSpec:
+        layout = StripLayout(self.min_digits, self.max_digits, self.digit_spacing, self.jitter)
+        return TaskSpec(self.task, self.canvas, self.clutter_pieces, self.clutter_size, layout)
+
+
+@dataclass
+class Split:
+    """Images ``uint8 (N, H, W)`` and labels (class ``int64 (N,)`` or digit strings)."""
+
+    images: np.ndarray
+    labels: np.ndarray | list[str]
+
+
+def data_directory(directory: str | None) -> Path:
+    """``data.directory``, else ``$ATTNKIT_DATA_DIR/mnist``, else ``data/mnist``."""
+    if directory:
+        return Path(directory).expanduser()
+    env = os.environ.get("ATTNKIT_DATA_DIR")
+    return Path(env) / "mnist" if env else Path("data") / "mnist"
+
+
+class VisionData:
+    """The train / dev / test images of a :class:`DataConfig`, MNIST read lazily.
+
+    Dev digits are a seeded random subset of the MNIST training set (never
+    seen in training); test images are made from the MNIST test digits only.
+    """
+
+    def __init__(self, cfg: DataConfig):
+        self.cfg = cfg
+        self.spec = cfg.spec()
+        self._pools: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _load(self, split: str) -> tuple[np.ndarray, np.ndarray]:
+        return mnist.load(data_directory(self.cfg.directory), split, self.cfg.verify, self.cfg.download)
+
+    def pool(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """Digit pool ``(images, labels)`` of "train", "dev" or "test"."""
+        if name not in self._pools:
+            if name == "test":
+                x, y = self._load("test")
+                n = self.cfg.test_size if self.cfg.task != "strips" else None
+                self._pools["test"] = (x[:n], y[:n])
+            else:
+                x, y = self._load("train")
+                order = np.random.default_rng([self.cfg.seed, 7]).permutation(len(x))
+                dev, train = order[: self.cfg.dev_size], order[self.cfg.dev_size :]
+                if self.cfg.task != "strips" and self.cfg.train_size:
+                    train = train[: self.cfg.train_size]
+                self._pools["dev"], self._pools["train"] = (x[dev], y[dev]), (x[train], y[train])
+        return self._pools[name]
+
+    def _count(self, name: str) -> int:
+        return {"train": self.cfg.train_size or 50000, "dev": self.cfg.dev_size,
+                "test": self.cfg.test_size or mnist.SIZES["test"]}[name]
+
+    def train_split(self, epoch: int) -> Split:
+        """Training images of ``epoch`` (the same every epoch unless ``resample``)."""
+        x, y = self.pool("train")
+        seed = [self.cfg.seed, 0, epoch if self.cfg.resample else 0]
+        return Split(*generate(self.spec, x, y, self._count("train"), seed))
+
+    def split(self, name: str) -> Split:
+        """The fixed "dev" or "test" split."""
+        x, y = self.pool(name)
+        seed = [self.cfg.seed, 1] if name == "dev" else [self.cfg.test_seed, 2]
+        return Split(*generate(self.spec, x, y, self._count(name), seed))
+
+    def describe(self) -> str:
+        c = self.cfg
+        what = {"mnist": "28x28 MNIST", "translated": f"{c.canvas}x{c.canvas} translated MNIST",
+                "cluttered": f"{c.canvas}x{c.canvas} cluttered MNIST ({c.clutter_pieces} pieces of "
+                             f"{c.clutter_size}x{c.clutter_size})",
+                "strips": f"{c.min_digits}-{c.max_digits} digit strips"}[c.task]
+        return f"{what}, {len(self.pool('train')[0])} training digits, {c.dev_size} dev"
+
+

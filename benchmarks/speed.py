@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Training and decoding speed of attnkit's RNN attention model, side by side with JoeyNMT.
+
+    python benchmarks/speed.py --updates 150                 # attnkit, then the JoeyNMT anchor
+    python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
+    python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
+
+The reference model (identical in both toolkits): CMUdict G2P, char source,
+phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
+decoder 256 with input feeding whose new state queries the encoder with
+additive (Bahdanau) scores; attentional vector tanh(W[h; c]); dropout 0.2;
+Adam 1e-3; clipping; batches of 128 words.
+
+Prints one JSON line: attnkit's median training target tokens/s (windows of 10
+updates, as JoeyNMT logs them), peak memory, greedy and beam-5 decoding of
+dev+test (entries/s, model loading included), model FLOPs utilisation against
+a matmul peak measured on the spot, then the anchor's numbers and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "cmudict"
+ANCHOR = ROOT.parent / "shared" / "anchors" / "joeynmt_g2p.py"
+
+
+def matmul_peak_gflops(device: torch.device, n: int = 2048, repeats: int = 10) -> float:
+    """Best-of sgemm rate on the spot: the denominator of MFU."""
+    a = torch.randn(n, n, device=device)
+    b = torch.randn(n, n, device=device)
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        t = time.perf_counter()
+        a @ b
+        _sync(device)
+        best = min(best, time.perf_counter() - t)
+    return 2 * n ** 3 / best / 1e9
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def useful_flops(cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt_vocab: int) -> float:
+    """Forward multiply-adds x 2 of the non-pad tokens, counted per token (the same count for both toolkits).
+
+    Training costs 3x this (forward + backward for inputs and weights).
+    """
+    e, he, h, a = cfg.embedding_dim, cfg.encoder_hidden, cfg.decoder_hidden, cfg.attention_dim
+    dirs = 2 if cfg.bidirectional else 1
+    dk = he * dirs
+    enc = dirs * 3 * he * (e + he) + dk * a  # GRU gates both directions + key projection
+    rnn_in = e + (h if cfg.input_feeding else 0)
+    dec = (3 * h * (rnn_in + h)  # GRU gates
+           + h * a + mean_src_len * (a + dk)  # query projection, scores (v . tanh), context
+           + (dk + h) * h + h * tgt_vocab)  # attentional vector, output layer
+    return 2.0 * (enc * src_tokens + dec * tgt_tokens)
+
+
+def build(args, device):
+    from attnkit.data.batching import encode_pairs, make_batches
+    from attnkit.data.tasks import g2p
+    from attnkit.data.tokenizers import CharTokenizer, WordTokenizer
+    from attnkit.data.vocab import Vocab
+    from attnkit.experiment import experiment_from_dict
+    from attnkit.models.seq2seq import Seq2Seq
+
+    splits = g2p.load(args.data)
+    cfg = experiment_from_dict({
+        "name": "speed", "data": {"task": "g2p", "directory": str(args.data), "src_level": "char", "tgt_level": "word"},
+        "model": {"attention": args.attention, "decoder": "luong", "rnn": "gru", "embedding_dim": args.emb,
+                  "encoder_hidden": args.hidden, "decoder_hidden": args.hidden, "attention_dim": args.hidden,
+                  "input_feeding": not args.no_input_feeding, "dropout": args.dropout},
+        "train": {"batch_size": args.batch_size, "lr": 1e-3, "clip": 1.0},
+        "decode": {"batch_size": args.decode_batch_size},
+    }, source="speed benchmark")
+    src_tok, tgt_tok = CharTokenizer(), WordTokenizer()
+    src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
+    tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
+    torch.manual_seed(42)
+    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
+    model.decoder.fused = not args.reference_loop
+    examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
+    batches = make_batches(examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing)
+    return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
+
+
+def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
+    from attnkit.data.vocab import PAD_ID
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model.train()
+    times, tokens, srcs = [], [], []
+    batches = [b for _, b in zip(range(args.updates + args.warmup), _cycle(batches))]
+    for i, batch in enumerate(batches):
+        _sync(device)
+        t = time.perf_counter()
+        batch = batch.to(device)
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        _sync(device)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - t)
+            tokens.append(batch.num_target_tokens)
+            srcs.append(int(batch.src_lengths.sum()))
+    windows = [sum(tokens[i:i + 10]) / sum(times[i:i + 10]) for i in range(0, len(times) - 9, 10)]
+    mean_src = sum(srcs) / len(srcs)
+    flops = 3 * useful_flops(cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size)
+    return {"train_tokens_per_s_median": round(statistics.median(windows), 1),
+            "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
+            "train_useful_gflops_per_s": round(flops / sum(times) / 1e9, 2), "updates_timed": len(times),
+            "final_loss": round(float(loss), 4)}
+
+
+def _cycle(items):
+    while True:
+        yield from items
+
+
+def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
+    """Save, reload (timed, as JoeyNMT's numbers include loading), decode dev+test entries."""
+    from attnkit.translator import Translator
+
+    src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
+    entries = [s for s, _ in splits.dev] + [s for s, _ in splits.test]
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device).save(Path(tmp) / "model")
+        for beam in (1, 5):
+            _sync(device)
+            t = time.perf_counter()
+            translator = Translator.load(Path(tmp) / "model", device)
+            translator.model.decoder.fused = not args.reference_loop
+            hyps = translator.translate(entries, beam_size=beam, batch_size=args.decode_batch_size)
+            _sync(device)
+            dt = time.perf_counter() - t
+            out[f"beam{beam}"] = {"entries": len(entries), "decode_wall_s": round(dt, 2),
+                                  "entries_per_s": round(len(entries) / dt, 1),
+                                  "test_wer": _wer(hyps[len(splits.dev):], splits.test)}
+    return out
+
+
+def _wer(hyps, test_pairs) -> float:
+    """Word error rate by WORD over the test entries (first entry of each word), as the anchor scores."""
+    refs, first = {}, {}
+    for i, (w, p) in enumerate(test_pairs):
+        refs.setdefault(w, set()).add(p)
+        first.setdefault(w, i)
+    wrong = sum(hyps[i].output not in refs[w] for w, i in first.items())
+    return round(100 * wrong / len(first), 2)
+
+
+def peak_memory_mb(device) -> float:
+    if device.type == "cuda":
+        return round(torch.cuda.max_memory_allocated() / 2 ** 20, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def run_anchor(args) -> dict:
+    cmd = [sys.executable, str(ANCHOR), "--updates", str(args.updates), "--batch-size", str(args.batch_size),
+           "--emb", str(args.emb), "--hidden", str(args.hidden), "--dropout", str(args.dropout), "--decode",
+           "--data", str(args.data)]
+    if args.no_input_feeding:
+        cmd.append("--no-input-feeding")
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return {"error": proc.stderr.strip().splitlines()[-1:] or ["anchor failed"]}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--updates", type=int, default=150, help="timed training updates")
+    ap.add_argument("--warmup", type=int, default=5, help="untimed updates first")
+    ap.add_argument("--data", type=Path, default=DATA)
+    ap.add_argument("--attention", default="bahdanau", help="attention type (default bahdanau scores)")
+    ap.add_argument("--emb", type=int, default=128)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--dropout", type=float, default=0.2)
+    ap.add_argument("--batch-size", type=int, default=128, help="words per training batch")
+    ap.add_argument("--decode-batch-size", type=int, default=256)
+    ap.add_argument("--no-input-feeding", action="store_true", help="Luong path: RNN over the whole target at once")
+    ap.add_argument("--reference-loop", action="store_true", help="the plain nn.GRU per-step loop, not the fused cell")
+    ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
+    ap.add_argument("--device", default="auto")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
+    ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
+    args = ap.parse_args()
+    if not args.data.is_dir():
+        sys.exit(f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)")
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from attnkit.translator import resolve_device
+
+    device = resolve_device(args.device)
+    peak = matmul_peak_gflops(device)
+    cfg, splits, tokenizers, model, batches = build(args, device)
+    result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+              "threads": torch.get_num_threads(), "updates": args.updates, "batch_size": args.batch_size,
+              "attention": args.attention, "input_feeding": not args.no_input_feeding,
+              "path": "reference-loop" if args.reference_loop else ("whole-sequence" if args.no_input_feeding else "fused"),
+              "bucketing": not args.no_bucketing, "matmul_peak_gflops": round(peak, 1)}
+    result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))
+    result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
+    result.update(decode_speed(args, cfg, model, tokenizers, splits, device))
+    result["peak_memory_mb"] = peak_memory_mb(device)
+    if not args.skip_anchor:
+        anchor = run_anchor(args)
+        result["anchor"] = anchor
+        if "error" not in anchor:
+            result["train_tokens_per_s_ratio"] = round(result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2)
+            for beam in (1, 5):
+                result[f"beam{beam}_entries_per_s_ratio"] = round(
+                    result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"], 2)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""End to end: a tiny model learns a tiny task; the demo runs; --resume continues where training stopped."""
+
+import json
+import random
+
+import pytest
+import torch
+import yaml
+
+from attnkit.cli import main
+from attnkit.experiment import load_experiment
+from attnkit.training.trainer import Trainer
+from attnkit.translator import Translator
+from attnkit.viz import load_records
+
+pytestmark = pytest.mark.slow
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _reversal_data(tmp, n_train, n_dev=100, n_test=50, seed=0):
+    """Digit strings of length 2-6 and their reversals, as train/dev/test TSVs with disjoint sources."""
+    rng, seen, paths = random.Random(seed), set(), {}
+    for name, n in (("train", n_train), ("dev", n_dev), ("test", n_test)):
+        lines = []
+        while len(lines) < n:
+            s = "".join(rng.choice("0123456789") for _ in range(rng.randint(2, 6)))
+            if s not in seen:
+                seen.add(s)
+                lines.append(f"{s}\t{s[::-1]}\n")
+        paths[name] = tmp / f"{name}.tsv"
+        paths[name].write_text("".join(lines), encoding="utf-8")
+    return {"task": "parallel", **{k: str(v) for k, v in paths.items()}}
+
+
+def _write_config(path, data, run_dir, model, train):
+    cfg = {"name": "test", "output_dir": str(run_dir), "data": data, "model": model,
+           "train": {"threads": 1, "progress": False, "seed": 1, **train}, "decode": {"beam_size": 3}}
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    return path
+
+
+def _state(run_dir, name="last"):
+    return json.loads((run_dir / name / "trainer.json").read_text())["state"]
+
+
+def test_tiny_model_learns_to_reverse_digit_strings(tmp_path, capsys):
+    data = _reversal_data(tmp_path, 1500)
+    cfg = _write_config(tmp_path / "reverse.yaml", data, tmp_path / "run",
+                        {"attention": "bahdanau", "embedding_dim": 16, "encoder_hidden": 32, "decoder_hidden": 64,
+                         "attention_dim": 32, "dropout": 0.0},
+                        {"epochs": 6, "batch_size": 32, "lr": 0.005, "scheduler": "constant"})
+    assert main(["train", str(cfg)]) == 0
+    assert "best checkpoint" in capsys.readouterr().out
+    translator = Translator.load(tmp_path / "run" / "best", "cpu")
+    pairs = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()]
+    outputs = translator.translate([s for s, _ in pairs])
+    exact = sum(t.output == ref for t, (_, ref) in zip(outputs, pairs)) / len(pairs)
+    assert exact >= 0.90, f"dev exact match {exact:.2%}"
+    assert _state(tmp_path / "run", "best")["best"] >= 90.0
+    # held-out test inputs with beam search too
+    pairs = [line.split("\t") for line in (tmp_path / "test.tsv").read_text().splitlines()]
+    outputs = translator.translate([s for s, _ in pairs], beam_size=3)
+    assert sum(t.output == ref for t, (_, ref) in zip(outputs, pairs)) / len(pairs) >= 0.85
+    # a model that reverses looks at the mirrored source position: the attention is anti-diagonal
+    (t,) = translator.translate(["123456"])
+    if t.output == "654321":
+        looked_at = t.weights[:6, :6].argmax(-1).tolist()
+        assert sum(a == 5 - i for i, a in enumerate(looked_at)) >= 4, looked_at
+
+
+def test_demo_quick(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--minutes", "0.1"]) == 0
+    printed = capsys.readouterr().out
+    assert "test exact match" in printed
+    pngs = sorted((out / "heatmaps").glob("*.png"))
+    assert pngs and all(p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
+    records = load_records(out / "attention.json")
+    assert records and all(r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records)
+    assert "<html" in (out / "report.html").read_text().lower()
+    assert json.loads((out / "metrics.json").read_text())["updates"] >= 1
+    assert (out / "model" / "best" / "model.safetensors").is_file()
+
+
+# ---- --resume ------------------------------------------------------------------------------------------------
+TINY_MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8, "dropout": 0.0}
+
+
+@pytest.fixture
+def small_task(tmp_path):
+    return _reversal_data(tmp_path, 200, n_dev=20, n_test=10)  # batch 20: 10 updates per epoch
+
+
+def test_resume_to_more_epochs_continues_the_step_count(tmp_path, small_task):
+    run = tmp_path / "run"
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, run, TINY_MODEL, {"epochs": 2, "batch_size": 20})
+    assert main(["train", str(cfg)]) == 0
+    first = _state(run)
+    assert first["step"] == 20 and first["epoch"] == 2
+    assert main(["train", str(cfg), "--resume", "--set", "train.epochs=3"]) == 0
+    second = _state(run)
+    assert second["step"] == 30  # continued: 20 + 10, not restarted at 0 and not stuck at 20
+    assert second["epoch"] == 3
+    assert [h["step"] for h in second["history"]] == [10, 20, 30]
+
+
+def _interrupt_after(step):
+    """Patch Trainer._evaluate to raise KeyboardInterrupt right after the evaluation (and checkpoint) at ``step``."""
+    original = Trainer._evaluate
+
+    def evaluate(self, translator, state, *args):
+        result = original(self, translator, state, *args)
+        if state.step == step:
+            raise KeyboardInterrupt
+        return result
+
+    return evaluate
+
+
+def _params(run):
+    return Translator.load(run / "last", "cpu").model.state_dict()
+
+
+def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch):
+    train = {"epochs": 2, "batch_size": 20, "eval_every": 5, "patience": 100}
+    straight = _write_config(tmp_path / "a.yaml", small_task, tmp_path / "a", TINY_MODEL, train)
+    assert main(["train", str(straight)]) == 0
+
+    resumed = _write_config(tmp_path / "b.yaml", small_task, tmp_path / "b", TINY_MODEL, train)
+    monkeypatch.setattr(Trainer, "_evaluate", _interrupt_after(15))
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(load_experiment(resumed)).train()
+    monkeypatch.undo()
+    stopped = _state(tmp_path / "b")
+    assert stopped["step"] == 15 and stopped["batches_done"] == 5 and not stopped["finished"]
+
+    assert main(["train", str(resumed), "--resume"]) == 0
+    state = _state(tmp_path / "b")
+    assert state["step"] == 20 and state["finished"]
+    assert [h["step"] for h in state["history"]] == [5, 10, 15, 20]
+    assert [h["step"] for h in state["history"]] == [h["step"] for h in _state(tmp_path / "a")["history"]]
+    a, b = _params(tmp_path / "a"), _params(tmp_path / "b")
+    for name in a:
+        torch.testing.assert_close(b[name], a[name], msg=name)
+
+
+def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(tmp_path, small_task, monkeypatch):
+    train = {"epochs": 3, "batch_size": 20, "patience": 100}
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
+    monkeypatch.setattr(Trainer, "_evaluate", _interrupt_after(20))  # killed right after epoch 2's checkpoint
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(load_experiment(cfg)).train()
+    monkeypatch.undo()
+    before = _state(tmp_path / "run")
+    assert main(["train", str(cfg), "--resume"]) == 0
+    state = _state(tmp_path / "run")
+    assert state["step"] == 30
+    assert [(h["step"], h["epoch"]) for h in state["history"]] == [(10, 1), (20, 2), (30, 3)]
+    assert state["bad_evals"] <= before["bad_evals"] + 1
+
+
+def test_resume_without_a_previous_run_is_an_error(tmp_path, small_task, capsys):
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, {"epochs": 1})
+    assert main(["train", str(cfg), "--resume"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+
+
+def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys):
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, {"epochs": 1,
+                                                                                          "batch_size": 50})
+    assert main(["train", str(cfg)]) == 0
+    assert main(["train", str(cfg), "--resume", "--set", "model.decoder_hidden=24"]) == 2
+    assert "differs" in capsys.readouterr().err

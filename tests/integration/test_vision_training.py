@@ -1,0 +1,164 @@
+"""End to end: configs, short training runs on MNIST, evaluation, pictures, resume.
+
+Needs the MNIST copy in ``../shared/data/mnist`` (or ``$ATTNKIT_DATA_DIR/mnist``);
+the tests that read it are skipped, saying so, when it is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from attnkit.config import read_yaml
+from attnkit.errors import CheckpointError, ConfigError
+from attnkit.training.checkpoint import read_json, read_meta
+from attnkit.training.vision import evaluate_vision, parse_config, plot_vision, train_vision
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = ["ram_mnist28", "ram_translated60", "ram_cluttered60", "sat_multidigit", "attnpool_cluttered60"]
+
+
+def mnist_dir() -> Path:
+    env = os.environ.get("ATTNKIT_DATA_DIR")
+    if env:
+        return Path(env) / "mnist"
+    return REPO.parent / "shared" / "data" / "mnist"
+
+
+needs_mnist = pytest.mark.skipif(not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def quiet_train(**train) -> dict:
+    return {"batch_size": 32, "lr": 3e-3, "device": "cpu", "progress": False, "verbose": False, **train}
+
+
+# ---------------------------------------------------------------- configs (no data needed)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_shipped_configs_parse_and_comment_every_key(name):
+    path = REPO / "configs" / f"{name}.yaml"
+    cfg = parse_config(read_yaml(path), str(path))
+    assert cfg.to_dict()["family"] == "vision"
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if re.match(r"^\s*\w+:\s*\S", line) and not line.lstrip().startswith("#"):
+            assert "#" in line, f"{path.name}:{number}: key without a comment: {line.strip()}"
+
+
+def test_config_errors_name_the_key_and_list_valid_ones():
+    base = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}, "train": {}}
+    with pytest.raises(ConfigError, match=r"unknown key 'optimiser'; valid keys: family, data, model, train"):
+        parse_config({**base, "optimiser": {}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"x.yaml: model: unknown key 'glimpse'.*valid keys: glimpses"):
+        parse_config({**base, "model": {"type": "ram", "glimpse": 4}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"model.type: 'rma' is not one of ram, show_attend_tell"):
+        parse_config({**base, "model": {"type": "rma"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"reads data.task strips, not 'mnist'"):
+        parse_config({**base, "model": {"type": "show_attend_tell"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"data.task: 'svhn' is not one of"):
+        parse_config({**base, "data": {"task": "svhn"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"model.core: 'transformer'"):
+        parse_config({**base, "model": {"type": "ram", "core": "transformer"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"train.batch_size: expected an integer"):
+        parse_config({**base, "train": {"batch_size": "big"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"not a vision config"):
+        parse_config({**base, "family": "seq2seq"}, "x.yaml")
+
+
+# ---------------------------------------------------------------- training runs
+
+
+@needs_mnist
+def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
+    config = {
+        "family": "vision",
+        "data": {"task": "mnist", "directory": str(mnist_dir()), "train_size": 600, "dev_size": 200,
+                 "test_size": 200, "verify": False},
+        "model": {"type": "ram", "glimpses": 4, "hidden": 64, "glimpse_hidden": 64, "location_hidden": 32,
+                  "core": "lstm", "mc_samples": 2},
+        "train": quiet_train(epochs=4, lr_schedule="constant"),
+    }
+    best = train_vision(config, output_dir=tmp_path / "run")
+    assert best == tmp_path / "run" / "best"
+    read_meta(best, "vision")
+    history = read_json(tmp_path / "run" / "last" / "trainer.json")["history"]
+    assert len(history) == 4
+    assert history[-1]["train_loss"] < 0.85 * history[0]["train_loss"]  # cross entropy goes down
+    assert history[-1]["train_accuracy"] > history[0]["train_accuracy"]
+
+    result = evaluate_vision(tmp_path / "run", "test", device="cpu")  # the run dir works: best/ inside
+    assert result["images"] == 200 and result["mc_samples"] == 2
+    assert 0 <= result["error_pct"] < 90.0 and result["accuracy"] == pytest.approx(1 - result["error_pct"] / 100)
+    assert evaluate_vision(best, "test", device="cpu") == result  # Monte Carlo paths are seeded
+
+    png, gif = plot_vision(best, 5, tmp_path / "pics")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with Image.open(gif) as image:
+        assert image.n_frames == 4  # one frame per glimpse
+    with pytest.raises(ConfigError, match="test split has images 0..199"):
+        plot_vision(best, 200, tmp_path / "pics")
+
+    config["train"]["epochs"] = 5
+    train_vision(config, output_dir=tmp_path / "run", resume=True)
+    trainer = read_json(tmp_path / "run" / "last" / "trainer.json")
+    assert trainer["epoch"] == 5 and len(trainer["history"]) == 5
+
+
+@needs_mnist
+def test_reader_learns_a_handful_of_strips(tmp_path):
+    config = {
+        "family": "vision",
+        "data": {"task": "strips", "directory": str(mnist_dir()), "max_digits": 3, "train_size": 96,
+                 "dev_size": 32, "test_size": 32, "resample": False, "verify": False},
+        "model": {"type": "show_attend_tell", "channels": [8, 16, 32], "embed": 16, "hidden": 64,
+                  "attention_dim": 32, "dropout": 0.0},
+        "train": quiet_train(epochs=6, batch_size=16, lr=5e-3, lr_schedule="constant"),
+    }
+    best = train_vision(config, output_dir=tmp_path / "run")
+    history = read_json(best.parent / "last" / "trainer.json")["history"]
+    assert history[-1]["train_loss"] < 0.7 * history[0]["train_loss"]
+    result = evaluate_vision(best, device="cpu")
+    assert result["images"] == 32 and result["task"] == "strips"
+    png, gif = plot_vision(best, 0, tmp_path / "reader.png")
+    assert png == tmp_path / "reader.png" and gif == tmp_path / "reader.gif"
+    with Image.open(gif) as image:
+        assert image.n_frames >= 2  # the input, then one frame per output step
+
+
+@needs_mnist
+def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path):
+    config = {
+        "family": "vision",
+        "data": {"task": "cluttered", "directory": str(mnist_dir()), "train_size": 256, "dev_size": 64,
+                 "test_size": 64, "verify": False},
+        "model": {"type": "attention_pooling", "channels": [8, 16], "attention_hidden": 8},
+        "train": quiet_train(epochs=50, max_minutes=0.001),
+    }
+    best = train_vision(config, output_dir=tmp_path / "run")
+    trainer = read_json(best.parent / "last" / "trainer.json")
+    assert trainer["stopped"] == "budget" and trainer["epoch"] == 1
+    assert evaluate_vision(best, device="cpu")["images"] == 64
+    png, gif = plot_vision(best, 1, tmp_path)
+    assert png.name == "attention_pooling-test1.png" and gif.is_file()
+
+
+def test_missing_checkpoint_and_resume_errors(tmp_path):
+    with pytest.raises(CheckpointError, match="no such checkpoint directory"):
+        evaluate_vision(tmp_path / "nothing")
+    config = {"family": "vision", "data": {"task": "mnist", "directory": str(tmp_path)}, "model": {"type": "ram"},
+              "train": quiet_train()}
+    with pytest.raises(CheckpointError, match="nothing to resume"):
+        train_vision(config, output_dir=tmp_path / "run", resume=True)

@@ -1,0 +1,294 @@
+"""Checkpoint directories: save/load round trip, every broken directory is a CheckpointError, atomic writes."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+import yaml
+from safetensors.torch import load_file, save_file
+
+from attnkit.data.batching import collate, encode_pairs
+from attnkit.data.tokenizers import CharTokenizer
+from attnkit.data.vocab import PAD_ID, Vocab
+from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.experiment import experiment_from_dict
+from attnkit.models.seq2seq import Seq2Seq
+from attnkit.training import checkpoint as ckpt
+from attnkit.translator import Translator
+
+PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo", "ol"), ("he", "eh")]
+INPUTS = ["abc", "hello", "bca", "l"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _tiny_translator(attention="bahdanau", steps=2, seed=0) -> Translator:
+    """A tiny char model trained for ``steps`` Adam updates on PAIRS."""
+    cfg = experiment_from_dict({
+        "model": {"attention": attention, "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
+                  "attention_dim": 8, "heads": 2, "dropout": 0.0},
+        "decode": {"max_len_cap": 12},
+    })
+    tok = CharTokenizer()
+    src_vocab = Vocab.build(tok.tokenize(s) for s, _ in PAIRS)
+    tgt_vocab = Vocab.build(tok.tokenize(t) for _, t in PAIRS)
+    torch.manual_seed(seed)
+    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab))
+    batch = collate(encode_pairs(PAIRS, tok, tok, src_vocab, tgt_vocab))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    for _ in range(steps):
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    return Translator(model, cfg, tok, tok, src_vocab, tgt_vocab, torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return _tiny_translator()
+
+
+@pytest.fixture
+def saved(translator, tmp_path):
+    return translator.save(tmp_path / "ckpt", {"state": {"step": 2}}, {"x": torch.arange(3.0)})
+
+
+def _same_translations(a, b):
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        assert x.output == y.output and x.output_tokens == y.output_tokens and x.source_tokens == y.source_tokens
+        assert x.score == y.score
+        np.testing.assert_array_equal(x.weights, y.weights)
+        assert [n.output for n in x.nbest] == [n.output for n in y.nbest]
+
+
+def test_save_load_round_trip(translator, saved):
+    loaded = Translator.load(saved, "cpu")
+    for name, tensor in translator.model.state_dict().items():
+        assert torch.equal(tensor, loaded.model.state_dict()[name]), name
+    assert loaded.config == translator.config
+    assert loaded.src_vocab.itos == translator.src_vocab.itos and loaded.tgt_vocab.itos == translator.tgt_vocab.itos
+    assert not loaded.model.training
+    _same_translations(translator.translate(INPUTS), loaded.translate(INPUTS))
+    _same_translations(translator.translate(INPUTS, beam_size=3, n_best=2),
+                       loaded.translate(INPUTS, beam_size=3, n_best=2))
+
+
+@pytest.mark.parametrize("attention", ["luong-general", "multihead"])
+def test_round_trip_other_attention(tmp_path, attention):
+    t = _tiny_translator(attention)
+    loaded = Translator.load(t.save(tmp_path / "c"), "cpu")
+    _same_translations(t.translate(INPUTS, beam_size=2), loaded.translate(INPUTS, beam_size=2))
+
+
+def test_directory_contents(saved):
+    names = {p.name for p in saved.iterdir()}
+    assert {"model.safetensors", "config.yaml", "meta.json", "trainer.json", "trainer.safetensors",
+            "src_vocab.json", "tgt_vocab.json", "tokenizers.json"} <= names
+    meta = json.loads((saved / "meta.json").read_text())
+    assert meta == {"format": "attnkit-checkpoint", "version": 1, "family": "seq2seq"}
+    assert yaml.safe_load((saved / "config.yaml").read_text())["model"]["decoder_hidden"] == 16
+    assert json.loads((saved / "trainer.json").read_text()) == {"state": {"step": 2}}
+    assert torch.equal(load_file(str(saved / "trainer.safetensors"))["x"], torch.arange(3.0))
+    assert json.loads((saved / "tokenizers.json").read_text())["source"]["kind"] == "char"
+    # no temp or backup directories left next to it
+    assert [p.name for p in saved.parent.iterdir()] == ["ckpt"]
+
+
+def _load_error(directory) -> str:
+    with pytest.raises(CheckpointError) as err:
+        Translator.load(directory, "cpu")
+    assert isinstance(err.value, AttnkitError)
+    return str(err.value)
+
+
+def test_missing_directory(tmp_path):
+    assert str(tmp_path / "nope") in _load_error(tmp_path / "nope")
+
+
+def test_missing_meta(saved):
+    (saved / "meta.json").unlink()
+    msg = _load_error(saved)
+    assert "meta.json" in msg and str(saved) in msg
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.yaml", "src_vocab.json", "tgt_vocab.json",
+                                  "tokenizers.json"])
+def test_missing_file(saved, name):
+    (saved / name).unlink()
+    assert str(saved / name) in _load_error(saved)
+
+
+@pytest.mark.parametrize("data", [b"garbage bytes \x00\xff" * 10, b"", b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}"],
+                         ids=["garbage", "empty", "bad-header"])
+def test_corrupt_model_safetensors(saved, data):
+    (saved / "model.safetensors").write_bytes(data)
+    msg = _load_error(saved)
+    assert str(saved / "model.safetensors") in msg and "corrupt" in msg
+
+
+def test_truncated_model_safetensors(saved):
+    path = saved / "model.safetensors"
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    assert str(path) in _load_error(saved)
+
+
+@pytest.mark.parametrize("meta, what", [
+    ({"format": "joeynmt", "version": 1, "family": "seq2seq"}, "joeynmt"),
+    ({"format": "attnkit-checkpoint", "version": 99, "family": "seq2seq"}, "99"),
+    ({"format": "attnkit-checkpoint", "version": 1, "family": "vision"}, "vision"),
+    (["not", "a", "dict"], "not an attnkit checkpoint"),
+])
+def test_foreign_meta(saved, meta, what):
+    (saved / "meta.json").write_text(json.dumps(meta))
+    msg = _load_error(saved)
+    assert what in msg and str(saved) in msg
+
+
+def test_unreadable_meta(saved):
+    (saved / "meta.json").write_text("{not json")
+    assert "meta.json" in _load_error(saved)
+
+
+def test_parameter_shape_mismatch(saved):
+    cfg = yaml.safe_load((saved / "config.yaml").read_text())
+    cfg["model"]["decoder_hidden"] = 24
+    (saved / "config.yaml").write_text(yaml.safe_dump(cfg))
+    msg = _load_error(saved)
+    assert str(saved / "model.safetensors") in msg and "shape" in msg
+
+
+def test_parameter_names_mismatch(saved):
+    cfg = yaml.safe_load((saved / "config.yaml").read_text())
+    cfg["model"]["attention"] = "luong-dot"  # no parameters: attention.* are unexpected
+    cfg["model"]["decoder"] = "bahdanau"
+    (saved / "config.yaml").write_text(yaml.safe_dump(cfg))
+    msg = _load_error(saved)
+    assert str(saved / "model.safetensors") in msg and ("missing" in msg or "unexpected" in msg)
+
+
+def test_bad_config_in_checkpoint_is_checkpoint_error(saved):
+    cfg = yaml.safe_load((saved / "config.yaml").read_text())
+    cfg["model"]["colour"] = "blue"
+    (saved / "config.yaml").write_text(yaml.safe_dump(cfg))
+    msg = _load_error(saved)
+    assert "config.yaml" in msg and "colour" in msg
+
+
+def test_bad_vocab_is_checkpoint_error(saved):
+    (saved / "src_vocab.json").write_text(json.dumps({"tokens": ["a", "b"]}))
+    assert "src_vocab.json" in _load_error(saved)
+
+
+def test_failed_write_keeps_previous_checkpoint(translator, saved, monkeypatch):
+    before = {p.name: p.read_bytes() for p in saved.iterdir()}
+
+    def boom(self, path):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(Vocab, "save", boom)  # raises inside write_checkpoint's extra callback
+    with pytest.raises(OSError, match="disk full"):
+        translator.save(saved, {"state": {"step": 99}})
+    after = {p.name: p.read_bytes() for p in saved.iterdir()}
+    assert after == before
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+    monkeypatch.undo()
+    Translator.load(saved, "cpu")
+
+
+def test_overwrite_replaces_and_cleans_up(translator, saved):
+    translator.save(saved, {"state": {"step": 7}})
+    assert json.loads((saved / "trainer.json").read_text()) == {"state": {"step": 7}}
+    assert not (saved / "trainer.safetensors").exists()  # nothing stale from the previous checkpoint
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+def test_write_checkpoint_creates_parents(tmp_path):
+    out = ckpt.write_checkpoint(tmp_path / "a" / "b" / "c", "toy", {"w": torch.ones(2)}, {"k": 1})
+    assert ckpt.read_meta(out, "toy")["family"] == "toy"
+    assert torch.equal(ckpt.read_tensors(out / "model.safetensors")["w"], torch.ones(2))
+    assert ckpt.read_config(out) == {"k": 1}
+    assert ckpt.read_tensors(out / "trainer.safetensors", required=False) is None
+    assert ckpt.read_json(out / "nope.json", required=False) is None
+
+
+def _adam_and_steps(steps, seed=0):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, betas=(0.8, 0.95), weight_decay=0.01)
+    x = torch.randn(16, 4)
+    for _ in range(steps):
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+    return model, opt, x
+
+
+def test_optimizer_round_trip_for_adam(tmp_path):
+    model, opt, x = _adam_and_steps(3)
+    info, tensors = ckpt.optimizer_to_tensors(opt)
+    # through the same files a checkpoint uses: JSON and safetensors
+    (tmp_path / "opt.json").write_text(json.dumps(info))
+    save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp_path / "opt.safetensors"))
+    info2 = json.loads((tmp_path / "opt.json").read_text())
+    tensors2 = load_file(str(tmp_path / "opt.safetensors"))
+
+    model2, opt2, _ = _adam_and_steps(0)
+    model2.load_state_dict(model.state_dict())
+    ckpt.optimizer_from_tensors(opt2, info2, tensors2)
+    s1, s2 = opt.state_dict(), opt2.state_dict()
+    assert json.loads(json.dumps(s1["param_groups"])) == json.loads(json.dumps(s2["param_groups"]))
+    assert s1["state"].keys() == s2["state"].keys()
+    for pid in s1["state"]:
+        for name, value in s1["state"][pid].items():
+            other = s2["state"][pid][name]
+            if torch.is_tensor(value):
+                assert torch.equal(value, other), (pid, name)
+            else:
+                assert value == other
+    # the next update is identical
+    for m, o in ((model, opt), (model2, opt2)):
+        o.zero_grad()
+        m(x).pow(2).mean().backward()
+        o.step()
+    for p1, p2 in zip(model.parameters(), model2.parameters()):
+        assert torch.equal(p1, p2)
+
+
+def test_optimizer_state_for_another_model_is_checkpoint_error():
+    _, opt, _ = _adam_and_steps(1)
+    info, tensors = ckpt.optimizer_to_tensors(opt)
+    other = torch.optim.Adam(torch.nn.Linear(3, 3).parameters())
+    with pytest.raises(CheckpointError, match="optimizer"):
+        ckpt.optimizer_from_tensors(other, info, tensors)
+
+
+def test_failed_rename_keeps_previous_checkpoint(translator, saved, monkeypatch):
+    before = {p.name: p.read_bytes() for p in saved.iterdir()}
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if os.path.basename(str(src)).startswith(f".{saved.name}.") and ".old-" not in str(src):
+            raise OSError("rename failed")  # moving the new temp directory into place
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(ckpt.os, "replace", replace)
+    with pytest.raises(OSError, match="rename failed"):
+        translator.save(saved, {"state": {"step": 99}})
+    monkeypatch.undo()
+    assert saved.is_dir()
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]

@@ -1,0 +1,258 @@
+"""Experiment config: unknown keys, types and choices rejected with file and key named; --set overrides."""
+
+import dataclasses
+
+import pytest
+import yaml
+
+from attnkit.config import apply_overrides, from_dict, read_yaml
+from attnkit.data.tasks.registry import task_info
+from attnkit.errors import AttnkitError, ConfigError
+from attnkit.experiment import (
+    DataConfig,
+    DecodeConfig,
+    ExperimentConfig,
+    TrainConfig,
+    experiment_from_dict,
+    experiment_to_dict,
+    load_experiment,
+)
+from attnkit.models.seq2seq import Seq2SeqConfig
+
+
+def _write(tmp_path, data, name="exp.yaml"):
+    path = tmp_path / name
+    path.write_text(data if isinstance(data, str) else yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _error(tmp_path, data, overrides=()) -> str:
+    path = _write(tmp_path, data)
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path, overrides)
+    assert isinstance(err.value, AttnkitError)
+    msg = str(err.value)
+    assert str(path) in msg, msg
+    return msg
+
+
+def _valid_keys(cls):
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+def test_defaults_and_a_full_round_trip(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {"name": "x", "model": {"attention": "luong-general"}}))
+    assert isinstance(cfg, ExperimentConfig)
+    assert cfg.name == "x" and cfg.model.attention == "luong-general" and cfg.model.rnn == "gru"
+    assert cfg.train == TrainConfig() and cfg.decode == DecodeConfig()
+    again = load_experiment(_write(tmp_path, experiment_to_dict(cfg), "again.yaml"))
+    assert again == cfg
+
+
+def test_empty_file_gives_defaults(tmp_path):
+    assert load_experiment(_write(tmp_path, "")) == ExperimentConfig()
+
+
+def test_unknown_top_level_key(tmp_path):
+    msg = _error(tmp_path, {"name": "x", "modle": {}})
+    assert "'modle'" in msg
+    for key in _valid_keys(ExperimentConfig):
+        assert key in msg
+
+
+@pytest.mark.parametrize("section, cls", [("data", DataConfig), ("model", Seq2SeqConfig), ("train", TrainConfig),
+                                          ("decode", DecodeConfig)])
+def test_unknown_key_in_each_section(tmp_path, section, cls):
+    msg = _error(tmp_path, {section: {"hiden": 3}})
+    assert "'hiden'" in msg and section in msg
+    for key in _valid_keys(cls):
+        assert key in msg
+
+
+def test_several_unknown_keys_are_all_named(tmp_path):
+    msg = _error(tmp_path, {"model": {"foo": 1, "bar": 2}})
+    assert "'foo'" in msg and "'bar'" in msg
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"model": {"decoder_hidden": "big"}}, "model.decoder_hidden"),
+    ({"model": {"decoder_hidden": 2.5}}, "model.decoder_hidden"),
+    ({"model": {"decoder_hidden": True}}, "model.decoder_hidden"),
+    ({"model": {"bidirectional": "yes please"}}, "model.bidirectional"),
+    ({"model": {"bidirectional": 1}}, "model.bidirectional"),
+    ({"train": {"lr": "fast"}}, "train.lr"),
+    ({"train": {"lr": True}}, "train.lr"),
+    ({"data": {"languages": "en"}}, "data.languages"),
+    ({"data": {"languages": ["en", 3]}}, "data.languages[1]"),
+    ({"data": {"train": 5}}, "data.train"),
+    ({"name": 7}, "name"),
+    ({"model": ["not", "a", "mapping"]}, "model"),
+])
+def test_bad_types(tmp_path, data, key):
+    msg = _error(tmp_path, data)
+    assert key in msg
+
+
+@pytest.mark.parametrize("data, key, bad", [
+    ({"model": {"attention": "cosine"}}, "model.attention", "cosine"),
+    ({"model": {"rnn": "transformer"}}, "model.rnn", "transformer"),
+    ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
+    ({"train": {"scheduler": "cosine"}}, "train.scheduler", "cosine"),
+    ({"train": {"device": "tpu"}}, "train.device", "tpu"),
+    ({"data": {"overlong": "ignore"}}, "data.overlong", "ignore"),
+    ({"data": {"src_level": "byte"}}, "data.src_level", "byte"),
+    ({"family": "vision2"}, "family", "vision2"),
+])
+def test_bad_choices_list_the_valid_ones(tmp_path, data, key, bad):
+    msg = _error(tmp_path, data)
+    assert key in msg and bad in msg
+
+
+def test_bad_attention_choice_lists_every_attention(tmp_path):
+    msg = _error(tmp_path, {"model": {"attention": "cosine"}})
+    for name in ("bahdanau", "luong-dot", "luong-general", "luong-concat", "scaled-dot", "multihead"):
+        assert name in msg
+
+
+@pytest.mark.parametrize("data, key", [
+    ({"model": {"dropout": 1.0}}, "model.dropout"),
+    ({"model": {"heads": 0}}, "model.heads"),
+    ({"train": {"epochs": 0}}, "train.epochs"),
+    ({"train": {"label_smoothing": 1.5}}, "train.label_smoothing"),
+    ({"data": {"max_src_len": 0}}, "data.max_src_len"),
+    ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
+    ({"train": {"batch_size": None}}, "batch_size"),
+])
+def test_bad_values(tmp_path, data, key):
+    assert key in _error(tmp_path, data)
+
+
+def test_unknown_task(tmp_path):
+    msg = _error(tmp_path, {"data": {"task": "poetry"}})
+    assert "data.task" in msg and "poetry" in msg
+    for task in ("numbers", "dates", "parallel", "g2p", "multi30k"):
+        assert task in msg
+    with pytest.raises(ConfigError, match="poetry"):
+        task_info("poetry")
+
+
+def test_parallel_task_without_files(tmp_path):
+    msg = _error(tmp_path, {"data": {"task": "parallel", "train": "a.tsv"}})
+    assert "parallel" in msg and "data.train" in msg and "data.dev" in msg and "data.test" in msg
+
+
+def test_parallel_task_with_files_and_file_pairs(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {"data": {"task": "parallel", "train": "t.tsv", "dev": ["d.src", "d.tgt"],
+                                                     "test": "x.tsv"}}))
+    assert cfg.data.train == "t.tsv" and cfg.data.dev == ["d.src", "d.tgt"]
+
+
+def test_g2p_needs_directory(tmp_path):
+    assert "data.directory" in _error(tmp_path, {"data": {"task": "g2p"}})
+
+
+# ---- --set overrides -----------------------------------------------------------------------------------
+def test_overrides_nested_floats_lists_and_bools(tmp_path):
+    path = _write(tmp_path, {"model": {"decoder_hidden": 64}})
+    cfg = load_experiment(path, ["model.decoder_hidden=32", "train.lr=3e-4", "train.min_lr=1.0e-6",
+                                 "data.languages=[en, de]", "model.bidirectional=false", "name=run 2",
+                                 "train.max_minutes=1.5", "output_dir=out/dir"])
+    assert cfg.model.decoder_hidden == 32
+    assert cfg.train.lr == pytest.approx(3e-4) and isinstance(cfg.train.lr, float)
+    assert cfg.train.min_lr == pytest.approx(1e-6)
+    assert cfg.data.languages == ["en", "de"]
+    assert cfg.model.bidirectional is False
+    assert cfg.name == "run 2"
+    assert cfg.train.max_minutes == 1.5
+    assert cfg.output_dir == "out/dir"
+
+
+def test_override_later_wins_and_null_resets():
+    cfg = experiment_from_dict({}, ["train.epochs=3", "train.epochs=4", "train.max_tokens=500",
+                                    "train.batch_size=null"])
+    assert cfg.train.epochs == 4 and cfg.train.batch_size is None and cfg.train.max_tokens == 500
+
+
+def test_override_value_with_equals_sign():
+    assert experiment_from_dict({}, ["name=a=b"]).name == "a=b"
+
+
+def test_override_does_not_mutate_input():
+    data = {"model": {"rnn": "gru"}}
+    out = apply_overrides(data, ["model.rnn=lstm", "train.epochs=2"])
+    assert data == {"model": {"rnn": "gru"}}
+    assert out == {"model": {"rnn": "lstm"}, "train": {"epochs": 2}}
+
+
+def test_malformed_override_without_equals():
+    with pytest.raises(ConfigError) as err:
+        experiment_from_dict({}, ["model.rnn"])
+    assert "'model.rnn'" in str(err.value) and "KEY=VALUE" in str(err.value)
+
+
+@pytest.mark.parametrize("item", ["=3", ".=3"])
+def test_override_with_empty_key(item):
+    with pytest.raises(ConfigError, match="empty key"):
+        apply_overrides({}, [item])
+
+
+def test_override_into_a_non_section():
+    with pytest.raises(ConfigError, match="not a section"):
+        apply_overrides({"name": "x"}, ["name.inner=3"])
+
+
+def test_override_unparsable_value():
+    with pytest.raises(ConfigError, match="cannot parse"):
+        apply_overrides({}, ["data.languages=[en, de"])
+
+
+def test_override_of_unknown_key_is_rejected(tmp_path):
+    msg = _error(tmp_path, {}, ["model.hidden=256"])
+    assert "'hidden'" in msg and "decoder_hidden" in msg
+
+
+def test_override_bad_type_names_the_key(tmp_path):
+    assert "train.epochs" in _error(tmp_path, {}, ["train.epochs=3e-4"])
+
+
+# ---- YAML files -----------------------------------------------------------------------------------------
+def test_invalid_yaml_reports_file_and_line(tmp_path):
+    path = _write(tmp_path, "name: x\nmodel:\n  rnn: gru\n  attention: [bahdanau\ntrain:\n  epochs: 3\n")
+    with pytest.raises(ConfigError) as err:
+        load_experiment(path)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:")
+    line = int(msg[len(str(path)) + 1:].split(":")[0])
+    assert 4 <= line <= 6
+    assert "invalid YAML" in msg
+
+
+def test_bad_indentation_reports_its_line(tmp_path):
+    path = _write(tmp_path, "name: x\nmodel:\n  rnn: gru\n   attention: bahdanau\n")
+    with pytest.raises(ConfigError) as err:
+        read_yaml(path)
+    assert str(err.value).startswith(f"{path}:4:")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="no such config file") as err:
+        load_experiment(tmp_path / "nope.yaml")
+    assert "nope.yaml" in str(err.value)
+
+
+def test_top_level_must_be_a_mapping(tmp_path):
+    path = _write(tmp_path, "- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping") as err:
+        load_experiment(path)
+    assert str(path) in str(err.value)
+
+
+def test_from_dict_on_a_plain_section():
+    cfg = from_dict(Seq2SeqConfig, {"rnn": "lstm", "dropout": 0}, where="x.yaml: model")
+    assert cfg.rnn == "lstm" and cfg.dropout == 0.0 and isinstance(cfg.dropout, float)
+    with pytest.raises(ConfigError, match=r"x\.yaml: model\.rnn"):
+        from_dict(Seq2SeqConfig, {"rnn": "rnn"}, where="x.yaml: model")
+
+
+def test_max_src_len_one_is_rejected_by_the_config(tmp_path):
+    assert "data.max_src_len" in _error(tmp_path, {"data": {"max_src_len": 1}})

@@ -1,0 +1,196 @@
+"""Seq2seq: stepping equals teacher forcing, padding never changes a result, padded sources get 0 attention."""
+
+import itertools
+
+import pytest
+import torch
+
+from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnkit.errors import ConfigError
+from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models run fastest (and steadiest on a shared CPU) on one thread."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+SRC_V, TGT_V = 13, 11
+STYLES = {
+    "bahdanau": dict(decoder="bahdanau"),
+    "luong-feed": dict(decoder="luong", input_feeding=True),
+    "luong-nofeed": dict(decoder="luong", input_feeding=False),
+}
+
+
+def _cfg(attention, rnn="gru", style="bahdanau", layers=1, bidirectional=True, **kw):
+    enc_hidden = 8 if bidirectional else 16  # memory width 16 == decoder width, so luong-dot works
+    return Seq2SeqConfig(attention=attention, rnn=rnn, embedding_dim=8, encoder_hidden=enc_hidden,
+                         encoder_layers=layers, bidirectional=bidirectional, decoder_hidden=16,
+                         decoder_layers=layers, attention_dim=12, heads=2, dropout=0.0,
+                         **{**STYLES[style], **kw})
+
+
+def _model(cfg, seed=0):
+    torch.manual_seed(seed)
+    return Seq2Seq(cfg, SRC_V, TGT_V).eval()
+
+
+def _batch(lengths=(6, 4, 1), t=5, seed=1):
+    """A padded source batch (ids >= 4, EOS at the end of each row) and a padded target input."""
+    g = torch.Generator().manual_seed(seed)
+    s = max(lengths)
+    src = torch.full((len(lengths), s), PAD_ID, dtype=torch.long)
+    for i, n in enumerate(lengths):
+        src[i, : n - 1] = torch.randint(4, SRC_V, (n - 1,), generator=g)
+        src[i, n - 1] = EOS_ID
+    tgt_in = torch.randint(4, TGT_V, (len(lengths), t), generator=g)
+    tgt_in[:, 0] = BOS_ID
+    return src, torch.tensor(lengths), tgt_in
+
+
+def _stepwise(model, src, lengths, tgt_in):
+    memory, state = model.encode(src, lengths)
+    logits, weights = [], []
+    for t in range(tgt_in.size(1)):
+        lg, state, w = model.decoder.step(tgt_in[:, t], state, memory)
+        logits.append(lg)
+        weights.append(w)
+    return torch.stack(logits, 1), torch.stack(weights, 1)
+
+
+# every attention x {gru, lstm} x decoder style; 2 layers on the LSTM cases, a unidirectional
+# encoder on the GRU + luong-nofeed ones
+CASES = [
+    pytest.param(att, rnn, style, id=f"{att}-{rnn}-{style}")
+    for att, rnn, style in itertools.product(ATTENTION_TYPES, ("gru", "lstm"), STYLES)
+]
+
+
+def _case_cfg(att, rnn, style):
+    return _cfg(att, rnn, style, layers=2 if rnn == "lstm" else 1,
+                bidirectional=not (rnn == "gru" and style == "luong-nofeed"))
+
+
+@pytest.mark.parametrize("att, rnn, style", CASES)
+def test_stepping_equals_teacher_forcing(att, rnn, style):
+    model = _model(_case_cfg(att, rnn, style))
+    src, lengths, tgt_in = _batch()
+    with torch.no_grad():
+        logits, weights = model(src, lengths, tgt_in)
+        step_logits, step_weights = _stepwise(model, src, lengths, tgt_in)
+    assert logits.shape == (3, 5, TGT_V)
+    assert weights.shape == (3, 5, 6)
+    torch.testing.assert_close(step_logits, logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(step_weights, weights, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("att, rnn, style", CASES)
+def test_padding_changes_nothing_and_gets_zero_attention(att, rnn, style):
+    model = _model(_case_cfg(att, rnn, style))
+    src, lengths, tgt_in = _batch()
+    with torch.no_grad():
+        logits, weights = model(src, lengths, tgt_in)
+        # padded positions of the source get exactly 0 and every row sums to 1
+        pad = (src == PAD_ID)[:, None, :].expand_as(weights)
+        assert torch.all(weights[pad] == 0.0)
+        torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
+        for i, n in enumerate(lengths.tolist()):
+            alone_logits, alone_weights = model(src[i : i + 1, :n], lengths[i : i + 1], tgt_in[i : i + 1])
+            torch.testing.assert_close(logits[i : i + 1], alone_logits, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(weights[i : i + 1, :, :n], alone_weights, atol=1e-5, rtol=1e-5)
+        # extra PAD columns on the whole batch change nothing either
+        wider = torch.cat([src, torch.full((3, 4), PAD_ID)], 1)
+        wide_logits, wide_weights = model(wider, lengths, tgt_in)
+        torch.testing.assert_close(wide_logits, logits, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(wide_weights[..., :6], weights, atol=1e-5, rtol=1e-5)
+        assert torch.all(wide_weights[..., 6:] == 0.0)
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+@pytest.mark.parametrize("att", ["luong-general", "luong-dot", "multihead"])
+def test_luong_without_input_feeding_whole_sequence_equals_stepping(att, rnn):
+    cfg = _cfg(att, rnn, "luong-nofeed", layers=2)
+    model = _model(cfg)
+    assert model.decoder.style == "luong" and not model.decoder.input_feeding
+    src, lengths, tgt_in = _batch(lengths=(5, 5, 3, 2), t=7, seed=3)
+    with torch.no_grad():
+        memory, state = model.encode(src, lengths)
+        whole_logits, whole_weights = model.decoder(tgt_in, state, memory)
+        step_logits, step_weights = _stepwise(model, src, lengths, tgt_in)
+    torch.testing.assert_close(step_logits, whole_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(step_weights, whole_weights, atol=1e-5, rtol=1e-5)
+
+
+def test_target_padding_does_not_change_earlier_positions():
+    model = _model(_cfg("bahdanau", "gru", "bahdanau"))
+    src, lengths, tgt_in = _batch()
+    padded = torch.cat([tgt_in, torch.full((3, 3), PAD_ID)], 1)
+    with torch.no_grad():
+        logits, weights = model(src, lengths, tgt_in)
+        logits_p, weights_p = model(src, lengths, padded)
+    torch.testing.assert_close(logits_p[:, :5], logits)
+    torch.testing.assert_close(weights_p[:, :5], weights)
+
+
+def test_decoder_style_auto():
+    assert Seq2SeqConfig(attention="bahdanau").decoder_style == "bahdanau"
+    assert Seq2SeqConfig(attention="luong-concat").decoder_style == "luong"
+    assert Seq2SeqConfig(attention="luong-concat", decoder="bahdanau").decoder_style == "bahdanau"
+    assert Seq2SeqConfig(encoder_hidden=8, bidirectional=True).memory_dim == 16
+
+
+def test_luong_dot_with_mismatched_widths_is_config_error():
+    cfg = Seq2SeqConfig(attention="luong-dot", encoder_hidden=8, bidirectional=True, decoder_hidden=12,
+                        embedding_dim=4, attention_dim=4, dropout=0.0)
+    with pytest.raises(ConfigError, match="luong-dot"):
+        Seq2Seq(cfg, SRC_V, TGT_V)
+
+
+def test_gradients_flow_to_encoder_and_attention():
+    model = _model(_cfg("luong-concat", "lstm", "luong-feed", layers=2)).train()
+    src, lengths, tgt_in = _batch()
+    logits, _ = model(src, lengths, tgt_in)
+    logits.logsumexp(-1).sum().backward()
+    for name in ("encoder.rnn.weight_ih_l0", "decoder.attention.v", "decoder.bridge.weight"):
+        grad = dict(model.named_parameters())[name].grad
+        assert grad is not None and grad.abs().sum() > 0, name
+
+
+def test_initial_state_shapes():
+    model = _model(_cfg("luong-general", "lstm", "luong-feed", layers=2))
+    src, lengths, _ = _batch()
+    memory, state = model.encode(src, lengths)
+    assert memory.states.shape == (3, 6, 16)
+    assert memory.mask.tolist() == (src != PAD_ID).tolist()
+    h, c = state.rnn
+    assert h.shape == c.shape == (2, 3, 16)
+    assert state.feed.shape == (3, 16) and torch.all(state.feed == 0)
+    # padded encoder states are zero (packed sequence), so nothing leaks through the values
+    assert torch.all(memory.states[2, 1:] == 0)
+
+
+@pytest.mark.parametrize("att, rnn, style", [
+    ("bahdanau", "gru", "bahdanau"), ("luong-general", "lstm", "luong-feed"), ("multihead", "lstm", "bahdanau"),
+    ("luong-concat", "gru", "luong-nofeed"),
+])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
+    """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per step."""
+    model = _model(_cfg(att, rnn, style, layers=layers))
+    if not hasattr(model.decoder, "fused"):
+        pytest.skip("this decoder has no fused path")
+    src, lengths, tgt_in = _batch()
+    with torch.no_grad():
+        model.decoder.fused = True
+        fused = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
+        model.decoder.fused = False
+        plain = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
+    for (a_logits, a_weights), (b_logits, b_weights) in zip(fused, plain):
+        torch.testing.assert_close(a_logits, b_logits, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(a_weights, b_weights, atol=1e-5, rtol=1e-5)

@@ -1,0 +1,157 @@
+"""Translator: text in, text and attention out; bad inputs are clear errors, odd inputs never crash."""
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from attnkit.data.tokenizers import CharTokenizer
+from attnkit.data.vocab import EOS, EOS_ID, UNK_ID, Vocab
+from attnkit.errors import AttnkitError
+from attnkit.experiment import experiment_from_dict
+from attnkit.models.seq2seq import Seq2Seq
+from attnkit.translator import Translation, Translator, read_inputs
+from attnkit.viz.records import AttentionRecord
+
+PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo", "ol"), ("he", "eh")]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _translator(**data) -> Translator:
+    cfg = experiment_from_dict({
+        "data": data,
+        "model": {"attention": "luong-general", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
+                  "attention_dim": 8, "dropout": 0.0},
+        "decode": {"max_len_cap": 10, "batch_size": 2},
+    })
+    tok = CharTokenizer()
+    src_vocab = Vocab.build(tok.tokenize(s) for s, _ in PAIRS)
+    tgt_vocab = Vocab.build(tok.tokenize(t) for _, t in PAIRS)
+    torch.manual_seed(0)
+    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).eval()
+    with torch.no_grad():  # a random model that ends some outputs early, as a trained one would
+        model.decoder.output.bias[EOS_ID] += 2.0
+    return Translator(model, cfg, tok, tok, src_vocab, tgt_vocab, torch.device("cpu"))
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return _translator()
+
+
+def _check_shapes(t: Translation):
+    assert t.weights.shape == (len(t.output_tokens), len(t.source_tokens))
+    assert t.source_tokens[-1] == EOS
+    np.testing.assert_allclose(t.weights.sum(-1), 1.0, rtol=1e-5)
+    rec = t.record("ref")
+    assert isinstance(rec, AttentionRecord)
+    assert rec.weights.shape == (len(rec.output_tokens), len(rec.source_tokens))
+
+
+@pytest.mark.parametrize("texts", [[""], ["abc", ""], ["   "], ["\t"]])
+def test_empty_input_is_an_error(translator, texts):
+    with pytest.raises(AttnkitError, match="empty") as err:
+        translator.translate(texts)
+    assert f"input {len(texts)}" in str(err.value)
+
+
+def test_no_inputs_is_an_error(translator):
+    with pytest.raises(AttnkitError, match="no input"):
+        translator.translate([])
+
+
+def test_unseen_characters_map_to_unk(translator):
+    examples, tokens = translator.encode_sources(["xé€!", "abc"])
+    assert examples[0].src == [UNK_ID] * 4 + [EOS_ID]
+    assert tokens[0] == ["x", "é", "€", "!", EOS]
+    assert UNK_ID not in examples[1].src
+    (t,) = translator.translate(["zzz 😀 中文"])
+    assert t.source_tokens == list("zzz 😀 中文") + [EOS]
+    _check_shapes(t)
+    (t,) = translator.translate(["qq"], beam_size=3)
+    _check_shapes(t)
+
+
+def test_overlong_input_truncated_with_warning():
+    tr = _translator(max_src_len=4)  # 3 tokens + </s>
+    with pytest.warns(UserWarning, match="truncated"):
+        out = tr.translate(["hello", "ab"])
+    assert out[0].source_tokens == ["h", "e", "l", EOS]
+    assert out[0].source == "hello"
+    assert out[0].weights.shape[1] == 4
+    assert out[1].source_tokens == ["a", "b", EOS]
+    for t in out:
+        _check_shapes(t)
+
+
+def test_input_at_the_limit_is_not_truncated(recwarn):
+    tr = _translator(max_src_len=4)
+    (t,) = tr.translate(["abc"])
+    assert t.source_tokens == ["a", "b", "c", EOS]
+    assert not [w for w in recwarn if "truncated" in str(w.message)]
+
+
+def test_overlong_input_refused_when_overlong_is_error():
+    tr = _translator(max_src_len=4, overlong="error")
+    with pytest.raises(AttnkitError) as err:
+        tr.translate(["ab", "hello"])
+    msg = str(err.value)
+    assert "input 2" in msg and "max_src_len" in msg
+
+
+@pytest.mark.parametrize("n_best", [1, 2, 4])
+def test_n_best_returns_that_many_alternatives(translator, n_best):
+    texts = ["abc", "hello", "l"]
+    out = translator.translate(texts, beam_size=4, n_best=n_best)
+    assert [t.source for t in out] == texts
+    for t in out:
+        assert len(t.nbest) == n_best
+        assert t.nbest[0] is t
+        assert len({(n.output, tuple(n.output_tokens)) for n in t.nbest}) == n_best
+        for n in t.nbest:
+            _check_shapes(n)
+
+
+def test_attention_records_shape_for_greedy_and_beam(translator):
+    texts = ["abc", "hello", "b", "cab", "lo"]
+    for beam in (1, 3):
+        for t in translator.translate(texts, beam_size=beam):
+            _check_shapes(t)
+            if t.output_tokens and t.output_tokens[-1] == EOS:
+                assert t.output == "".join(t.output_tokens[:-1])
+            else:  # cut at max_len: no </s> row
+                assert t.output == "".join(t.output_tokens)
+
+
+def test_results_are_in_input_order_whatever_the_batching(translator):
+    texts = ["hello", "a", "cab", "lo", "abcabc", "b"]
+    batched = translator.translate(texts, batch_size=4)
+    single = [translator.translate([x])[0] for x in texts]
+    assert [t.source for t in batched] == texts
+    for a, b in zip(batched, single):
+        assert a.output == b.output
+        np.testing.assert_allclose(a.weights, b.weights, atol=1e-5)
+        assert a.score == pytest.approx(b.score, abs=1e-4)
+
+
+def test_unfinished_output_has_no_eos_row():
+    tr = _translator()
+    with torch.no_grad():
+        tr.model.decoder.output.bias[EOS_ID] = -1e4
+    tr.config = copy.deepcopy(tr.config)
+    tr.config.decode.max_len_cap = 3
+    (t,) = tr.translate(["abc"])
+    assert len(t.output_tokens) == 3 and EOS not in t.output_tokens
+    _check_shapes(t)
+
+
+def test_read_inputs_strips_line_ends():
+    assert read_inputs(["a\n", "b\r\n", "c"]) == ["a", "b", "c"]
