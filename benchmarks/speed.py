@@ -103,8 +103,9 @@ def build(args, device):
 
 def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
     from attnkit.data.vocab import PAD_ID
+    from attnkit.training.optim import adam
 
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = adam(model.parameters(), 1e-3)
     model.train()
     times, tokens, srcs = [], [], []
     batches = [b for _, b in zip(range(args.updates + args.warmup), _cycle(batches))]
@@ -129,7 +130,7 @@ def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
     return {"train_tokens_per_s_median": round(statistics.median(windows), 1),
             "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
             "train_useful_gflops_per_s": round(flops / sum(times) / 1e9, 2), "updates_timed": len(times),
-            "final_loss": round(float(loss), 4)}
+            "final_loss": round(loss.item(), 4)}
 
 
 def _cycle(items):

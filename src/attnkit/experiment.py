@@ -84,6 +84,7 @@ class TrainConfig:
     min_lr: float = 1.0e-5
     warmup_steps: int = 0  # noam: linear warm-up, then 1/sqrt(step) decay
     patience: int = 5  # early stopping: evaluations without improvement
+    average_checkpoints: int = 0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
     eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)
     max_minutes: float | None = None  # time budget for training
     seed: int = 1
@@ -100,6 +101,8 @@ class TrainConfig:
             raise ConfigError(f"{_key(where, 'epochs')}: must be at least 1")
         if not 0.0 <= self.label_smoothing < 1.0:
             raise ConfigError(f"{_key(where, 'label_smoothing')}: must be in [0, 1)")
+        if self.average_checkpoints < 0:
+            raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
 
 
 @dataclass

@@ -207,10 +207,28 @@ class Decoder(nn.Module):
         w = self.rnn.weight_ih_l0[:, : emb.size(-1)]  # (G*H, E), G = 3 gates (GRU) or 4 (LSTM)
         return F.linear(emb, w, self.rnn.bias_ih_l0)
 
-    def _recur(self, emb_t: Tensor, x_proj_t: Tensor | None, extra: Tensor | None, rnn_state: Any):
+    def _cell_weights(self) -> list[tuple[Tensor, Tensor, Tensor | None, Tensor]]:
+        """Per layer (w_ih, w_hh, b_ih, b_hh) for the fused cells, sliced once per sequence.
+
+        Layer 0 keeps only the columns of its non-embedding input; its b_ih is
+        None because the hoisted projection carries it.
+        """
+        e = self.embed.embedding_dim
+        out = []
+        for layer in range(self.layers):
+            w_ih = getattr(self.rnn, f"weight_ih_l{layer}")
+            b_ih = getattr(self.rnn, f"bias_ih_l{layer}")
+            if layer == 0:
+                w_ih, b_ih = w_ih[:, e:], None
+            out.append((w_ih, getattr(self.rnn, f"weight_hh_l{layer}"), b_ih, getattr(self.rnn, f"bias_hh_l{layer}")))
+        return out
+
+    def _recur(self, emb_t: Tensor, x_proj_t: Tensor | None, extra: Tensor | None, rnn_state: Any,
+               cell_weights: list | None = None):
         """One RNN step on input [emb_t; extra] -> (top output (B, H), new state).
 
-        ``x_proj_t`` (B, G*H) is ``_project_inputs(emb_t)`` when precomputed.
+        ``x_proj_t`` (B, G*H) is ``_project_inputs(emb_t)`` and ``cell_weights``
+        ``_cell_weights()``, when the caller computed them once for all steps.
         """
         if not self.fused:
             rnn_in = emb_t if extra is None else torch.cat([emb_t, extra], -1)
@@ -218,20 +236,18 @@ class Decoder(nn.Module):
             return out.squeeze(1), rnn_state
         if x_proj_t is None:
             x_proj_t = self._project_inputs(emb_t)
+        if cell_weights is None:
+            cell_weights = self._cell_weights()
         if extra is None:  # nothing depends on the previous step: zero-width input
             extra = x_proj_t.new_empty(x_proj_t.size(0), 0)
         lstm = self.rnn_kind == "lstm"
         h_all, c_all = rnn_state if lstm else (rnn_state, None)
         new_h, new_c = [], []
-        for layer in range(self.layers):
-            w_ih = getattr(self.rnn, f"weight_ih_l{layer}")
-            w_hh = getattr(self.rnn, f"weight_hh_l{layer}")
-            b_hh = getattr(self.rnn, f"bias_hh_l{layer}")
+        for layer, (w_ih, w_hh, b_ih, b_hh) in enumerate(cell_weights):
             if layer == 0:
-                inp, w_ih, b_ih = extra, w_ih[:, emb_t.size(-1):], x_proj_t  # per-row bias = hoisted projection
+                inp, b_ih = extra, x_proj_t  # the hoisted projection is a per-row input bias
             else:
                 inp = F.dropout(new_h[-1], self.rnn.dropout, self.training)  # as nn.GRU between layers
-                b_ih = getattr(self.rnn, f"bias_ih_l{layer}")
             if lstm:
                 h, c = torch.lstm_cell(inp, (h_all[layer], c_all[layer]), w_ih, w_hh, b_ih, b_hh)
                 new_c.append(c)
@@ -242,19 +258,32 @@ class Decoder(nn.Module):
         return new_h[-1], ((h_stack, torch.stack(new_c)) if lstm else h_stack)
 
     # ---- one step given the embedded previous token ----------------------
-    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory,
-              x_proj_t: Tensor | None = None) -> tuple[Tensor, DecoderState, Tensor]:
-        """emb_t (B, E) -> pre-output (B, H), new state, weights (B, S)."""
+    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory, x_proj_t: Tensor | None = None,
+              keep_t: Tensor | None = None, cell_weights: list | None = None) -> tuple[Tensor, DecoderState, Tensor]:
+        """emb_t (B, E) -> pre-output (B, H), new state, weights (B, S).
+
+        ``keep_t`` (B, H): a dropout mask already scaled by 1/(1-p), drawn for all steps at once.
+        """
         if self.style == "bahdanau":
             query = _top_layer(state.rnn)  # s_{t-1}, (B, H)
             context, weights = self.attention(query, memory.states, memory.projected, memory.mask)  # (B, Dk), (B, S)
-            s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn)  # (B, H)
+            s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn, cell_weights)  # (B, H)
             pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
-            return self.dropout(pre), DecoderState(rnn_state), weights
-        h_t, rnn_state = self._recur(emb_t, x_proj_t, state.feed, state.rnn)  # (B, H)
+            return self._drop(pre, keep_t), DecoderState(rnn_state), weights
+        h_t, rnn_state = self._recur(emb_t, x_proj_t, state.feed, state.rnn, cell_weights)  # (B, H)
         context, weights = self.attention(h_t, memory.states, memory.projected, memory.mask)
-        attn_vec = self.dropout(torch.tanh(self.combine(torch.cat([context, h_t], -1))))  # h~_t, (B, H)
+        attn_vec = self._drop(torch.tanh(self.combine(torch.cat([context, h_t], -1))), keep_t)  # h~_t, (B, H)
         return attn_vec, DecoderState(rnn_state, attn_vec if self.input_feeding else None), weights
+
+    def _drop(self, x: Tensor, keep: Tensor | None) -> Tensor:
+        return self.dropout(x) if keep is None else x * keep
+
+    def _dropout_masks(self, b: int, t: int, like: Tensor) -> Tensor | None:
+        """(T, B, H) inverted-dropout masks for every step in one draw (None when dropout is off)."""
+        p = self.dropout.p
+        if not self.training or p == 0.0:
+            return None
+        return like.new_empty(t, b, self.hidden).bernoulli_(1.0 - p).div_(1.0 - p)
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
@@ -273,10 +302,20 @@ class Decoder(nn.Module):
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights
-        x_proj = self._project_inputs(emb) if self.fused else None  # (B, T, G*H): one matmul for all steps
+        # Per-step inputs are unbound once: indexing [:, t] inside the loop would
+        # make autograd zero-fill a full (B, T, ...) gradient for every step.
+        steps = tgt_in.size(1)
+        embs = emb.unbind(1)
+        x_projs = keeps = [None] * steps
+        cell_weights = None
+        if self.fused:
+            x_projs = self._project_inputs(emb).unbind(1)  # (B, G*H) each: one matmul for all steps
+            keep = self._dropout_masks(tgt_in.size(0), steps, emb)  # (T, B, H) or None
+            keeps = keeps if keep is None else keep.unbind(0)
+            cell_weights = self._cell_weights()
         pres, all_weights = [], []
-        for t in range(tgt_in.size(1)):
-            pre, state, weights = self._step(emb[:, t], state, memory, None if x_proj is None else x_proj[:, t])
+        for t in range(steps):
+            pre, state, weights = self._step(embs[t], state, memory, x_projs[t], keeps[t], cell_weights)
             pres.append(pre)
             all_weights.append(weights)
         pre = torch.stack(pres, 1)  # (B, T, H)

@@ -156,6 +156,29 @@ def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
     model.load_state_dict(state)
 
 
+def average_tensors(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    """The element-wise mean of state dicts with the same keys and shapes (checkpoint averaging).
+
+    Floating tensors are averaged in float64 and cast back to their dtype;
+    other tensors (integer counters) are taken from the last state.
+    """
+    if not states:
+        raise ValueError("nothing to average")
+    keys = set(states[0])
+    for i, state in enumerate(states[1:], start=2):
+        if set(state) != keys:
+            raise CheckpointError(f"state {i} has other parameter names than state 1; cannot average them")
+    out = {}
+    for key, first in states[0].items():
+        if any(s[key].shape != first.shape for s in states):
+            raise CheckpointError(f"{key}: shapes differ between the checkpoints; cannot average them")
+        if first.is_floating_point():
+            out[key] = (sum(s[key].double() for s in states) / len(states)).to(first.dtype)
+        else:
+            out[key] = states[-1][key].clone()
+    return out
+
+
 def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.Tensor]]:
     """Split ``optimizer.state_dict()`` into JSON-able scalars and named tensors."""
     state = optimizer.state_dict()

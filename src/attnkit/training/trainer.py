@@ -5,6 +5,12 @@ stalled dev metric), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
 target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped.
+
+Checkpoint averaging (``train.average_checkpoints: N``, N >= 2): the weights of
+the N best dev evaluations are kept in ``run_dir/top/step-XXXXXXX`` (pruned to N
+after every evaluation); at the end their element-wise mean is saved as
+``run_dir/averaged``, scored on dev, and the score is logged and written to its
+``trainer.json``. Every one of these directories loads with ``Translator.load``.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -32,6 +39,7 @@ from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
+from attnkit.training.optim import adam
 from attnkit.translator import Translator, resolve_device
 
 log = logging.getLogger("attnkit.train")
@@ -59,6 +67,8 @@ class TrainerState:
     best_step: int = 0
     bad_evals: int = 0
     elapsed_s: float = 0.0
+    tokens: int = 0  # target tokens trained on (EOS included)
+    train_s: float = 0.0  # seconds spent in updates: evaluation and checkpointing left out
     finished: bool = False
     history: list = field(default_factory=list)
 
@@ -91,6 +101,8 @@ class Trainer:
                 raise CheckpointError(f"{last}: its model/data config differs from this one; resume needs the same experiment")
         else:
             _seed_everything(tc.seed)
+            for stale in ("top", "averaged"):  # a fresh run must not average an earlier run's weights
+                shutil.rmtree(self.run_dir / stale, ignore_errors=True)
             d = cfg.data
             tok_dir = self.run_dir / "tokenizers"
             src_tok = make_tokenizer(d.src_level, d.lowercase, [s for s, _ in self.splits.train], tok_dir, "source", d.vocab_size)
@@ -100,7 +112,7 @@ class Trainer:
             model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(self.device)
             translator = Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, self.device)
         translator.config = cfg  # train/decode settings of this run win over the saved ones
-        optimizer = torch.optim.Adam(translator.model.parameters(), lr=tc.lr)
+        optimizer = adam(translator.model.parameters(), tc.lr)
         scheduler = self._scheduler(optimizer)
         state = TrainerState()
         if resume:
@@ -153,7 +165,10 @@ class Trainer:
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
                 model.train()
+                t_update = time.time()
                 loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device))
+                state.train_s += time.time() - t_update
+                state.tokens += n_tokens
                 state.step += 1
                 state.batches_done += 1
                 if scheduler is not None and tc.scheduler == "noam":
@@ -180,6 +195,8 @@ class Trainer:
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
         if not (self.run_dir / "best").exists():
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
+        if tc.average_checkpoints >= 2:
+            self._average(translator, state)
         self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
                  f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {self.run_dir}")
         return self.run_dir / "best"
@@ -212,13 +229,16 @@ class Trainer:
             scheduler.step(value)
         state.elapsed_s = time.time() - start
         state.history.append({"step": state.step, "epoch": state.epoch + 1, "dev": metrics,
-                              "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1)})
+                              "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1),
+                              "tokens": state.tokens, "train_s": round(state.train_s, 1)})
         self.log(f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
                  f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
                  f"{state.elapsed_s / 60:.1f} min")
         if improved:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        if tc.average_checkpoints >= 2:
+            self._keep_top(translator, state)
         if state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
             return True
@@ -231,6 +251,44 @@ class Trainer:
                          "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
                          "metric": self.metric}
         translator.save(directory, trainer_state, tensors)
+
+    # ---- checkpoint averaging -------------------------------------------------
+    def _top_steps(self, history: list) -> list[int]:
+        """Updates of the ``average_checkpoints`` best dev evaluations, best first (the later one on a tie)."""
+        sign = -1 if self.higher_is_better else 1
+        ranked = sorted(history, key=lambda h: (sign * h["dev"][self.metric], -h["step"]))
+        return [h["step"] for h in ranked[:self.cfg.train.average_checkpoints]]
+
+    def _keep_top(self, translator: Translator, state: TrainerState) -> None:
+        """Save this evaluation's weights in run_dir/top if they rank among the N best; remove those that dropped out."""
+        top, keep = self.run_dir / "top", self._top_steps(state.history)
+        if state.step in keep:
+            translator.save(top / f"step-{state.step:07d}",
+                            {"step": state.step, "metric": self.metric, "dev": state.history[-1]["dev"]})
+        for directory in top.glob("step-*"):
+            if _step_of(directory) not in keep:
+                shutil.rmtree(directory, ignore_errors=True)
+
+    def _average(self, translator: Translator, state: TrainerState) -> None:
+        """Average the kept checkpoints into run_dir/averaged and score it on dev."""
+        steps = sorted(s for s in self._top_steps(state.history)
+                       if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file())
+        if len(steps) < 2:
+            self.log(f"checkpoint averaging: {len(steps)} evaluation(s) kept, nothing to average")
+            return
+        tensors = [ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors") for s in steps]
+        translator.model.load_state_dict(ckpt.average_tensors(tensors))
+        metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
+        directory = translator.save(self.run_dir / "averaged", {"averaged_steps": steps, "metric": self.metric,
+                                                                 "dev": metrics, "best_single": state.best})
+        self.log(f"averaged the {len(steps)} best checkpoints (updates {', '.join(map(str, steps))}): "
+                 f"dev {self.metric} {metrics[self.metric]} (best single {state.best}); saved in {directory}")
+
+
+def _step_of(directory: Path) -> int | None:
+    """``step-0001200`` -> 1200 (None for any other name)."""
+    number = directory.name.partition("-")[2]
+    return int(number) if number.isdigit() else None
 
 
 def _log(message: str) -> None:
