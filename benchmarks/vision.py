@@ -12,7 +12,7 @@ One JSON line per config on stdout::
 run; the LR schedule is fitted to it), so a command with a wall-clock limit
 can plan: budget per run + about half a minute for data and the test set.
 MNIST is read from ``data.directory`` when given, else ``$ATTNKIT_DATA_DIR/mnist``,
-else ``../shared/data/mnist`` next to the repository. A failing run prints a
+else ``../shared/data/mnist`` next to the repository (or ``shared/data/mnist`` inside it). A failing run prints a
 JSON line with ``"error"`` and the others still run; the exit status is 1
 if any failed.
 """
@@ -52,8 +52,10 @@ def device_name(device: str) -> str:
 def default_data_dir() -> str | None:
     if os.environ.get("ATTNKIT_DATA_DIR"):
         return None  # the config's null directory already resolves to it
-    shared = REPO.parent / "shared" / "data" / "mnist"
-    return str(shared) if shared.is_dir() else None
+    for shared in (REPO.parent / "shared" / "data" / "mnist", REPO / "shared" / "data" / "mnist"):
+        if shared.is_dir():
+            return str(shared)
+    return None
 
 
 def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -> dict:

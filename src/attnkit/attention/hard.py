@@ -96,16 +96,21 @@ class GlimpseSensor(nn.Module):
         return self.scales * self.base * self.base
 
     def pad(self, images: Tensor) -> tuple[Tensor, int]:
-        """Zero-pad ``(B, C, H, W)`` by half the largest patch; returns (padded, pad)."""
-        pad = self.sizes[-1]  # enough on both sides for any centre inside the image
-        return F.pad(images, (pad, pad, pad, pad)), pad
+        """Zero-pad ``(B, C, H, W)`` so the largest patch around any pixel fits; returns (padded, left pad).
+
+        ``P // 2`` before and ``P - P // 2`` after each axis (``P`` the largest
+        patch): ``(B, C, H + P, W + P)``.
+        """
+        big = self.sizes[-1]
+        before, after = big // 2, big - big // 2
+        return F.pad(images, (before, after, before, after)), before
 
     def extract(self, padded: Tensor, pad: int, height: int, width: int, locations: Tensor) -> Tensor:
-        """Glimpses from a padded batch: ``(B, C, H+2P, W+2P)``, ``(B, 2)`` -> ``(B, k, C, base, base)``."""
+        """Glimpses from a padded batch: ``(B, C, H+P, W+P)``, ``(B, 2)`` -> ``(B, k, C, base, base)``."""
         b, c = padded.shape[:2]
         centre = location_to_pixel(locations.detach(), height, width) + pad  # (B, 2) in padded pixels
         batch_index = torch.arange(b, device=padded.device)[:, None, None]  # (B, 1, 1)
-        channels_last = padded.permute(0, 2, 3, 1)  # (B, H+2P, W+2P, C)
+        channels_last = padded.permute(0, 2, 3, 1)  # (B, H+P, W+P, C)
         out = []
         for p in self.sizes:
             offsets = torch.arange(p, device=padded.device) - p // 2  # (p,)

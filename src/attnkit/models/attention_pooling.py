@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.spatial import AttentionPooling
-from attnkit.models.show_attend_tell import conv_encoder
+from attnkit.models.show_attend_tell import check_channels, conv_encoder
 
 
 @dataclass
@@ -30,6 +30,9 @@ class PoolingConfig:
     """Hidden width of the 1x1-conv scorer (null: a single 1x1 conv)."""
     dropout: float = 0.2
     """Dropout before the classifier."""
+
+    def validate(self, where: str) -> None:
+        check_channels(self.channels, where)
 
 
 @dataclass

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.hard import GlimpseSensor, LocationPolicy, baseline_loss, reinforce_loss
+from attnkit.errors import ConfigError
 
 
 @dataclass
@@ -65,6 +66,14 @@ class RAMConfig:
     """Dev error during training: glimpse paths per image."""
 
     CHOICES = {"core": ("rnn", "lstm", "gru")}
+
+    def validate(self, where: str) -> None:
+        for name in ("glimpses", "patch", "scales", "scale_factor", "glimpse_hidden", "location_hidden", "hidden",
+                     "mc_samples", "dev_mc_samples"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+        if self.std <= 0:
+            raise ConfigError(f"{where}.std: must be > 0, got {self.std}")
 
 
 @dataclass

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.spatial import SpatialAttention, flatten_regions
+from attnkit.errors import ConfigError
 
 BOS, EOS, PAD = 10, 11, 12
 VOCAB_SIZE = 13
@@ -50,6 +51,18 @@ class ReaderConfig:
     """Weight of the doubly stochastic regulariser sum_r (1 - sum_t alpha_tr)^2 (0: off)."""
     dropout: float = 0.2
     """Dropout before the output layer."""
+
+    def validate(self, where: str) -> None:
+        check_channels(self.channels, where)
+        for name in ("embed", "hidden", "attention_dim"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
+
+
+def check_channels(channels: list[int], where: str) -> None:
+    """Config check shared by the CNN models: a non-empty list of positive widths."""
+    if not channels or any(c < 1 for c in channels):
+        raise ConfigError(f"{where}.channels: need a non-empty list of positive widths, got {channels}")
 
 
 def encode_strings(strings: list[str], max_len: int) -> tuple[Tensor, Tensor]:

@@ -92,6 +92,8 @@ class TrainConfig:
     """Seed of the model initialisation and of the batch order."""
     num_threads: int | None = None
     """CPU threads for torch (null: torch's default)."""
+    compile: bool = False
+    """torch.compile the training step (fewer, fused kernels; the first steps compile for a minute)."""
     output_dir: str = "runs/vision"
     """Run directory (holds best/ and last/) when the caller gives none."""
     progress: bool = True
@@ -285,7 +287,7 @@ class ReaderFamily(Family):
 
     def picture(self, model, image, label, stem, m):
         x = torch.from_numpy(image).float().div(255.0)[None, None]
-        tokens, weights, (h, w) = model.greedy(x, m_max_len(label))
+        tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
         names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
         maps = weights[0].reshape(-1, h, w).numpy()  # (T, h, w)
         titles = [f"step {t + 1}: {name}" for t, name in enumerate(names)]
@@ -295,7 +297,7 @@ class ReaderFamily(Family):
         return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
 
 
-def m_max_len(label: str) -> int:
+def _picture_steps(label: str) -> int:
     """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the label's)."""
     return max(len(str(label)), 5) + 1
 
@@ -372,6 +374,8 @@ class TrainerState:
 def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState) -> None:
     info, tensors = ckpt.optimizer_to_tensors(optimizer)
     tensors["rng.torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
     trainer = {**asdict(state), "optimizer": info}
     if trainer["best_dev_error"] == float("inf"):
         trainer["best_dev_error"] = None
@@ -386,6 +390,8 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     ckpt.optimizer_from_tensors(optimizer, trainer.pop("optimizer", {}), tensors)
     if "rng.torch" in tensors:
         torch.set_rng_state(tensors["rng.torch"])
+    if "rng.cuda" in tensors and torch.cuda.is_available():
+        torch.cuda.set_rng_state(tensors["rng.cuda"])
     if trainer.get("best_dev_error") is None:
         trainer["best_dev_error"] = float("inf")
     known = set(TrainerState.__dataclass_fields__)
@@ -400,9 +406,12 @@ def _log(cfg: TrainConfig, message: str) -> None:
         tqdm.write(message, file=sys.stderr)
 
 
-def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool) -> list[Tensor]:
+def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool, drop_last: bool = False) -> list[Tensor]:
     order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
-    return list(order.split(batch_size))
+    batches = list(order.split(batch_size))
+    if drop_last and len(batches) > 1 and len(batches[-1]) < batch_size:
+        batches.pop()  # one batch shape: a compiled step is not recompiled for the remainder
+    return batches
 
 
 def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_cfg, batch_size: int,
@@ -418,11 +427,12 @@ def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_c
     return {"images": n, "accuracy": accuracy, "error_pct": 100.0 * (1.0 - accuracy)}
 
 
-def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
+def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
                  state: TrainerState, deadline: float | None) -> dict:
+    """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled)."""
     model.train()
     t_cfg = cfg.train
-    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True)
+    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True, drop_last=t_cfg.compile)
     loss_sum = torch.zeros((), device=split.images.device)
     correct = torch.zeros((), device=split.images.device)
     seen, start = 0, time.perf_counter()
@@ -432,7 +442,7 @@ def _train_epoch(family: Family, model, optimizer, cfg: VisionConfig, split: Dev
         lr = learning_rate(t_cfg, state.epoch + i / len(batches), state.planned_epochs)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        loss, reported, batch_correct = family.train_step(model, split.batch(idx), cfg.model)
+        loss, reported, batch_correct = step(model, split.batch(idx), cfg.model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if t_cfg.grad_clip:
@@ -459,6 +469,8 @@ def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> 
     Equal to ``state.epoch`` when not even one more epoch fits: training stops
     there rather than start an epoch the budget would cut short.
     """
+    if cfg.compile:
+        epoch_seconds = epoch_seconds[1:]  # the first epoch includes compiling
     if cfg.max_minutes is None or not cfg.fit_schedule_to_budget or not epoch_seconds:
         return cfg.epochs
     typical = float(np.median(epoch_seconds[1:] if len(epoch_seconds) > 1 else epoch_seconds))
@@ -495,19 +507,25 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
             raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
         state = _restore(out / "last", model, optimizer)
         state.stopped, state.planned_epochs = "", t_cfg.epochs  # the config may ask for more epochs now
+    step = torch.compile(family.train_step) if t_cfg.compile else family.train_step
     data = VisionData(cfg.data)
     dev = family.to_device(data.split("dev"), device)
     deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
     epoch_seconds: list[float] = []
     _log(t_cfg, f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
                 f"parameters, {data.describe()}")
+    redraw = cfg.data.resample and cfg.data.task != "mnist"  # else one training set for every epoch
+    train = None
     with ThreadPoolExecutor(max_workers=1) as pool:
-        upcoming = pool.submit(data.train_split, state.epoch)
+        pending = pool.submit(data.train_split, state.epoch)
         while state.epoch < state.planned_epochs:
             began = time.perf_counter()
-            train = family.to_device(upcoming.result(), device)
-            upcoming = pool.submit(data.train_split, state.epoch + 1)  # drawn while this epoch trains
-            stats = _train_epoch(family, model, optimizer, cfg, train, state, deadline)
+            if train is None or redraw:
+                pending = pending or pool.submit(data.train_split, state.epoch)
+                train = family.to_device(pending.result(), device)
+                more = redraw and state.epoch + 1 < state.planned_epochs
+                pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
+            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline)
             dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
             state.epoch += 1
             seconds = time.perf_counter() - began
@@ -536,7 +554,8 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
             _save(out / "last", model, optimizer, cfg, state)
             if state.stopped:
                 break
-        upcoming.cancel()
+        if pending is not None:
+            pending.cancel()
     _log(t_cfg, f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; best dev error "
                 f"{state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in {out}")
     return out / "best"
@@ -574,11 +593,13 @@ def evaluate_vision(model_dir: Path, split: str = "test", mc_samples: int | None
     """
     if split not in ("test", "dev"):
         raise ConfigError(f"split {split!r}: evaluate reads test or dev")
+    if mc_samples is not None and mc_samples < 1:
+        raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
     cfg, family, model = load_vision_model(model_dir, device)
     dev = next(model.parameters()).device
     data = family.to_device(VisionData(cfg.data).split(split), dev)
     mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
-    with torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else []):
+    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
         torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
         result = evaluate_split(family, model, data, cfg.model, cfg.train.eval_batch_size, mc)
     result = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **result}

@@ -14,6 +14,11 @@ strokes on black), so clutter never erases the digit.
   left to right, with random horizontal and vertical jitter, on a canvas wide
   enough for ``max_digits``; shorter strings sit at a random horizontal
   offset. The label is the digit string, e.g. ``"4071"``.
+
+For experiments, :class:`DataConfig` (the ``data:`` section of a vision
+config) and :class:`VisionData` turn MNIST into train / dev / test splits:
+dev digits are held out of the MNIST training set, test images are made from
+MNIST test digits only, and training images can be redrawn every epoch.
 """
 
 from __future__ import annotations
