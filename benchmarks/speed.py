@@ -133,6 +133,42 @@ def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
             "final_loss": round(loss.item(), 4)}
 
 
+@torch.inference_mode()
+def dev_token_accuracy(model, batches, device) -> float:
+    """Teacher-forced next-token accuracy on dev (%), dropout off."""
+    from attnkit.data.vocab import PAD_ID
+
+    model.eval()
+    right = total = 0
+    for batch in batches:
+        batch = batch.to(device)
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        mask = batch.tgt_out != PAD_ID
+        right += int(((logits.argmax(-1) == batch.tgt_out) & mask).sum())
+        total += int(mask.sum())
+    model.train()
+    return round(100 * right / total, 2)
+
+
+def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
+    """Train the fused path and the plain nn.GRU step loop from the same initial weights on the
+    same batches with the same dropout seed; report both dev accuracies."""
+    from attnkit.data.batching import encode_pairs, make_batches
+    from attnkit.models.seq2seq import Seq2Seq
+
+    src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
+    dev = make_batches(encode_pairs(splits.dev, src_tok, tgt_tok, src_vocab, tgt_vocab), batch_size=256)
+    out = {}
+    for name, fused in (("fused", True), ("reference_loop", False)):
+        torch.manual_seed(42)
+        model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
+        model.decoder.fused = fused
+        quiet = argparse.Namespace(**{**vars(args), "warmup": 0})
+        train_speed(quiet, cfg, model, batches, device, len(tgt_vocab))
+        out[f"dev_token_accuracy_{name}"] = dev_token_accuracy(model, dev, device)
+    return out
+
+
 def _cycle(items):
     while True:
         yield from items
@@ -206,6 +242,8 @@ def main() -> None:
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
+    ap.add_argument("--same-learning", action="store_true",
+                    help="also train the fused path and the reference loop from one initialisation and compare dev accuracy")
     args = ap.parse_args()
     if not args.data.is_dir():
         sys.exit(f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)")
@@ -225,6 +263,8 @@ def main() -> None:
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
     result.update(decode_speed(args, cfg, model, tokenizers, splits, device))
     result["peak_memory_mb"] = peak_memory_mb(device)
+    if args.same_learning:
+        result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor

@@ -292,3 +292,36 @@ def test_failed_rename_keeps_previous_checkpoint(translator, saved, monkeypatch)
     assert saved.is_dir()
     assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+# ---- checkpoint averaging ------------------------------------------------------------------------------------
+def test_average_of_two_known_state_dicts():
+    a = {"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "b": torch.tensor([0.0, -2.0]), "n": torch.tensor(3)}
+    b = {"w": torch.tensor([[3.0, 2.0], [1.0, 0.0]]), "b": torch.tensor([1.0, 2.0]), "n": torch.tensor(5)}
+    out = ckpt.average_tensors([a, b])
+    assert torch.equal(out["w"], torch.tensor([[2.0, 2.0], [2.0, 2.0]]))
+    assert torch.equal(out["b"], torch.tensor([0.5, 0.0]))
+    assert out["w"].dtype == torch.float32
+    assert out["n"].item() == 5  # integer buffers are not averaged: the last one is kept
+    assert torch.equal(ckpt.average_tensors([a])["w"], a["w"])
+
+
+def test_average_needs_matching_checkpoints():
+    with pytest.raises(CheckpointError, match="other parameter names"):
+        ckpt.average_tensors([{"w": torch.ones(2)}, {"v": torch.ones(2)}])
+    with pytest.raises(CheckpointError, match="w: shapes differ"):
+        ckpt.average_tensors([{"w": torch.ones(2)}, {"w": torch.ones(3)}])
+    with pytest.raises(ValueError):
+        ckpt.average_tensors([])
+
+
+def test_averaged_directory_loads_and_translates(tmp_path):
+    one, two = _tiny_translator(steps=1, seed=0), _tiny_translator(steps=3, seed=1)
+    states = [ckpt.read_tensors(t.save(tmp_path / name) / "model.safetensors") for t, name in ((one, "a"), (two, "b"))]
+    one.model.load_state_dict(ckpt.average_tensors(states))
+    one.save(tmp_path / "averaged", {"averaged_steps": [1, 3]})
+    loaded = Translator.load(tmp_path / "averaged", "cpu")
+    for name, tensor in loaded.model.state_dict().items():
+        torch.testing.assert_close(tensor, (states[0][name] + states[1][name]) / 2, msg=name)
+    outputs = loaded.translate(INPUTS, beam_size=2)
+    assert len(outputs) == len(INPUTS) and all(isinstance(t.output, str) for t in outputs)

@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Train and score one real-data experiment (CMUdict G2P, Multi30k) and print ONE JSON line.
+
+    python benchmarks/real_data.py --config configs/g2p_cmudict.yaml
+    python benchmarks/real_data.py --config configs/g2p_reference.yaml --anchor-epochs 10
+    python benchmarks/real_data.py --config configs/multi30k_de_en.yaml --set train.max_minutes=2
+
+Run it from the repository root (the configs name ``../shared/data/...``
+relative to the working directory). Steps, one subprocess each:
+
+1. ``attnkit train CONFIG`` into ``--runs/<config name>`` (log: ``--runs/<config name>.log``);
+2. the checkpoint to score: ``averaged`` when the config averages checkpoints
+   and the average is at least as good on dev as ``best``, else ``best``;
+3. ``attnkit evaluate --beam K`` on the test split: the task's metrics
+   (WER/PER for G2P, BLEU/chrF for translation) greedily and with beam K;
+4. with ``--anchor-epochs N`` (G2P only): the JoeyNMT reference model trained
+   for N epochs by ``../shared/anchors/joeynmt_g2p.py --decode``, whose JSON
+   goes under ``"anchor"``.
+
+The JSON holds the metrics, training wall time, updates, training target
+tokens/s (target tokens over the seconds spent in updates, both from the
+trainer state), the dev scores, and the machine (CPU, cores, torch, GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHOR = ROOT.parent / "shared" / "anchors" / "joeynmt_g2p.py"
+
+
+def machine() -> dict:
+    """CPU model, cores, torch version and GPU, as facts (not one string)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
+    if hasattr(os, "sched_getaffinity"):
+        info["cores_usable"] = len(os.sched_getaffinity(0))
+    try:
+        import torch
+
+        info["torch"] = torch.__version__
+        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    except ImportError:
+        pass
+    return info
+
+
+def _attnkit(args: list[str], log, capture: bool = False) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    return subprocess.run([sys.executable, "-m", "attnkit", *args], env=env, text=True, stderr=log,
+                          stdout=subprocess.PIPE if capture else log)
+
+
+def _trainer_json(directory: Path) -> dict:
+    return json.loads((directory / "trainer.json").read_text(encoding="utf-8"))
+
+
+def pick_checkpoint(run: Path, higher_is_better: bool) -> tuple[Path, dict]:
+    """``averaged`` if it exists and is at least as good on dev as ``best``, else ``best``; and both dev scores."""
+    best = _trainer_json(run / "best")
+    metric, state = best["metric"], best["state"]
+    dev = {"best": {"update": state["best_step"], metric: state["best"]}}
+    if not (run / "averaged" / "meta.json").is_file():
+        return run / "best", dev
+    averaged = _trainer_json(run / "averaged")
+    dev["averaged"] = {"updates": averaged["averaged_steps"], metric: averaged["dev"][metric]}
+    a, b = averaged["dev"][metric], state["best"]
+    better = b is None or (a >= b if higher_is_better else a <= b)
+    return (run / "averaged" if better else run / "best"), dev
+
+
+def run_anchor(epochs: int, data: Path, log) -> dict:
+    """The JoeyNMT reference model for ``epochs`` epochs on CMUdict, greedy and beam 5 (its own JSON line)."""
+    cmd = [sys.executable, str(ANCHOR), "--epochs", str(epochs), "--updates", str(10 ** 9), "--decode",
+           "--data", str(data)]
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
+    if proc.returncode != 0:
+        return {"error": f"anchor exited {proc.returncode}, see the log", "command": " ".join(cmd)}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--config", type=Path, required=True, help="experiment YAML (configs/g2p_*.yaml, multi30k_*.yaml)")
+    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                    help="config override passed to attnkit train (repeatable)")
+    ap.add_argument("--runs", type=Path, default=Path("runs/real_data"), help="where checkpoints and logs go")
+    ap.add_argument("--beam", type=int, default=5, help="beam size of the beam run (default 5)")
+    ap.add_argument("--alpha", type=float, default=None, help="length penalty (default: the config's decode.alpha)")
+    ap.add_argument("--anchor-epochs", type=int, default=None, metavar="N",
+                    help="G2P only: also train the JoeyNMT reference model for N epochs and decode it")
+    args = ap.parse_args()
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from attnkit.data.tasks.registry import task_info
+    from attnkit.experiment import load_experiment
+
+    cfg = load_experiment(args.config, args.overrides)  # fails early, naming the bad key
+    if args.anchor_epochs is not None and cfg.data.task != "g2p":
+        ap.error(f"--anchor-epochs is for G2P configs; {args.config} has task {cfg.data.task!r}")
+    name = args.config.stem
+    run, log_path = args.runs / name, args.runs / f"{name}.log"
+    args.runs.mkdir(parents=True, exist_ok=True)
+    sets = [x for o in args.overrides for x in ("--set", o)]
+    result: dict = {"config": str(args.config), "overrides": args.overrides, "task": cfg.data.task}
+    with open(log_path, "w", encoding="utf-8") as log:
+        t0 = time.time()
+        train = _attnkit(["train", str(args.config), "--output-dir", str(run), "--set", "train.progress=false", *sets],
+                         log)
+        result["train_wall_s"] = round(time.time() - t0, 1)
+        if train.returncode != 0:
+            print(json.dumps({**result, "error": f"attnkit train exited {train.returncode}, see {log_path}"}))
+            sys.exit(1)
+        model, dev = pick_checkpoint(run, task_info(cfg.data.task)[3])
+        evaluate = ["evaluate", "--model", str(model), "--beam", str(args.beam), "--out", str(run / "eval-test")]
+        if args.alpha is not None:
+            evaluate += ["--alpha", str(args.alpha)]
+        ev = _attnkit(evaluate, log, capture=True)
+        if ev.returncode != 0:
+            print(json.dumps({**result, "error": f"attnkit evaluate exited {ev.returncode}, see {log_path}"}))
+            sys.exit(1)
+        scores = json.loads(ev.stdout.strip().splitlines()[-1])
+        state = _trainer_json(run / "last")["state"]
+        result.update({
+            "checkpoint": model.name, "greedy": scores["greedy"], f"beam{args.beam}": scores.get(f"beam{args.beam}"),
+            "dev": dev, "updates": state["step"], "epochs_completed": state["epoch"],
+            "train_minutes": round(state["elapsed_s"] / 60, 2), "train_update_s": round(state.get("train_s", 0.0), 1),
+            "train_target_tokens": state.get("tokens"),
+            "train_tokens_per_s": round(state["tokens"] / state["train_s"], 1) if state.get("train_s") else None,
+            "threads": cfg.train.threads, "machine": machine(), "log": str(log_path),
+        })
+        if args.anchor_epochs is not None:
+            result["anchor"] = run_anchor(args.anchor_epochs, Path(cfg.data.directory), log)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+"""The real-data configs end to end on 200-line slices: CMUdict G2P (WER/PER) and Multi30k (sentencepiece, BLEU).
+
+Each run loads the shipped config file, shrinks the model with ``--set``-style
+overrides, and hands the slices to the same Trainer and evaluation code that
+``attnkit train`` / ``attnkit evaluate`` use. Tests that need ../shared/data
+skip, naming the missing directory, where it is absent.
+"""
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnkit.data.tasks import g2p, multi30k
+from attnkit.data.tasks.base import Splits
+from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.experiment import load_experiment
+from attnkit.training.trainer import Trainer
+from attnkit.translator import Translator
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIGS = ["g2p_cmudict", "g2p_reference", "multi30k_de_en", "multi30k_en_de"]
+SMALL = ["model.embedding_dim=16", "model.encoder_hidden=16", "model.decoder_hidden=32", "model.attention_dim=16",
+         "train.threads=1", "train.progress=false", "train.epochs=1", "train.max_minutes=null",
+         "decode.max_len_cap=40"]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def _slice(splits: Splits, n_train=200, n_dev=40, n_test=40) -> Splits:
+    """Evenly spaced entries of each split (the files are sorted, so the first 200 would all start with 'A')."""
+    def take(pairs, n):
+        return pairs[:: max(1, len(pairs) // n)][:n]
+
+    return Splits(take(splits.train, n_train), take(splits.dev, n_dev), take(splits.test, n_test))
+
+
+# ---- the config files (no data needed) ---------------------------------------------------------------------
+@pytest.mark.parametrize("name", CONFIGS)
+def test_real_data_configs_parse_and_comment_every_key(name):
+    path = REPO / "configs" / f"{name}.yaml"
+    cfg = load_experiment(path)
+    assert cfg.name == name and cfg.data.directory.startswith("../shared/data/")
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if re.match(r"^\s*\w+:\s*\S", line) and not line.lstrip().startswith("#"):
+            assert "#" in line, f"{path.name}:{number}: key without a comment: {line.strip()}"
+
+
+def test_strong_configs_keep_and_average_checkpoints():
+    for name in ("g2p_cmudict", "multi30k_de_en", "multi30k_en_de"):
+        cfg = load_experiment(REPO / "configs" / f"{name}.yaml")
+        assert cfg.train.average_checkpoints >= 2 and cfg.train.max_minutes <= 90 and cfg.decode.beam_size == 5
+    de_en, en_de = (load_experiment(REPO / "configs" / f"multi30k_{d}.yaml").data for d in ("de_en", "en_de"))
+    assert (de_en.src_lang, de_en.tgt_lang, en_de.src_lang, en_de.tgt_lang) == ("de", "en", "en", "de")
+
+
+# ---- a few updates on 200-line slices ------------------------------------------------------------------------
+def test_g2p_cmudict_config_on_a_200_word_slice(tmp_path, shared_data):
+    directory = shared_data("cmudict")
+    cfg = load_experiment(REPO / "configs" / "g2p_cmudict.yaml", SMALL + [
+        f"data.directory={directory}", f"output_dir={tmp_path / 'run'}", "train.max_tokens=400",
+        "train.eval_every=2", "train.average_checkpoints=2"])
+    splits = _slice(g2p.load(directory))
+    Trainer(cfg, splits=splits, log_fn=lambda m: None).train()
+
+    run = tmp_path / "run"
+    assert {"best", "last", "top", "averaged"} <= {p.name for p in run.iterdir()}
+    averaged = json.loads((run / "averaged" / "trainer.json").read_text())
+    assert averaged["metric"] == "wer" and len(averaged["averaged_steps"]) == 2
+    translator = Translator.load(run / "averaged", "cpu")
+    assert translator.src_tokenizer.kind == "char" and translator.tgt_tokenizer.kind == "word"
+    for beam in (1, 2):
+        metrics, words, refs, outputs = evaluate_translator(translator, "g2p", splits.test, beam_size=beam)
+        assert set(metrics) == {"wer", "per", "words"}
+        assert metrics["words"] == len(g2p.unique_words(splits.test)) == len(outputs)
+        assert 0.0 <= metrics["wer"] <= 100.0 and metrics["per"] >= 0.0
+
+
+def test_multi30k_de_en_config_on_a_200_sentence_slice(tmp_path, shared_data):
+    directory = shared_data("multi30k")
+    cfg = load_experiment(REPO / "configs" / "multi30k_de_en.yaml", SMALL + [
+        f"data.directory={directory}", f"output_dir={tmp_path / 'run'}", "data.vocab_size=200",
+        "train.max_tokens=600"])
+    splits = _slice(multi30k.load(directory, "de", "en"), n_dev=30, n_test=30)
+    best = Trainer(cfg, splits=splits, log_fn=lambda m: None).train()
+
+    assert {"source.model", "target.model"} <= {p.name for p in best.iterdir()}  # the subword models travel along
+    assert json.loads((best / "trainer.json").read_text())["metric"] == "bleu"
+    translator = Translator.load(best, "cpu")
+    assert translator.src_tokenizer.kind == "sentencepiece"
+    source = splits.test[0][0]
+    assert translator.src_tokenizer.detokenize(translator.src_tokenizer.tokenize(source)) == source
+    metrics, sources, refs, outputs = evaluate_translator(translator, "bleu", splits.test, beam_size=2)
+    assert set(metrics) == {"bleu", "chrf", "sentences"} and metrics["sentences"] == 30
+    assert 0.0 <= metrics["bleu"] <= 100.0
+    assert all("\u2581" not in t.output for t in outputs)  # detokenized
+
+
+# ---- the benchmark script's checkpoint choice ----------------------------------------------------------------
+def _real_data_module():
+    spec = importlib.util.spec_from_file_location("real_data", REPO / "benchmarks" / "real_data.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("averaged_wer, higher_is_better, chosen", [(20.0, False, "averaged"), (30.0, False, "best"),
+                                                                   (30.0, True, "averaged")])
+def test_real_data_scores_the_averaged_checkpoint_when_it_is_better_on_dev(tmp_path, averaged_wer, higher_is_better,
+                                                                          chosen):
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "trainer.json").write_text(json.dumps(
+        {"metric": "wer", "state": {"best": 25.0, "best_step": 300}}))
+    model, dev = _real_data_module().pick_checkpoint(tmp_path, higher_is_better)
+    assert model.name == "best" and dev == {"best": {"update": 300, "wer": 25.0}}
+    (tmp_path / "averaged").mkdir()
+    (tmp_path / "averaged" / "meta.json").write_text("{}")
+    (tmp_path / "averaged" / "trainer.json").write_text(json.dumps(
+        {"metric": "wer", "averaged_steps": [200, 300], "dev": {"wer": averaged_wer}}))
+    model, dev = _real_data_module().pick_checkpoint(tmp_path, higher_is_better)
+    assert model.name == chosen and dev["averaged"] == {"updates": [200, 300], "wer": averaged_wer}
+    assert "cpu" in _real_data_module().machine()
