@@ -44,34 +44,46 @@ def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -
 
 @torch.inference_mode()
 def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list[Hypothesis]:
-    """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step."""
+    """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step.
+
+    Rows that have emitted ``</s>`` leave the batch (state and memory are
+    compacted), so a batch costs what its open rows need, not B x max_len.
+    """
     memory, state = model.encode(src, src_lengths)
-    b = src.size(0)
-    prev = torch.full((b,), BOS_ID, dtype=torch.long, device=src.device)
-    done = torch.zeros(b, dtype=torch.bool, device=src.device)
-    scores = torch.zeros(b, device=src.device)
-    tokens, weights = [], []
-    for _ in range(max_len):
-        logits, state, w = model.decoder.step(prev, state, memory)  # (B, V), (B, S)
-        logp = output_log_probs(logits)
-        best_logp, prev = logp.max(dim=-1)  # (B,)
-        scores += best_logp.masked_fill(done, 0.0)
-        tokens.append(prev)
-        weights.append(w)
-        done |= prev == EOS_ID
-        if bool(done.all()):
-            break
-    return _collect(torch.stack(tokens, 1), torch.stack(weights, 1), scores, src_lengths)
+    b, device = src.size(0), src.device
+    rows = torch.arange(b, device=device)  # original row of each open row
+    prev = torch.full((b,), BOS_ID, dtype=torch.long, device=device)
+    scores = torch.zeros(b, device=device)
+    tokens = torch.full((b, max_len), EOS_ID, dtype=torch.long, device=device)  # (B, T)
+    weights = torch.zeros(b, max_len, src.size(1), device=device)  # (B, T, S)
+    for t in range(max_len):
+        logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, S)
+        best_logp, prev = output_log_probs(logits).max(dim=-1)  # (b_open,)
+        scores[rows] += best_logp
+        tokens[rows, t] = prev
+        weights[rows, t] = w.float()
+        ended = prev == EOS_ID
+        if bool(ended.any()):
+            open_ = (~ended).nonzero().squeeze(1)
+            if open_.numel() == 0:
+                tokens = tokens[:, : t + 1]
+                weights = weights[:, : t + 1]
+                break
+            rows, prev = rows[open_], prev[open_]
+            state, memory = state.index_select(open_), memory.index_select(open_)
+    finished = (tokens == EOS_ID).any(dim=1)
+    return _collect(tokens, weights, scores, src_lengths, finished)
 
 
-def _collect(tokens: Tensor, weights: Tensor, scores: Tensor, src_lengths: Tensor) -> list[Hypothesis]:
+def _collect(tokens: Tensor, weights: Tensor, scores: Tensor, src_lengths: Tensor,
+             finished: Tensor) -> list[Hypothesis]:
     """tokens (B, T), weights (B, T, S) -> hypotheses cut at their first </s>."""
-    tokens, weights, scores = tokens.cpu(), weights.float().cpu(), scores.cpu()
+    tokens, weights, scores, finished = tokens.cpu(), weights.float().cpu(), scores.cpu(), finished.cpu()
     out = []
     for i in range(tokens.size(0)):
         row = tokens[i].tolist()
-        finished = EOS_ID in row
-        n = row.index(EOS_ID) if finished else len(row)
-        rows = n + 1 if finished else n
-        out.append(Hypothesis(row[:n], weights[i, :rows, : int(src_lengths[i])], float(scores[i]), finished))
+        finished_i = bool(finished[i])
+        n = row.index(EOS_ID) if finished_i else len(row)
+        rows = n + 1 if finished_i else n
+        out.append(Hypothesis(row[:n], weights[i, :rows, : int(src_lengths[i])], float(scores[i]), finished_i))
     return out

@@ -288,8 +288,24 @@ class Decoder(nn.Module):
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
         emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
-        pre, state, weights = self._step(emb_t, state, memory)
+        x_proj_t = None
+        if self.fused and not self.training and not torch.is_grad_enabled():
+            x_proj_t = self._input_table().index_select(0, prev_tokens)  # (B, G*H): a lookup, not a matmul
+        pre, state, weights = self._step(emb_t, state, memory, x_proj_t)
         return self.output(pre), state, weights
+
+    def _input_table(self) -> Tensor:
+        """(V, G*H): every token's embedding through layer 0's input weights, for decoding.
+
+        Without dropout the projection depends on the token alone. Cached until
+        the weights change (their version counters or storage).
+        """
+        tensors = (self.embed.weight, self.rnn.weight_ih_l0, self.rnn.bias_ih_l0)
+        key = tuple((t.data_ptr(), t._version) for t in tensors)
+        if getattr(self, "_table_key", None) != key:
+            self._table = self._project_inputs(self.embed.weight)
+            self._table_key = key
+        return self._table
 
     # ---- teacher forcing ---------------------------------------------------
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
