@@ -16,32 +16,13 @@ import argparse
 import concurrent.futures as cf
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    text = f"{os.cpu_count()} x {cpu}"
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            text += f"; GPU {torch.cuda.get_device_name(0)}"
-        text += f"; torch {torch.__version__}"
-    except ImportError:
-        pass
-    return text
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
+from machine_info import one_line  # noqa: E402
 
 
 def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
@@ -80,7 +61,7 @@ def main() -> None:
                     help="override applied to every config (repeatable)")
     args = ap.parse_args()
     args.runs.mkdir(parents=True, exist_ok=True)
-    where = machine()
+    where = one_line()
     rows = []
     with cf.ThreadPoolExecutor(args.jobs) as pool:
         futures = {pool.submit(run_one, c, args.runs, args.overrides, args.beam): c for c in args.configs}

@@ -27,37 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
+from machine_info import describe  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = ROOT.parent / "shared" / "anchors" / "joeynmt_g2p.py"
-
-
-def machine() -> dict:
-    """CPU model, cores, torch version and GPU, as facts (not one string)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
-    if hasattr(os, "sched_getaffinity"):
-        info["cores_usable"] = len(os.sched_getaffinity(0))
-    try:
-        import torch
-
-        info["torch"] = torch.__version__
-        info["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
-    except ImportError:
-        pass
-    return info
 
 
 def _attnkit(args: list[str], log, capture: bool = False) -> subprocess.CompletedProcess:
@@ -142,7 +121,7 @@ def main() -> None:
             "train_minutes": round(state["elapsed_s"] / 60, 2), "train_update_s": round(state.get("train_s", 0.0), 1),
             "train_target_tokens": state.get("tokens"),
             "train_tokens_per_s": round(state["tokens"] / state["train_s"], 1) if state.get("train_s") else None,
-            "threads": cfg.train.threads, "machine": machine(), "log": str(log_path),
+            "threads": cfg.train.threads, "machine": describe(), "log": str(log_path),
         })
         if args.anchor_epochs is not None:
             result["anchor"] = run_anchor(args.anchor_epochs, Path(cfg.data.directory), log)

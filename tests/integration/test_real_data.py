@@ -130,4 +130,4 @@ def test_real_data_scores_the_averaged_checkpoint_when_it_is_better_on_dev(tmp_p
         {"metric": "wer", "averaged_steps": [200, 300], "dev": {"wer": averaged_wer}}))
     model, dev = _real_data_module().pick_checkpoint(tmp_path, higher_is_better)
     assert model.name == chosen and dev["averaged"] == {"updates": [200, 300], "wer": averaged_wer}
-    assert "cpu" in _real_data_module().machine()
+    assert "cpu" in _real_data_module().describe()
