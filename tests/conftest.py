@@ -30,3 +30,14 @@ def shared_data_dir(name: str) -> Path:
 def shared_data():
     """The helper ``shared_data(name) -> Path``; the test skips when that data set is absent."""
     return shared_data_dir
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """The tests' models are tiny: one thread is fastest for them, and steady on a busy CPU."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -18,14 +18,6 @@ pytestmark = pytest.mark.slow
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _reversal_data(tmp, n_train, n_dev=100, n_test=50, seed=0):
     """Digit strings of length 2-6 and their reversals, as train/dev/test TSVs with disjoint sources."""
     rng, seen, paths = random.Random(seed), set(), {}

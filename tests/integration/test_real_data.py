@@ -12,7 +12,6 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 
 from attnkit.data.tasks import g2p, multi30k
 from attnkit.data.tasks.base import Splits
@@ -28,14 +27,6 @@ CONFIGS = ["g2p_cmudict", "g2p_reference", "multi30k_de_en", "multi30k_en_de"]
 SMALL = ["model.embedding_dim=16", "model.encoder_hidden=16", "model.decoder_hidden=32", "model.attention_dim=16",
          "train.threads=1", "train.progress=false", "train.epochs=1", "train.max_minutes=null",
          "decode.max_len_cap=40"]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _slice(splits: Splits, n_train=200, n_dev=40, n_test=40) -> Splits:

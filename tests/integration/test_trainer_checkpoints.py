@@ -20,14 +20,6 @@ WORDS = ("a dog runs in the park . two men play ball on green grass while a smal
          "with her mother near the old red house by a river").split()
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _write_tsvs(tmp, make_pair, sizes=(200, 20, 10), seed=0):
     """Train/dev/test TSVs of ``make_pair(rng)`` pairs, no source in two splits."""
     rng, seen, paths = random.Random(seed), set(), {}

@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-import torch
 from PIL import Image
 
 from attnkit.config import read_yaml
@@ -31,14 +30,6 @@ def mnist_dir() -> Path:
 
 
 needs_mnist = pytest.mark.skipif(not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def quiet_train(**train) -> dict:

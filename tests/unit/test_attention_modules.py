@@ -7,15 +7,6 @@ from attnkit.attention.modules import ATTENTION_TYPES, MultiHeadAttention, build
 from attnkit.errors import ConfigError
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest (and steadiest on a shared CPU) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 B, T, S, DQ, DK, A, H = 3, 4, 6, 8, 8, 12, 3
 LENGTHS = torch.tensor([S, 4, 1])
 

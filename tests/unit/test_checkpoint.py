@@ -23,14 +23,6 @@ PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo"
 INPUTS = ["abc", "hello", "bca", "l"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _tiny_translator(attention="bahdanau", steps=2, seed=0) -> Translator:
     """A tiny char model trained for ``steps`` Adam updates on PAIRS."""
     cfg = experiment_from_dict({

@@ -6,7 +6,6 @@ import shutil
 
 import numpy as np
 import pytest
-import torch
 import yaml
 
 from attnkit.cli import main
@@ -16,14 +15,6 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TINY_MODEL = {"attention": "bahdanau", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
               "attention_dim": 8, "dropout": 0.0}
 TINY_TRAIN = {"epochs": 2, "batch_size": 16, "threads": 1, "progress": False, "lr": 0.01}
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _reversal_tsv(path, n, seed, exclude=()):

@@ -12,15 +12,6 @@ from attnkit.decoding.beam import length_penalty
 from attnkit.models.seq2seq import DecoderState, Memory, Seq2Seq, Seq2SeqConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest (and steadiest on a shared CPU) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 SRC_V, TGT_V = 12, 9
 
 

@@ -20,15 +20,6 @@ from attnkit.attention.hard import (
 from attnkit.models.ram import RecurrentAttentionModel, hybrid_loss, predict
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: one thread is fastest, and immune to oversubscribed CPUs."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def slow_glimpse(image: torch.Tensor, x: float, y: float, base: int, scales: int, factor: int) -> torch.Tensor:
     """Reference: one image (C, H, W), per-pixel loops, zeros outside -> (k, C, base, base)."""
     c, h, w = image.shape

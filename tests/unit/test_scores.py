@@ -16,15 +16,6 @@ from attnkit.attention.scores import (
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest (and steadiest on a shared CPU) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 B, T, S, D, DK, A = 2, 3, 5, 4, 6, 7
 
 

@@ -11,15 +11,6 @@ from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest (and steadiest on a shared CPU) on one thread."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 SRC_V, TGT_V = 13, 11
 STYLES = {
     "bahdanau": dict(decoder="bahdanau"),

@@ -17,14 +17,6 @@ from attnkit.viz.records import AttentionRecord
 PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo", "ol"), ("he", "eh")]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def _translator(**data) -> Translator:
     cfg = experiment_from_dict({
         "data": data,

@@ -15,14 +15,6 @@ from attnkit.models.ram import RecurrentAttentionModel, hybrid_loss
 from attnkit.viz import visual
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def synthetic_digits() -> tuple[np.ndarray, np.ndarray]:
     """Ten easy 'digits': digit k is a bar pattern unique to k."""
     images = np.zeros((10, 28, 28), dtype=np.uint8)
