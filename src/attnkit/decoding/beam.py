@@ -4,7 +4,9 @@ All K beams of all B inputs advance in one decoder call per step. Beams that
 have emitted ``</s>`` stay in the beam with a frozen score and length, so they
 keep competing with the open ones; candidates are ranked by the length-
 normalised score log p / lp(len), lp = ((5 + len) / 6) ** alpha (Wu et al.
-2016). Beam size 1 is greedy decoding.
+2016). An input is done once its ``n_best`` best-ranked beams have ended (the
+rule JoeyNMT and OpenNMT use), and then leaves the batch, so the remaining
+steps cost only what the open inputs need. Beam size 1 is greedy decoding.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
     attn = torch.empty(b * k, 0, src.size(1), device=device)  # (B*K, t, S)
     base = (torch.arange(b, device=device) * k).unsqueeze(1)  # (B, 1)
 
-    for _ in range(max_len):
+    src_lengths = src_lengths.cpu()
+    inputs = torch.arange(b)  # original index of each open input
+    results: list[list[Hypothesis] | None] = [None] * b
+    for t in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B*K, V), (B*K, S)
         logp = output_log_probs(logits).view(b, k, -1)  # (B, K, V)
         vocab = logp.size(-1)
@@ -63,23 +68,36 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
         history = torch.cat([history.index_select(0, order), token.view(-1, 1)], 1)
         attn = torch.cat([attn.index_select(0, order), w.index_select(0, order).unsqueeze(1)], 1)
         prev = token.view(-1)
-        if bool(finished.all()):
-            break
 
-    final = scores / length_penalty(lengths, alpha)
-    return _best(history.cpu(), attn.float().cpu(), scores.cpu(), final.cpu(), finished.cpu(), src_lengths.cpu(), k, n_best)
+        done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first
+        if t == max_len - 1:
+            done[:] = True
+        if bool(done.any()):
+            _collect(results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best)
+            keep = (~done).nonzero().squeeze(1)
+            if keep.numel() == 0:
+                break
+            rows = (keep.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)  # (B'*K,)
+            inputs = inputs[keep.cpu()]
+            scores, lengths, finished = scores[keep], lengths[keep], finished[keep]
+            prev, history, attn = prev[rows], history[rows], attn[rows]
+            state, memory = state.index_select(rows), memory.index_select(rows)
+            b = keep.numel()
+            base = (torch.arange(b, device=device) * k).unsqueeze(1)
+    return results  # type: ignore[return-value]
 
 
-def _best(history, attn, scores, final, finished, src_lengths, k, n_best) -> list[list[Hypothesis]]:
-    results = []
-    for i in range(final.size(0)):
-        order = final[i].argsort(descending=True)[:n_best].tolist()
+def _collect(results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best) -> None:
+    """Store the ``n_best`` hypotheses of every input marked ``done``, best first."""
+    final = (scores / length_penalty(lengths, alpha)).cpu()
+    history, attn, scores, finished = history.cpu(), attn.float().cpu(), scores.cpu(), finished.cpu()
+    for i in done.nonzero().squeeze(1).tolist():
+        source = int(inputs[i])
         hyps = []
-        for j in order:
+        for j in final[i].argsort(descending=True)[:n_best].tolist():
             row = history[i * k + j].tolist()
-            done = bool(finished[i, j])
-            n = row.index(EOS_ID) if done else len(row)
-            rows = n + 1 if done else n
-            hyps.append(Hypothesis(row[:n], attn[i * k + j, :rows, : int(src_lengths[i])], float(scores[i, j]), done))
-        results.append(hyps)
-    return results
+            ended = bool(finished[i, j])
+            n = row.index(EOS_ID) if ended else len(row)
+            rows = n + 1 if ended else n
+            hyps.append(Hypothesis(row[:n], attn[i * k + j, :rows, : int(src_lengths[source])], float(scores[i, j]), ended))
+        results[source] = hyps
