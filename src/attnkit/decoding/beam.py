@@ -89,15 +89,19 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
 
 def _collect(results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best) -> None:
     """Store the ``n_best`` hypotheses of every input marked ``done``, best first."""
-    final = (scores / length_penalty(lengths, alpha)).cpu()
-    history, attn, scores, finished = history.cpu(), attn.float().cpu(), scores.cpu(), finished.cpu()
-    for i in done.nonzero().squeeze(1).tolist():
+    idx = done.nonzero().squeeze(1)  # (D,) only these inputs' rows leave the device
+    rows = (idx.unsqueeze(1) * k + torch.arange(k, device=idx.device)).view(-1)  # (D*K,)
+    final = (scores[idx] / length_penalty(lengths[idx], alpha)).cpu()  # (D, K)
+    history, attn = history[rows].cpu(), attn[rows].float().cpu()  # (D*K, t), (D*K, t, S)
+    scores, finished = scores[idx].cpu(), finished[idx].cpu()
+    for d, i in enumerate(idx.tolist()):
         source = int(inputs[i])
         hyps = []
-        for j in final[i].argsort(descending=True)[:n_best].tolist():
-            row = history[i * k + j].tolist()
-            ended = bool(finished[i, j])
+        for j in final[d].argsort(descending=True)[:n_best].tolist():
+            row = history[d * k + j].tolist()
+            ended = bool(finished[d, j])
             n = row.index(EOS_ID) if ended else len(row)
-            rows = n + 1 if ended else n
-            hyps.append(Hypothesis(row[:n], attn[i * k + j, :rows, : int(src_lengths[source])], float(scores[i, j]), ended))
+            length = n + 1 if ended else n  # attention rows: the tokens and </s>
+            hyps.append(Hypothesis(row[:n], attn[d * k + j, :length, : int(src_lengths[source])],
+                                   float(scores[d, j]), ended))
         results[source] = hyps
