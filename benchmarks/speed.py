@@ -249,7 +249,7 @@ def main() -> None:
         sys.exit(f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)")
     if args.threads:
         torch.set_num_threads(args.threads)
-    from attnkit.translator import resolve_device
+    from attnkit.device import resolve_device
 
     device = resolve_device(args.device)
     peak = matmul_peak_gflops(device)

@@ -20,6 +20,7 @@ from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, Vocab
 from attnkit.decoding import beam_search, greedy_decode, max_output_length
+from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.seq2seq import Seq2Seq
@@ -45,14 +46,6 @@ class Translation:
         return AttentionRecord(source=self.source, source_tokens=self.source_tokens, output=self.output,
                                output_tokens=self.output_tokens, weights=self.weights, reference=reference,
                                score=self.score)
-
-
-def resolve_device(name: str = "auto") -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise AttnkitError("device 'cuda' was asked for but no CUDA device is available")
-    return torch.device(name)
 
 
 class Translator:

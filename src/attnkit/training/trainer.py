@@ -40,7 +40,8 @@ from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.optim import adam
-from attnkit.translator import Translator, resolve_device
+from attnkit.device import resolve_device
+from attnkit.translator import Translator
 
 log = logging.getLogger("attnkit.train")
 

@@ -41,6 +41,7 @@ from tqdm import tqdm
 from attnkit.attention.hard import glimpse_boxes
 from attnkit.config import from_dict
 from attnkit.data.tasks.vision import DataConfig, Split, VisionData
+from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.models import show_attend_tell as sat
 from attnkit.models.attention_pooling import AttentionPoolingClassifier, PoolingConfig
@@ -151,14 +152,6 @@ def parse_config(data: dict, source: str = "config") -> VisionConfig:
         raise ConfigError(f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
                           f"not {cfg.data.task!r}")
     return cfg
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("train.device: cuda was asked for but torch sees no CUDA device (use auto or cpu)")
-    return torch.device(name)
 
 
 # ---------------------------------------------------------------- data
