@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "print test exact-match and a few translations, and write heatmaps, the "
                                    "attention as JSON and an HTML report.")
     p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)")
-    p.add_argument("--quick", action="store_true", help="a small, fast version for smoke tests (~30 s)")
+    p.add_argument("--quick", action="store_true", help="a small, fast version for smoke tests (under a minute)")
     p.add_argument("--attention", default="bahdanau", help="attention type (default: bahdanau)")
     p.add_argument("--minutes", type=float, default=None, help="training time budget in minutes (default: 2.25)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
