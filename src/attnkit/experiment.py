@@ -148,5 +148,5 @@ def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> Experime
 
 
 def experiment_to_dict(cfg: ExperimentConfig) -> dict:
-    out = to_dict(cfg)
-    return out
+    """The config as plain dicts (what checkpoints store as config.yaml)."""
+    return to_dict(cfg)

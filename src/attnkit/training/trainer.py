@@ -15,7 +15,6 @@ after every evaluation); at the end their element-wise mean is saved as
 
 from __future__ import annotations
 
-import logging
 import math
 import random
 import shutil
@@ -34,16 +33,14 @@ from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import PAD_ID, Vocab
+from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.optim import adam
-from attnkit.device import resolve_device
 from attnkit.translator import Translator
-
-log = logging.getLogger("attnkit.train")
 
 
 def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int) -> Tokenizer:
@@ -141,7 +138,7 @@ class Trainer:
     # ---- the loop ------------------------------------------------------------
     def train(self, resume: bool = False) -> Path:
         """Train until epochs, patience or time budget run out; returns the best checkpoint directory."""
-        cfg, tc, d = self.cfg, self.cfg.train, self.cfg.data
+        tc, d = self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = self._build(resume)
         if state.epoch >= tc.epochs:
             self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
