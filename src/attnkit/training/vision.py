@@ -34,20 +34,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from attnkit.attention.hard import glimpse_boxes
 from attnkit.config import from_dict
-from attnkit.data.tasks.vision import DataConfig, Split, VisionData
+from attnkit.data.tasks.vision import DataConfig, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.models import show_attend_tell as sat
-from attnkit.models.attention_pooling import AttentionPoolingClassifier, PoolingConfig
-from attnkit.models.ram import RAMConfig, RecurrentAttentionModel, hybrid_loss, predict
 from attnkit.training import checkpoint as ckpt
-from attnkit.viz import visual
+from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
 
 FAMILY = "vision"
 
@@ -152,181 +147,6 @@ def parse_config(data: dict, source: str = "config") -> VisionConfig:
         raise ConfigError(f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
                           f"not {cfg.data.task!r}")
     return cfg
-
-
-# ---------------------------------------------------------------- data
-
-
-class DeviceSplit:
-    """A split as tensors on the training device: uint8 images, label tensors; ``batch(idx)`` cuts one."""
-
-    def __init__(self, images: Tensor, labels: dict[str, Tensor]):
-        self.images = images  # (N, H, W) uint8
-        self.labels = labels
-
-    def __len__(self) -> int:
-        return self.images.shape[0]
-
-    def batch(self, idx: Tensor) -> dict[str, Tensor]:
-        images = self.images[idx].unsqueeze(1).float().div_(255.0)  # (b, 1, H, W) in [0, 1]
-        return {"images": images, **{k: v[idx] for k, v in self.labels.items()}}
-
-
-# ---------------------------------------------------------------- model families
-
-
-class Family:
-    """How to build, train, score and picture one model type (the registry's entries)."""
-
-    config_cls: type
-    tasks: tuple[str, ...]
-
-    def build(self, m) -> nn.Module:
-        raise NotImplementedError
-
-    def label_tensors(self, labels) -> dict[str, Tensor]:
-        return {"labels": torch.as_tensor(np.asarray(labels), dtype=torch.long)}
-
-    def to_device(self, split: Split, device: torch.device) -> DeviceSplit:
-        labels = {k: v.to(device) for k, v in self.label_tensors(split.labels).items()}
-        return DeviceSplit(torch.from_numpy(np.ascontiguousarray(split.images)).to(device), labels)
-
-    def train_step(self, model, batch: dict, m) -> tuple[Tensor, Tensor, Tensor]:
-        """(loss to minimise, loss to report, number of correct predictions) of one training batch.
-
-        The reported loss is the cross entropy (RAM's hybrid loss includes a
-        REINFORCE term whose value says little about progress).
-        """
-        raise NotImplementedError
-
-    def count_correct(self, model, batch: dict, m, mc_samples: int | None) -> Tensor:
-        raise NotImplementedError
-
-    def dev_mc(self, m) -> int | None:
-        return None
-
-    def test_mc(self, m) -> int | None:
-        return None
-
-    def picture(self, model, image: np.ndarray, label, stem: Path, m) -> list[Path]:
-        raise NotImplementedError
-
-
-def _pred_title(pred, label) -> str:
-    return f"pred {pred} ({'right' if str(pred) == str(label) else f'true {label}'})"
-
-
-class RAMFamily(Family):
-    config_cls = RAMConfig
-    tasks = ("mnist", "translated", "cluttered")
-
-    def build(self, m: RAMConfig) -> nn.Module:
-        return RecurrentAttentionModel(m.glimpses, m.patch, m.scales, m.scale_factor, 1, m.glimpse_hidden,
-                                       m.location_hidden, m.hidden, m.core, m.std, 10, m.detach_policy_state)
-
-    def train_step(self, model, batch, m):
-        loss = hybrid_loss(model(batch["images"], sample=True), batch["labels"], m.reinforce_weight)
-        return loss.total, loss.classification, loss.reward.sum()
-
-    def count_correct(self, model, batch, m, mc_samples):
-        probs = predict(model, batch["images"], mc_samples or 1)  # (B, 10)
-        return (probs.argmax(dim=-1) == batch["labels"]).sum()
-
-    def dev_mc(self, m):
-        return m.dev_mc_samples
-
-    def test_mc(self, m):
-        return m.mc_samples
-
-    def picture(self, model, image, label, stem, m):
-        height, width = image.shape
-        x = torch.from_numpy(image).float().div(255.0)[None, None]  # (1, 1, H, W)
-        with torch.no_grad():
-            out = model(x, sample=False)  # the policy means: a deterministic path
-        boxes = glimpse_boxes(out.locations[0], height, width, model.sensor.sizes).numpy()  # (G, k, 3)
-        centres = boxes[:, 0, :2] + (boxes[:, 0, 2:] - 1) / 2.0  # (G, 2) pixel (x, y)
-        titles = [f"glimpse {g + 1}/{len(boxes)}" for g in range(len(boxes))]
-        top = _pred_title(int(out.log_probs.argmax()), label)
-        png = stem.with_name(stem.name + ".png")
-        visual.glimpse_grid(image, centres, boxes, titles, path=png, suptitle=top)
-        return [png, visual.glimpse_gif(image, centres, boxes, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
-
-
-class ReaderFamily(Family):
-    config_cls = sat.ReaderConfig
-    tasks = ("strips",)
-
-    def build(self, m: sat.ReaderConfig) -> nn.Module:
-        return sat.ShowAttendTell(m.channels, m.embed, m.hidden, m.attention_dim, m.gate, m.dropout)
-
-    def label_tensors(self, labels):
-        inputs, targets = sat.encode_strings(list(labels), max(map(len, labels)))
-        return {"inputs": inputs, "targets": targets}
-
-    def train_step(self, model, batch, m):
-        out = model(batch["images"], batch["inputs"])
-        loss, ce = sat.reader_loss(out, batch["targets"], m.doubly_stochastic)
-        targets = batch["targets"]
-        right = (out.logits.argmax(dim=-1) == targets) | (targets == sat.PAD)  # teacher-forced
-        return loss, ce, right.all(dim=1).sum()
-
-    def count_correct(self, model, batch, m, mc_samples):
-        targets = batch["targets"]  # (B, T)
-        tokens, _, _ = model.greedy(batch["images"], targets.shape[1])  # (B, T') T' <= T
-        tokens = F.pad(tokens, (0, targets.shape[1] - tokens.shape[1]), value=sat.PAD)
-        after_eos = (tokens == sat.EOS).long().cumsum(dim=1) - (tokens == sat.EOS).long() > 0
-        tokens = tokens.masked_fill(after_eos, sat.PAD)  # (B, T)
-        return (tokens == targets).all(dim=1).sum()
-
-    def picture(self, model, image, label, stem, m):
-        x = torch.from_numpy(image).float().div(255.0)[None, None]
-        tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
-        names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
-        maps = weights[0].reshape(-1, h, w).numpy()  # (T, h, w)
-        titles = [f"step {t + 1}: {name}" for t, name in enumerate(names)]
-        top = _pred_title(sat.decode_tokens(tokens)[0], label)
-        png = stem.with_name(stem.name + ".png")
-        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
-        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
-
-
-def _picture_steps(label: str) -> int:
-    """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the label's)."""
-    return max(len(str(label)), 5) + 1
-
-
-class PoolingFamily(Family):
-    config_cls = PoolingConfig
-    tasks = ("mnist", "translated", "cluttered")
-
-    def build(self, m: PoolingConfig) -> nn.Module:
-        return AttentionPoolingClassifier(m.channels, m.attention_hidden, m.dropout)
-
-    def train_step(self, model, batch, m):
-        out = model(batch["images"])
-        loss = F.nll_loss(out.log_probs, batch["labels"])
-        return loss, loss, (out.log_probs.argmax(-1) == batch["labels"]).sum()
-
-    def count_correct(self, model, batch, m, mc_samples):
-        return (model(batch["images"]).log_probs.argmax(-1) == batch["labels"]).sum()
-
-    def picture(self, model, image, label, stem, m):
-        x = torch.from_numpy(image).float().div(255.0)[None, None]
-        with torch.no_grad():
-            out = model(x)
-        maps = out.weights.reshape(1, *out.grid).numpy()  # (1, h, w)
-        titles, top = ["attention"], _pred_title(int(out.log_probs.argmax()), label)
-        png = stem.with_name(stem.name + ".png")
-        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
-        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
-
-
-#: model.type -> how to build / train / evaluate / picture it
-MODEL_TYPES: dict[str, Family] = {
-    "ram": RAMFamily(),
-    "show_attend_tell": ReaderFamily(),
-    "attention_pooling": PoolingFamily(),
-}
 
 
 # ---------------------------------------------------------------- schedule
