@@ -4,6 +4,7 @@
     python benchmarks/speed.py --updates 150                 # attnkit, then the JoeyNMT anchor
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
     python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
+    python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
 
 The reference model (identical in both toolkits): CMUdict G2P, char source,
 phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
@@ -30,7 +31,6 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "cmudict"
@@ -101,35 +101,46 @@ def build(args, device):
 
 
 def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
-    from attnkit.data.vocab import PAD_ID
+    from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
     from attnkit.training.optim import adam
 
     optimizer = adam(model.parameters(), 1e-3)
     model.train()
     times, tokens, srcs = [], [], []
     batches = [b for _, b in zip(range(args.updates + args.warmup), _cycle(batches))]
-    for i, batch in enumerate(batches):
-        _sync(device)
-        t = time.perf_counter()
-        batch = batch.to(device)
-        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        _sync(device)
-        if i >= args.warmup:
-            times.append(time.perf_counter() - t)
-            tokens.append(batch.num_target_tokens)
-            srcs.append(int(batch.src_lengths.sum()))
+    threads = torch.get_num_threads()
+    workers = None
+    if args.processes > 1:  # the same threads, split over data-parallel processes
+        torch.set_num_threads(max(1, threads // args.processes))
+        workers = GradientWorkers(model, args.processes, seed=42, threads_per_process=torch.get_num_threads())
+    try:
+        for i, batch in enumerate(batches):
+            _sync(device)
+            t = time.perf_counter()
+            batch = batch.to(device)
+            optimizer.zero_grad(set_to_none=True)
+            if workers is None:
+                loss_sum, _, n = shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
+            else:
+                loss_sum, _, n = workers.forward_backward(batch)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            _sync(device)
+            if i >= args.warmup:
+                times.append(time.perf_counter() - t)
+                tokens.append(batch.num_target_tokens)
+                srcs.append(int(batch.src_lengths.sum()))
+    finally:
+        if workers is not None:
+            workers.close()
+        torch.set_num_threads(threads)
     windows = [sum(tokens[i:i + 10]) / sum(times[i:i + 10]) for i in range(0, len(times) - 9, 10)]
     mean_src = sum(srcs) / len(srcs)
     flops = 3 * useful_flops(cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size)
     return {"train_tokens_per_s_median": round(statistics.median(windows), 1),
             "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
             "train_useful_gflops_per_s": round(flops / sum(times) / 1e9, 2), "updates_timed": len(times),
-            "final_loss": round(loss.item(), 4)}
+            "final_loss": round(loss_sum / n, 4)}
 
 
 @torch.inference_mode()
@@ -240,6 +251,8 @@ def main() -> None:
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="data-parallel CPU processes sharing the threads (train.processes), each doing 1/N of a batch")
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
     ap.add_argument("--same-learning", action="store_true",
                     help="also train the fused path and the reference loop from one initialisation and compare dev accuracy")
@@ -254,7 +267,7 @@ def main() -> None:
     peak = matmul_peak_gflops(device)
     cfg, splits, tokenizers, model, batches = build(args, device)
     result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
-              "threads": torch.get_num_threads(), "updates": args.updates, "batch_size": args.batch_size,
+              "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
               "attention": args.attention, "input_feeding": not args.no_input_feeding,
               "path": "reference-loop" if args.reference_loop else ("whole-sequence" if args.no_input_feeding else "fused"),
               "bucketing": not args.no_bucketing, "matmul_peak_gflops": round(peak, 1)}

@@ -90,6 +90,7 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch CPU threads (0 = torch's default)
+    processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
     progress: bool = True
 
     CHOICES = {"scheduler": ("plateau", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
@@ -103,6 +104,8 @@ class TrainConfig:
             raise ConfigError(f"{_key(where, 'label_smoothing')}: must be in [0, 1)")
         if self.average_checkpoints < 0:
             raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
+        if self.processes < 1:
+            raise ConfigError(f"{_key(where, 'processes')}: must be at least 1")
 
 
 @dataclass

@@ -109,3 +109,32 @@ def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path
     assert translator.src_tokenizer.detokenize(translator.src_tokenizer.tokenize(text)) == text
     (out,) = translator.translate([text], beam_size=2)
     assert isinstance(out.output, str) and "\u2581" not in out.output  # detokenized
+
+
+def test_two_data_parallel_processes_train_like_one(tmp_path):
+    """Without dropout, 2 processes make the updates 1 process makes (up to float rounding)."""
+    data = _write_tsvs(tmp_path, _digits)
+    results = {}
+    for processes in (1, 2):
+        (tmp_path / f"p{processes}").mkdir()
+        cfg = _config(tmp_path / f"p{processes}", data, {"epochs": 2, "lr": 0.01, "processes": processes})
+        messages = []
+        Trainer(cfg, log_fn=messages.append).train()
+        state = json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]
+        results[processes] = (ckpt.read_tensors(cfg.run_dir / "last" / "model.safetensors"), state, messages)
+    (one, state_one, _), (two, state_two, messages) = results[1], results[2]
+    assert any("2 data-parallel processes" in m for m in messages)
+    assert state_two["step"] == state_one["step"] > 0
+    assert state_two["tokens"] == state_one["tokens"]
+    for name in one:
+        torch.testing.assert_close(two[name], one[name], rtol=1e-3, atol=1e-4)
+
+
+def test_data_parallel_processes_need_the_cpu(tmp_path, monkeypatch):
+    import attnkit.training.trainer as trainer_module
+    from attnkit.errors import ConfigError
+
+    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1, "processes": 2, "device": "cuda"})
+    monkeypatch.setattr(trainer_module, "resolve_device", lambda _: torch.device("cuda"))
+    with pytest.raises(ConfigError, match="train.processes"):
+        Trainer(cfg, log_fn=lambda m: None)

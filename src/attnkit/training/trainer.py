@@ -25,20 +25,20 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from tqdm import tqdm
 
 from attnkit.data.batching import encode_pairs, make_batches
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
-from attnkit.data.vocab import PAD_ID, Vocab
+from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
-from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.errors import AttnkitError, CheckpointError, ConfigError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
+from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
 from attnkit.training.optim import adam
 from attnkit.translator import Translator
 
@@ -80,6 +80,11 @@ class Trainer:
         if tc.threads:
             torch.set_num_threads(tc.threads)
         self.device = resolve_device(tc.device)
+        if tc.processes > 1 and self.device.type != "cpu":
+            raise ConfigError(f"train.processes: {tc.processes} data-parallel processes run on the CPU only "
+                              f"(this run's device is {self.device.type}); set train.processes: 1")
+        self.eval_threads = torch.get_num_threads()  # all of them: evaluation runs in this process alone
+        self.update_threads = max(1, self.eval_threads // tc.processes)  # each process's share while training
         _, self.family, self.metric, self.higher_is_better = task_info(cfg.data.task)
         self.splits = splits or build_splits(cfg.data)
         for name in ("train", "dev"):
@@ -153,6 +158,33 @@ class Trainer:
                  f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}")
         start = time.time() - state.elapsed_s
         budget_s = tc.max_minutes * 60 if tc.max_minutes else None
+        workers = None
+        if tc.processes > 1:
+            self.log(f"{tc.processes} data-parallel processes, {self.update_threads} thread(s) each")
+            workers = GradientWorkers(model, tc.processes, tc.label_smoothing, tc.seed, self.update_threads)
+        torch.set_num_threads(self.update_threads)
+        try:
+            self._loop(translator, state, optimizer, scheduler, examples, workers, start, budget_s)
+        finally:
+            if workers is not None:
+                workers.close()
+            torch.set_num_threads(self.eval_threads)
+        state.finished = True
+        state.elapsed_s = time.time() - start
+        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        if not (self.run_dir / "best").exists():
+            self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
+        if tc.average_checkpoints >= 2:
+            self._average(translator, state)
+        self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
+                 f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {self.run_dir}")
+        return self.run_dir / "best"
+
+    def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples, workers,
+              start: float, budget_s: float | None) -> None:
+        """Epochs of updates with evaluations in between, until epochs, patience or the time budget end."""
+        tc = self.cfg.train
+        model = translator.model
         stop = False
         while state.epoch < tc.epochs and not stop:
             batches = make_batches(examples, batch_size=None if tc.max_tokens else tc.batch_size,
@@ -164,7 +196,7 @@ class Trainer:
             for batch in batches[state.batches_done:]:
                 model.train()
                 t_update = time.time()
-                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device))
+                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device), workers)
                 state.train_s += time.time() - t_update
                 state.tokens += n_tokens
                 state.step += 1
@@ -188,33 +220,29 @@ class Trainer:
                 stop = self._evaluate(translator, state, optimizer, scheduler, start)
             state.epoch += 1
             state.batches_done = 0
-        state.finished = True
-        state.elapsed_s = time.time() - start
-        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
-        if not (self.run_dir / "best").exists():
-            self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
-        if tc.average_checkpoints >= 2:
-            self._average(translator, state)
-        self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
-                 f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {self.run_dir}")
-        return self.run_dir / "best"
 
-    def _update(self, model: Seq2Seq, optimizer, batch) -> tuple[float, int, int]:
-        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID,
-                               label_smoothing=self.cfg.train.label_smoothing)
+    def _update(self, model: Seq2Seq, optimizer, batch, workers: GradientWorkers | None) -> tuple[float, int, int]:
+        """One optimizer step on the batch's mean token loss: (that loss, correct tokens, target tokens)."""
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if workers is None:
+            loss_sum, correct, tokens = shard_loss_backward(model, batch, batch.num_target_tokens,
+                                                            self.cfg.train.label_smoothing)
+        else:
+            loss_sum, correct, tokens = workers.forward_backward(batch)
         if self.cfg.train.clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.train.clip)
         optimizer.step()
-        with torch.no_grad():
-            mask = batch.tgt_out != PAD_ID
-            correct = int(((logits.argmax(-1) == batch.tgt_out) & mask).sum())
-        return loss.item(), correct, int(mask.sum())
+        return loss_sum / tokens, correct, tokens
 
     def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         """Score dev, save checkpoints, step the schedule; True means stop early."""
+        torch.set_num_threads(self.eval_threads)  # data-parallel helpers wait meanwhile: their cores are free
+        try:
+            return self._score_and_save(translator, state, optimizer, scheduler, start)
+        finally:
+            torch.set_num_threads(self.update_threads)
+
+    def _score_and_save(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         tc = self.cfg.train
         metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
         value = metrics[self.metric]
