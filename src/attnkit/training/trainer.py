@@ -4,7 +4,9 @@ Adam with gradient clipping; learning-rate schedule ``plateau`` (cut on a
 stalled dev metric), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
 target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
-``resume=True`` continues from ``last`` exactly where it stopped.
+``resume=True`` continues from ``last`` exactly where it stopped. On a CPU,
+``train.processes: N`` shares every batch with N - 1 helper processes
+(:mod:`attnkit.training.data_parallel`); evaluation stays in this process.
 
 Checkpoint averaging (``train.average_checkpoints: N``, N >= 2): the weights of
 the N best dev evaluations are kept in ``run_dir/top/step-XXXXXXX`` (pruned to N
@@ -259,7 +261,7 @@ class Trainer:
                               "tokens": state.tokens, "train_s": round(state.train_s, 1)})
         self.log(f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
                  f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
-                 f"{state.elapsed_s / 60:.1f} min")
+                 f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train tokens/s")
         if improved:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
