@@ -78,7 +78,7 @@ class TrainConfig:
     lr: float = 0.001
     clip: float = 1.0  # gradient norm clipping (0 = off)
     label_smoothing: float = 0.0
-    scheduler: str = "plateau"  # plateau | constant | noam
+    scheduler: str = "plateau"  # plateau | cosine | constant | noam
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
     lr_patience: int = 1  # ... after this many evaluations without improvement
     min_lr: float = 1.0e-5
@@ -93,7 +93,7 @@ class TrainConfig:
     processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
     progress: bool = True
 
-    CHOICES = {"scheduler": ("plateau", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
+    CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
 
     def validate(self, where: str) -> None:
         if self.batch_size is None and self.max_tokens is None:

@@ -138,3 +138,12 @@ def test_data_parallel_processes_need_the_cpu(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer_module, "resolve_device", lambda _: torch.device("cuda"))
     with pytest.raises(ConfigError, match="train.processes"):
         Trainer(cfg, log_fn=lambda m: None)
+
+
+def test_cosine_schedule_ends_at_min_lr(tmp_path):
+    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)),
+                  {"epochs": 3, "scheduler": "cosine", "lr": 0.01, "min_lr": 1e-4})
+    Trainer(cfg, log_fn=lambda m: None).train()
+    lrs = [h["lr"] for h in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]["history"]]
+    assert len(lrs) == 3 and lrs[0] > lrs[1] > lrs[2]
+    assert lrs[2] < 1e-3  # the last update ran near the floor (5 updates an epoch: one step short of it)

@@ -1,7 +1,8 @@
 """Training a seq2seq experiment: data -> vocabularies -> model -> updates -> checkpoints.
 
 Adam with gradient clipping; learning-rate schedule ``plateau`` (cut on a
-stalled dev metric), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
+stalled dev metric), ``cosine`` (down to ``min_lr`` by the end of the epochs or
+of the time budget), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
 target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped. On a CPU,
@@ -197,6 +198,10 @@ class Trainer:
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
                 model.train()
+                if tc.scheduler == "cosine":
+                    planned = tc.epochs * len(batches)
+                    for group in optimizer.param_groups:
+                        group["lr"] = cosine_lr(tc, state.step, planned, time.time() - start, budget_s)
                 t_update = time.time()
                 loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device), workers)
                 state.train_s += time.time() - t_update
@@ -311,6 +316,24 @@ class Trainer:
                                                                  "dev": metrics, "best_single": state.best})
         self.log(f"averaged the {len(steps)} best checkpoints (updates {', '.join(map(str, steps))}): "
                  f"dev {self.metric} {metrics[self.metric]} (best single {state.best}); saved in {directory}")
+
+
+def cosine_lr(tc, step: int, planned_updates: int, elapsed_s: float, budget_s: float | None) -> float:
+    """The learning rate of update ``step`` under ``scheduler: cosine``.
+
+    Half a cosine from ``lr`` down to ``min_lr`` over the run, whose progress
+    is the larger of updates done / planned (``epochs`` x batches per epoch)
+    and time used / ``max_minutes``: a time budget gets the low learning rates
+    of the schedule's end, instead of being cut off at a high one. A linear
+    warm-up over ``warmup_steps`` updates comes first.
+    """
+    progress = step / max(1, planned_updates)
+    if budget_s:
+        progress = max(progress, elapsed_s / budget_s)
+    lr = tc.min_lr + (tc.lr - tc.min_lr) * 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    if tc.warmup_steps and step < tc.warmup_steps:
+        lr *= (step + 1) / tc.warmup_steps
+    return lr
 
 
 def _step_of(directory: Path) -> int | None:
