@@ -36,7 +36,7 @@ from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
-from attnkit.errors import AttnkitError, CheckpointError, ConfigError
+from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
@@ -83,11 +83,13 @@ class Trainer:
         if tc.threads:
             torch.set_num_threads(tc.threads)
         self.device = resolve_device(tc.device)
-        if tc.processes > 1 and self.device.type != "cpu":
-            raise ConfigError(f"train.processes: {tc.processes} data-parallel processes run on the CPU only "
-                              f"(this run's device is {self.device.type}); set train.processes: 1")
+        # Data-parallel processes are a CPU remedy: a config that asks for them still runs on a GPU, in one process.
+        self.processes = tc.processes if self.device.type == "cpu" else 1
+        if self.processes != tc.processes:
+            self.log(f"train.processes: {tc.processes} applies to the CPU only; training on {self.device.type} "
+                     "in one process")
         self.eval_threads = torch.get_num_threads()  # all of them: evaluation runs in this process alone
-        self.update_threads = max(1, self.eval_threads // tc.processes)  # each process's share while training
+        self.update_threads = max(1, self.eval_threads // self.processes)  # each process's share while training
         _, self.family, self.metric, self.higher_is_better = task_info(cfg.data.task)
         self.splits = splits or build_splits(cfg.data)
         for name in ("train", "dev"):
@@ -162,9 +164,9 @@ class Trainer:
         start = time.time() - state.elapsed_s
         budget_s = tc.max_minutes * 60 if tc.max_minutes else None
         workers = None
-        if tc.processes > 1:
-            self.log(f"{tc.processes} data-parallel processes, {self.update_threads} thread(s) each")
-            workers = GradientWorkers(model, tc.processes, tc.label_smoothing, tc.seed, self.update_threads)
+        if self.processes > 1:
+            self.log(f"{self.processes} data-parallel processes, {self.update_threads} thread(s) each")
+            workers = GradientWorkers(model, self.processes, tc.label_smoothing, tc.seed, self.update_threads)
         torch.set_num_threads(self.update_threads)
         try:
             self._loop(translator, state, optimizer, scheduler, examples, workers, start, budget_s)
