@@ -97,7 +97,7 @@ def test_bad_types(tmp_path, data, key):
     ({"model": {"attention": "cosine"}}, "model.attention", "cosine"),
     ({"model": {"rnn": "transformer"}}, "model.rnn", "transformer"),
     ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
-    ({"train": {"scheduler": "cosine"}}, "train.scheduler", "cosine"),
+    ({"train": {"scheduler": "linear"}}, "train.scheduler", "linear"),
     ({"train": {"device": "tpu"}}, "train.device", "tpu"),
     ({"data": {"overlong": "ignore"}}, "data.overlong", "ignore"),
     ({"data": {"src_level": "byte"}}, "data.src_level", "byte"),
