@@ -81,8 +81,8 @@ class TrainConfig:
     scheduler: str = "plateau"  # plateau | cosine | constant | noam
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
     lr_patience: int = 1  # ... after this many evaluations without improvement
-    min_lr: float = 1.0e-5
-    warmup_steps: int = 0  # noam: linear warm-up, then 1/sqrt(step) decay
+    min_lr: float = 1.0e-5  # plateau: never below this; cosine: where it ends
+    warmup_steps: int = 0  # noam and cosine: linear warm-up over this many updates (noam then decays as 1/sqrt)
     patience: int = 5  # early stopping: evaluations without improvement
     average_checkpoints: int = 0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
     eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)

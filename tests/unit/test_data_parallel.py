@@ -79,6 +79,6 @@ def test_a_failing_helper_is_reported():
             workers.forward_backward(batch)
 
 
-def test_needs_two_processes_on_the_cpu():
+def test_needs_at_least_two_processes():
     with pytest.raises(AttnkitError, match="at least 2"):
         GradientWorkers(_model("gru"), processes=1)

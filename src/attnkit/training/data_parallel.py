@@ -1,9 +1,9 @@
 """Synchronous data parallelism over CPU processes that share one set of weights.
 
 On a CPU, an RNN decoder runs a long chain of small matmuls, and torch's
-threads split each of them: with 2 threads one update is only ~1.5x faster
-than with 1. Two single-threaded processes, each doing half of every batch,
-use the cores far better. :class:`GradientWorkers` does this without changing
+threads split each of them poorly: 2 threads make an update well under 2x
+faster than 1. Two single-threaded processes, each doing half of every batch,
+use the cores better (``docs/RESULTS.md``). :class:`GradientWorkers` does this without changing
 what is learnt:
 
 * the model's parameters move to shared memory once; the helper processes
@@ -89,7 +89,7 @@ class GradientWorkers:
         self.params = [p for p in model.parameters() if p.requires_grad]
         model.share_memory()
         ctx = mp.get_context("spawn")  # fork after torch's thread pools start can deadlock
-        self.buffers: list[Tensor] = []
+        self.views: list[list[Tensor]] = []  # per helper: its buffer cut into one view per parameter
         self.conns: list[Any] = []
         self.procs: list[Any] = []
         numel = sum(p.numel() for p in self.params)
@@ -101,7 +101,8 @@ class GradientWorkers:
                                    args=(rank, model, buffer, child, seed, threads_per_process, label_smoothing))
                 proc.start()
                 child.close()
-                self.buffers.append(buffer)
+                self.views.append([piece.view_as(p) for piece, p in
+                                   zip(buffer.split([p.numel() for p in self.params]), self.params)])
                 self.conns.append(parent)
                 self.procs.append(proc)
             for rank, conn in enumerate(self.conns, 1):
@@ -124,13 +125,10 @@ class GradientWorkers:
             conn.send((part.src.numpy(), part.src_lengths.numpy(), part.tgt_in.numpy(), part.tgt_out.numpy(), total))
         loss_sum, correct, tokens = shard_loss_backward(self.model, shard(batch, 0, self.world), total,
                                                         self.label_smoothing)
-        for rank, (conn, buffer) in enumerate(zip(self.conns, self.buffers), 1):
+        for rank, (conn, views) in enumerate(zip(self.conns, self.views), 1):
             w_loss, w_correct, w_tokens = self._receive(rank, conn)
             loss_sum, correct, tokens = loss_sum + w_loss, correct + w_correct, tokens + w_tokens
-            offset = 0
-            for p in self.params:
-                piece = buffer[offset:offset + p.numel()].view_as(p)
-                offset += p.numel()
+            for p, piece in zip(self.params, views):
                 if p.grad is None:
                     p.grad = piece.clone()
                 else:
@@ -159,7 +157,7 @@ class GradientWorkers:
                 proc.terminate()
         for conn in self.conns:
             conn.close()
-        self.conns, self.procs, self.buffers = [], [], []
+        self.conns, self.procs, self.views = [], [], []
 
     def __enter__(self) -> "GradientWorkers":
         return self

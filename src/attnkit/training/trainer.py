@@ -196,14 +196,14 @@ class Trainer:
                                    max_tokens=tc.max_tokens, shuffle=True, seed=tc.seed * 100003 + state.epoch)
             bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
                        unit="batch", disable=not tc.progress, dynamic_ncols=True, leave=False)
+            planned_updates = tc.epochs * len(batches)  # for the cosine schedule
             tokens_seen, t_epoch = 0, time.time()
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
                 model.train()
                 if tc.scheduler == "cosine":
-                    planned = tc.epochs * len(batches)
                     for group in optimizer.param_groups:
-                        group["lr"] = cosine_lr(tc, state.step, planned, time.time() - start, budget_s)
+                        group["lr"] = cosine_lr(tc, state.step, planned_updates, time.time() - start, budget_s)
                 t_update = time.time()
                 loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device), workers)
                 state.train_s += time.time() - t_update

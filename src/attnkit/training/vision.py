@@ -7,8 +7,8 @@ An experiment file has ``family: vision`` and three sections::
     model: {type: ram, glimpses: 8, ...}          -> RAMConfig | ReaderConfig | PoolingConfig
     train: {epochs: 100, batch_size: 128, ...}    -> TrainConfig
 
-``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name) and
-with it the valid keys of the section. Unknown keys anywhere are rejected
+``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name, in
+:mod:`attnkit.training.vision_families`) and with it the valid keys of the section. Unknown keys anywhere are rejected
 with the list of valid ones.
 
 Public entry points (the CLI calls these):
