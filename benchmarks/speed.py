@@ -95,6 +95,7 @@ def build(args, device):
     torch.manual_seed(42)
     model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     model.decoder.fused = not args.reference_loop
+    model.decoder.whole_sequence = not args.reference_loop  # the no-feed model, stepped: the baseline of that path
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
     batches = make_batches(examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing)
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
@@ -247,7 +248,7 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=128, help="words per training batch")
     ap.add_argument("--decode-batch-size", type=int, default=256)
     ap.add_argument("--no-input-feeding", action="store_true", help="Luong path: RNN over the whole target at once")
-    ap.add_argument("--reference-loop", action="store_true", help="the plain nn.GRU per-step loop, not the fused cell")
+    ap.add_argument("--reference-loop", action="store_true", help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the whole-sequence call)")
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")

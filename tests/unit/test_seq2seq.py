@@ -153,6 +153,29 @@ def test_gradients_flow_to_encoder_and_attention():
         assert grad is not None and grad.abs().sum() > 0, name
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the fused CUDA cell path)")
+@pytest.mark.parametrize("att, rnn, style", [
+    ("bahdanau", "gru", "bahdanau"), ("luong-general", "lstm", "luong-feed"), ("luong-general", "gru", "luong-feed"),
+    ("bahdanau", "lstm", "luong-nofeed"),
+])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
+    """On CUDA the fused cells take the hoisted projection through the input gates: same loss and gradients as on CPU."""
+    results = []
+    for device in ("cpu", "cuda"):
+        model = _model(_cfg(att, rnn, style, layers=layers)).train().to(device)  # dropout 0: deterministic
+        src, lengths, tgt_in = (x.to(device) for x in _batch())
+        logits, _ = model(src, lengths, tgt_in)
+        logits.logsumexp(-1).sum().backward()
+        results.append((logits.detach().cpu(), {n: p.grad.cpu() for n, p in model.named_parameters()
+                                                if p.grad is not None}))
+    (cpu_logits, cpu_grads), (cuda_logits, cuda_grads) = results
+    torch.testing.assert_close(cuda_logits, cpu_logits, atol=2e-3, rtol=2e-3)
+    assert cuda_grads.keys() == cpu_grads.keys() and "decoder.rnn.weight_hh_l0" in cuda_grads
+    for name, grad in cpu_grads.items():
+        torch.testing.assert_close(cuda_grads[name], grad, atol=2e-3, rtol=2e-3, msg=name)
+
+
 def test_initial_state_shapes():
     model = _model(_cfg("luong-general", "lstm", "luong-feed", layers=2))
     src, lengths, _ = _batch()
@@ -185,3 +208,16 @@ def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
     for (a_logits, a_weights), (b_logits, b_weights) in zip(fused, plain):
         torch.testing.assert_close(a_logits, b_logits, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(a_weights, b_weights, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+def test_whole_sequence_path_equals_its_step_loop(rnn):
+    """Luong without input feeding: one RNN call over the target gives the step loop's logits and weights."""
+    model = _model(_cfg("luong-general", rnn, "luong-nofeed", layers=2))
+    src, lengths, tgt_in = _batch()
+    with torch.no_grad():
+        whole = model(src, lengths, tgt_in)
+        model.decoder.whole_sequence = False
+        stepped = model(src, lengths, tgt_in)
+    for a, b in zip(whole, stepped):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)

@@ -117,6 +117,25 @@ class DecoderState:
         return DecoderState(_index_select(self.rnn, index, dim=1), _index_select(self.feed, index))
 
 
+def _cuda_cell_step(lstm: bool, inp: Tensor, x_proj: Tensor, h: Tensor, c: Tensor | None, w_ih: Tensor,
+                    w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor | None]:
+    """One LSTM/GRU cell step on CUDA whose input gates get a per-row bias: x_proj (B, G*H), the hoisted projection.
+
+    ``torch.lstm_cell``/``gru_cell`` on CUDA require 1-D biases, so the gates are formed here and handed to the
+    same fused kernels those functions call, with both biases already inside the gates: ``x_proj + inp W_ih^T``
+    (x_proj holds b_ih) and ``h W_hh^T + b_hh`` (GRU's reset gate multiplies this whole term, b_hh included, as
+    nn.GRU does). The kernels get no separate biases: they apply their bias arguments only when both are given.
+    Returns the new h (B, H) and, for an LSTM, the new c (B, H).
+    """
+    input_gates = torch.addmm(x_proj, inp, w_ih.t())  # (B, G*H)
+    hidden_gates = F.linear(h, w_hh, b_hh)  # (B, G*H)
+    if lstm:
+        h_new, c_new, _ = torch.ops.aten._thnn_fused_lstm_cell(input_gates, hidden_gates, c)
+        return h_new, c_new
+    h_new, _ = torch.ops.aten._thnn_fused_gru_cell(input_gates, hidden_gates, h)
+    return h_new, None
+
+
 def _top_layer(rnn_state: Any) -> Tensor:
     """(B, H): the top layer's hidden state (h for LSTM)."""
     h = rnn_state[0] if isinstance(rnn_state, tuple) else rnn_state
@@ -169,6 +188,7 @@ class Decoder(nn.Module):
     """
 
     fused = True
+    whole_sequence = True  # Luong without input feeding: one RNN call over the target (False: step loop)
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
@@ -248,12 +268,16 @@ class Decoder(nn.Module):
                 inp, b_ih = extra, x_proj_t  # the hoisted projection is a per-row input bias
             else:
                 inp = F.dropout(new_h[-1], self.rnn.dropout, self.training)  # as nn.GRU between layers
-            if lstm:
+            if layer == 0 and inp.is_cuda:
+                # CUDA's fused cells take only 1-D biases: add the per-row projection to the input gates here.
+                h, c = _cuda_cell_step(lstm, inp, b_ih, h_all[layer], c_all[layer] if lstm else None, w_ih, w_hh, b_hh)
+            elif lstm:
                 h, c = torch.lstm_cell(inp, (h_all[layer], c_all[layer]), w_ih, w_hh, b_ih, b_hh)
-                new_c.append(c)
             else:
-                h = torch.gru_cell(inp, h_all[layer], w_ih, w_hh, b_ih, b_hh)
+                h, c = torch.gru_cell(inp, h_all[layer], w_ih, w_hh, b_ih, b_hh), None
             new_h.append(h)
+            if lstm:
+                new_c.append(c)
         h_stack = torch.stack(new_h)  # (L, B, H)
         return new_h[-1], ((h_stack, torch.stack(new_c)) if lstm else h_stack)
 
@@ -311,7 +335,7 @@ class Decoder(nn.Module):
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
         """tgt_in (B, T) -> logits (B, T, V), weights (B, T, S)."""
         emb = self.dropout(self.embed(tgt_in))  # (B, T, E), embedded once for all steps
-        if self.style == "luong" and not self.input_feeding:
+        if self.style == "luong" and not self.input_feeding and self.whole_sequence:
             # No step depends on the previous attention: one RNN call over T,
             # then attention for all T steps in one batched matmul.
             out, _ = self.rnn(emb, state.rnn)  # (B, T, H)
