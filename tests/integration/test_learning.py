@@ -122,8 +122,11 @@ def _params(run):
     return Translator.load(run / "last", "cpu").model.state_dict()
 
 
-def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch):
-    train = {"epochs": 2, "batch_size": 20, "eval_every": 5, "patience": 100}
+@pytest.mark.parametrize("schedule", [{"scheduler": "plateau"}, {"scheduler": "noam", "warmup_steps": 8}])
+def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, schedule):
+    """Weights and learning rates of an interrupted and resumed run equal those of a straight one (noam's warm-up
+    does not start again)."""
+    train = {"epochs": 2, "batch_size": 20, "eval_every": 5, "patience": 100, **schedule}
     straight = _write_config(tmp_path / "a.yaml", small_task, tmp_path / "a", TINY_MODEL, train)
     assert main(["train", str(straight)]) == 0
 
@@ -139,7 +142,7 @@ def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch):
     state = _state(tmp_path / "b")
     assert state["step"] == 20 and state["finished"]
     assert [h["step"] for h in state["history"]] == [5, 10, 15, 20]
-    assert [h["step"] for h in state["history"]] == [h["step"] for h in _state(tmp_path / "a")["history"]]
+    assert [(h["step"], h["lr"]) for h in state["history"]] == [(h["step"], h["lr"]) for h in _state(tmp_path / "a")["history"]]
     a, b = _params(tmp_path / "a"), _params(tmp_path / "b")
     for name in a:
         torch.testing.assert_close(b[name], a[name], msg=name)

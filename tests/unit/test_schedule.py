@@ -1,11 +1,11 @@
-"""The cosine learning-rate schedule of the seq2seq trainer."""
+"""The cosine and noam learning-rate schedules of the seq2seq trainer."""
 
 import math
 
 import pytest
 
 from attnkit.experiment import TrainConfig
-from attnkit.training.trainer import cosine_lr
+from attnkit.training.trainer import cosine_lr, noam_lr
 
 
 def _tc(**kw):
@@ -35,3 +35,13 @@ def test_warmup_scales_the_first_updates():
     tc = _tc(warmup_steps=10)
     assert cosine_lr(tc, 0, 1000, 0.0, None) == pytest.approx(cosine_lr(_tc(), 0, 1000, 0.0, None) / 10)
     assert cosine_lr(tc, 10, 1000, 0.0, None) == pytest.approx(cosine_lr(_tc(), 10, 1000, 0.0, None))
+
+
+def test_noam_rises_to_lr_over_the_warmup_then_decays_as_one_over_sqrt():
+    tc = _tc(scheduler="noam", warmup_steps=100)
+    assert noam_lr(tc, 0) == pytest.approx(1e-3 / 100)
+    assert noam_lr(tc, 49) == pytest.approx(1e-3 / 2)
+    assert noam_lr(tc, 99) == pytest.approx(1e-3)  # the peak: update 100
+    assert noam_lr(tc, 399) == pytest.approx(1e-3 / 2)  # 4x the warm-up: half the peak
+    lrs = [noam_lr(tc, s) for s in range(1000)]
+    assert max(lrs) == pytest.approx(1e-3) and lrs.index(max(lrs)) == 99

@@ -140,10 +140,7 @@ class Trainer:
             return torch.optim.lr_scheduler.ReduceLROnPlateau(
                 optimizer, mode="max" if self.higher_is_better else "min", factor=tc.lr_factor,
                 patience=tc.lr_patience, min_lr=tc.min_lr)
-        if tc.scheduler == "noam":
-            warm = max(1, tc.warmup_steps)
-            return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warm, math.sqrt(warm / (s + 1))))
-        return None
+        return None  # cosine and noam: the rate is a function of the update number, set before every update
 
     # ---- the loop ------------------------------------------------------------
     def train(self, resume: bool = False) -> Path:
@@ -201,17 +198,17 @@ class Trainer:
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
                 model.train()
-                if tc.scheduler == "cosine":
+                if tc.scheduler in ("cosine", "noam"):  # derived from the saved step: a resumed run goes on exactly
+                    lr = (cosine_lr(tc, state.step, planned_updates, time.time() - start, budget_s)
+                          if tc.scheduler == "cosine" else noam_lr(tc, state.step))
                     for group in optimizer.param_groups:
-                        group["lr"] = cosine_lr(tc, state.step, planned_updates, time.time() - start, budget_s)
+                        group["lr"] = lr
                 t_update = time.time()
                 loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device), workers)
                 state.train_s += time.time() - t_update
                 state.tokens += n_tokens
                 state.step += 1
                 state.batches_done += 1
-                if scheduler is not None and tc.scheduler == "noam":
-                    scheduler.step()
                 tokens_seen += n_tokens
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
@@ -336,6 +333,13 @@ def cosine_lr(tc, step: int, planned_updates: int, elapsed_s: float, budget_s: f
     if tc.warmup_steps and step < tc.warmup_steps:
         lr *= (step + 1) / tc.warmup_steps
     return lr
+
+
+def noam_lr(tc, step: int) -> float:
+    """The learning rate of update ``step`` (0-based) under ``scheduler: noam``: ``lr`` x min((step + 1) / warm-up,
+    sqrt(warm-up / (step + 1))), a linear rise to ``lr`` over ``warmup_steps`` updates, then 1/sqrt decay."""
+    warm = max(1, tc.warmup_steps)
+    return tc.lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
 
 
 def _step_of(directory: Path) -> int | None:
