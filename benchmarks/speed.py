@@ -5,6 +5,7 @@
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
     python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
+    python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
 
 The reference model (identical in both toolkits): CMUdict G2P, char source,
 phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
@@ -96,6 +97,8 @@ def build(args, device):
     model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     model.decoder.fused = not args.reference_loop
     model.decoder.whole_sequence = not args.reference_loop  # the no-feed model, stepped: the baseline of that path
+    if args.compile:
+        model.decoder.compile_step()  # compiled during the untimed warm-up updates
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
     batches = make_batches(examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing)
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
@@ -254,6 +257,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
     ap.add_argument("--processes", type=int, default=1,
                     help="data-parallel CPU processes sharing the threads (train.processes), each doing 1/N of a batch")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the decoder step for training (train.compile); decoding stays eager")
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
     ap.add_argument("--same-learning", action="store_true",
                     help="also train the fused path and the reference loop from one initialisation and compare dev accuracy")
@@ -271,7 +276,7 @@ def main() -> None:
               "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
               "attention": args.attention, "input_feeding": not args.no_input_feeding,
               "path": "reference-loop" if args.reference_loop else ("whole-sequence" if args.no_input_feeding else "fused"),
-              "bucketing": not args.no_bucketing, "matmul_peak_gflops": round(peak, 1)}
+              "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}
     result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
     result.update(decode_speed(args, cfg, model, tokenizers, splits, device))

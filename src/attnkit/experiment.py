@@ -91,6 +91,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch CPU threads (0 = torch's default)
     processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
+    compile: bool = False  # torch.compile the decoder's one-step function (one process only; compiling takes a minute)
     progress: bool = True
 
     CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
@@ -106,6 +107,9 @@ class TrainConfig:
             raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
         if self.processes < 1:
             raise ConfigError(f"{_key(where, 'processes')}: must be at least 1")
+        if self.compile and self.processes > 1:
+            raise ConfigError(f"{_key(where, 'compile')}: needs {_key(where, 'processes')}: 1 "
+                              "(the helper processes would each compile their own copy)")
 
 
 @dataclass

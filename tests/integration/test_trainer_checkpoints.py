@@ -148,3 +148,15 @@ def test_cosine_schedule_ends_at_min_lr(tmp_path):
     lrs = [h["lr"] for h in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]["history"]]
     assert len(lrs) == 3 and lrs[0] > lrs[1] > lrs[2]
     assert lrs[2] < 1e-3  # the last update ran near the floor (5 updates an epoch: one step short of it)
+
+
+def test_train_compile_compiles_the_decoder_step(tmp_path, monkeypatch):
+    """train.compile: true hands the decoder step to torch.compile before the first update (the compiled
+    function itself is tested against the eager one in the unit tests)."""
+    from attnkit.models.seq2seq import Decoder
+
+    calls = []
+    monkeypatch.setattr(Decoder, "compile_step", lambda self: calls.append(self))
+    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)), {"epochs": 1, "compile": True})
+    Trainer(cfg, log_fn=lambda m: None).train()
+    assert len(calls) == 1

@@ -122,6 +122,8 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
     ({"data": {"max_src_len": 0}}, "data.max_src_len"),
     ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
     ({"train": {"batch_size": None}}, "batch_size"),
+    ({"train": {"processes": 0}}, "train.processes"),
+    ({"train": {"compile": True, "processes": 2}}, "train.compile"),
 ])
 def test_bad_values(tmp_path, data, key):
     assert key in _error(tmp_path, data)

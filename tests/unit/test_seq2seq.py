@@ -221,3 +221,24 @@ def test_whole_sequence_path_equals_its_step_loop(rnn):
         stepped = model(src, lengths, tgt_in)
     for a, b in zip(whole, stepped):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_compiled_step_gives_the_eager_loss_and_gradients():
+    """train.compile: the torch.compile'd one-step function computes the same function, for any batch shape."""
+    model = _model(_cfg("bahdanau", "gru", "luong-feed")).train()
+    batches = [_batch(), _batch(lengths=(7, 5, 3, 2), t=6, seed=3)]
+    eager = []
+    for src, lengths, tgt_in in batches:
+        logits, _ = model(src, lengths, tgt_in)
+        logits.logsumexp(-1).sum().backward()
+        eager.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+        model.zero_grad()
+    model.decoder.compile_step()
+    for (src, lengths, tgt_in), (logits_e, grads_e) in zip(batches, eager):
+        logits, _ = model(src, lengths, tgt_in)
+        logits.logsumexp(-1).sum().backward()
+        torch.testing.assert_close(logits, logits_e, atol=1e-5, rtol=1e-5)
+        for name, grad in grads_e.items():
+            torch.testing.assert_close(dict(model.named_parameters())[name].grad, grad, atol=1e-5, rtol=1e-5, msg=name)
+        model.zero_grad()

@@ -299,6 +299,11 @@ class Decoder(nn.Module):
         attn_vec = self._drop(torch.tanh(self.combine(torch.cat([context, h_t], -1))), keep_t)  # h~_t, (B, H)
         return attn_vec, DecoderState(rnn_state, attn_vec if self.input_feeding else None), weights
 
+    def compile_step(self) -> None:
+        """Replace ``_step`` on this instance by its ``torch.compile`` version (one graph for any batch and source
+        length: shapes are dynamic). Teacher forcing and decoding both go through it; the weights are unchanged."""
+        self._step = torch.compile(self._step, dynamic=True)
+
     def _drop(self, x: Tensor, keep: Tensor | None) -> Tensor:
         return self.dropout(x) if keep is None else x * keep
 

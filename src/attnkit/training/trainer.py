@@ -164,6 +164,9 @@ class Trainer:
         if self.processes > 1:
             self.log(f"{self.processes} data-parallel processes, {self.update_threads} thread(s) each")
             workers = GradientWorkers(model, self.processes, tc.label_smoothing, tc.seed, self.update_threads)
+        if tc.compile:
+            self.log("train.compile: the decoder step goes through torch.compile (the first updates wait for it)")
+            model.decoder.compile_step()
         torch.set_num_threads(self.update_threads)
         try:
             self._loop(translator, state, optimizer, scheduler, examples, workers, start, budget_s)
