@@ -124,7 +124,7 @@ def _cuda_cell_step(lstm: bool, inp: Tensor, x_proj: Tensor, h: Tensor, c: Tenso
     ``torch.lstm_cell``/``gru_cell`` on CUDA require 1-D biases, so the gates are formed here and handed to the
     same fused kernels those functions call, with both biases already inside the gates: ``x_proj + inp W_ih^T``
     (x_proj holds b_ih) and ``h W_hh^T + b_hh`` (GRU's reset gate multiplies this whole term, b_hh included, as
-    nn.GRU does). The kernels get no separate biases: they apply their bias arguments only when both are given.
+    nn.GRU does). The kernels get no separate biases (given a hidden bias alone, they leave it out: seen on an H100).
     Returns the new h (B, H) and, for an LSTM, the new c (B, H).
     """
     input_gates = torch.addmm(x_proj, inp, w_ih.t())  # (B, G*H)
@@ -184,7 +184,9 @@ class Decoder(nn.Module):
     steps at once, and each step is one ``torch.gru_cell``/``lstm_cell`` call per
     layer fed only the part that depends on the previous step. The parameters
     are the RNN module's own, so both paths compute the same function (tested);
-    ``fused = False`` keeps the straightforward per-step module call.
+    ``fused = False`` keeps the straightforward per-step module call. On CUDA,
+    whose cells take only 1-D biases, layer 0 forms its gates itself and calls
+    the same fused kernels (``_cuda_cell_step``).
     """
 
     fused = True
