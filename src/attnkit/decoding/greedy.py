@@ -56,6 +56,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
     scores = torch.zeros(b, device=device)
     tokens = torch.full((b, max_len), EOS_ID, dtype=torch.long, device=device)  # (B, T)
     weights = torch.zeros(b, max_len, src.size(1), device=device)  # (B, T, S)
+    finished = torch.zeros(b, dtype=torch.bool, device=device)  # (B,): emitted </s>
     for t in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, S)
         best_logp, prev = output_log_probs(logits).max(dim=-1)  # (b_open,)
@@ -64,6 +65,7 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
         weights[rows, t] = w.float()
         ended = prev == EOS_ID
         if bool(ended.any()):
+            finished[rows[ended]] = True
             open_ = (~ended).nonzero().squeeze(1)
             if open_.numel() == 0:
                 tokens = tokens[:, : t + 1]
@@ -71,7 +73,6 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
                 break
             rows, prev = rows[open_], prev[open_]
             state, memory = state.index_select(open_), memory.index_select(open_)
-    finished = (tokens == EOS_ID).any(dim=1)
     return _collect(tokens, weights, scores, src_lengths, finished)
 
 
