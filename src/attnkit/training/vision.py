@@ -235,9 +235,9 @@ def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_c
     with torch.no_grad():
         for idx in _batches(len(split), batch_size, split.images.device, shuffle=False):
             correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
-    n = len(split)
-    accuracy = float(correct) / max(n, 1)
-    return {"images": n, "accuracy": accuracy, "error_pct": 100.0 * (1.0 - accuracy)}
+    n, right = len(split), float(correct)
+    # from the counts: 410 wrong of 10,000 is exactly 4.1, where 100 * (1 - 0.959) is 4.100000000000001
+    return {"images": n, "accuracy": right / max(n, 1), "error_pct": 100.0 * (n - right) / max(n, 1)}
 
 
 def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
