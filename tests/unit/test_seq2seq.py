@@ -242,3 +242,51 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
         for name, grad in grads_e.items():
             torch.testing.assert_close(dict(model.named_parameters())[name].grad, grad, atol=1e-5, rtol=1e-5, msg=name)
         model.zero_grad()
+
+
+LOOP_ATTENTIONS = ["bahdanau", "luong-dot", "luong-general", "luong-concat", "scaled-dot"]
+
+
+def _train_once(model, batch, seed=5):
+    """Logits, weights and every parameter's gradient of one teacher-forced pass (dropout drawn from ``seed``)."""
+    src, lengths, tgt_in = batch
+    torch.manual_seed(seed)
+    logits, weights = model(src, lengths, tgt_in)
+    # a loss that weighs every position differently, so a gradient sent to the wrong step shows
+    position_weights = torch.arange(logits.size(0) * logits.size(1), dtype=logits.dtype).view(logits.shape[:2]).sin()
+    (logits.logsumexp(-1) * position_weights).sum().backward()
+    return logits.detach(), weights, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@pytest.mark.parametrize("rnn", ["gru", "lstm"])
+@pytest.mark.parametrize("att", LOOP_ATTENTIONS)
+def test_handwritten_backward_loop_equals_autograd(att, rnn):
+    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients (float64, dropout on)."""
+    cfg = _cfg(att, rnn, "luong-feed")
+    cfg.dropout = 0.3
+    batch = _batch(lengths=(6, 4, 1, 3), t=5)
+    results = []
+    with torch.autograd.set_grad_enabled(True):
+        for handwritten in (True, False):
+            model = _model(cfg).double().train()
+            model.decoder.handwritten_backward = handwritten
+            assert (model.decoder._loop_spec() is not None) == handwritten
+            results.append(_train_once(model, batch))
+    (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
+    torch.testing.assert_close(logits_a, logits_b, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(weights_a, weights_b, atol=1e-12, rtol=1e-10)
+    assert grads_a.keys() == grads_b.keys() and "decoder.rnn.weight_hh_l0" in grads_a
+    for name, grad in grads_b.items():
+        torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+    # masked source positions got exactly zero weight
+    src = batch[0]
+    assert torch.all(weights_a.masked_select((src == PAD_ID).unsqueeze(1).expand_as(weights_a)) == 0)
+
+
+@pytest.mark.parametrize("att, rnn, style, layers", [
+    ("multihead", "gru", "luong-feed", 1), ("bahdanau", "lstm", "luong-feed", 2), ("bahdanau", "gru", "bahdanau", 1),
+    ("luong-general", "gru", "luong-nofeed", 1),
+])
+def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
+    model = _model(_cfg(att, rnn, style, layers=layers))
+    assert model.decoder._loop_spec() is None

@@ -32,10 +32,11 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention import build_attention
-from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.attention.modules import ATTENTION_TYPES, BahdanauAttention, LuongAttention, ScaledDotAttention
 from attnkit.data.vocab import PAD_ID
 from attnkit.config import join_key
 from attnkit.errors import ConfigError
+from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
 
 
 @dataclass
@@ -187,10 +188,17 @@ class Decoder(nn.Module):
     ``fused = False`` keeps the straightforward per-step module call. On CUDA,
     whose cells take only 1-D biases, layer 0 forms its gates itself and calls
     the same fused kernels (``_cuda_cell_step``).
+
+    Training the one-layer input-fed Luong decoder (additive or dot-product
+    scores) goes further: the whole teacher-forced loop is one autograd node
+    whose backward is derived by hand (:mod:`attnkit.models.teacher_forcing_loop`),
+    so every weight gradient is one matmul over all steps. ``handwritten_backward
+    = False`` keeps autograd over the fused step loop (the two are tested equal).
     """
 
     fused = True
     whole_sequence = True  # Luong without input feeding: one RNN call over the target (False: step loop)
+    handwritten_backward = True  # training the input-fed Luong decoder: one node for the loop (False: autograd)
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
@@ -305,6 +313,40 @@ class Decoder(nn.Module):
         """Replace ``_step`` on this instance by its ``torch.compile`` version (one graph for any batch and source
         length: shapes are dynamic). Teacher forcing and decoding both go through it; the weights are unchanged."""
         self._step = torch.compile(self._step, dynamic=True)
+        self._compiled = True
+
+    def _loop_spec(self) -> LoopSpec | None:
+        """What the handwritten-backward loop needs to know, or None where it does not apply.
+
+        It covers one input-fed Luong layer attending with additive (bahdanau, luong-concat) or dot-product
+        (luong-dot, luong-general, scaled-dot) scores; multi-head attention and stacked layers use autograd.
+        """
+        if not (self.handwritten_backward and self.fused and self.input_feeding and self.layers == 1) \
+                or getattr(self, "_compiled", False):
+            return None
+        att = self.attention
+        lstm = self.rnn_kind == "lstm"
+        if isinstance(att, BahdanauAttention) or (isinstance(att, LuongAttention) and att.score == "concat"):
+            return LoopSpec(lstm, additive=True)
+        if isinstance(att, LuongAttention):
+            return LoopSpec(lstm, additive=False)
+        if isinstance(att, ScaledDotAttention):
+            return LoopSpec(lstm, additive=False, scale=att.query_proj.out_features ** -0.5)
+        return None
+
+    def _forward_loop(self, spec: LoopSpec, emb: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
+        """Teacher forcing through the handwritten-backward loop: emb (B, T, E) -> logits (B, T, V), weights (B, T, S)."""
+        b, steps = emb.shape[:2]
+        x_proj = self._project_inputs(emb.transpose(0, 1))  # (T, B, G*H), time-major: each step contiguous
+        keep = self._dropout_masks(b, steps, emb)  # (T, B, H) or None, drawn as the step loop draws them
+        ((w_feed, w_hh, _, b_hh),) = self._cell_weights()
+        h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
+        att = self.attention
+        w_q = att.query_proj.weight if hasattr(att, "query_proj") else None
+        v = att.v if spec.additive else None
+        out, weights = run_loop(spec, x_proj, h0, c0, state.feed, memory.states, memory.projected, memory.mask,
+                                keep, w_feed, w_hh, b_hh, w_q, v, self.combine.weight, self.combine.bias)
+        return self.output(out.transpose(0, 1)), weights.transpose(0, 1)
 
     def _drop(self, x: Tensor, keep: Tensor | None) -> Tensor:
         return self.dropout(x) if keep is None else x * keep
@@ -349,6 +391,9 @@ class Decoder(nn.Module):
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights
+        spec = self._loop_spec() if torch.is_grad_enabled() else None
+        if spec is not None:
+            return self._forward_loop(spec, emb, state, memory)
         # Per-step inputs are unbound once: indexing [:, t] inside the loop would
         # make autograd zero-fill a full (B, T, ...) gradient for every step.
         steps = tgt_in.size(1)

@@ -1,0 +1,228 @@
+"""Teacher forcing of the input-fed Luong decoder as one autograd node with a hand-derived backward.
+
+Step t of the decoder (one layer, GRU or LSTM, input feeding):
+
+    gates_x = x_t + h~_{t-1} W_f^T           x_t: the embedding's part of the input gates, hoisted (T, B, G*H)
+    gates_h = h_{t-1} W_hh^T + b_hh
+    h_t     = cell(gates_x, gates_h, h_{t-1})                 GRU or LSTM gate arithmetic
+    q_t     = h_t W_q^T   (or h_t itself)                     the query
+    e_t     = v . tanh(q_t + P)   or   scale * P q_t          additive or dot scores over the source (B, S)
+    a_t     = masked softmax(e_t),  c_t = a_t K               weights (B, S), context (B, Dk)
+    h~_t    = tanh([c_t; h_t] W_c^T + b_c) * keep_t           the attentional vector, dropout mask keep_t
+
+Autograd over that loop records some forty small nodes per step, accumulates every weight gradient step by
+step, and zero-fills views. Here the forward loop keeps what the backward needs in (T, ...) buffers, and the
+backward loop does only what the recurrence forces to be sequential: the gradients with respect to the step's
+inputs. Every weight gradient is then one matmul over all T*B rows (e.g. dW_hh = dG_h^T [h_0..h_{T-1}]), and
+the key and value gradients one batched matmul over T. The arithmetic is the same as the step loop's, so the
+two paths agree to float rounding (tested against it, gradients included).
+
+Shapes: T target steps, B batch, S source length, H decoder hidden, G gates (3 GRU, 4 LSTM), Dk memory
+width, A attention width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    """What the loop computes, besides its tensors.
+
+    lstm: LSTM gate arithmetic (else GRU); additive: ``v . tanh(q + P)`` scores (else ``scale * P q``).
+    """
+
+    lstm: bool
+    additive: bool
+    scale: float = 1.0
+
+
+def run_loop(spec: LoopSpec, x_proj: Tensor, h0: Tensor, c0: Tensor | None, feed0: Tensor, keys: Tensor,
+             projected: Tensor, mask: Tensor, keep: Tensor | None, w_feed: Tensor, w_hh: Tensor, b_hh: Tensor,
+             w_q: Tensor | None, v: Tensor | None, w_c: Tensor, b_c: Tensor) -> tuple[Tensor, Tensor]:
+    """The whole teacher-forced loop.
+
+    x_proj (T, B, G*H) with b_ih inside; h0, c0, feed0 (B, H) (c0 None for a GRU); keys (B, S, Dk) the values
+    attended; projected (B, S, A) the keys as scored; mask (B, S) bool; keep (T, B, H) scaled dropout masks or
+    None; w_feed (G*H, H) the input-fed columns of W_ih; w_q (A, H) or None (query = h_t); v (A,) for additive
+    scores. Returns the attentional vectors (T, B, H) and the attention weights (T, B, S) (no gradient).
+    """
+    if c0 is None:
+        c0 = h0.new_empty(0)
+    if keep is None:
+        keep = h0.new_empty(0)
+    if w_q is None:
+        w_q = h0.new_empty(0)
+    if v is None:
+        v = h0.new_empty(0)
+    return _TeacherForcingLoop.apply(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh,
+                                     b_hh, w_q, v, w_c, b_c)
+
+
+def _flat(x: Tensor) -> Tensor:
+    """(T, B, D) -> (T*B, D): the rows of every step, for one weight-gradient matmul."""
+    return x.reshape(-1, x.size(-1))
+
+
+class _TeacherForcingLoop(torch.autograd.Function):
+    # Optional inputs arrive as empty tensors (autograd Functions return one gradient per input).
+
+    @staticmethod
+    def forward(ctx, spec: LoopSpec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh, b_hh,
+                w_q, v, w_c, b_c):
+        steps, batch, _ = x_proj.shape
+        hidden = h0.size(-1)
+        dk = keys.size(-1)
+        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
+        new = x_proj.new_empty
+        # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
+        ctx_h = new(steps, batch, dk + hidden)
+        states = ctx_h[..., dk:]  # (T, B, H)
+        gates = new(steps, batch, (4 if spec.lstm else 3) * hidden)  # activated gates
+        extra = new(steps, batch, hidden)  # GRU: h_{t-1} W_hn^T + b_hn (the part r multiplies); LSTM: tanh(c_t)
+        cells = new(steps, batch, hidden) if spec.lstm else None
+        queries = new(steps, batch, w_q.size(0)) if has_q else None
+        energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
+        weights = new(steps, batch, keys.size(1))
+        combined = new(steps, batch, hidden)  # tanh(...) before dropout
+        out = new(steps, batch, hidden)
+        blocked = ~mask
+        fill = torch.finfo(x_proj.dtype).min
+        h, c, feed = h0, c0, feed0
+        for t in range(steps):
+            gx = torch.addmm(x_proj[t], feed, w_feed.t())
+            gh = torch.addmm(b_hh, h, w_hh.t())
+            g = gates[t]
+            if spec.lstm:
+                torch.add(gx, gh, out=g)
+                g[:, : 2 * hidden].sigmoid_()  # i, f
+                g[:, 2 * hidden: 3 * hidden].tanh_()  # g
+                g[:, 3 * hidden:].sigmoid_()  # o
+                i, f, gg, o = g.chunk(4, 1)
+                c = torch.addcmul(f * c, i, gg, out=cells[t])
+                torch.tanh(c, out=extra[t])
+                torch.mul(o, extra[t], out=states[t])
+            else:
+                torch.add(gx[:, : 2 * hidden], gh[:, : 2 * hidden], out=g[:, : 2 * hidden]).sigmoid_()  # r, z
+                r, z, n = g.chunk(3, 1)
+                extra[t].copy_(gh[:, 2 * hidden:])
+                torch.addcmul(gx[:, 2 * hidden:], r, extra[t], out=n).tanh_()
+                torch.addcmul(n, z, h - n, out=states[t])  # (1 - z) n + z h
+            h = states[t]
+            q = h if not has_q else torch.mm(h, w_q.t(), out=queries[t])
+            if spec.additive:
+                e = torch.add(projected, q.unsqueeze(1), out=energies[t]).tanh_()  # (B, S, A)
+                scores = torch.matmul(e, v)  # (B, S)
+            else:
+                scores = torch.bmm(projected, q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
+            a = torch.softmax(scores.masked_fill_(blocked, fill), -1).mul_(mask)
+            weights[t] = a
+            ctx_h[t, :, :dk] = torch.bmm(a.unsqueeze(1), keys).squeeze(1)
+            torch.addmm(b_c, ctx_h[t], w_c.t(), out=combined[t]).tanh_()
+            feed = torch.mul(combined[t], keep[t], out=out[t]) if has_keep else combined[t]
+        if not has_keep:
+            out.copy_(combined)
+        ctx.spec = spec
+        ctx.buffers = (ctx_h, gates, extra, cells, queries, energies, combined)
+        ctx.save_for_backward(h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights)
+        ctx.mark_non_differentiable(weights)
+        return out, weights
+
+    @staticmethod
+    def backward(ctx, grad_out, _grad_weights):
+        spec = ctx.spec
+        ctx_h, gates, extra, cells, queries, energies, combined = ctx.buffers
+        h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights = ctx.saved_tensors
+        steps, batch, hidden = grad_out.shape
+        dk = keys.size(-1)
+        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
+        states = ctx_h[..., dk:]
+        new = grad_out.new_empty
+        d_gates_x = new(gates.shape)  # also the gradient of x_proj
+        d_gates_h = d_gates_x if spec.lstm else new(gates.shape)  # GRU: the n part differs (times r)
+        d_combined = new(steps, batch, hidden)  # before tanh
+        d_context = new(steps, batch, dk)
+        d_scores = new(weights.shape)
+        d_queries = new(queries.shape) if has_q else None
+        d_projected = torch.zeros_like(projected) if spec.additive else None
+        d_h = grad_out.new_zeros(batch, hidden)  # from step t+1 through the recurrence
+        d_c = grad_out.new_zeros(batch, hidden) if spec.lstm else None
+        d_feed = grad_out.new_zeros(batch, hidden)  # from step t+1 through input feeding
+        for t in reversed(range(steps)):
+            d_o = grad_out[t] + d_feed
+            if has_keep:
+                d_o = d_o * keep[t]
+            u = combined[t]
+            d_u = torch.mul(d_o, 1 - u * u, out=d_combined[t])
+            d_ch = torch.mm(d_u, w_c)  # (B, Dk + H)
+            d_context[t] = d_ch[:, :dk]
+            d_h = d_h + d_ch[:, dk:]
+            # attention: context -> weights -> scores -> query
+            a = weights[t]
+            d_a = torch.bmm(keys, d_ch[:, :dk].unsqueeze(-1)).squeeze(-1)  # (B, S)
+            d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=d_scores[t])  # softmax; 0 where masked
+            if spec.additive:
+                e = energies[t]
+                d_e = (d_s.unsqueeze(-1) * v) * (1 - e * e)  # (B, S, A), before tanh
+                d_projected += d_e
+                d_q = d_e.sum(1)
+            else:
+                d_q = torch.bmm(d_s.unsqueeze(1), projected).squeeze(1).mul_(spec.scale)
+            if has_q:
+                d_queries[t] = d_q
+                d_h = torch.addmm(d_h, d_q, w_q)
+            else:
+                d_h = d_h + d_q
+            # the cell
+            h_prev = states[t - 1] if t > 0 else h0
+            g = gates[t]
+            dg = d_gates_x[t]
+            if spec.lstm:
+                i, f, gg, o = g.chunk(4, 1)
+                tanh_c = extra[t]
+                c_prev = cells[t - 1] if t > 0 else c0
+                d_c = d_c + d_h * o * (1 - tanh_c * tanh_c)
+                di, df, dgg, do = dg.chunk(4, 1)
+                torch.mul(d_c * gg, i * (1 - i), out=di)
+                torch.mul(d_c * c_prev, f * (1 - f), out=df)
+                torch.mul(d_c * i, 1 - gg * gg, out=dgg)
+                torch.mul(d_h * tanh_c, o * (1 - o), out=do)
+                d_c = d_c * f
+                d_h_prev = torch.mm(dg, w_hh)
+            else:
+                r, z, n = g.chunk(3, 1)
+                dr, dz, dn = dg.chunk(3, 1)
+                torch.mul(d_h * (1 - z), 1 - n * n, out=dn)
+                torch.mul(dn * extra[t], r * (1 - r), out=dr)
+                torch.mul(d_h * (h_prev - n), z * (1 - z), out=dz)
+                dgh = d_gates_h[t]
+                dgh[:, : 2 * hidden] = dg[:, : 2 * hidden]
+                torch.mul(dn, r, out=dgh[:, 2 * hidden:])
+                d_h_prev = torch.addmm(d_h * z, dgh, w_hh)
+            d_h = d_h_prev
+            d_feed = torch.mm(dg, w_feed)
+        # weight and memory gradients: one matmul over all steps each
+        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H)
+        feed_prev_all = torch.cat([feed0.unsqueeze(0), out[:-1]])
+        d_w_feed = _flat(d_gates_x).t() @ _flat(feed_prev_all)
+        d_w_hh = _flat(d_gates_h).t() @ _flat(h_prev_all)
+        d_b_hh = _flat(d_gates_h).sum(0)
+        d_w_c = _flat(d_combined).t() @ _flat(ctx_h)
+        d_b_c = _flat(d_combined).sum(0)
+        d_keys = torch.bmm(weights.permute(1, 2, 0), d_context.transpose(0, 1))  # (B, S, Dk)
+        d_w_q = d_v = None
+        if has_q:
+            d_w_q = _flat(d_queries).t() @ _flat(states)
+        if spec.additive:
+            d_v = d_scores.reshape(1, -1) @ energies.reshape(-1, energies.size(-1))  # (1, A)
+            d_v = d_v.view(-1)
+        else:
+            query_all = queries if has_q else states
+            d_projected = torch.bmm(d_scores.permute(1, 2, 0), query_all.transpose(0, 1)).mul_(spec.scale)
+        d_c0 = d_c if spec.lstm else None
+        return (None, d_gates_x, d_h, d_c0, d_feed, d_keys, d_projected, None, None, d_w_feed, d_w_hh, d_b_hh,
+                d_w_q, d_v, d_w_c, d_b_c)
