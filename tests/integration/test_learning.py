@@ -66,7 +66,10 @@ def test_tiny_model_learns_to_reverse_digit_strings(tmp_path, capsys):
     (t,) = translator.translate(["123456"])
     if t.output == "654321":
         looked_at = t.weights[:6, :6].argmax(-1).tolist()
-        assert sum(a == 5 - i for i, a in enumerate(looked_at)) >= 4, looked_at
+        # within one position of the mirror at every step, and moving right to left (float rounding
+        # alone moves a peak by one position between otherwise equal runs)
+        assert all(abs(a - (5 - i)) <= 1 for i, a in enumerate(looked_at)), looked_at
+        assert all(b <= a for a, b in zip(looked_at, looked_at[1:])), looked_at
 
 
 def test_demo_quick(tmp_path, capsys):

@@ -36,6 +36,8 @@ from attnkit.attention.modules import ATTENTION_TYPES, BahdanauAttention, LuongA
 from attnkit.data.vocab import PAD_ID
 from attnkit.config import join_key
 from attnkit.errors import ConfigError
+from attnkit.models.dropout import Dropout, dropout, keep_mask
+from attnkit.models.encoder_recurrence import encoder_layer, reversal_index
 from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
 
 
@@ -150,12 +152,19 @@ def _rnn(kind: str, input_size: int, hidden: int, layers: int, dropout: float, b
 
 
 class Encoder(nn.Module):
-    """Embeddings + (bi)RNN over the padded source; padding is packed away."""
+    """Embeddings + (bi)RNN over the padded source; padding is packed away.
+
+    On a CPU the RNN runs through :mod:`attnkit.models.encoder_recurrence` (same parameters, same function,
+    one autograd node per layer with a hand-derived backward); ``handwritten_backward = False`` keeps
+    ``nn.GRU``/``nn.LSTM`` over the packed batch, which CUDA always uses (cuDNN).
+    """
+
+    handwritten_backward = True
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, cfg.embedding_dim, padding_idx=PAD_ID)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.rnn = _rnn(cfg.rnn, cfg.embedding_dim, cfg.encoder_hidden, cfg.encoder_layers, cfg.dropout,
                         cfg.bidirectional)
         self.directions = 2 if cfg.bidirectional else 1
@@ -166,12 +175,29 @@ class Encoder(nn.Module):
         ``final`` joins the last layer's final forward and backward states.
         """
         emb = self.dropout(self.embed(src))  # (B, S, E)
+        if self.handwritten_backward and src.device.type == "cpu":
+            return self._forward_layers(emb, src_lengths)
         packed = pack_padded_sequence(emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, hidden = self.rnn(packed)
         states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, S, Dk)
         h = hidden[0] if isinstance(hidden, tuple) else hidden  # (layers * dirs, B, He)
         final = torch.cat([h[-self.directions + i] for i in range(self.directions)], dim=-1)  # (B, Dk)
         return self.dropout(states), final
+
+    def _forward_layers(self, emb: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """The same as the packed RNN, layer by layer through :func:`encoder_layer`: emb (B, S, E) ->
+        states (B, S, Dk), final (B, Dk)."""
+        steps = emb.size(1)
+        lengths = src_lengths.to(emb.device)
+        valid = (torch.arange(steps, device=emb.device).unsqueeze(1) < lengths).to(emb.dtype)  # (S, B)
+        reverse = reversal_index(lengths, steps) if self.directions == 2 else None
+        x = emb.transpose(0, 1)  # (S, B, E), time-major
+        for layer in range(self.rnn.num_layers):
+            if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
+                x = dropout(x, self.rnn.dropout, self.training)
+            x, final = encoder_layer(self.rnn, layer, x, valid, reverse)  # (S, B, Dk), (D, B, He)
+        states = x.transpose(0, 1).contiguous()  # (B, S, Dk); contiguous, so dropout draws the packed path's mask
+        return self.dropout(states), torch.cat(final.unbind(0), -1)
 
 
 class Decoder(nn.Module):
@@ -210,7 +236,7 @@ class Decoder(nn.Module):
         memory_dim = cfg.memory_dim
         emb = cfg.embedding_dim
         self.embed = nn.Embedding(vocab_size, emb, padding_idx=PAD_ID)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
         self.bridge = nn.Linear(memory_dim, self.layers * self.hidden)
         self.attention = build_attention(cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads)
         if self.style == "bahdanau":
@@ -277,7 +303,7 @@ class Decoder(nn.Module):
             if layer == 0:
                 inp, b_ih = extra, x_proj_t  # the hoisted projection is a per-row input bias
             else:
-                inp = F.dropout(new_h[-1], self.rnn.dropout, self.training)  # as nn.GRU between layers
+                inp = dropout(new_h[-1], self.rnn.dropout, self.training)  # as nn.GRU between layers
             if layer == 0 and inp.is_cuda:
                 # CUDA's fused cells take only 1-D biases: add the per-row projection to the input gates here.
                 h, c = _cuda_cell_step(lstm, inp, b_ih, h_all[layer], c_all[layer] if lstm else None, w_ih, w_hh, b_hh)
@@ -356,7 +382,7 @@ class Decoder(nn.Module):
         p = self.dropout.p
         if not self.training or p == 0.0:
             return None
-        return like.new_empty(t, b, self.hidden).bernoulli_(1.0 - p).div_(1.0 - p)
+        return keep_mask((t, b, self.hidden), p, like)
 
     def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, DecoderState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""

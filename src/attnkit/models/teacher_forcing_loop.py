@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, tanh_grad
+
 
 @dataclass(frozen=True)
 class LoopSpec:
@@ -82,36 +84,28 @@ class _TeacherForcingLoop(torch.autograd.Function):
         # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
         ctx_h = new(steps, batch, dk + hidden)
         states = ctx_h[..., dk:]  # (T, B, H)
-        gates = new(steps, batch, (4 if spec.lstm else 3) * hidden)  # activated gates
-        extra = new(steps, batch, hidden)  # GRU: h_{t-1} W_hn^T + b_hn (the part r multiplies); LSTM: tanh(c_t)
+        gates = new(steps, batch, gate_count(spec.lstm) * hidden)  # activated gates
+        # LSTM: tanh(c_t); GRU: the hidden gates h_{t-1} W_hh^T + b_hh, whose n part r multiplies
+        extra = new(steps, batch, hidden if spec.lstm else gates.size(-1))
         cells = new(steps, batch, hidden) if spec.lstm else None
         queries = new(steps, batch, w_q.size(0)) if has_q else None
         energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
         weights = new(steps, batch, keys.size(1))
         combined = new(steps, batch, hidden)  # tanh(...) before dropout
         out = new(steps, batch, hidden)
-        blocked = ~mask
+        blocked, allowed = ~mask, mask.to(x_proj.dtype)
         fill = torch.finfo(x_proj.dtype).min
         h, c, feed = h0, c0, feed0
         for t in range(steps):
             gx = torch.addmm(x_proj[t], feed, w_feed.t())
-            gh = torch.addmm(b_hh, h, w_hh.t())
-            g = gates[t]
             if spec.lstm:
-                torch.add(gx, gh, out=g)
-                g[:, : 2 * hidden].sigmoid_()  # i, f
-                g[:, 2 * hidden: 3 * hidden].tanh_()  # g
-                g[:, 3 * hidden:].sigmoid_()  # o
-                i, f, gg, o = g.chunk(4, 1)
-                c = torch.addcmul(f * c, i, gg, out=cells[t])
-                torch.tanh(c, out=extra[t])
-                torch.mul(o, extra[t], out=states[t])
+                gh = torch.addmm(b_hh, h, w_hh.t())
+                cell_forward(True, gx, gh, h, c, gates[t], extra[t], states[t], cells[t])
             else:
-                torch.add(gx[:, : 2 * hidden], gh[:, : 2 * hidden], out=g[:, : 2 * hidden]).sigmoid_()  # r, z
-                r, z, n = g.chunk(3, 1)
-                extra[t].copy_(gh[:, 2 * hidden:])
-                torch.addcmul(gx[:, 2 * hidden:], r, extra[t], out=n).tanh_()
-                torch.addcmul(n, z, h - n, out=states[t])  # (1 - z) n + z h
+                gh = torch.addmm(b_hh, h, w_hh.t(), out=extra[t])
+                cell_forward(False, gx, gh, h, None, gates[t], None, states[t], None)
+            if spec.lstm:
+                c = cells[t]
             h = states[t]
             q = h if not has_q else torch.mm(h, w_q.t(), out=queries[t])
             if spec.additive:
@@ -119,7 +113,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
                 scores = torch.matmul(e, v)  # (B, S)
             else:
                 scores = torch.bmm(projected, q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
-            a = torch.softmax(scores.masked_fill_(blocked, fill), -1).mul_(mask)
+            a = torch.softmax(scores.masked_fill_(blocked, fill), -1).mul_(allowed)
             weights[t] = a
             ctx_h[t, :, :dk] = torch.bmm(a.unsqueeze(1), keys).squeeze(1)
             torch.addmm(b_c, ctx_h[t], w_c.t(), out=combined[t]).tanh_()
@@ -149,6 +143,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
         d_scores = new(weights.shape)
         d_queries = new(queries.shape) if has_q else None
         d_projected = torch.zeros_like(projected) if spec.additive else None
+        e_grad = torch.empty_like(projected) if spec.additive else None
         d_h = grad_out.new_zeros(batch, hidden)  # from step t+1 through the recurrence
         d_c = grad_out.new_zeros(batch, hidden) if spec.lstm else None
         d_feed = grad_out.new_zeros(batch, hidden)  # from step t+1 through input feeding
@@ -156,8 +151,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_o = grad_out[t] + d_feed
             if has_keep:
                 d_o = d_o * keep[t]
-            u = combined[t]
-            d_u = torch.mul(d_o, 1 - u * u, out=d_combined[t])
+            d_u = tanh_grad(d_o, combined[t], d_combined[t])
             d_ch = torch.mm(d_u, w_c)  # (B, Dk + H)
             d_context[t] = d_ch[:, :dk]
             d_h = d_h + d_ch[:, dk:]
@@ -167,7 +161,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=d_scores[t])  # softmax; 0 where masked
             if spec.additive:
                 e = energies[t]
-                d_e = (d_s.unsqueeze(-1) * v) * (1 - e * e)  # (B, S, A), before tanh
+                d_e = tanh_grad(d_s.unsqueeze(-1) * v, e, e_grad)  # (B, S, A), before tanh
                 d_projected += d_e
                 d_q = d_e.sum(1)
             else:
@@ -179,32 +173,12 @@ class _TeacherForcingLoop(torch.autograd.Function):
                 d_h = d_h + d_q
             # the cell
             h_prev = states[t - 1] if t > 0 else h0
-            g = gates[t]
-            dg = d_gates_x[t]
-            if spec.lstm:
-                i, f, gg, o = g.chunk(4, 1)
-                tanh_c = extra[t]
-                c_prev = cells[t - 1] if t > 0 else c0
-                d_c = d_c + d_h * o * (1 - tanh_c * tanh_c)
-                di, df, dgg, do = dg.chunk(4, 1)
-                torch.mul(d_c * gg, i * (1 - i), out=di)
-                torch.mul(d_c * c_prev, f * (1 - f), out=df)
-                torch.mul(d_c * i, 1 - gg * gg, out=dgg)
-                torch.mul(d_h * tanh_c, o * (1 - o), out=do)
-                d_c = d_c * f
-                d_h_prev = torch.mm(dg, w_hh)
-            else:
-                r, z, n = g.chunk(3, 1)
-                dr, dz, dn = dg.chunk(3, 1)
-                torch.mul(d_h * (1 - z), 1 - n * n, out=dn)
-                torch.mul(dn * extra[t], r * (1 - r), out=dr)
-                torch.mul(d_h * (h_prev - n), z * (1 - z), out=dz)
-                dgh = d_gates_h[t]
-                dgh[:, : 2 * hidden] = dg[:, : 2 * hidden]
-                torch.mul(dn, r, out=dgh[:, 2 * hidden:])
-                d_h_prev = torch.addmm(d_h * z, dgh, w_hh)
-            d_h = d_h_prev
-            d_feed = torch.mm(dg, w_feed)
+            c_prev = (cells[t - 1] if t > 0 else c0) if spec.lstm else None
+            dgx = d_gates_x[t]
+            dgh = dgx if spec.lstm else d_gates_h[t]
+            direct, d_c = cell_backward(spec.lstm, d_h, d_c, gates[t], extra[t], h_prev, c_prev, dgx, dgh)
+            d_h = add_hidden_matmul(direct, dgh, w_hh)
+            d_feed = torch.mm(dgx, w_feed)
         # weight and memory gradients: one matmul over all steps each
         h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H)
         feed_prev_all = torch.cat([feed0.unsqueeze(0), out[:-1]])

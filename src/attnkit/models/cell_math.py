@@ -1,0 +1,90 @@
+"""GRU and LSTM gate arithmetic, forward and hand-derived backward, for the handwritten-backward recurrences.
+
+The matmuls stay with the callers (they batch the weight gradients over all steps); these functions do the
+elementwise part of one step, writing into the callers' buffers. Gate order and equations are nn.GRU's and
+nn.LSTM's:
+
+    GRU:  r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z);  n = tanh(x_n + r * h_n);  h' = (1 - z) n + z h
+    LSTM: i, f, o = sigmoid(...), g = tanh(...);  c' = f c + i g;  h' = o tanh(c')
+
+where x = the input gates (b_ih inside) and h = h_prev W_hh^T + b_hh. Shapes (..., G*H) for gates and
+(..., H) for states: any leading dims (the encoder steps both directions at once).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def gate_count(lstm: bool) -> int:
+    return 4 if lstm else 3
+
+
+def add_hidden_matmul(direct: Tensor | None, d_gates_h: Tensor, w_hh: Tensor) -> Tensor:
+    """d h_prev = the elementwise part (or nothing) + d_gates_h W_hh; batched over a leading direction dim
+    when ``w_hh`` is (D, G*H, H)."""
+    if w_hh.dim() == 3:
+        return torch.bmm(d_gates_h, w_hh) if direct is None else torch.baddbmm(direct, d_gates_h, w_hh)
+    return torch.mm(d_gates_h, w_hh) if direct is None else torch.addmm(direct, d_gates_h, w_hh)
+
+
+def tanh_grad(grad: Tensor, tanh_out: Tensor, out: Tensor) -> Tensor:
+    """out = grad * (1 - tanh_out^2), one kernel."""
+    return torch.ops.aten.tanh_backward.grad_input(grad, tanh_out, grad_input=out)
+
+
+def sigmoid_grad(grad: Tensor, sigmoid_out: Tensor, out: Tensor) -> Tensor:
+    """out = grad * s (1 - s), one kernel."""
+    return torch.ops.aten.sigmoid_backward.grad_input(grad, sigmoid_out, grad_input=out)
+
+
+def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c_prev: Tensor | None,
+                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None) -> None:
+    """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM, the new
+    c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra`` (pass None): its
+    backward reads h_n from ``gates_h``, which the caller keeps."""
+    hidden = h_out.size(-1)
+    if lstm:
+        torch.add(gates_x, gates_h, out=gates)
+        gates[..., : 2 * hidden].sigmoid_()  # i, f
+        gates[..., 2 * hidden: 3 * hidden].tanh_()  # g
+        gates[..., 3 * hidden:].sigmoid_()  # o
+        i, f, g, o = gates.chunk(4, -1)
+        torch.addcmul(f * c_prev, i, g, out=c_out)
+        torch.tanh(c_out, out=extra)
+        torch.mul(o, extra, out=h_out)
+        return
+    torch.add(gates_x[..., : 2 * hidden], gates_h[..., : 2 * hidden], out=gates[..., : 2 * hidden]).sigmoid_()
+    r, z, n = gates.chunk(3, -1)
+    torch.addcmul(gates_x[..., 2 * hidden:], r, gates_h[..., 2 * hidden:], out=n).tanh_()
+    torch.addcmul(n, z, h_prev - n, out=h_out)  # (1 - z) n + z h
+
+
+def cell_backward(lstm: bool, d_h: Tensor, d_c: Tensor | None, gates: Tensor, extra: Tensor, h_prev: Tensor,
+                  c_prev: Tensor | None, d_gates_x: Tensor, d_gates_h: Tensor) -> tuple[Tensor, Tensor | None]:
+    """Backward of one step given d_h (and d_c, LSTM) with respect to the new state.
+
+    ``extra``: tanh(c') for an LSTM, the hidden gates (..., G*H) of the step for a GRU. Writes the
+    gradients of the input gates into ``d_gates_x`` and of the hidden gates into ``d_gates_h`` (pass the
+    same tensor for an LSTM, whose two are equal). Returns the elementwise part of d h_prev (GRU: d_h * z;
+    LSTM: None, it has none; the caller adds ``d_gates_h @ W_hh``) and, for an LSTM, d c_prev.
+    """
+    if lstm:
+        i, f, g, o = gates.chunk(4, -1)
+        d_c = d_c + tanh_grad(d_h * o, extra, torch.empty_like(d_h))
+        di, df, dg, do = d_gates_x.chunk(4, -1)
+        sigmoid_grad(d_c * g, i, di)
+        sigmoid_grad(d_c * c_prev, f, df)
+        tanh_grad(d_c * i, g, dg)
+        sigmoid_grad(d_h * extra, o, do)
+        return None, d_c * f
+    hidden = d_h.size(-1)
+    r, z, n = gates.chunk(3, -1)
+    dr, dz, dn = d_gates_x.chunk(3, -1)
+    tanh_grad(d_h - d_h * z, n, dn)
+    sigmoid_grad(dn * extra[..., 2 * hidden:], r, dr)
+    sigmoid_grad(d_h * (h_prev - n), z, dz)
+    d_gates_h[..., : 2 * hidden] = d_gates_x[..., : 2 * hidden]
+    torch.mul(dn, r, out=d_gates_h[..., 2 * hidden:])
+    return d_h * z, None

@@ -1,0 +1,131 @@
+"""One (bi)directional GRU/LSTM encoder layer with a hand-derived backward, for training on CPU.
+
+``nn.GRU``/``nn.LSTM`` over a packed batch is what the encoder computes; on a CPU its autograd graph has
+nodes per step and direction, accumulates the weight gradients step by step and zero-fills the packed
+gradient. This layer computes the same function in one autograd node:
+
+* the input projection of every step and both directions is one matmul, outside the node (autograd);
+* the backward direction reads each source reversed within its own length, so both directions are left
+  aligned, run in the same loop, and their hidden matmuls are one batched matmul (D, B, H) x (D, H, G*H);
+* past a source's end its state is carried unchanged and its output is zero, as packing gives;
+* the backward loop does only the per-step input gradients; each weight gradient is one batched matmul
+  over all steps.
+
+On CUDA the encoder keeps cuDNN's packed RNN, which runs the whole recurrence in one call.
+
+Shapes: B batch, S source length, In input width, H hidden per direction, G gates, D directions.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count
+
+
+def reversal_index(lengths: Tensor, steps: int) -> Tensor:
+    """(S, B) time index that reverses each column within its length and leaves the padding in place.
+
+    It is its own inverse, so it also puts the backward direction's outputs back in source order.
+    """
+    t = torch.arange(steps, device=lengths.device).unsqueeze(1)  # (S, 1)
+    lengths = lengths.to(t.device).unsqueeze(0)  # (1, B)
+    return torch.where(t < lengths, lengths - 1 - t, t)
+
+
+def encoder_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Tensor | None
+                  ) -> tuple[Tensor, Tensor]:
+    """Layer ``layer`` of ``rnn`` (its own parameters) over time-major x (S, B, In).
+
+    valid (S, B) float, 1 where t < length; reverse (S, B) from :func:`reversal_index` (None for a
+    unidirectional RNN). Returns the outputs (S, B, D*H), zero past each length, and the final hidden
+    state of each direction (D, B, H) (for an LSTM the final h; c is not needed by the encoder).
+    """
+    lstm = isinstance(rnn, nn.LSTM)
+    suffixes = ["", "_reverse"] if rnn.bidirectional else [""]
+    params = [[getattr(rnn, f"{name}_l{layer}{sfx}") for sfx in suffixes]
+              for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    w_ih, w_hh, b_ih, b_hh = params
+    gates_x = [F.linear(x, w_ih[0], b_ih[0])]  # (S, B, G*H): every step at once
+    if reverse is not None:
+        x_rev = x.gather(0, reverse.unsqueeze(-1).expand_as(x))
+        gates_x.append(F.linear(x_rev, w_ih[1], b_ih[1]))
+    out, final = _EncoderRecurrence.apply(lstm, torch.stack(gates_x), torch.stack(w_hh), torch.stack(b_hh), valid)
+    outputs = out.unbind(0)  # (S, B, H) per direction, left aligned
+    if reverse is not None:
+        backward = outputs[1].gather(0, reverse.unsqueeze(-1).expand_as(outputs[1]))
+        return torch.cat([outputs[0], backward], -1), final
+    return outputs[0], final
+
+
+class _EncoderRecurrence(torch.autograd.Function):
+    """gates_x (D, S, B, G*H) b_ih inside; w_hh (D, G*H, H); b_hh (D, G*H); valid (S, B) -> outputs
+    (D, S, B, H) and final states (D, B, H). Initial states are zero, as the encoder's."""
+
+    @staticmethod
+    def forward(ctx, lstm: bool, gates_x, w_hh, b_hh, valid):
+        dirs, steps, batch, _ = gates_x.shape
+        hidden = w_hh.size(-1)
+        new = gates_x.new_empty
+        states = new(steps + 1, dirs, batch, hidden)  # states[t + 1] after step t; states[0] = 0
+        states[0].zero_()
+        cells = new(steps + 1, dirs, batch, hidden) if lstm else None
+        if lstm:
+            cells[0].zero_()
+        gates = new(steps, dirs, batch, gate_count(lstm) * hidden)
+        # LSTM: tanh(c_t); GRU: the hidden gates, whose n part r multiplies
+        extra = new(steps, dirs, batch, hidden if lstm else gates.size(-1))
+        out = new(dirs, steps, batch, hidden)
+        w_hh_t = w_hh.transpose(1, 2)  # (D, H, G*H)
+        bias = b_hh.unsqueeze(1)  # (D, 1, G*H)
+        keep = valid.unsqueeze(-1)  # (S, B, 1)
+        for t in range(steps):
+            h_prev = states[t]
+            h_new = out[:, t]
+            if lstm:
+                gh = torch.baddbmm(bias, h_prev, w_hh_t)  # (D, B, G*H)
+                c_new = new(dirs, batch, hidden)
+                cell_forward(True, gates_x[:, t], gh, h_prev, cells[t], gates[t], extra[t], h_new, c_new)
+            else:
+                gh = torch.baddbmm(bias, h_prev, w_hh_t, out=extra[t])
+                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None)
+            h_new.mul_(keep[t])  # zero output past the end
+            # past a source's end the state is carried: h_t = h_{t-1} there
+            torch.addcmul(h_new, h_prev, 1 - keep[t], out=states[t + 1])
+            if lstm:
+                torch.addcmul(c_new * keep[t], cells[t], 1 - keep[t], out=cells[t + 1])
+        ctx.lstm = lstm
+        ctx.buffers = (states, cells, gates, extra)
+        ctx.save_for_backward(w_hh, valid)
+        return out, states[-1].clone()
+
+    @staticmethod
+    def backward(ctx, grad_out, grad_final):
+        lstm = ctx.lstm
+        states, cells, gates, extra = ctx.buffers
+        w_hh, valid = ctx.saved_tensors
+        dirs, steps, batch, hidden = grad_out.shape
+        d_gates_x = grad_out.new_empty(steps, dirs, batch, gates.size(-1))
+        d_gates_h = d_gates_x if lstm else torch.empty_like(d_gates_x)
+        d_h = grad_final.clone() if grad_final is not None else grad_out.new_zeros(dirs, batch, hidden)
+        d_c = grad_out.new_zeros(dirs, batch, hidden) if lstm else None
+        keep = valid.unsqueeze(-1)
+        for t in reversed(range(steps)):
+            carried = d_h * (1 - keep[t])  # the part of d h_t that reaches h_{t-1} unchanged past the end
+            d_new = (d_h + grad_out[:, t]) * keep[t]
+            dgx = d_gates_x[t]
+            dgh = dgx if lstm else d_gates_h[t]
+            d_c_new = d_c * keep[t] if lstm else None
+            direct, d_c_prev = cell_backward(lstm, d_new, d_c_new, gates[t], extra[t], states[t],
+                                             cells[t] if lstm else None, dgx, dgh)
+            d_h = add_hidden_matmul(direct, dgh, w_hh) + carried
+            if lstm:
+                d_c = d_c_prev + d_c * (1 - keep[t])
+        # weight gradients: per direction, one matmul over all steps
+        flat_dgh = d_gates_h.transpose(0, 1).reshape(dirs, steps * batch, -1)  # (D, S*B, G*H)
+        flat_prev = states[:-1].transpose(0, 1).reshape(dirs, steps * batch, hidden)
+        d_w_hh = torch.bmm(flat_dgh.transpose(1, 2), flat_prev)  # (D, G*H, H)
+        d_b_hh = flat_dgh.sum(1)
+        return None, d_gates_x.transpose(0, 1), d_w_hh, d_b_hh, None
