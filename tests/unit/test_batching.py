@@ -55,8 +55,11 @@ def test_collate_pads_and_places_bos_eos():
     batch = collate(examples)
     assert batch.src.shape == (2, 5) and batch.tgt_in.shape == batch.tgt_out.shape == (2, 4)
     assert batch.src.dtype == batch.src_lengths.dtype == batch.tgt_in.dtype == torch.long
-    # rows sorted longest source first; indices tell which example each row is
+    # rows sorted longest target first; indices tell which example each row is
     assert batch.indices == [1, 0]
+    shorter_target_longer_source = collate([Example(src=[5, 6, 8, EOS_ID], tgt=[7], index=0),
+                                            Example(src=[5, EOS_ID], tgt=[7, 8], index=1)])
+    assert shorter_target_longer_source.indices == [1, 0] and shorter_target_longer_source.src.shape == (2, 4)
     assert batch.src_lengths.tolist() == [5, 3]
     assert batch.src.tolist() == [[5, 6, 8, 9, EOS_ID], [5, 6, EOS_ID, PAD_ID, PAD_ID]]
     assert batch.tgt_in.tolist() == [[BOS_ID, 7, 8, 9], [BOS_ID, 7, PAD_ID, PAD_ID]]

@@ -247,13 +247,22 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
 LOOP_ATTENTIONS = ["bahdanau", "luong-dot", "luong-general", "luong-concat", "scaled-dot"]
 
 
+def _padded_targets(tgt_in, lengths):
+    """tgt_in with PAD past each row's length."""
+    tgt_in = tgt_in.clone()
+    tgt_in[torch.arange(tgt_in.size(1)).unsqueeze(0) >= torch.tensor(lengths).unsqueeze(1)] = PAD_ID
+    return tgt_in
+
+
 def _train_once(model, batch, seed=5):
-    """Logits, weights and every parameter's gradient of one teacher-forced pass (dropout drawn from ``seed``)."""
+    """Logits, weights and every parameter's gradient of one teacher-forced pass (dropout drawn from ``seed``),
+    with a loss over the non-pad target positions, as training has."""
     src, lengths, tgt_in = batch
     torch.manual_seed(seed)
     logits, weights = model(src, lengths, tgt_in)
     # a loss that weighs every position differently, so a gradient sent to the wrong step shows
     position_weights = torch.arange(logits.size(0) * logits.size(1), dtype=logits.dtype).view(logits.shape[:2]).sin()
+    position_weights = position_weights * (tgt_in != PAD_ID)
     (logits.logsumexp(-1) * position_weights).sum().backward()
     return logits.detach(), weights, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
@@ -261,26 +270,39 @@ def _train_once(model, batch, seed=5):
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
 @pytest.mark.parametrize("att", LOOP_ATTENTIONS)
 def test_handwritten_backward_loop_equals_autograd(att, rnn):
-    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients (float64, dropout on)."""
+    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients (float64, dropout on),
+    on targets of different lengths in no particular order."""
     cfg = _cfg(att, rnn, "luong-feed")
     cfg.dropout = 0.3
-    batch = _batch(lengths=(6, 4, 1, 3), t=5)
+    src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
+    tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
     results = []
     with torch.autograd.set_grad_enabled(True):
         for handwritten in (True, False):
             model = _model(cfg).double().train()
             model.decoder.handwritten_backward = handwritten
             assert (model.decoder._loop_spec() is not None) == handwritten
-            results.append(_train_once(model, batch))
+            results.append(_train_once(model, (src, lengths, tgt_in)))
     (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
-    torch.testing.assert_close(logits_a, logits_b, atol=1e-12, rtol=1e-10)
-    torch.testing.assert_close(weights_a, weights_b, atol=1e-12, rtol=1e-10)
+    real = tgt_in != PAD_ID  # past a target's end the loop computes nothing; the loss ignores those positions
+    torch.testing.assert_close(logits_a[real], logits_b[real], atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(weights_a[real], weights_b[real], atol=1e-12, rtol=1e-10)
+    assert torch.all(weights_a[~real] == 0)
     assert grads_a.keys() == grads_b.keys() and "decoder.rnn.weight_hh_l0" in grads_a
     for name, grad in grads_b.items():
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
     # masked source positions got exactly zero weight
-    src = batch[0]
     assert torch.all(weights_a.masked_select((src == PAD_ID).unsqueeze(1).expand_as(weights_a)) == 0)
+
+
+def test_loop_rejects_active_rows_that_grow():
+    from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
+
+    h = torch.zeros(2, 4)
+    with pytest.raises(ValueError, match="must not increase"):
+        run_loop(LoopSpec(lstm=False, additive=False), torch.zeros(2, 2, 12), h, None, h, torch.zeros(2, 3, 4),
+                 torch.zeros(2, 3, 4), torch.ones(2, 3, dtype=torch.bool), None, torch.zeros(12, 4),
+                 torch.zeros(12, 4), torch.zeros(12), None, None, torch.zeros(4, 8), torch.zeros(4), [1, 2])
 
 
 @pytest.mark.parametrize("att, rnn, style, layers", [

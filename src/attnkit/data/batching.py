@@ -6,9 +6,10 @@ Conventions every model relies on:
   true lengths including that EOS, and positions past them hold ``PAD_ID``;
 * the decoder reads ``tgt_in = BOS + target`` and is trained to predict
   ``tgt_out = target + EOS`` (same length T, same padding);
-* rows of a batch are sorted by source length, longest first, so
-  ``pack_padded_sequence(..., lengths.cpu())`` works with ``enforce_sorted``;
-  ``indices`` say which example each row is, so callers can restore order.
+* rows of a batch are sorted longest target first (ties: longest source
+  first), so a decoder can stop computing rows whose target has ended by
+  taking a shorter prefix of the batch at each step; ``indices`` say which
+  example each row is, so callers can restore order.
 
 Shape legend: B batch, S source length (longest in the batch), T target
 length + 1.
@@ -52,7 +53,7 @@ class Batch:
 
     Attributes:
         src: (B, S) long, source ids ending with EOS, padded with PAD_ID.
-        src_lengths: (B,) long, true source lengths including EOS, descending.
+        src_lengths: (B,) long, true source lengths including EOS.
         tgt_in: (B, T) long, ``BOS_ID + target``, padded.
         tgt_out: (B, T) long, ``target + EOS_ID``, padded.
         indices: the ``Example.index`` of each row.
@@ -151,11 +152,11 @@ def encode_pairs(
 
 
 def collate(examples: Sequence[Example]) -> Batch:
-    """Pad a list of examples into a :class:`Batch`, rows sorted by source length (longest first)."""
+    """Pad a list of examples into a :class:`Batch`, rows sorted longest target first, then longest source."""
     if not examples:
         raise ValueError("cannot collate an empty list of examples")
-    rows = sorted(examples, key=lambda e: len(e.src), reverse=True)
-    s_max = len(rows[0].src)
+    rows = sorted(examples, key=lambda e: (len(e.tgt), len(e.src)), reverse=True)
+    s_max = max(len(e.src) for e in rows)
     t_max = max(len(e.tgt) for e in rows) + 1
     src = [e.src + [PAD_ID] * (s_max - len(e.src)) for e in rows]
     tgt_in = [[BOS_ID] + e.tgt + [PAD_ID] * (t_max - 1 - len(e.tgt)) for e in rows]

@@ -154,9 +154,9 @@ def _rnn(kind: str, input_size: int, hidden: int, layers: int, dropout: float, b
 class Encoder(nn.Module):
     """Embeddings + (bi)RNN over the padded source; padding is packed away.
 
-    On a CPU the RNN runs through :mod:`attnkit.models.encoder_recurrence` (same parameters, same function,
-    one autograd node per layer with a hand-derived backward); ``handwritten_backward = False`` keeps
-    ``nn.GRU``/``nn.LSTM`` over the packed batch, which CUDA always uses (cuDNN).
+    Training on a CPU, the RNN runs through :mod:`attnkit.models.encoder_recurrence` (same parameters, same
+    function, one autograd node per layer with a hand-derived backward). ``handwritten_backward = False``
+    keeps ``nn.GRU``/``nn.LSTM`` over the packed batch, which CUDA (cuDNN) and inference always use.
     """
 
     handwritten_backward = True
@@ -175,7 +175,7 @@ class Encoder(nn.Module):
         ``final`` joins the last layer's final forward and backward states.
         """
         emb = self.dropout(self.embed(src))  # (B, S, E)
-        if self.handwritten_backward and src.device.type == "cpu":
+        if self.handwritten_backward and src.device.type == "cpu" and torch.is_grad_enabled():
             return self._forward_layers(emb, src_lengths)
         packed = pack_padded_sequence(emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, hidden = self.rnn(packed)
@@ -360,18 +360,34 @@ class Decoder(nn.Module):
             return LoopSpec(lstm, additive=False, scale=att.query_proj.out_features ** -0.5)
         return None
 
-    def _forward_loop(self, spec: LoopSpec, emb: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
-        """Teacher forcing through the handwritten-backward loop: emb (B, T, E) -> logits (B, T, V), weights (B, T, S)."""
+    def _forward_loop(self, spec: LoopSpec, tgt_in: Tensor, emb: Tensor, state: DecoderState,
+                      memory: Memory) -> tuple[Tensor, Tensor]:
+        """Teacher forcing through the handwritten-backward loop: tgt_in (B, T), emb (B, T, E) -> logits
+        (B, T, V), weights (B, T, S). Positions past a target's end get the output layer's bias and zero
+        weights (the loss ignores them)."""
         b, steps = emb.shape[:2]
         x_proj = self._project_inputs(emb.transpose(0, 1))  # (T, B, G*H), time-major: each step contiguous
         keep = self._dropout_masks(b, steps, emb)  # (T, B, H) or None, drawn as the step loop draws them
         ((w_feed, w_hh, _, b_hh),) = self._cell_weights()
         h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
+        feed0, keys, projected, mask = state.feed, memory.states, memory.projected, memory.mask
+        lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
+        order = None
+        if bool((lengths[1:] > lengths[:-1]).any()):  # the loop wants the longest target first (the batcher's order)
+            order = torch.argsort(lengths, descending=True, stable=True)
+            lengths = lengths[order]
+            x_proj, keep = x_proj[:, order], (None if keep is None else keep[:, order])
+            h0, c0, feed0 = h0[order], (None if c0 is None else c0[order]), feed0[order]
+            keys, projected, mask = keys[order], projected[order], mask[order]
+        active = (lengths.unsqueeze(0) > torch.arange(steps, device=lengths.device).unsqueeze(1)).sum(1)
         att = self.attention
         w_q = att.query_proj.weight if hasattr(att, "query_proj") else None
         v = att.v if spec.additive else None
-        out, weights = run_loop(spec, x_proj, h0, c0, state.feed, memory.states, memory.projected, memory.mask,
-                                keep, w_feed, w_hh, b_hh, w_q, v, self.combine.weight, self.combine.bias)
+        out, weights = run_loop(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh, b_hh, w_q,
+                                v, self.combine.weight, self.combine.bias, active.tolist())
+        if order is not None:
+            restore = torch.argsort(order)
+            out, weights = out[:, restore], weights[:, restore]
         return self.output(out.transpose(0, 1)), weights.transpose(0, 1)
 
     def _drop(self, x: Tensor, keep: Tensor | None) -> Tensor:
@@ -419,7 +435,7 @@ class Decoder(nn.Module):
             return self.output(pre), weights
         spec = self._loop_spec() if torch.is_grad_enabled() else None
         if spec is not None:
-            return self._forward_loop(spec, emb, state, memory)
+            return self._forward_loop(spec, tgt_in, emb, state, memory)
         # Per-step inputs are unbound once: indexing [:, t] inside the loop would
         # make autograd zero-fill a full (B, T, ...) gradient for every step.
         steps = tgt_in.size(1)
