@@ -4,6 +4,7 @@
     python benchmarks/speed.py --updates 150                 # attnkit, then the JoeyNMT anchor
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
     python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
+    python benchmarks/speed.py --updates 150 --autograd --skip-anchor  # fused cells under autograd, packed encoder
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
 
@@ -97,6 +98,8 @@ def build(args, device):
     model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     model.decoder.fused = not args.reference_loop
     model.decoder.whole_sequence = not args.reference_loop  # the no-feed model, stepped: the baseline of that path
+    handwritten = not (args.reference_loop or args.autograd)  # training on CPU: one node per loop, backward by hand
+    model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
     if args.compile:
         model.decoder.compile_step()  # compiled during the untimed warm-up updates
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
@@ -165,22 +168,32 @@ def dev_token_accuracy(model, batches, device) -> float:
 
 
 def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
-    """Train the fused path and the plain nn.GRU step loop from the same initial weights on the
-    same batches with the same dropout seed; report both dev accuracies."""
+    """Train the default path (on a CPU the handwritten-backward loops) and the plain nn.GRU step loop with the
+    packed encoder from the same initial weights on the same batches with the same dropout seed; report both
+    dev accuracies."""
     from attnkit.data.batching import encode_pairs, make_batches
     from attnkit.models.seq2seq import Seq2Seq
 
     src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
     dev = make_batches(encode_pairs(splits.dev, src_tok, tgt_tok, src_vocab, tgt_vocab), batch_size=256)
     out = {}
-    for name, fused in (("fused", True), ("reference_loop", False)):
+    for name, fused in (("default", True), ("reference_loop", False)):
         torch.manual_seed(42)
         model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
         model.decoder.fused = fused
+        model.encoder.handwritten_backward = model.decoder.handwritten_backward = fused
         quiet = argparse.Namespace(**{**vars(args), "warmup": 0})
         train_speed(quiet, cfg, model, batches, device, len(tgt_vocab))
         out[f"dev_token_accuracy_{name}"] = dev_token_accuracy(model, dev, device)
     return out
+
+
+def _path_name(args, device) -> str:
+    if args.reference_loop:
+        return "reference-loop"
+    if args.no_input_feeding:
+        return "whole-sequence"
+    return "fused" if args.autograd or device.type != "cpu" else "handwritten-backward"
 
 
 def _cycle(items):
@@ -252,6 +265,9 @@ def main() -> None:
     ap.add_argument("--decode-batch-size", type=int, default=256)
     ap.add_argument("--no-input-feeding", action="store_true", help="Luong path: RNN over the whole target at once")
     ap.add_argument("--reference-loop", action="store_true", help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the whole-sequence call)")
+    ap.add_argument("--autograd", action="store_true",
+                    help="train through autograd: the fused decoder cells step by step and the packed nn.GRU encoder, "
+                         "not the handwritten-backward loops (the default on a CPU)")
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
@@ -275,7 +291,7 @@ def main() -> None:
     result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
               "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
               "attention": args.attention, "input_feeding": not args.no_input_feeding,
-              "path": "reference-loop" if args.reference_loop else ("whole-sequence" if args.no_input_feeding else "fused"),
+              "path": _path_name(args, device),
               "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}
     result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)

@@ -216,10 +216,11 @@ class Decoder(nn.Module):
     the same fused kernels (``_cuda_cell_step``).
 
     Training the one-layer input-fed Luong decoder (additive or dot-product
-    scores) goes further: the whole teacher-forced loop is one autograd node
-    whose backward is derived by hand (:mod:`attnkit.models.teacher_forcing_loop`),
-    so every weight gradient is one matmul over all steps. ``handwritten_backward
-    = False`` keeps autograd over the fused step loop (the two are tested equal).
+    scores) on a CPU goes further: the whole teacher-forced loop is one autograd
+    node whose backward is derived by hand (:mod:`attnkit.models.teacher_forcing_loop`),
+    so every weight gradient is one matmul over all steps and rows whose target
+    has ended drop out of the batch. ``handwritten_backward = False`` keeps
+    autograd over the fused step loop (the two are tested equal).
     """
 
     fused = True
@@ -433,7 +434,8 @@ class Decoder(nn.Module):
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights
-        spec = self._loop_spec() if torch.is_grad_enabled() else None
+        # CPU only for now: on CUDA the autograd step loop is the path that has been measured
+        spec = self._loop_spec() if torch.is_grad_enabled() and emb.device.type == "cpu" else None
         if spec is not None:
             return self._forward_loop(spec, tgt_in, emb, state, memory)
         # Per-step inputs are unbound once: indexing [:, t] inside the loop would
