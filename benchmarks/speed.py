@@ -5,6 +5,7 @@
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
     python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
     python benchmarks/speed.py --updates 150 --autograd --skip-anchor  # fused cells under autograd, packed encoder
+    python benchmarks/speed.py --updates 150 --interleave-autograd --skip-anchor  # both, alternating batch by batch
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
 
@@ -188,6 +189,40 @@ def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
     return out
 
 
+def interleaved_comparison(args, model, batches, device) -> dict:
+    """Time the handwritten-backward loops against autograd (fused cells, packed encoder) on the same model,
+    alternating them batch by batch (in both orders), so a noisy machine slows both alike.
+
+    Reports the median and quartiles of the per-batch time ratio handwritten / autograd and each path's
+    tokens/s over the whole run. Both paths compute the same gradients; the model keeps training on them.
+    """
+    from attnkit.training.data_parallel import shard_loss_backward
+    from attnkit.training.optim import adam
+
+    optimizer = adam(model.parameters(), 1e-3)
+    model.train()
+    seconds = {True: [], False: []}
+    tokens = 0
+    for i, batch in zip(range(args.updates), _cycle(batches)):
+        batch = batch.to(device)
+        for handwritten in ((True, False) if i % 2 == 0 else (False, True)):
+            model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
+            t = time.perf_counter()
+            optimizer.zero_grad(set_to_none=True)
+            shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            seconds[handwritten].append(time.perf_counter() - t)
+        tokens += batch.num_target_tokens
+    model.encoder.handwritten_backward = model.decoder.handwritten_backward = True
+    ratios = sorted(a / b for a, b in zip(seconds[True], seconds[False]))
+    n = len(ratios)
+    return {"updates_each": n, "time_ratio_handwritten_over_autograd_median": round(statistics.median(ratios), 3),
+            "time_ratio_quartiles": [round(ratios[n // 4], 3), round(ratios[3 * n // 4], 3)],
+            "handwritten_tokens_per_s": round(tokens / sum(seconds[True]), 1),
+            "autograd_tokens_per_s": round(tokens / sum(seconds[False]), 1)}
+
+
 def _path_name(args, device) -> str:
     if args.reference_loop:
         return "reference-loop"
@@ -268,6 +303,9 @@ def main() -> None:
     ap.add_argument("--autograd", action="store_true",
                     help="train through autograd: the fused decoder cells step by step and the packed nn.GRU encoder, "
                          "not the handwritten-backward loops (the default on a CPU)")
+    ap.add_argument("--interleave-autograd", action="store_true",
+                    help="after the rest, train --updates more batches, each once through the handwritten-backward "
+                         "loops and once through autograd, and report their per-batch time ratio")
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
@@ -299,6 +337,8 @@ def main() -> None:
     result["peak_memory_mb"] = peak_memory_mb(device)
     if args.same_learning:
         result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
+    if args.interleave_autograd:
+        result["interleaved"] = interleaved_comparison(args, model, batches, device)
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor
