@@ -10,7 +10,7 @@ Step t of the decoder (one layer, GRU or LSTM, input feeding):
     a_t     = masked softmax(e_t),  c_t = a_t K               weights (B, S), context (B, Dk)
     h~_t    = tanh([c_t; h_t] W_c^T + b_c) * keep_t           the attentional vector, dropout mask keep_t
 
-Autograd over that loop records some forty small nodes per step, accumulates every weight gradient step by
+Autograd over that loop records dozens of small nodes per step, accumulates every weight gradient step by
 step, and zero-fills views. Here the forward loop keeps what the backward needs in (T, ...) buffers, and the
 backward loop does only what the recurrence forces to be sequential: the gradients with respect to the step's
 inputs. Every weight gradient is then one matmul over all T*B rows (e.g. dW_hh = dG_h^T [h_0..h_{T-1}]), and
