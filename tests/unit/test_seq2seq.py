@@ -312,3 +312,53 @@ def test_loop_rejects_active_rows_that_grow():
 def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
     model = _model(_cfg(att, rnn, style, layers=layers))
     assert model.decoder._loop_spec() is None
+
+
+@pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
+def test_handwritten_rnn_over_target_equals_autograd(rnn, layers):
+    """Luong without input feeding: the handwritten-backward RNN call gives nn.GRU/nn.LSTM's logits and
+    gradients on the real target positions (float64; dropout on for one layer, where both draw alike)."""
+    cfg = _cfg("luong-general", rnn, "luong-nofeed", layers=layers)
+    cfg.dropout = 0.3 if layers == 1 else 0.0
+    src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
+    tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
+    results = []
+    for handwritten in (True, False):
+        model = _model(cfg).double().train()
+        model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
+        results.append(_train_once(model, (src, lengths, tgt_in)))
+    (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
+    real = tgt_in != PAD_ID
+    torch.testing.assert_close(logits_a[real], logits_b[real], atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(weights_a[real], weights_b[real], atol=1e-12, rtol=1e-10)
+    assert grads_a.keys() == grads_b.keys() and "decoder.rnn.weight_hh_l0" in grads_a
+    for name, grad in grads_b.items():
+        torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+@pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
+def test_handwritten_encoder_equals_packed_rnn(rnn, layers, bidirectional):
+    """The encoder's handwritten-backward layers give the packed nn.GRU/nn.LSTM's states, final state and
+    gradients, padding included (float64; dropout on for one layer, where both draw alike)."""
+    cfg = _cfg("bahdanau", rnn, "luong-feed", layers=layers, bidirectional=bidirectional)
+    cfg.dropout = 0.3 if layers == 1 else 0.0
+    src, lengths, _ = _batch(lengths=(6, 4, 1, 3))
+    results = []
+    for handwritten in (True, False):
+        model = _model(cfg).double().train()
+        model.encoder.handwritten_backward = handwritten
+        torch.manual_seed(5)
+        states, final = model.encoder(src, lengths)
+        g = torch.Generator().manual_seed(7)
+        (states * torch.randn(states.shape, generator=g, dtype=states.dtype)).sum().backward(retain_graph=True)
+        (final * torch.randn(final.shape, generator=g, dtype=final.dtype)).sum().backward()
+        results.append((states.detach(), final.detach(),
+                        {n: p.grad.clone() for n, p in model.encoder.named_parameters() if p.grad is not None}))
+    (states_a, final_a, grads_a), (states_b, final_b, grads_b) = results
+    torch.testing.assert_close(states_a, states_b, atol=1e-12, rtol=1e-10)
+    torch.testing.assert_close(final_a, final_b, atol=1e-12, rtol=1e-10)
+    assert torch.all(states_a[src == PAD_ID] == 0)
+    assert grads_a.keys() == grads_b.keys() and len(grads_a) == len(list(model.encoder.parameters()))
+    for name, grad in grads_b.items():
+        torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)

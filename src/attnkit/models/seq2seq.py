@@ -37,7 +37,7 @@ from attnkit.data.vocab import PAD_ID
 from attnkit.config import join_key
 from attnkit.errors import ConfigError
 from attnkit.models.dropout import Dropout, dropout, keep_mask
-from attnkit.models.encoder_recurrence import encoder_layer, reversal_index
+from attnkit.models.rnn_recurrence import reversal_index, rnn_layer
 from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
 
 
@@ -154,7 +154,7 @@ def _rnn(kind: str, input_size: int, hidden: int, layers: int, dropout: float, b
 class Encoder(nn.Module):
     """Embeddings + (bi)RNN over the padded source; padding is packed away.
 
-    Training on a CPU, the RNN runs through :mod:`attnkit.models.encoder_recurrence` (same parameters, same
+    Training on a CPU, the RNN runs through :mod:`attnkit.models.rnn_recurrence` (same parameters, same
     function, one autograd node per layer with a hand-derived backward). ``handwritten_backward = False``
     keeps ``nn.GRU``/``nn.LSTM`` over the packed batch, which CUDA (cuDNN) and inference always use.
     """
@@ -185,7 +185,7 @@ class Encoder(nn.Module):
         return self.dropout(states), final
 
     def _forward_layers(self, emb: Tensor, src_lengths: Tensor) -> tuple[Tensor, Tensor]:
-        """The same as the packed RNN, layer by layer through :func:`encoder_layer`: emb (B, S, E) ->
+        """The same as the packed RNN, layer by layer through :func:`rnn_layer`: emb (B, S, E) ->
         states (B, S, Dk), final (B, Dk)."""
         steps = emb.size(1)
         lengths = src_lengths.to(emb.device)
@@ -195,7 +195,7 @@ class Encoder(nn.Module):
         for layer in range(self.rnn.num_layers):
             if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
                 x = dropout(x, self.rnn.dropout, self.training)
-            x, final = encoder_layer(self.rnn, layer, x, valid, reverse)  # (S, B, Dk), (D, B, He)
+            x, final = rnn_layer(self.rnn, layer, x, valid, reverse)  # (S, B, Dk), (D, B, He)
         states = x.transpose(0, 1).contiguous()  # (B, S, Dk); contiguous, so dropout draws the packed path's mask
         return self.dropout(states), torch.cat(final.unbind(0), -1)
 
@@ -219,13 +219,14 @@ class Decoder(nn.Module):
     scores) on a CPU goes further: the whole teacher-forced loop is one autograd
     node whose backward is derived by hand (:mod:`attnkit.models.teacher_forcing_loop`),
     so every weight gradient is one matmul over all steps and rows whose target
-    has ended drop out of the batch. ``handwritten_backward = False`` keeps
-    autograd over the fused step loop (the two are tested equal).
+    has ended drop out of the batch. Without input feeding, the one RNN call
+    over the target runs the same way (:mod:`attnkit.models.rnn_recurrence`).
+    ``handwritten_backward = False`` keeps autograd (the paths are tested equal).
     """
 
     fused = True
     whole_sequence = True  # Luong without input feeding: one RNN call over the target (False: step loop)
-    handwritten_backward = True  # training the input-fed Luong decoder: one node for the loop (False: autograd)
+    handwritten_backward = True  # training on a CPU: one node for the loop or the RNN call (False: autograd)
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
@@ -391,6 +392,25 @@ class Decoder(nn.Module):
             out, weights = out[:, restore], weights[:, restore]
         return self.output(out.transpose(0, 1)), weights.transpose(0, 1)
 
+    def _rnn_over_target(self, tgt_in: Tensor, emb: Tensor, rnn_state: Any) -> Tensor:
+        """The decoder RNN over the whole target from the bridged state: emb (B, T, E) -> outputs (B, T, H).
+
+        Training on a CPU, each layer is one :func:`rnn_layer` node with a hand-derived backward; its outputs
+        past a target's end are zero (the loss ignores them). Elsewhere it is one ``nn.GRU``/``nn.LSTM`` call.
+        """
+        if not (self.handwritten_backward and emb.device.type == "cpu" and torch.is_grad_enabled()):
+            out, _ = self.rnn(emb, rnn_state)
+            return out
+        h0, c0 = rnn_state if self.rnn_kind == "lstm" else (rnn_state, None)  # (L, B, H)
+        valid = (tgt_in != PAD_ID).t().to(emb.dtype)  # (T, B)
+        x = emb.transpose(0, 1)  # (T, B, E)
+        for layer in range(self.layers):
+            if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
+                x = dropout(x, self.rnn.dropout, self.training)
+            x, _ = rnn_layer(self.rnn, layer, x, valid, None, h0[layer: layer + 1],
+                             None if c0 is None else c0[layer: layer + 1])
+        return x.transpose(0, 1)
+
     def _drop(self, x: Tensor, keep: Tensor | None) -> Tensor:
         return self.dropout(x) if keep is None else x * keep
 
@@ -430,7 +450,7 @@ class Decoder(nn.Module):
         if self.style == "luong" and not self.input_feeding and self.whole_sequence:
             # No step depends on the previous attention: one RNN call over T,
             # then attention for all T steps in one batched matmul.
-            out, _ = self.rnn(emb, state.rnn)  # (B, T, H)
+            out = self._rnn_over_target(tgt_in, emb, state.rnn)  # (B, T, H)
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights

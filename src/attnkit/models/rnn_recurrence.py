@@ -1,17 +1,18 @@
-"""One (bi)directional GRU/LSTM encoder layer with a hand-derived backward, for training on CPU.
+"""One (bi)directional GRU/LSTM layer over whole sequences with a hand-derived backward, for training on CPU.
 
-``nn.GRU``/``nn.LSTM`` over a packed batch is what the encoder computes; on a CPU its autograd graph has
-nodes per step and direction, accumulates the weight gradients step by step and zero-fills the packed
-gradient. This layer computes the same function in one autograd node:
+The encoder (and the Luong decoder without input feeding) run ``nn.GRU``/``nn.LSTM`` over whole sequences;
+on a CPU its autograd graph has nodes per step and direction, accumulates the weight gradients step by
+step and, for a packed batch, zero-fills the packed gradient. This layer computes the same function in one
+autograd node:
 
 * the input projection of every step and both directions is one matmul, outside the node (autograd);
 * the backward direction reads each source reversed within its own length, so both directions are left
   aligned, run in the same loop, and their hidden matmuls are one batched matmul (D, B, H) x (D, H, G*H);
-* past a source's end its state is carried unchanged and its output is zero, as packing gives;
+* past a sequence's end its state is carried unchanged and its output is zero, as packing gives;
 * the backward loop does only the per-step input gradients; each weight gradient is one batched matmul
   over all steps.
 
-On CUDA the encoder keeps cuDNN's packed RNN, which runs the whole recurrence in one call.
+On CUDA the models keep cuDNN's RNN, which runs the whole recurrence in one call.
 
 Shapes: B batch, S source length, In input width, H hidden per direction, G gates, D directions.
 """
@@ -35,13 +36,14 @@ def reversal_index(lengths: Tensor, steps: int) -> Tensor:
     return torch.where(t < lengths, lengths - 1 - t, t)
 
 
-def encoder_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Tensor | None
-                  ) -> tuple[Tensor, Tensor]:
+def rnn_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Tensor | None,
+              h0: Tensor | None = None, c0: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Layer ``layer`` of ``rnn`` (its own parameters) over time-major x (S, B, In).
 
     valid (S, B) float, 1 where t < length; reverse (S, B) from :func:`reversal_index` (None for a
-    unidirectional RNN). Returns the outputs (S, B, D*H), zero past each length, and the final hidden
-    state of each direction (D, B, H) (for an LSTM the final h; c is not needed by the encoder).
+    unidirectional RNN); h0, c0 (D, B, H) initial states (None: zeros; c0 for an LSTM only). Returns the
+    outputs (S, B, D*H), zero past each length, and the final hidden state of each direction (D, B, H)
+    (for an LSTM the final h; no caller needs the final c).
     """
     lstm = isinstance(rnn, nn.LSTM)
     suffixes = ["", "_reverse"] if rnn.bidirectional else [""]
@@ -52,7 +54,13 @@ def encoder_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse
     if reverse is not None:
         x_rev = x.gather(0, reverse.unsqueeze(-1).expand_as(x))
         gates_x.append(F.linear(x_rev, w_ih[1], b_ih[1]))
-    out, final = _EncoderRecurrence.apply(lstm, torch.stack(gates_x), torch.stack(w_hh), torch.stack(b_hh), valid)
+    gates_x = torch.stack(gates_x)  # (D, S, B, G*H)
+    if h0 is None:
+        h0 = x.new_zeros(gates_x.size(0), x.size(1), w_hh[0].size(1))
+    if c0 is None and lstm:
+        c0 = torch.zeros_like(h0)
+    out, final = _Recurrence.apply(lstm, gates_x, torch.stack(w_hh), torch.stack(b_hh), valid, h0,
+                                   h0.new_empty(0) if c0 is None else c0)
     outputs = out.unbind(0)  # (S, B, H) per direction, left aligned
     if reverse is not None:
         backward = outputs[1].gather(0, reverse.unsqueeze(-1).expand_as(outputs[1]))
@@ -60,20 +68,20 @@ def encoder_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse
     return outputs[0], final
 
 
-class _EncoderRecurrence(torch.autograd.Function):
-    """gates_x (D, S, B, G*H) b_ih inside; w_hh (D, G*H, H); b_hh (D, G*H); valid (S, B) -> outputs
-    (D, S, B, H) and final states (D, B, H). Initial states are zero, as the encoder's."""
+class _Recurrence(torch.autograd.Function):
+    """gates_x (D, S, B, G*H) b_ih inside; w_hh (D, G*H, H); b_hh (D, G*H); valid (S, B); h0, c0 (D, B, H)
+    (c0 empty for a GRU) -> outputs (D, S, B, H) and final states (D, B, H)."""
 
     @staticmethod
-    def forward(ctx, lstm: bool, gates_x, w_hh, b_hh, valid):
+    def forward(ctx, lstm: bool, gates_x, w_hh, b_hh, valid, h0, c0):
         dirs, steps, batch, _ = gates_x.shape
         hidden = w_hh.size(-1)
         new = gates_x.new_empty
-        states = new(steps + 1, dirs, batch, hidden)  # states[t + 1] after step t; states[0] = 0
-        states[0].zero_()
+        states = new(steps + 1, dirs, batch, hidden)  # states[t + 1] after step t; states[0] = h0
+        states[0] = h0
         cells = new(steps + 1, dirs, batch, hidden) if lstm else None
         if lstm:
-            cells[0].zero_()
+            cells[0] = c0
         gates = new(steps, dirs, batch, gate_count(lstm) * hidden)
         # LSTM: tanh(c_t); GRU: the hidden gates, whose n part r multiplies
         extra = new(steps, dirs, batch, hidden if lstm else gates.size(-1))
@@ -128,4 +136,4 @@ class _EncoderRecurrence(torch.autograd.Function):
         flat_prev = states[:-1].transpose(0, 1).reshape(dirs, steps * batch, hidden)
         d_w_hh = torch.bmm(flat_dgh.transpose(1, 2), flat_prev)  # (D, G*H, H)
         d_b_hh = flat_dgh.sum(1)
-        return None, d_gates_x.transpose(0, 1), d_w_hh, d_b_hh, None
+        return None, d_gates_x.transpose(0, 1), d_w_hh, d_b_hh, None, d_h, d_c
