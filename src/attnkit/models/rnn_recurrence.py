@@ -22,6 +22,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count
 
@@ -110,6 +111,7 @@ class _Recurrence(torch.autograd.Function):
         return out, states[-1].clone()
 
     @staticmethod
+    @once_differentiable  # the backward is not itself differentiated
     def backward(ctx, grad_out, grad_final):
         lstm = ctx.lstm
         states, cells, gates, extra = ctx.buffers

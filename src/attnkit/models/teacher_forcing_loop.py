@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+from torch.autograd.function import once_differentiable
 
 from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, tanh_grad
 
@@ -141,6 +142,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
         return out, weights
 
     @staticmethod
+    @once_differentiable  # the backward is not itself differentiated
     def backward(ctx, grad_out, _grad_weights):
         spec, active = ctx.spec, ctx.active
         ctx_h, gates, extra, cells, queries, energies, combined = ctx.buffers
