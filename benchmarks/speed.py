@@ -69,10 +69,13 @@ def useful_flops(cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt
     gates = 4 if cfg.rnn == "lstm" else 3
     dk = he * dirs
     enc = dirs * gates * he * (e + he) + dk * a  # RNN gates both directions + key projection
-    rnn_in = e + (h if cfg.input_feeding else 0)
+    if cfg.decoder_style == "bahdanau":  # RNN input [y; c], output layer on [s; c; y]
+        rnn_in, combine_in = e + dk, h + dk + e
+    else:  # RNN input [y; h~] (or y), attentional vector from [c; h]
+        rnn_in, combine_in = e + (h if cfg.input_feeding else 0), dk + h
     dec = (gates * h * (rnn_in + h)  # RNN gates
            + h * a + mean_src_len * (a + dk)  # query projection, scores (v . tanh), context
-           + (dk + h) * h + h * tgt_vocab)  # attentional vector, output layer
+           + combine_in * h + h * tgt_vocab)  # attentional vector / output layer, vocabulary projection
     return 2.0 * (enc * src_tokens + dec * tgt_tokens)
 
 
@@ -87,7 +90,7 @@ def build(args, device):
     splits = g2p.load(args.data)
     cfg = experiment_from_dict({
         "name": "speed", "data": {"task": "g2p", "directory": str(args.data), "src_level": "char", "tgt_level": "word"},
-        "model": {"attention": args.attention, "decoder": "luong", "rnn": args.rnn, "embedding_dim": args.emb,
+        "model": {"attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "embedding_dim": args.emb,
                   "encoder_hidden": args.hidden, "decoder_hidden": args.hidden, "attention_dim": args.hidden,
                   "input_feeding": not args.no_input_feeding, "dropout": args.dropout},
         "train": {"batch_size": args.batch_size, "lr": 1e-3, "clip": 1.0},
@@ -294,6 +297,8 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5, help="untimed updates first")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--attention", default="bahdanau", help="attention type (default bahdanau scores)")
+    ap.add_argument("--decoder", choices=("luong", "bahdanau"), default="luong",
+                    help="decoder style: luong (JoeyNMT's, the reference) or bahdanau (s_(t-1) queries; needs --skip-anchor)")
     ap.add_argument("--rnn", choices=("gru", "lstm"), default="gru",
                     help="encoder and decoder cell (the anchor runs GRUs only: lstm needs --skip-anchor)")
     ap.add_argument("--emb", type=int, default=128)
@@ -322,8 +327,8 @@ def main() -> None:
     args = ap.parse_args()
     if not args.data.is_dir():
         sys.exit(f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)")
-    if args.rnn != "gru" and not args.skip_anchor:
-        ap.error("the JoeyNMT anchor script trains GRUs only: add --skip-anchor with --rnn lstm")
+    if (args.rnn != "gru" or args.decoder != "luong") and not args.skip_anchor:
+        ap.error("the JoeyNMT anchor script trains its Luong-style GRU model only: add --skip-anchor")
     if args.threads:
         torch.set_num_threads(args.threads)
     from attnkit.device import resolve_device
@@ -333,7 +338,7 @@ def main() -> None:
     cfg, splits, tokenizers, model, batches = build(args, device)
     result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
               "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
-              "attention": args.attention, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
+              "attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
               "path": _path_name(args, device),
               "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}
     result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))

@@ -267,12 +267,13 @@ def _train_once(model, batch, seed=5):
     return logits.detach(), weights, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
+@pytest.mark.parametrize("style", ["luong-feed", "bahdanau"])
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
 @pytest.mark.parametrize("att", LOOP_ATTENTIONS)
-def test_handwritten_backward_loop_equals_autograd(att, rnn):
+def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
     """The one-node teacher-forcing loop gives autograd's logits, weights and gradients (float64, dropout on),
-    on targets of different lengths in no particular order."""
-    cfg = _cfg(att, rnn, "luong-feed")
+    on targets of different lengths in no particular order, for both decoder styles."""
+    cfg = _cfg(att, rnn, style)
     cfg.dropout = 0.3
     src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
     tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
@@ -306,8 +307,8 @@ def test_loop_rejects_active_rows_that_grow():
 
 
 @pytest.mark.parametrize("att, rnn, style, layers", [
-    ("multihead", "gru", "luong-feed", 1), ("bahdanau", "lstm", "luong-feed", 2), ("bahdanau", "gru", "bahdanau", 1),
-    ("luong-general", "gru", "luong-nofeed", 1),
+    ("multihead", "gru", "luong-feed", 1), ("bahdanau", "lstm", "luong-feed", 2), ("multihead", "gru", "bahdanau", 1),
+    ("bahdanau", "gru", "bahdanau", 2), ("luong-general", "gru", "luong-nofeed", 1),
 ])
 def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
     model = _model(_cfg(att, rnn, style, layers=layers))

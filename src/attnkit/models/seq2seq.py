@@ -38,7 +38,7 @@ from attnkit.config import join_key
 from attnkit.errors import ConfigError
 from attnkit.models.dropout import Dropout, dropout, keep_mask
 from attnkit.models.rnn_recurrence import reversal_index, rnn_layer
-from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
+from attnkit.models.teacher_forcing_loop import LoopSpec, run_bahdanau_loop, run_loop
 
 
 @dataclass
@@ -215,8 +215,8 @@ class Decoder(nn.Module):
     whose cells take only 1-D biases, layer 0 forms its gates itself and calls
     the same fused kernels (``_cuda_cell_step``).
 
-    Training the one-layer input-fed Luong decoder (additive or dot-product
-    scores) on a CPU goes further: the whole teacher-forced loop is one autograd
+    Training a one-layer Bahdanau-style or input-fed Luong decoder (additive or
+    dot-product scores) on a CPU goes further: the whole teacher-forced loop is one autograd
     node whose backward is derived by hand (:mod:`attnkit.models.teacher_forcing_loop`),
     so every weight gradient is one matmul over all steps and rows whose target
     has ended drop out of the batch. Without input feeding, the one RNN call
@@ -346,11 +346,13 @@ class Decoder(nn.Module):
     def _loop_spec(self) -> LoopSpec | None:
         """What the handwritten-backward loop needs to know, or None where it does not apply.
 
-        It covers one input-fed Luong layer attending with additive (bahdanau, luong-concat) or dot-product
-        (luong-dot, luong-general, scaled-dot) scores; multi-head attention and stacked layers use autograd.
+        It covers one Bahdanau-style layer or one input-fed Luong layer, attending with additive (bahdanau,
+        luong-concat) or dot-product (luong-dot, luong-general, scaled-dot) scores; multi-head attention and
+        stacked layers use autograd.
         """
-        if not (self.handwritten_backward and self.fused and self.input_feeding and self.layers == 1) \
-                or getattr(self, "_compiled", False):
+        if not (self.handwritten_backward and self.fused and self.layers == 1) or getattr(self, "_compiled", False):
+            return None
+        if not (self.style == "bahdanau" or self.input_feeding):
             return None
         att = self.attention
         lstm = self.rnn_kind == "lstm"
@@ -370,23 +372,35 @@ class Decoder(nn.Module):
         b, steps = emb.shape[:2]
         x_proj = self._project_inputs(emb.transpose(0, 1))  # (T, B, G*H), time-major: each step contiguous
         keep = self._dropout_masks(b, steps, emb)  # (T, B, H) or None, drawn as the step loop draws them
-        ((w_feed, w_hh, _, b_hh),) = self._cell_weights()
+        ((w_rest, w_hh, _, b_hh),) = self._cell_weights()  # w_rest: W_ih's columns for h~ (Luong) or c (Bahdanau)
         h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
-        feed0, keys, projected, mask = state.feed, memory.states, memory.projected, memory.mask
+        keys, projected, mask = memory.states, memory.projected, memory.mask
+        bahdanau = self.style == "bahdanau"
+        if bahdanau:  # the output layer reads [s_t; c_t; y_{t-1}]: its y part is done for all steps at once
+            split = self.hidden + keys.size(-1)
+            w_sc = self.combine.weight[:, :split]
+            per_row = F.linear(emb.transpose(0, 1), self.combine.weight[:, split:], self.combine.bias)  # (T, B, H)
+        else:
+            per_row = state.feed  # (B, H)
         lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
         order = None
         if bool((lengths[1:] > lengths[:-1]).any()):  # the loop wants the longest target first (the batcher's order)
             order = torch.argsort(lengths, descending=True, stable=True)
             lengths = lengths[order]
             x_proj, keep = x_proj[:, order], (None if keep is None else keep[:, order])
-            h0, c0, feed0 = h0[order], (None if c0 is None else c0[order]), feed0[order]
+            h0, c0 = h0[order], (None if c0 is None else c0[order])
+            per_row = per_row[:, order] if bahdanau else per_row[order]
             keys, projected, mask = keys[order], projected[order], mask[order]
-        active = (lengths.unsqueeze(0) > torch.arange(steps, device=lengths.device).unsqueeze(1)).sum(1)
+        active = (lengths.unsqueeze(0) > torch.arange(steps, device=lengths.device).unsqueeze(1)).sum(1).tolist()
         att = self.attention
         w_q = att.query_proj.weight if hasattr(att, "query_proj") else None
         v = att.v if spec.additive else None
-        out, weights = run_loop(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh, b_hh, w_q,
-                                v, self.combine.weight, self.combine.bias, active.tolist())
+        if bahdanau:
+            out, weights = run_bahdanau_loop(spec, x_proj, per_row, h0, c0, keys, projected, mask, keep, w_rest, w_hh,
+                                             b_hh, w_q, v, w_sc, active)
+        else:
+            out, weights = run_loop(spec, x_proj, h0, c0, per_row, keys, projected, mask, keep, w_rest, w_hh, b_hh,
+                                    w_q, v, self.combine.weight, self.combine.bias, active)
         if order is not None:
             restore = torch.argsort(order)
             out, weights = out[:, restore], weights[:, restore]

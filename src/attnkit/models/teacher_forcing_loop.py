@@ -80,6 +80,50 @@ def _flat(x: Tensor) -> Tensor:
     return x.reshape(-1, x.size(-1))
 
 
+def _attend(spec: LoopSpec, q: Tensor, projected: Tensor, v: Tensor, blocked: Tensor, allowed: Tensor,
+            energies: Tensor | None) -> Tensor:
+    """One step's attention weights for the first n rows: q (n, A) -> (n, S). ``energies`` (n, S, A) receives
+    tanh(q + P) for additive scores."""
+    n = q.size(0)
+    if spec.additive:
+        e = torch.add(projected[:n], q.unsqueeze(1), out=energies).tanh_()  # (n, S, A)
+        scores = torch.matmul(e, v)  # (n, S)
+    else:
+        scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
+    return torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])
+
+
+def _attend_backward(spec: LoopSpec, d_context: Tensor, a: Tensor, keys: Tensor, projected: Tensor, v: Tensor,
+                     energies: Tensor | None, e_grad: Tensor | None, d_projected: Tensor | None,
+                     d_v: Tensor | None, d_scores: Tensor) -> Tensor:
+    """Backward of one step's attention from d_context (n, Dk) to the query: returns d q (n, A).
+
+    Writes the score gradients into ``d_scores`` (n, S) (zero where masked); for additive scores, adds this
+    step's part of d P into ``d_projected`` and of d v into ``d_v`` (1, A). The key gradients through the
+    context are left to one batched matmul after the loop (:func:`_memory_grads`).
+    """
+    n = a.size(0)
+    d_a = torch.bmm(keys[:n], d_context.unsqueeze(-1)).squeeze(-1)  # (n, S)
+    d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=d_scores)  # softmax backward
+    if spec.additive:
+        d_e = tanh_grad(d_s.unsqueeze(-1) * v, energies, e_grad[:n])  # (n, S, A), before tanh
+        d_projected[:n] += d_e
+        d_v.addmm_(d_s.reshape(1, -1), energies.reshape(-1, energies.size(-1)))
+        return d_e.sum(1)
+    return torch.bmm(d_s.unsqueeze(1), projected[:n]).squeeze(1).mul_(spec.scale)
+
+
+def _memory_grads(spec: LoopSpec, weights: Tensor, d_context: Tensor, d_scores: Tensor, queries: Tensor,
+                  d_projected: Tensor | None, d_v: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each one batched
+    matmul over all steps. weights, d_scores (T, B, S); d_context (T, B, Dk); queries (T, B, A) as scored."""
+    d_keys = torch.bmm(weights.permute(1, 2, 0), d_context.transpose(0, 1))
+    if spec.additive:
+        return d_keys, d_projected, d_v.view(-1)
+    d_projected = torch.bmm(d_scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale)
+    return d_keys, d_projected, None
+
+
 class _TeacherForcingLoop(torch.autograd.Function):
     # Optional inputs arrive as empty tensors (autograd Functions return one gradient per input). Buffers
     # that enter the all-step weight-gradient matmuls are zero-initialised: rows past a target stay zero.
@@ -105,7 +149,6 @@ class _TeacherForcingLoop(torch.autograd.Function):
         combined = new(steps, batch, hidden)  # tanh(...) before dropout
         out = zeros(steps, batch, hidden)
         blocked, allowed = ~mask, mask.to(x_proj.dtype)
-        fill = torch.finfo(x_proj.dtype).min
         h, c, feed = h0, c0, feed0
         for t in range(steps):
             n = active[t]
@@ -121,12 +164,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
                 cell_forward(False, gx, gh, h, None, gates[t, :n], None, states[t, :n], None)
             h = states[t]
             q = h[:n] if not has_q else torch.mm(h[:n], w_q.t(), out=queries[t, :n])
-            if spec.additive:
-                e = torch.add(projected[:n], q.unsqueeze(1), out=energies[t, :n]).tanh_()  # (n, S, A)
-                scores = torch.matmul(e, v)  # (n, S)
-            else:
-                scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
-            a = torch.softmax(scores.masked_fill_(blocked[:n], fill), -1).mul_(allowed[:n])
+            a = _attend(spec, q, projected, v, blocked, allowed, energies[t, :n] if spec.additive else None)
             weights[t, :n] = a
             ctx_h[t, :n, :dk] = torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
             u = torch.addmm(b_c, ctx_h[t, :n], w_c.t(), out=combined[t, :n]).tanh_()
@@ -174,18 +212,9 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_ch = torch.mm(d_u, w_c)  # (n, Dk + H)
             d_context[t, :n] = d_ch[:, :dk]
             d_h_t = d_h[:n] + d_ch[:, dk:]
-            # attention: context -> weights -> scores -> query
-            a = weights[t, :n]
-            d_a = torch.bmm(keys[:n], d_ch[:, :dk].unsqueeze(-1)).squeeze(-1)  # (n, S)
-            d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=d_scores[t, :n])  # softmax; 0 where masked
-            if spec.additive:
-                e = energies[t, :n]
-                d_e = tanh_grad(d_s.unsqueeze(-1) * v, e, e_grad[:n])  # (n, S, A), before tanh
-                d_projected[:n] += d_e
-                d_q = d_e.sum(1)
-                d_v.addmm_(d_s.reshape(1, -1), e.reshape(-1, e.size(-1)))
-            else:
-                d_q = torch.bmm(d_s.unsqueeze(1), projected[:n]).squeeze(1).mul_(spec.scale)
+            d_q = _attend_backward(spec, d_ch[:, :dk], weights[t, :n], keys, projected, v,
+                                   energies[t, :n] if spec.additive else None, e_grad, d_projected, d_v,
+                                   d_scores[t, :n])
             if has_q:
                 d_queries[t, :n] = d_q
                 d_h_t = torch.addmm(d_h_t, d_q, w_q)
@@ -210,15 +239,139 @@ class _TeacherForcingLoop(torch.autograd.Function):
         d_b_hh = _flat(d_gates_h).sum(0)
         d_w_c = _flat(d_combined).t() @ _flat(ctx_h)
         d_b_c = _flat(d_combined).sum(0)
-        d_keys = torch.bmm(weights.permute(1, 2, 0), d_context.transpose(0, 1))  # (B, S, Dk)
-        d_w_q = None
-        if has_q:
-            d_w_q = _flat(d_queries).t() @ _flat(states)
-        if spec.additive:
-            d_v = d_v.view(-1)
-        else:
-            query_all = queries if has_q else states
-            d_projected = torch.bmm(d_scores.permute(1, 2, 0), query_all.transpose(0, 1)).mul_(spec.scale)
+        d_keys, d_projected, d_v = _memory_grads(spec, weights, d_context, d_scores,
+                                                 queries if has_q else states, d_projected, d_v)
+        d_w_q = _flat(d_queries).t() @ _flat(states) if has_q else None
         d_c0 = d_c if spec.lstm else None
         return (None, None, d_gates_x, d_h, d_c0, d_feed, d_keys, d_projected, None, None, d_w_feed, d_w_hh,
                 d_b_hh, d_w_q, d_v, d_w_c, d_b_c)
+
+
+def run_bahdanau_loop(spec: LoopSpec, x_proj: Tensor, comb_x: Tensor, h0: Tensor, c0: Tensor | None, keys: Tensor,
+                      projected: Tensor, mask: Tensor, keep: Tensor | None, w_ctx: Tensor, w_hh: Tensor,
+                      b_hh: Tensor, w_q: Tensor | None, v: Tensor | None, w_sc: Tensor, active: list[int]
+                      ) -> tuple[Tensor, Tensor]:
+    """The whole teacher-forced loop of the Bahdanau-style decoder (one layer):
+
+        a_t, c_t = attention(s_{t-1});  s_t = cell([y_{t-1}; c_t], s_{t-1});  out_t = tanh(W [s_t; c_t; y_{t-1}] + b)
+
+    x_proj (T, B, G*H): the embedding's part of the input gates, b_ih inside; comb_x (T, B, H): the
+    embedding's part of the output layer, b inside; w_ctx (G*H, Dk) the context columns of W_ih; w_sc
+    (H, H + Dk) the [s_t; c_t] columns of W. The rest as :func:`run_loop`. Returns the outputs (T, B, H)
+    (dropout applied) and the attention weights (T, B, S), zero past each target.
+    """
+    if any(a < b for a, b in zip(active, active[1:])):
+        raise ValueError(f"active rows must not increase from step to step, got {active}")
+    empty = h0.new_empty(0)
+    return _BahdanauLoop.apply(spec, tuple(active), x_proj, comb_x, h0, empty if c0 is None else c0, keys,
+                               projected, mask, empty if keep is None else keep, w_ctx, w_hh, b_hh,
+                               empty if w_q is None else w_q, empty if v is None else v, w_sc)
+
+
+class _BahdanauLoop(torch.autograd.Function):
+    # As _TeacherForcingLoop: empty tensors for absent inputs, zero-initialised buffers where rows end.
+
+    @staticmethod
+    def forward(ctx, spec: LoopSpec, active, x_proj, comb_x, h0, c0, keys, projected, mask, keep, w_ctx, w_hh,
+                b_hh, w_q, v, w_sc):
+        steps, batch, _ = x_proj.shape
+        hidden = h0.size(-1)
+        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
+        new, zeros = x_proj.new_empty, x_proj.new_zeros
+        # [s_t; c_t] for every step: the output layer's input; s_t and c_t are views of it
+        state_ctx = zeros(steps, batch, hidden + keys.size(-1))
+        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
+        gates = new(steps, batch, gate_count(spec.lstm) * hidden)
+        extra = new(steps, batch, hidden if spec.lstm else gates.size(-1))  # as in _TeacherForcingLoop
+        cells = new(steps, batch, hidden) if spec.lstm else None
+        queries = zeros(steps, batch, w_q.size(0)) if has_q else None
+        energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
+        weights = zeros(steps, batch, keys.size(1))
+        combined = new(steps, batch, hidden)
+        out = zeros(steps, batch, hidden)
+        blocked, allowed = ~mask, mask.to(x_proj.dtype)
+        h, c = h0, c0
+        for t in range(steps):
+            n = active[t]
+            h = h[:n]
+            q = h if not has_q else torch.mm(h, w_q.t(), out=queries[t, :n])  # s_{t-1} queries
+            a = _attend(spec, q, projected, v, blocked, allowed, energies[t, :n] if spec.additive else None)
+            weights[t, :n] = a
+            contexts[t, :n] = torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
+            gx = torch.addmm(x_proj[t, :n], contexts[t, :n], w_ctx.t())
+            if spec.lstm:
+                gh = torch.addmm(b_hh, h, w_hh.t())
+                cell_forward(True, gx, gh, h, c[:n], gates[t, :n], extra[t, :n], states[t, :n], cells[t, :n])
+                c = cells[t]
+            else:
+                gh = torch.addmm(b_hh, h, w_hh.t(), out=extra[t, :n])
+                cell_forward(False, gx, gh, h, None, gates[t, :n], None, states[t, :n], None)
+            h = states[t]
+            u = torch.addmm(comb_x[t, :n], state_ctx[t, :n], w_sc.t(), out=combined[t, :n]).tanh_()
+            if has_keep:
+                torch.mul(u, keep[t, :n], out=out[t, :n])
+            else:
+                out[t, :n] = u
+        ctx.spec, ctx.active = spec, active
+        ctx.buffers = (state_ctx, gates, extra, cells, queries, energies, combined)
+        ctx.save_for_backward(h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, weights)
+        ctx.mark_non_differentiable(weights)
+        return out, weights
+
+    @staticmethod
+    @once_differentiable  # the backward is not itself differentiated
+    def backward(ctx, grad_out, _grad_weights):
+        spec, active = ctx.spec, ctx.active
+        state_ctx, gates, extra, cells, queries, energies, combined = ctx.buffers
+        h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, weights = ctx.saved_tensors
+        steps, batch, hidden = grad_out.shape
+        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
+        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
+        zeros = grad_out.new_zeros
+        d_gates_x = zeros(gates.shape)  # also the gradient of x_proj
+        d_gates_h = d_gates_x if spec.lstm else zeros(gates.shape)
+        d_combined = zeros(steps, batch, hidden)  # before tanh; also the gradient of comb_x
+        d_context = zeros(steps, batch, keys.size(-1))
+        d_scores = zeros(weights.shape)
+        d_queries = zeros(queries.shape) if has_q else None
+        d_projected = torch.zeros_like(projected) if spec.additive else None
+        d_v = zeros(1, projected.size(-1)) if spec.additive else None
+        e_grad = torch.empty_like(projected) if spec.additive else None
+        d_h = zeros(batch, hidden)  # d s_t from step t+1 (its cell and its query)
+        d_c = zeros(batch, hidden) if spec.lstm else None
+        for t in reversed(range(steps)):
+            n = active[t]
+            d_o = grad_out[t, :n] * keep[t, :n] if has_keep else grad_out[t, :n]
+            d_u = tanh_grad(d_o, combined[t, :n], d_combined[t, :n])
+            d_sc = torch.mm(d_u, w_sc)  # (n, H + Dk)
+            d_s = d_h[:n] + d_sc[:, :hidden]
+            h_prev = states[t - 1, :n] if t > 0 else h0[:n]
+            c_prev = (cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
+            dgx = d_gates_x[t, :n]
+            dgh = dgx if spec.lstm else d_gates_h[t, :n]
+            direct, d_c_prev = cell_backward(spec.lstm, d_s, d_c[:n] if spec.lstm else None, gates[t, :n],
+                                             extra[t, :n], h_prev, c_prev, dgx, dgh)
+            d_h_prev = add_hidden_matmul(direct, dgh, w_hh)
+            d_ctx = torch.addmm(d_sc[:, hidden:], dgx, w_ctx, out=d_context[t, :n])  # output layer + RNN input
+            d_q = _attend_backward(spec, d_ctx, weights[t, :n], keys, projected, v,
+                                   energies[t, :n] if spec.additive else None, e_grad, d_projected, d_v,
+                                   d_scores[t, :n])
+            if has_q:
+                d_queries[t, :n] = d_q
+                d_h_prev = torch.addmm(d_h_prev, d_q, w_q)
+            else:
+                d_h_prev = d_h_prev + d_q
+            d_h[:n] = d_h_prev
+            if spec.lstm:
+                d_c[:n] = d_c_prev
+        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H): s_{t-1}, the queries' source
+        d_w_ctx = _flat(d_gates_x).t() @ _flat(contexts)
+        d_w_hh = _flat(d_gates_h).t() @ _flat(h_prev_all)
+        d_b_hh = _flat(d_gates_h).sum(0)
+        d_w_sc = _flat(d_combined).t() @ _flat(state_ctx)
+        d_keys, d_projected, d_v = _memory_grads(spec, weights, d_context, d_scores,
+                                                 queries if has_q else h_prev_all, d_projected, d_v)
+        d_w_q = _flat(d_queries).t() @ _flat(h_prev_all) if has_q else None
+        d_c0 = d_c if spec.lstm else None
+        return (None, None, d_gates_x, d_combined, d_h, d_c0, d_keys, d_projected, None, None, d_w_ctx, d_w_hh,
+                d_b_hh, d_w_q, d_v, d_w_sc)
