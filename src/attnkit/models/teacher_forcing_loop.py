@@ -1,6 +1,8 @@
-"""Teacher forcing of the input-fed Luong decoder as one autograd node with a hand-derived backward.
+"""Teacher forcing of a one-layer attention decoder as one autograd node with a hand-derived backward.
 
-Step t of the decoder (one layer, GRU or LSTM, input feeding):
+Two loops: :func:`run_loop` for the input-fed Luong decoder, :func:`run_bahdanau_loop` for the
+Bahdanau-style one (s_{t-1} queries, then the RNN steps on [y_{t-1}; c_t]). Step t of the Luong decoder
+(GRU or LSTM):
 
     gates_x = x_t + h~_{t-1} W_f^T           x_t: the embedding's part of the input gates, hoisted (T, B, G*H)
     gates_h = h_{t-1} W_hh^T + b_hh
