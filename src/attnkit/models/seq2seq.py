@@ -376,12 +376,13 @@ class Decoder(nn.Module):
         h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
         keys, projected, mask = memory.states, memory.projected, memory.mask
         bahdanau = self.style == "bahdanau"
+        emb_out = feed0 = None
         if bahdanau:  # the output layer reads [s_t; c_t; y_{t-1}]: its y part is done for all steps at once
             split = self.hidden + keys.size(-1)
             w_sc = self.combine.weight[:, :split]
-            per_row = F.linear(emb.transpose(0, 1), self.combine.weight[:, split:], self.combine.bias)  # (T, B, H)
+            emb_out = F.linear(emb.transpose(0, 1), self.combine.weight[:, split:], self.combine.bias)  # (T, B, H)
         else:
-            per_row = state.feed  # (B, H)
+            feed0 = state.feed  # (B, H), h~_0
         lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
         order = None
         if bool((lengths[1:] > lengths[:-1]).any()):  # the loop wants the longest target first (the batcher's order)
@@ -389,17 +390,18 @@ class Decoder(nn.Module):
             lengths = lengths[order]
             x_proj, keep = x_proj[:, order], (None if keep is None else keep[:, order])
             h0, c0 = h0[order], (None if c0 is None else c0[order])
-            per_row = per_row[:, order] if bahdanau else per_row[order]
+            emb_out = None if emb_out is None else emb_out[:, order]
+            feed0 = None if feed0 is None else feed0[order]
             keys, projected, mask = keys[order], projected[order], mask[order]
         active = (lengths.unsqueeze(0) > torch.arange(steps, device=lengths.device).unsqueeze(1)).sum(1).tolist()
         att = self.attention
         w_q = att.query_proj.weight if hasattr(att, "query_proj") else None
         v = att.v if spec.additive else None
         if bahdanau:
-            out, weights = run_bahdanau_loop(spec, x_proj, per_row, h0, c0, keys, projected, mask, keep, w_rest, w_hh,
+            out, weights = run_bahdanau_loop(spec, x_proj, emb_out, h0, c0, keys, projected, mask, keep, w_rest, w_hh,
                                              b_hh, w_q, v, w_sc, active)
         else:
-            out, weights = run_loop(spec, x_proj, h0, c0, per_row, keys, projected, mask, keep, w_rest, w_hh, b_hh,
+            out, weights = run_loop(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_rest, w_hh, b_hh,
                                     w_q, v, self.combine.weight, self.combine.bias, active)
         if order is not None:
             restore = torch.argsort(order)
