@@ -112,8 +112,22 @@ def build(args, device):
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
 
 
+def _update(model, optimizer, batch, workers=None) -> tuple[float, int]:
+    """One training update (Adam, clipping at 1.0) -> (summed loss, target tokens)."""
+    from attnkit.training.data_parallel import shard_loss_backward
+
+    optimizer.zero_grad(set_to_none=True)
+    if workers is None:
+        loss_sum, _, n = shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
+    else:
+        loss_sum, _, n = workers.forward_backward(batch)
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return loss_sum, n
+
+
 def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
-    from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
+    from attnkit.training.data_parallel import GradientWorkers
     from attnkit.training.optim import adam
 
     optimizer = adam(model.parameters(), 1e-3)
@@ -130,13 +144,7 @@ def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
             _sync(device)
             t = time.perf_counter()
             batch = batch.to(device)
-            optimizer.zero_grad(set_to_none=True)
-            if workers is None:
-                loss_sum, _, n = shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
-            else:
-                loss_sum, _, n = workers.forward_backward(batch)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            loss_sum, n = _update(model, optimizer, batch, workers)
             _sync(device)
             if i >= args.warmup:
                 times.append(time.perf_counter() - t)
@@ -200,7 +208,6 @@ def interleaved_comparison(args, model, batches, device) -> dict:
     Reports the median and quartiles of the per-batch time ratio handwritten / autograd and each path's
     tokens/s over the whole run. Both paths compute the same gradients; the model keeps training on them.
     """
-    from attnkit.training.data_parallel import shard_loss_backward
     from attnkit.training.optim import adam
 
     optimizer = adam(model.parameters(), 1e-3)
@@ -212,10 +219,7 @@ def interleaved_comparison(args, model, batches, device) -> dict:
         for handwritten in ((True, False) if i % 2 == 0 else (False, True)):
             model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
             t = time.perf_counter()
-            optimizer.zero_grad(set_to_none=True)
-            shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
+            _update(model, optimizer, batch)
             seconds[handwritten].append(time.perf_counter() - t)
         tokens += batch.num_target_tokens
     model.encoder.handwritten_backward = model.decoder.handwritten_backward = True

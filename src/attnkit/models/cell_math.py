@@ -82,9 +82,10 @@ def cell_backward(lstm: bool, d_h: Tensor, d_c: Tensor | None, gates: Tensor, ex
     hidden = d_h.size(-1)
     r, z, n = gates.chunk(3, -1)
     dr, dz, dn = d_gates_x.chunk(3, -1)
-    tanh_grad(d_h - d_h * z, n, dn)
+    d_h_z = d_h * z  # the part that reaches h_prev directly, and d_h (1 - z) = d_h - d_h_z reaches n
+    tanh_grad(d_h - d_h_z, n, dn)
     sigmoid_grad(dn * extra[..., 2 * hidden:], r, dr)
     sigmoid_grad(d_h * (h_prev - n), z, dz)
     d_gates_h[..., : 2 * hidden] = d_gates_x[..., : 2 * hidden]
     torch.mul(dn, r, out=d_gates_h[..., 2 * hidden:])
-    return d_h * z, None
+    return d_h_z, None

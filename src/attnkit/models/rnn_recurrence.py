@@ -89,7 +89,8 @@ class _Recurrence(torch.autograd.Function):
         out = new(dirs, steps, batch, hidden)
         w_hh_t = w_hh.transpose(1, 2)  # (D, H, G*H)
         bias = b_hh.unsqueeze(1)  # (D, 1, G*H)
-        keep = valid.unsqueeze(-1)  # (S, B, 1)
+        keep = valid.unsqueeze(-1)  # (S, B, 1): 1 up to each sequence's end
+        carry = 1 - keep  # 1 past the end, where the state is carried unchanged
         for t in range(steps):
             h_prev = states[t]
             h_new = out[:, t]
@@ -102,9 +103,9 @@ class _Recurrence(torch.autograd.Function):
                 cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None)
             h_new.mul_(keep[t])  # zero output past the end
             # past a source's end the state is carried: h_t = h_{t-1} there
-            torch.addcmul(h_new, h_prev, 1 - keep[t], out=states[t + 1])
+            torch.addcmul(h_new, h_prev, carry[t], out=states[t + 1])
             if lstm:
-                torch.addcmul(c_new * keep[t], cells[t], 1 - keep[t], out=cells[t + 1])
+                torch.addcmul(c_new * keep[t], cells[t], carry[t], out=cells[t + 1])
         ctx.lstm = lstm
         ctx.buffers = (states, cells, gates, extra)
         ctx.save_for_backward(w_hh, valid)
@@ -122,8 +123,9 @@ class _Recurrence(torch.autograd.Function):
         d_h = grad_final.clone() if grad_final is not None else grad_out.new_zeros(dirs, batch, hidden)
         d_c = grad_out.new_zeros(dirs, batch, hidden) if lstm else None
         keep = valid.unsqueeze(-1)
+        carry = 1 - keep
         for t in reversed(range(steps)):
-            carried = d_h * (1 - keep[t])  # the part of d h_t that reaches h_{t-1} unchanged past the end
+            carried = d_h * carry[t]  # the part of d h_t that reaches h_{t-1} unchanged past the end
             d_new = (d_h + grad_out[:, t]) * keep[t]
             dgx = d_gates_x[t]
             dgh = dgx if lstm else d_gates_h[t]
@@ -132,7 +134,7 @@ class _Recurrence(torch.autograd.Function):
                                              cells[t] if lstm else None, dgx, dgh)
             d_h = add_hidden_matmul(direct, dgh, w_hh) + carried
             if lstm:
-                d_c = d_c_prev + d_c * (1 - keep[t])
+                d_c = d_c_prev + d_c * carry[t]
         # weight gradients: per direction, one matmul over all steps
         flat_dgh = d_gates_h.transpose(0, 1).reshape(dirs, steps * batch, -1)  # (D, S*B, G*H)
         flat_prev = states[:-1].transpose(0, 1).reshape(dirs, steps * batch, hidden)

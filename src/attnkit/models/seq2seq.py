@@ -139,6 +139,12 @@ def _cuda_cell_step(lstm: bool, inp: Tensor, x_proj: Tensor, h: Tensor, c: Tenso
     return h_new, None
 
 
+def _handwritten_applies(module: nn.Module, x: Tensor) -> bool:
+    """Whether ``module`` takes its handwritten-backward path for input ``x``: switched on, on the CPU, and
+    autograd recording (training; inference keeps the library RNNs, CUDA the measured autograd paths)."""
+    return module.handwritten_backward and x.device.type == "cpu" and torch.is_grad_enabled()
+
+
 def _top_layer(rnn_state: Any) -> Tensor:
     """(B, H): the top layer's hidden state (h for LSTM)."""
     h = rnn_state[0] if isinstance(rnn_state, tuple) else rnn_state
@@ -175,7 +181,7 @@ class Encoder(nn.Module):
         ``final`` joins the last layer's final forward and backward states.
         """
         emb = self.dropout(self.embed(src))  # (B, S, E)
-        if self.handwritten_backward and src.device.type == "cpu" and torch.is_grad_enabled():
+        if _handwritten_applies(self, emb):
             return self._forward_layers(emb, src_lengths)
         packed = pack_padded_sequence(emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, hidden = self.rnn(packed)
@@ -414,7 +420,7 @@ class Decoder(nn.Module):
         Training on a CPU, each layer is one :func:`rnn_layer` node with a hand-derived backward; its outputs
         past a target's end are zero (the loss ignores them). Elsewhere it is one ``nn.GRU``/``nn.LSTM`` call.
         """
-        if not (self.handwritten_backward and emb.device.type == "cpu" and torch.is_grad_enabled()):
+        if not _handwritten_applies(self, emb):
             out, _ = self.rnn(emb, rnn_state)
             return out
         h0, c0 = rnn_state if self.rnn_kind == "lstm" else (rnn_state, None)  # (L, B, H)
@@ -470,8 +476,7 @@ class Decoder(nn.Module):
             context, weights = self.attention(out, memory.states, memory.projected, memory.mask)  # (B, T, Dk), (B, T, S)
             pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
             return self.output(pre), weights
-        # CPU only for now: on CUDA the autograd step loop is the path that has been measured
-        spec = self._loop_spec() if torch.is_grad_enabled() and emb.device.type == "cpu" else None
+        spec = self._loop_spec() if _handwritten_applies(self, emb) else None
         if spec is not None:
             return self._forward_loop(spec, tgt_in, emb, state, memory)
         # Per-step inputs are unbound once: indexing [:, t] inside the loop would

@@ -63,190 +63,10 @@ def run_loop(spec: LoopSpec, x_proj: Tensor, h0: Tensor, c0: Tensor | None, feed
     Returns the attentional vectors (T, B, H) and the attention weights (T, B, S) (no gradient), zero for
     the rows past their target.
     """
-    if any(a < b for a, b in zip(active, active[1:])):
-        raise ValueError(f"active rows must not increase from step to step, got {active}")
-    if c0 is None:
-        c0 = h0.new_empty(0)
-    if keep is None:
-        keep = h0.new_empty(0)
-    if w_q is None:
-        w_q = h0.new_empty(0)
-    if v is None:
-        v = h0.new_empty(0)
-    return _TeacherForcingLoop.apply(spec, tuple(active), x_proj, h0, c0, feed0, keys, projected, mask, keep,
-                                     w_feed, w_hh, b_hh, w_q, v, w_c, b_c)
-
-
-def _flat(x: Tensor) -> Tensor:
-    """(T, B, D) -> (T*B, D): the rows of every step, for one weight-gradient matmul."""
-    return x.reshape(-1, x.size(-1))
-
-
-def _attend(spec: LoopSpec, q: Tensor, projected: Tensor, v: Tensor, blocked: Tensor, allowed: Tensor,
-            energies: Tensor | None) -> Tensor:
-    """One step's attention weights for the first n rows: q (n, A) -> (n, S). ``energies`` (n, S, A) receives
-    tanh(q + P) for additive scores."""
-    n = q.size(0)
-    if spec.additive:
-        e = torch.add(projected[:n], q.unsqueeze(1), out=energies).tanh_()  # (n, S, A)
-        scores = torch.matmul(e, v)  # (n, S)
-    else:
-        scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
-    return torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])
-
-
-def _attend_backward(spec: LoopSpec, d_context: Tensor, a: Tensor, keys: Tensor, projected: Tensor, v: Tensor,
-                     energies: Tensor | None, e_grad: Tensor | None, d_projected: Tensor | None,
-                     d_v: Tensor | None, d_scores: Tensor) -> Tensor:
-    """Backward of one step's attention from d_context (n, Dk) to the query: returns d q (n, A).
-
-    Writes the score gradients into ``d_scores`` (n, S) (zero where masked); for additive scores, adds this
-    step's part of d P into ``d_projected`` and of d v into ``d_v`` (1, A). The key gradients through the
-    context are left to one batched matmul after the loop (:func:`_memory_grads`).
-    """
-    n = a.size(0)
-    d_a = torch.bmm(keys[:n], d_context.unsqueeze(-1)).squeeze(-1)  # (n, S)
-    d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=d_scores)  # softmax backward
-    if spec.additive:
-        d_e = tanh_grad(d_s.unsqueeze(-1) * v, energies, e_grad[:n])  # (n, S, A), before tanh
-        d_projected[:n] += d_e
-        d_v.addmm_(d_s.reshape(1, -1), energies.reshape(-1, energies.size(-1)))
-        return d_e.sum(1)
-    return torch.bmm(d_s.unsqueeze(1), projected[:n]).squeeze(1).mul_(spec.scale)
-
-
-def _memory_grads(spec: LoopSpec, weights: Tensor, d_context: Tensor, d_scores: Tensor, queries: Tensor,
-                  d_projected: Tensor | None, d_v: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
-    """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each one batched
-    matmul over all steps. weights, d_scores (T, B, S); d_context (T, B, Dk); queries (T, B, A) as scored."""
-    d_keys = torch.bmm(weights.permute(1, 2, 0), d_context.transpose(0, 1))
-    if spec.additive:
-        return d_keys, d_projected, d_v.view(-1)
-    d_projected = torch.bmm(d_scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale)
-    return d_keys, d_projected, None
-
-
-class _TeacherForcingLoop(torch.autograd.Function):
-    # Optional inputs arrive as empty tensors (autograd Functions return one gradient per input). Buffers
-    # that enter the all-step weight-gradient matmuls are zero-initialised: rows past a target stay zero.
-
-    @staticmethod
-    def forward(ctx, spec: LoopSpec, active, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh,
-                b_hh, w_q, v, w_c, b_c):
-        steps, batch, _ = x_proj.shape
-        hidden = h0.size(-1)
-        dk = keys.size(-1)
-        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
-        new, zeros = x_proj.new_empty, x_proj.new_zeros
-        # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
-        ctx_h = zeros(steps, batch, dk + hidden)
-        states = ctx_h[..., dk:]  # (T, B, H)
-        gates = new(steps, batch, gate_count(spec.lstm) * hidden)  # activated gates
-        # LSTM: tanh(c_t); GRU: the hidden gates h_{t-1} W_hh^T + b_hh, whose n part r multiplies
-        extra = new(steps, batch, hidden if spec.lstm else gates.size(-1))
-        cells = new(steps, batch, hidden) if spec.lstm else None
-        queries = zeros(steps, batch, w_q.size(0)) if has_q else None
-        energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
-        weights = zeros(steps, batch, keys.size(1))
-        combined = new(steps, batch, hidden)  # tanh(...) before dropout
-        out = zeros(steps, batch, hidden)
-        blocked, allowed = ~mask, mask.to(x_proj.dtype)
-        h, c, feed = h0, c0, feed0
-        for t in range(steps):
-            n = active[t]
-            h, feed = h[:n], feed[:n]
-            if spec.lstm:
-                gh = torch.addmm(b_hh, h, w_hh.t())
-                gx = torch.addmm(x_proj[t, :n], feed, w_feed.t())
-                cell_forward(True, gx, gh, h, c[:n], gates[t, :n], extra[t, :n], states[t, :n], cells[t, :n])
-                c = cells[t]
-            else:
-                gh = torch.addmm(b_hh, h, w_hh.t(), out=extra[t, :n])
-                gx = torch.addmm(x_proj[t, :n], feed, w_feed.t())
-                cell_forward(False, gx, gh, h, None, gates[t, :n], None, states[t, :n], None)
-            h = states[t]
-            q = h[:n] if not has_q else torch.mm(h[:n], w_q.t(), out=queries[t, :n])
-            a = _attend(spec, q, projected, v, blocked, allowed, energies[t, :n] if spec.additive else None)
-            weights[t, :n] = a
-            ctx_h[t, :n, :dk] = torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
-            u = torch.addmm(b_c, ctx_h[t, :n], w_c.t(), out=combined[t, :n]).tanh_()
-            if has_keep:
-                torch.mul(u, keep[t, :n], out=out[t, :n])
-            else:
-                out[t, :n] = u
-            feed = out[t]
-        ctx.spec, ctx.active = spec, active
-        ctx.buffers = (ctx_h, gates, extra, cells, queries, energies, combined)
-        ctx.save_for_backward(h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights)
-        ctx.mark_non_differentiable(weights)
-        return out, weights
-
-    @staticmethod
-    @once_differentiable  # the backward is not itself differentiated
-    def backward(ctx, grad_out, _grad_weights):
-        spec, active = ctx.spec, ctx.active
-        ctx_h, gates, extra, cells, queries, energies, combined = ctx.buffers
-        h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights = ctx.saved_tensors
-        steps, batch, hidden = grad_out.shape
-        dk = keys.size(-1)
-        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
-        states = ctx_h[..., dk:]
-        zeros = grad_out.new_zeros
-        d_gates_x = zeros(gates.shape)  # also the gradient of x_proj
-        d_gates_h = d_gates_x if spec.lstm else zeros(gates.shape)  # GRU: the n part differs (times r)
-        d_combined = zeros(steps, batch, hidden)  # before tanh
-        d_context = zeros(steps, batch, dk)
-        d_scores = zeros(weights.shape)
-        d_queries = zeros(queries.shape) if has_q else None
-        d_projected = torch.zeros_like(projected) if spec.additive else None
-        d_v = zeros(1, projected.size(-1)) if spec.additive else None
-        e_grad = torch.empty_like(projected) if spec.additive else None
-        # gradients reaching step t from step t+1; rows past their target never get any and stay zero
-        d_h = zeros(batch, hidden)
-        d_c = zeros(batch, hidden) if spec.lstm else None
-        d_feed = zeros(batch, hidden)
-        for t in reversed(range(steps)):
-            n = active[t]
-            d_o = grad_out[t, :n] + d_feed[:n]
-            if has_keep:
-                d_o = d_o * keep[t, :n]
-            d_u = tanh_grad(d_o, combined[t, :n], d_combined[t, :n])
-            d_ch = torch.mm(d_u, w_c)  # (n, Dk + H)
-            d_context[t, :n] = d_ch[:, :dk]
-            d_h_t = d_h[:n] + d_ch[:, dk:]
-            d_q = _attend_backward(spec, d_ch[:, :dk], weights[t, :n], keys, projected, v,
-                                   energies[t, :n] if spec.additive else None, e_grad, d_projected, d_v,
-                                   d_scores[t, :n])
-            if has_q:
-                d_queries[t, :n] = d_q
-                d_h_t = torch.addmm(d_h_t, d_q, w_q)
-            else:
-                d_h_t = d_h_t + d_q
-            # the cell
-            h_prev = states[t - 1, :n] if t > 0 else h0[:n]
-            c_prev = (cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
-            dgx = d_gates_x[t, :n]
-            dgh = dgx if spec.lstm else d_gates_h[t, :n]
-            direct, d_c_prev = cell_backward(spec.lstm, d_h_t, d_c[:n] if spec.lstm else None, gates[t, :n],
-                                             extra[t, :n], h_prev, c_prev, dgx, dgh)
-            d_h[:n] = add_hidden_matmul(direct, dgh, w_hh)
-            if spec.lstm:
-                d_c[:n] = d_c_prev
-            torch.mm(dgx, w_feed, out=d_feed[:n])
-        # weight and memory gradients: one matmul over all steps each
-        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H)
-        feed_prev_all = torch.cat([feed0.unsqueeze(0), out[:-1]])
-        d_w_feed = _flat(d_gates_x).t() @ _flat(feed_prev_all)
-        d_w_hh = _flat(d_gates_h).t() @ _flat(h_prev_all)
-        d_b_hh = _flat(d_gates_h).sum(0)
-        d_w_c = _flat(d_combined).t() @ _flat(ctx_h)
-        d_b_c = _flat(d_combined).sum(0)
-        d_keys, d_projected, d_v = _memory_grads(spec, weights, d_context, d_scores,
-                                                 queries if has_q else states, d_projected, d_v)
-        d_w_q = _flat(d_queries).t() @ _flat(states) if has_q else None
-        d_c0 = d_c if spec.lstm else None
-        return (None, None, d_gates_x, d_h, d_c0, d_feed, d_keys, d_projected, None, None, d_w_feed, d_w_hh,
-                d_b_hh, d_w_q, d_v, d_w_c, d_b_c)
+    _check_active(active)
+    return _TeacherForcingLoop.apply(spec, tuple(active), x_proj, h0, _or_empty(c0, h0), feed0, keys, projected,
+                                     mask, _or_empty(keep, h0), w_feed, w_hh, b_hh, _or_empty(w_q, h0),
+                                     _or_empty(v, h0), w_c, b_c)
 
 
 def run_bahdanau_loop(spec: LoopSpec, x_proj: Tensor, comb_x: Tensor, h0: Tensor, c0: Tensor | None, keys: Tensor,
@@ -262,118 +82,290 @@ def run_bahdanau_loop(spec: LoopSpec, x_proj: Tensor, comb_x: Tensor, h0: Tensor
     (H, H + Dk) the [s_t; c_t] columns of W. The rest as :func:`run_loop`. Returns the outputs (T, B, H)
     (dropout applied) and the attention weights (T, B, S), zero past each target.
     """
+    _check_active(active)
+    return _BahdanauLoop.apply(spec, tuple(active), x_proj, comb_x, h0, _or_empty(c0, h0), keys, projected, mask,
+                               _or_empty(keep, h0), w_ctx, w_hh, b_hh, _or_empty(w_q, h0), _or_empty(v, h0), w_sc)
+
+
+def _check_active(active: list[int]) -> None:
     if any(a < b for a, b in zip(active, active[1:])):
         raise ValueError(f"active rows must not increase from step to step, got {active}")
-    empty = h0.new_empty(0)
-    return _BahdanauLoop.apply(spec, tuple(active), x_proj, comb_x, h0, empty if c0 is None else c0, keys,
-                               projected, mask, empty if keep is None else keep, w_ctx, w_hh, b_hh,
-                               empty if w_q is None else w_q, empty if v is None else v, w_sc)
 
 
-class _BahdanauLoop(torch.autograd.Function):
-    # As _TeacherForcingLoop: empty tensors for absent inputs, zero-initialised buffers where rows end.
+def _or_empty(x: Tensor | None, like: Tensor) -> Tensor:
+    """An absent input as an empty tensor (autograd Functions return one gradient per input)."""
+    return like.new_empty(0) if x is None else x
+
+
+def _flat(x: Tensor) -> Tensor:
+    """(T, B, D) -> (T*B, D): the rows of every step, for one weight-gradient matmul."""
+    return x.reshape(-1, x.size(-1))
+
+
+class _Forward:
+    """The per-step buffers both loops keep for their backward, (T, B, ...) each.
+
+    Those that enter the all-step weight-gradient matmuls (queries, weights, out) start at zero, so rows past a
+    target contribute nothing. ``extra``: tanh(c_t) for an LSTM; for a GRU the hidden gates
+    h_{t-1} W_hh^T + b_hh, whose n part r multiplies.
+    """
+
+    def __init__(self, spec: LoopSpec, x_proj: Tensor, keys: Tensor, projected: Tensor, hidden: int,
+                 query_dim: int):
+        steps, batch, _ = x_proj.shape
+        new, zeros = x_proj.new_empty, x_proj.new_zeros
+        self.gates = new(steps, batch, gate_count(spec.lstm) * hidden)  # activated
+        self.extra = new(steps, batch, hidden if spec.lstm else self.gates.size(-1))
+        self.cells = new(steps, batch, hidden) if spec.lstm else None
+        self.queries = zeros(steps, batch, query_dim) if query_dim else None
+        self.energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
+        self.weights = zeros(steps, batch, keys.size(1))
+        self.combined = new(steps, batch, hidden)  # tanh(...) before dropout
+        self.out = zeros(steps, batch, hidden)
+
+    def cell(self, spec: LoopSpec, t: int, gates_x: Tensor, h: Tensor, c: Tensor | None, w_hh_t: Tensor,
+             b_hh: Tensor, states: Tensor) -> None:
+        """Step t of the RNN cell for the n = len(h) active rows: writes states[t, :n] (and cells[t, :n])."""
+        n = h.size(0)
+        if spec.lstm:
+            gates_h = torch.addmm(b_hh, h, w_hh_t)
+            cell_forward(True, gates_x, gates_h, h, c[:n], self.gates[t, :n], self.extra[t, :n], states[t, :n],
+                         self.cells[t, :n])
+        else:
+            gates_h = torch.addmm(b_hh, h, w_hh_t, out=self.extra[t, :n])
+            cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None)
+
+    def attend(self, spec: LoopSpec, t: int, h: Tensor, w_q_t: Tensor | None, keys: Tensor, projected: Tensor,
+               v: Tensor, blocked: Tensor, allowed: Tensor) -> Tensor:
+        """Step t's attention for the n = len(h) active rows queried by h (n, H): writes the weights and
+        returns the context (n, Dk)."""
+        n = h.size(0)
+        q = h if w_q_t is None else torch.mm(h, w_q_t, out=self.queries[t, :n])
+        if spec.additive:
+            e = torch.add(projected[:n], q.unsqueeze(1), out=self.energies[t, :n]).tanh_()  # (n, S, A)
+            scores = torch.matmul(e, v)  # (n, S)
+        else:
+            scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
+        a = torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])
+        self.weights[t, :n] = a
+        return torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
+
+    def release_outputs(self) -> tuple[Tensor, Tensor]:
+        """(out, weights), no longer held here: outputs kept on ctx must go through save_for_backward, or
+        output -> graph -> ctx -> output is a reference cycle that keeps the step's memory alive."""
+        out, weights, self.out, self.weights = self.out, self.weights, None, None
+        return out, weights
+
+    def restore_outputs(self, out: Tensor, weights: Tensor) -> None:
+        self.out, self.weights = out, weights
+
+    def output(self, t: int, u: Tensor, keep: Tensor | None) -> None:
+        """out[t, :n] = u (n, H) through step t's dropout mask."""
+        n = u.size(0)
+        if keep is None:
+            self.out[t, :n] = u
+        else:
+            torch.mul(u, keep[t, :n], out=self.out[t, :n])
+
+
+class _Backward:
+    """The gradient buffers both loops fill step by step, then reduce with one matmul each (zero-initialised:
+    rows past a target stay zero)."""
+
+    def __init__(self, spec: LoopSpec, fwd: _Forward, projected: Tensor, context_dim: int):
+        steps, batch, hidden = fwd.out.shape
+        zeros = fwd.out.new_zeros
+        self.gates_x = zeros(fwd.gates.shape)  # also the gradient of x_proj
+        self.gates_h = self.gates_x if spec.lstm else zeros(fwd.gates.shape)  # GRU: the n part differs (times r)
+        self.combined = zeros(steps, batch, hidden)  # before tanh
+        self.context = zeros(steps, batch, context_dim)
+        self.scores = zeros(fwd.weights.shape)
+        self.queries = zeros(fwd.queries.shape) if fwd.queries is not None else None
+        self.projected = torch.zeros_like(projected) if spec.additive else None
+        self.v = zeros(1, projected.size(-1)) if spec.additive else None
+        self.e_grad = torch.empty_like(projected) if spec.additive else None
+
+    def cell(self, spec: LoopSpec, fwd: _Forward, t: int, d_state: Tensor, d_c: Tensor | None, states: Tensor,
+             h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
+        """Backward through step t's cell for the n = len(d_state) active rows, given d_state (n, H) with
+        respect to its new state: writes the gate gradients, updates d_c[:n] (LSTM) in place and returns
+        d h_{t-1} (n, H) through the cell."""
+        n = d_state.size(0)
+        h_prev = states[t - 1, :n] if t > 0 else h0[:n]
+        c_prev = (fwd.cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
+        dgx = self.gates_x[t, :n]
+        dgh = dgx if spec.lstm else self.gates_h[t, :n]
+        direct, d_c_prev = cell_backward(spec.lstm, d_state, d_c[:n] if spec.lstm else None, fwd.gates[t, :n],
+                                         fwd.extra[t, :n], h_prev, c_prev, dgx, dgh)
+        if spec.lstm:
+            d_c[:n] = d_c_prev
+        return add_hidden_matmul(direct, dgh, w_hh)
+
+    def attend(self, spec: LoopSpec, fwd: _Forward, t: int, d_context: Tensor, d_query_state: Tensor,
+               w_q: Tensor | None, keys: Tensor, projected: Tensor, v: Tensor) -> Tensor:
+        """Backward of step t's attention from d_context (n, Dk): adds d(query state) to ``d_query_state``
+        (n, H) and returns it. Writes the score gradients (zero where masked); for additive scores, adds this
+        step's part of d P and d v. The key gradients through the contexts wait for :meth:`memory`."""
+        n = d_context.size(0)
+        a = fwd.weights[t, :n]
+        d_a = torch.bmm(keys[:n], d_context.unsqueeze(-1)).squeeze(-1)  # (n, S)
+        d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=self.scores[t, :n])  # softmax backward
+        if spec.additive:
+            e = fwd.energies[t, :n]
+            d_e = tanh_grad(d_s.unsqueeze(-1) * v, e, self.e_grad[:n])  # (n, S, A), before tanh
+            self.projected[:n] += d_e
+            self.v.addmm_(d_s.reshape(1, -1), e.reshape(-1, e.size(-1)))
+            d_q = d_e.sum(1)
+        else:
+            d_q = torch.bmm(d_s.unsqueeze(1), projected[:n]).squeeze(1).mul_(spec.scale)
+        if w_q is None:
+            return d_query_state + d_q
+        self.queries[t, :n] = d_q
+        return torch.addmm(d_query_state, d_q, w_q)
+
+    def memory(self, spec: LoopSpec, fwd: _Forward, query_states: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+        """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each one
+        batched matmul over all steps. query_states (T, B, H): what queried at each step."""
+        d_keys = torch.bmm(fwd.weights.permute(1, 2, 0), self.context.transpose(0, 1))
+        if spec.additive:
+            return d_keys, self.projected, self.v.view(-1)
+        queries = fwd.queries if fwd.queries is not None else query_states
+        return d_keys, torch.bmm(self.scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale), None
+
+    def query_weight(self, query_states: Tensor) -> Tensor | None:
+        """d W_q (A, H) over all steps, or None without a query projection."""
+        return None if self.queries is None else _flat(self.queries).t() @ _flat(query_states)
+
+
+class _TeacherForcingLoop(torch.autograd.Function):
 
     @staticmethod
-    def forward(ctx, spec: LoopSpec, active, x_proj, comb_x, h0, c0, keys, projected, mask, keep, w_ctx, w_hh,
-                b_hh, w_q, v, w_sc):
+    def forward(ctx, spec: LoopSpec, active, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh,
+                b_hh, w_q, v, w_c, b_c):
         steps, batch, _ = x_proj.shape
-        hidden = h0.size(-1)
-        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
-        new, zeros = x_proj.new_empty, x_proj.new_zeros
-        # [s_t; c_t] for every step: the output layer's input; s_t and c_t are views of it
-        state_ctx = zeros(steps, batch, hidden + keys.size(-1))
-        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
-        gates = new(steps, batch, gate_count(spec.lstm) * hidden)
-        extra = new(steps, batch, hidden if spec.lstm else gates.size(-1))  # as in _TeacherForcingLoop
-        cells = new(steps, batch, hidden) if spec.lstm else None
-        queries = zeros(steps, batch, w_q.size(0)) if has_q else None
-        energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
-        weights = zeros(steps, batch, keys.size(1))
-        combined = new(steps, batch, hidden)
-        out = zeros(steps, batch, hidden)
+        hidden, dk = h0.size(-1), keys.size(-1)
+        keep_or_none = keep if keep.numel() else None
+        w_q_t = w_q.t() if w_q.numel() else None
+        w_feed_t, w_hh_t, w_c_t = w_feed.t(), w_hh.t(), w_c.t()
+        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0)
+        # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
+        ctx_h = x_proj.new_zeros(steps, batch, dk + hidden)
+        states = ctx_h[..., dk:]  # (T, B, H)
         blocked, allowed = ~mask, mask.to(x_proj.dtype)
-        h, c = h0, c0
+        h, c, feed = h0, c0, feed0
         for t in range(steps):
             n = active[t]
-            h = h[:n]
-            q = h if not has_q else torch.mm(h, w_q.t(), out=queries[t, :n])  # s_{t-1} queries
-            a = _attend(spec, q, projected, v, blocked, allowed, energies[t, :n] if spec.additive else None)
-            weights[t, :n] = a
-            contexts[t, :n] = torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
-            gx = torch.addmm(x_proj[t, :n], contexts[t, :n], w_ctx.t())
-            if spec.lstm:
-                gh = torch.addmm(b_hh, h, w_hh.t())
-                cell_forward(True, gx, gh, h, c[:n], gates[t, :n], extra[t, :n], states[t, :n], cells[t, :n])
-                c = cells[t]
-            else:
-                gh = torch.addmm(b_hh, h, w_hh.t(), out=extra[t, :n])
-                cell_forward(False, gx, gh, h, None, gates[t, :n], None, states[t, :n], None)
-            h = states[t]
-            u = torch.addmm(comb_x[t, :n], state_ctx[t, :n], w_sc.t(), out=combined[t, :n]).tanh_()
-            if has_keep:
-                torch.mul(u, keep[t, :n], out=out[t, :n])
-            else:
-                out[t, :n] = u
-        ctx.spec, ctx.active = spec, active
-        ctx.buffers = (state_ctx, gates, extra, cells, queries, energies, combined)
-        ctx.save_for_backward(h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, weights)
+            gates_x = torch.addmm(x_proj[t, :n], feed[:n], w_feed_t)
+            fwd.cell(spec, t, gates_x, h[:n], c, w_hh_t, b_hh, states)
+            h, c = states[t], fwd.cells[t] if spec.lstm else None
+            ctx_h[t, :n, :dk] = fwd.attend(spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed)
+            u = torch.addmm(b_c, ctx_h[t, :n], w_c_t, out=fwd.combined[t, :n]).tanh_()
+            fwd.output(t, u, keep_or_none)
+            feed = fwd.out[t]
+        out, weights = fwd.release_outputs()
+        ctx.spec, ctx.active, ctx.fwd, ctx.ctx_h = spec, active, fwd, ctx_h
+        ctx.save_for_backward(h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights)
         ctx.mark_non_differentiable(weights)
         return out, weights
 
     @staticmethod
     @once_differentiable  # the backward is not itself differentiated
     def backward(ctx, grad_out, _grad_weights):
-        spec, active = ctx.spec, ctx.active
-        state_ctx, gates, extra, cells, queries, energies, combined = ctx.buffers
-        h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, weights = ctx.saved_tensors
+        spec, active, fwd, ctx_h = ctx.spec, ctx.active, ctx.fwd, ctx.ctx_h
+        h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights = ctx.saved_tensors
+        fwd.restore_outputs(out, weights)
         steps, batch, hidden = grad_out.shape
-        has_keep, has_q = keep.numel() > 0, w_q.numel() > 0
-        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
+        dk = keys.size(-1)
+        w_q = w_q if w_q.numel() else None
+        states = ctx_h[..., dk:]
+        bwd = _Backward(spec, fwd, projected, dk)
+        # gradients reaching step t from step t+1; rows past their target never get any and stay zero
         zeros = grad_out.new_zeros
-        d_gates_x = zeros(gates.shape)  # also the gradient of x_proj
-        d_gates_h = d_gates_x if spec.lstm else zeros(gates.shape)
-        d_combined = zeros(steps, batch, hidden)  # before tanh; also the gradient of comb_x
-        d_context = zeros(steps, batch, keys.size(-1))
-        d_scores = zeros(weights.shape)
-        d_queries = zeros(queries.shape) if has_q else None
-        d_projected = torch.zeros_like(projected) if spec.additive else None
-        d_v = zeros(1, projected.size(-1)) if spec.additive else None
-        e_grad = torch.empty_like(projected) if spec.additive else None
-        d_h = zeros(batch, hidden)  # d s_t from step t+1 (its cell and its query)
+        d_h = zeros(batch, hidden)
         d_c = zeros(batch, hidden) if spec.lstm else None
+        d_feed = zeros(batch, hidden)
         for t in reversed(range(steps)):
             n = active[t]
-            d_o = grad_out[t, :n] * keep[t, :n] if has_keep else grad_out[t, :n]
-            d_u = tanh_grad(d_o, combined[t, :n], d_combined[t, :n])
-            d_sc = torch.mm(d_u, w_sc)  # (n, H + Dk)
-            d_s = d_h[:n] + d_sc[:, :hidden]
-            h_prev = states[t - 1, :n] if t > 0 else h0[:n]
-            c_prev = (cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
-            dgx = d_gates_x[t, :n]
-            dgh = dgx if spec.lstm else d_gates_h[t, :n]
-            direct, d_c_prev = cell_backward(spec.lstm, d_s, d_c[:n] if spec.lstm else None, gates[t, :n],
-                                             extra[t, :n], h_prev, c_prev, dgx, dgh)
-            d_h_prev = add_hidden_matmul(direct, dgh, w_hh)
-            d_ctx = torch.addmm(d_sc[:, hidden:], dgx, w_ctx, out=d_context[t, :n])  # output layer + RNN input
-            d_q = _attend_backward(spec, d_ctx, weights[t, :n], keys, projected, v,
-                                   energies[t, :n] if spec.additive else None, e_grad, d_projected, d_v,
-                                   d_scores[t, :n])
-            if has_q:
-                d_queries[t, :n] = d_q
-                d_h_prev = torch.addmm(d_h_prev, d_q, w_q)
-            else:
-                d_h_prev = d_h_prev + d_q
-            d_h[:n] = d_h_prev
-            if spec.lstm:
-                d_c[:n] = d_c_prev
-        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H): s_{t-1}, the queries' source
-        d_w_ctx = _flat(d_gates_x).t() @ _flat(contexts)
-        d_w_hh = _flat(d_gates_h).t() @ _flat(h_prev_all)
-        d_b_hh = _flat(d_gates_h).sum(0)
-        d_w_sc = _flat(d_combined).t() @ _flat(state_ctx)
-        d_keys, d_projected, d_v = _memory_grads(spec, weights, d_context, d_scores,
-                                                 queries if has_q else h_prev_all, d_projected, d_v)
-        d_w_q = _flat(d_queries).t() @ _flat(h_prev_all) if has_q else None
+            d_o = grad_out[t, :n] + d_feed[:n]
+            if keep.numel():
+                d_o = d_o * keep[t, :n]
+            d_u = tanh_grad(d_o, fwd.combined[t, :n], bwd.combined[t, :n])
+            d_ch = torch.mm(d_u, w_c)  # (n, Dk + H)
+            bwd.context[t, :n] = d_ch[:, :dk]
+            d_h_t = bwd.attend(spec, fwd, t, d_ch[:, :dk], d_h[:n] + d_ch[:, dk:], w_q, keys, projected, v)
+            d_h[:n] = bwd.cell(spec, fwd, t, d_h_t, d_c, states, h0, c0, w_hh)
+            torch.mm(bwd.gates_x[t, :n], w_feed, out=d_feed[:n])
+        # weight and memory gradients: one matmul over all steps each
+        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H)
+        feed_prev_all = torch.cat([feed0.unsqueeze(0), fwd.out[:-1]])
+        d_w_feed = _flat(bwd.gates_x).t() @ _flat(feed_prev_all)
+        d_w_hh = _flat(bwd.gates_h).t() @ _flat(h_prev_all)
+        d_b_hh = _flat(bwd.gates_h).sum(0)
+        d_w_c = _flat(bwd.combined).t() @ _flat(ctx_h)
+        d_b_c = _flat(bwd.combined).sum(0)
+        d_keys, d_projected, d_v = bwd.memory(spec, fwd, states)  # h_t queries
         d_c0 = d_c if spec.lstm else None
-        return (None, None, d_gates_x, d_combined, d_h, d_c0, d_keys, d_projected, None, None, d_w_ctx, d_w_hh,
-                d_b_hh, d_w_q, d_v, d_w_sc)
+        return (None, None, bwd.gates_x, d_h, d_c0, d_feed, d_keys, d_projected, None, None, d_w_feed, d_w_hh,
+                d_b_hh, bwd.query_weight(states), d_v, d_w_c, d_b_c)
+
+
+class _BahdanauLoop(torch.autograd.Function):
+
+    @staticmethod
+    def forward(ctx, spec: LoopSpec, active, x_proj, comb_x, h0, c0, keys, projected, mask, keep, w_ctx, w_hh,
+                b_hh, w_q, v, w_sc):
+        steps, batch, _ = x_proj.shape
+        hidden = h0.size(-1)
+        keep_or_none = keep if keep.numel() else None
+        w_q_t = w_q.t() if w_q.numel() else None
+        w_ctx_t, w_hh_t, w_sc_t = w_ctx.t(), w_hh.t(), w_sc.t()
+        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0)
+        # [s_t; c_t] for every step: the output layer's input; s_t and c_t are views of it
+        state_ctx = x_proj.new_zeros(steps, batch, hidden + keys.size(-1))
+        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
+        blocked, allowed = ~mask, mask.to(x_proj.dtype)
+        h, c = h0, c0
+        for t in range(steps):
+            n = active[t]
+            contexts[t, :n] = fwd.attend(spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed)  # s_{t-1}
+            gates_x = torch.addmm(x_proj[t, :n], contexts[t, :n], w_ctx_t)
+            fwd.cell(spec, t, gates_x, h[:n], c, w_hh_t, b_hh, states)
+            h, c = states[t], fwd.cells[t] if spec.lstm else None
+            u = torch.addmm(comb_x[t, :n], state_ctx[t, :n], w_sc_t, out=fwd.combined[t, :n]).tanh_()
+            fwd.output(t, u, keep_or_none)
+        out, weights = fwd.release_outputs()
+        ctx.spec, ctx.active, ctx.fwd, ctx.state_ctx = spec, active, fwd, state_ctx
+        ctx.save_for_backward(h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, out, weights)
+        ctx.mark_non_differentiable(weights)
+        return out, weights
+
+    @staticmethod
+    @once_differentiable  # the backward is not itself differentiated
+    def backward(ctx, grad_out, _grad_weights):
+        spec, active, fwd, state_ctx = ctx.spec, ctx.active, ctx.fwd, ctx.state_ctx
+        h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, out, weights = ctx.saved_tensors
+        fwd.restore_outputs(out, weights)
+        steps, batch, hidden = grad_out.shape
+        w_q = w_q if w_q.numel() else None
+        states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
+        bwd = _Backward(spec, fwd, projected, keys.size(-1))  # bwd.combined is also the gradient of comb_x
+        d_h = grad_out.new_zeros(batch, hidden)  # d s_t from step t+1 (its cell and its query)
+        d_c = grad_out.new_zeros(batch, hidden) if spec.lstm else None
+        for t in reversed(range(steps)):
+            n = active[t]
+            d_o = grad_out[t, :n] * keep[t, :n] if keep.numel() else grad_out[t, :n]
+            d_u = tanh_grad(d_o, fwd.combined[t, :n], bwd.combined[t, :n])
+            d_sc = torch.mm(d_u, w_sc)  # (n, H + Dk)
+            d_h_prev = bwd.cell(spec, fwd, t, d_h[:n] + d_sc[:, :hidden], d_c, states, h0, c0, w_hh)
+            gates_x = bwd.gates_x[t, :n]
+            d_ctx = torch.addmm(d_sc[:, hidden:], gates_x, w_ctx, out=bwd.context[t, :n])  # output layer + RNN
+            d_h[:n] = bwd.attend(spec, fwd, t, d_ctx, d_h_prev, w_q, keys, projected, v)
+        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H): s_{t-1}, the queries' source
+        d_w_ctx = _flat(bwd.gates_x).t() @ _flat(contexts)
+        d_w_hh = _flat(bwd.gates_h).t() @ _flat(h_prev_all)
+        d_b_hh = _flat(bwd.gates_h).sum(0)
+        d_w_sc = _flat(bwd.combined).t() @ _flat(state_ctx)
+        d_keys, d_projected, d_v = bwd.memory(spec, fwd, h_prev_all)
+        d_c0 = d_c if spec.lstm else None
+        return (None, None, bwd.gates_x, bwd.combined, d_h, d_c0, d_keys, d_projected, None, None, d_w_ctx, d_w_hh,
+                d_b_hh, bwd.query_weight(h_prev_all), d_v, d_w_sc)
