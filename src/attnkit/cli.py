@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Translate each TEXT argument, or each line of standard input with '-' (or "
                                    "no TEXT). Prints one output per line; --attention-out saves every output's "
                                    "attention matrix as JSON or NPZ.")
-    p.add_argument("--model", type=Path, required=True, help="checkpoint directory (e.g. runs/demo/model/best)")
+    p.add_argument("--model", type=Path, action="append", required=True, metavar="DIR",
+                   help="checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several seq2seq "
+                        "checkpoints of one task as an ensemble (the mean of their output probabilities at every step)")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input")
     _decode_options(p)
     p.add_argument("--n-best", type=int, default=1, help="print the N best outputs of each input, tab-separated")
@@ -65,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Decode the split greedily and with beam search and print the task's metrics "
                                    "(exact match; WER/PER for G2P; BLEU/chrF for translation; error %% for vision). "
                                    "Writes hypotheses, scores.json and report.html to --out.")
-    p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
+    p.add_argument("--model", type=Path, action="append", required=True, metavar="DIR",
+                   help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one task (same "
+                        "vocabularies) as an ensemble (the mean of their output probabilities at every step)")
     p.add_argument("--split", choices=("dev", "test"), default="test")
     p.add_argument("--beam", type=int, default=5, help="beam size for the beam run (default 5; 1 = greedy only)")
     p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
@@ -133,7 +137,7 @@ def _check_decode_args(args) -> None:
 
 
 def cmd_translate(args) -> None:
-    from attnkit.translator import Translator, read_inputs
+    from attnkit.translator import read_inputs
     from attnkit.viz import save_records
 
     _check_decode_args(args)
@@ -144,7 +148,7 @@ def cmd_translate(args) -> None:
         texts = read_inputs(sys.stdin)
     if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
-    translator = Translator.load(args.model, args.device)
+    translator = _load_translator(args.model, args.device)
     results = translator.translate(texts, beam_size=args.beam, alpha=args.alpha, n_best=args.n_best)
     for t in results:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
@@ -154,11 +158,23 @@ def cmd_translate(args) -> None:
         print(f"attention of {len(results)} outputs written to {args.attention_out}", file=sys.stderr)
 
 
+def _load_translator(model_dirs: list[Path], device: str):
+    """One checkpoint directory, or several that decode as an ensemble."""
+    from attnkit.translator import Translator
+
+    if len(model_dirs) == 1:
+        return Translator.load(model_dirs[0], device)
+    return Translator.load_ensemble(model_dirs, device)
+
+
 def cmd_evaluate(args) -> None:
-    if _family(args.model) == "vision":
+    if _family(args.model[0]) == "vision":
         from attnkit.training.vision import evaluate_vision
 
-        print(json.dumps(evaluate_vision(args.model, split=args.split, mc_samples=args.mc_samples, device=args.device)))
+        if len(args.model) > 1:
+            raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one vision checkpoint")
+        print(json.dumps(evaluate_vision(args.model[0], split=args.split, mc_samples=args.mc_samples,
+                                         device=args.device)))
         return
     from attnkit.evaluation.report import evaluate_model
 

@@ -95,6 +95,34 @@ class Translator:
         model.to(device).eval()
         return cls(model, config, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
 
+    @classmethod
+    def load_ensemble(cls, directories: Sequence[str | Path], device: str | torch.device = "auto") -> "Translator":
+        """Checkpoints that decode as one model (:class:`attnkit.models.ensemble.Ensemble`).
+
+        They must share the task, the vocabularies and the tokenizers (their sizes and attention may
+        differ); the first one's data and decode settings apply. One directory loads a one-member
+        ensemble, which decodes exactly as the model alone.
+        """
+        from attnkit.models.ensemble import Ensemble
+
+        if not directories:
+            raise AttnkitError("an ensemble needs at least one checkpoint directory")
+        device = device if isinstance(device, torch.device) else resolve_device(device)
+        first, *rest = [cls.load(d, device) for d in directories]
+        for directory, other in zip(directories[1:], rest):
+            for what, mine, theirs in (
+                    ("task", first.config.data.task, other.config.data.task),
+                    ("source vocabulary", first.src_vocab.itos, other.src_vocab.itos),
+                    ("target vocabulary", first.tgt_vocab.itos, other.tgt_vocab.itos),
+                    ("source tokenizer", _identity(first.src_tokenizer), _identity(other.src_tokenizer)),
+                    ("target tokenizer", _identity(first.tgt_tokenizer), _identity(other.tgt_tokenizer))):
+                if mine != theirs:
+                    raise CheckpointError(f"{directory}: its {what} differs from that of {directories[0]}, "
+                                          "so the two cannot decode as an ensemble")
+        model = Ensemble([first.model] + [t.model for t in rest]).eval()
+        return cls(model, first.config, first.src_tokenizer, first.tgt_tokenizer, first.src_vocab, first.tgt_vocab,
+                   device)
+
     # ---- text -> text + attention -------------------------------------------
     def encode_sources(self, texts: Sequence[str]) -> tuple[list[Example], list[list[str]]]:
         """Raw source texts -> examples and the tokens each encodes ("</s>" included).
@@ -153,6 +181,11 @@ class Translator:
         output = self.tgt_tokenizer.detokenize(output_tokens)
         shown = output_tokens + ([EOS] if hyp.finished else [])
         return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
+
+
+def _identity(tokenizer: Tokenizer) -> tuple:
+    """What decides how a tokenizer splits text: its settings and any model file's bytes."""
+    return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)
 
 
 def _need(path: Path) -> Path:

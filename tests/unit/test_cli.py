@@ -6,6 +6,7 @@ import shutil
 
 import numpy as np
 import pytest
+import torch
 import yaml
 
 from attnkit.cli import main
@@ -263,3 +264,25 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     assert len(records) == 10 and all(r.reference is not None for r in records)
     assert "<html" in (out / "report.html").read_text().lower()
     assert np.all([r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records])
+
+
+def test_evaluate_and_translate_an_ensemble(capsys, trained):
+    models = [str(trained / "best"), str(trained / "last")]
+    repeated = ["--model", models[0], "--model", models[1]]
+    assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2"]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = trained / "best" / "eval-dev-ensemble2"  # the default directory names the ensemble
+    scores = json.loads((out / "scores.json").read_text())
+    assert scores["model"] == models and printed["out"] == str(out)
+    for name in ("greedy", "beam2"):
+        assert scores[name]["items"] == 10
+        assert len((out / f"hyps.{name}.txt").read_text().splitlines()) == 10
+    assert main(["translate", *repeated, "ab", "abc"]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2
+
+
+def test_ensemble_of_a_vision_checkpoint_is_refused(capsys, tmp_path):
+    from attnkit.training.checkpoint import write_checkpoint
+
+    vision = write_checkpoint(tmp_path / "vis", "vision", {"w": torch.zeros(1)}, {})
+    _fails(capsys, ["evaluate", "--model", vision, "--model", vision], "ensembles are for seq2seq")

@@ -104,6 +104,11 @@ class SentencePieceTokenizer:
         text = "".join(tokens).replace(_SPACE, " ")
         return text[1:] if text.startswith(" ") else text
 
+    @property
+    def model_proto(self) -> bytes:
+        """The serialized sentencepiece model (two tokenizers split alike when these bytes are equal)."""
+        return self._proto
+
     def pieces(self) -> list[str]:
         """Every ordinary piece of the model (sentencepiece's control and unknown pieces left out)."""
         sp = self._sp

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Sequence
 
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.evaluation.evaluate import evaluate_translator
@@ -19,15 +20,23 @@ from attnkit.viz import save_records, write_report
 REPORT_EXAMPLES = 40
 
 
-def evaluate_model(model_dir: Path, split: str = "test", beam: int = 5, alpha: float | None = None,
+def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam: int = 5, alpha: float | None = None,
                    out_dir: Path | None = None, device: str = "auto") -> dict:
-    translator = Translator.load(model_dir, device)
+    """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are the first's).
+
+    The default output directory is ``MODEL/eval-SPLIT``, and ``FIRST_MODEL/eval-SPLIT-ensembleN`` for an
+    ensemble of N.
+    """
+    dirs = [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
+    translator = Translator.load(dirs[0], device) if len(dirs) == 1 else Translator.load_ensemble(dirs, device)
     cfg = translator.config
     _, family, metric, _ = task_info(cfg.data.task)
     pairs = getattr(build_splits(cfg.data), split)
-    out = Path(out_dir) if out_dir else Path(model_dir) / f"eval-{split}"
+    default_name = f"eval-{split}" if len(dirs) == 1 else f"eval-{split}-ensemble{len(dirs)}"
+    out = Path(out_dir) if out_dir else dirs[0] / default_name
     out.mkdir(parents=True, exist_ok=True)
-    scores = {"model": str(model_dir), "task": cfg.data.task, "split": split, "attention": cfg.model.attention}
+    scores = {"model": str(dirs[0]) if len(dirs) == 1 else [str(d) for d in dirs], "task": cfg.data.task,
+              "split": split, "attention": cfg.model.attention}
     records = []
     for k in ([1] if beam == 1 else [1, beam]):
         name = "greedy" if k == 1 else f"beam{k}"
