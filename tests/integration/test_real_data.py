@@ -9,9 +9,12 @@ skip, naming the missing directory, where it is absent.
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from attnkit.data.tasks import g2p, multi30k
 from attnkit.data.tasks.base import Splits
@@ -122,3 +125,35 @@ def test_real_data_scores_the_averaged_checkpoint_when_it_is_better_on_dev(tmp_p
     model, dev = _real_data_module().pick_checkpoint(tmp_path, higher_is_better)
     assert model.name == chosen and dev["averaged"] == {"updates": [200, 300], "wer": averaged_wer}
     assert "cpu" in _real_data_module().describe()
+
+
+# ---- the benchmark script with --seeds: members and their ensemble ---------------------------------------
+def test_real_data_with_seeds_scores_every_member_and_the_ensemble(tmp_path):
+    lines = [f"{w}\t{w[::-1]}\n" for w in ("ab", "ba", "abc", "cab", "bca", "cc", "aab", "bba", "cba", "acb")]
+    for split in ("train", "dev", "test"):
+        (tmp_path / f"{split}.tsv").write_text("".join(lines), encoding="utf-8")
+    data = {"task": "parallel", **{s: str(tmp_path / f"{s}.tsv") for s in ("train", "dev", "test")}}
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "tiny", "data": data,
+        "model": {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8},
+        "train": {"epochs": 1, "batch_size": 5, "threads": 1}, "decode": {"max_len_cap": 6}}), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "real_data.py"), "--config", str(config),
+                           "--seeds", "3,4", "--jobs", "2", "--beam", "2", "--runs", str(tmp_path / "runs")],
+                          capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["seeds"] == [3, 4] and [m["seed"] for m in result["members"]] == [3, 4]
+    for member in result["members"]:
+        assert member["greedy"]["items"] == 10 and member["beam2"]["items"] == 10
+    assert result["ensemble"]["checkpoints"] == [str(tmp_path / "runs" / f"tiny-seed{s}" / "best") for s in (3, 4)]
+    assert result["ensemble"]["greedy"]["items"] == 10 and 0 <= result["ensemble"]["beam2"]["exact_match"] <= 100
+    # the two members really are different models
+    first, second = (tmp_path / "runs" / f"tiny-seed{s}" / "best" / "model.safetensors" for s in (3, 4))
+    assert first.read_bytes() != second.read_bytes()
+
+
+def test_real_data_rejects_a_single_seed(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "real_data.py"), "--config",
+                           str(REPO / "configs" / "g2p_cmudict.yaml"), "--seeds", "5"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "at least two different seeds" in proc.stderr
