@@ -52,8 +52,10 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     ``query_proj`` = W q (B, T, A), ``keys_proj`` = U h_s (B, S, A), ``v`` (A,).
     Returns (B, T, S).
     """
-    hidden = torch.tanh(query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3))  # (B, T, S, A)
-    return hidden @ v
+    hidden = query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3)  # (B, T, S, A)
+    # in place: the sum is not needed again (autograd keeps tanh's output), and this is the largest
+    # tensor of a decoding step, so a second one of its size costs a visible share of beam search
+    return hidden.tanh_() @ v
 
 
 def concat_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
