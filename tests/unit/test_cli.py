@@ -274,6 +274,7 @@ def test_evaluate_and_translate_an_ensemble(capsys, trained):
     out = trained / "best" / "eval-dev-ensemble2"  # the default directory names the ensemble
     scores = json.loads((out / "scores.json").read_text())
     assert scores["model"] == models and printed["out"] == str(out)
+    assert scores["attention"] == [scores["attention"][0]] * 2  # one entry per member
     for name in ("greedy", "beam2"):
         assert scores[name]["items"] == 10
         assert len((out / f"hyps.{name}.txt").read_text().splitlines()) == 10

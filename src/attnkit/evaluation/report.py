@@ -35,8 +35,11 @@ def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam:
     default_name = f"eval-{split}" if len(dirs) == 1 else f"eval-{split}-ensemble{len(dirs)}"
     out = Path(out_dir) if out_dir else dirs[0] / default_name
     out.mkdir(parents=True, exist_ok=True)
-    scores = {"model": str(dirs[0]) if len(dirs) == 1 else [str(d) for d in dirs], "task": cfg.data.task,
-              "split": split, "attention": cfg.model.attention}
+    if len(dirs) == 1:
+        scores = {"model": str(dirs[0]), "task": cfg.data.task, "split": split, "attention": cfg.model.attention}
+    else:  # each member's own attention: they may differ
+        scores = {"model": [str(d) for d in dirs], "task": cfg.data.task, "split": split,
+                  "attention": [member.cfg.attention for member in translator.model.members]}
     records = []
     for k in ([1] if beam == 1 else [1, beam]):
         name = "greedy" if k == 1 else f"beam{k}"
