@@ -60,6 +60,9 @@ class Translator:
     # ---- checkpoint directory ----------------------------------------------
     def save(self, directory: str | Path, trainer_state: dict | None = None,
              trainer_tensors: dict[str, torch.Tensor] | None = None) -> Path:
+        if not isinstance(self.model, Seq2Seq):
+            raise AttnkitError("an ensemble has no checkpoint of its own: its members' directories are its checkpoint")
+
         def extra(tmp: Path) -> None:
             self.src_vocab.save(tmp / "src_vocab.json")
             self.tgt_vocab.save(tmp / "tgt_vocab.json")

@@ -9,7 +9,7 @@ import torch
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
 from attnkit.decoding import beam_search, greedy_decode
-from attnkit.errors import CheckpointError
+from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.models.ensemble import Ensemble
 
 from test_decoding import _random_model, _src
@@ -135,6 +135,10 @@ def test_load_ensemble_decodes_and_checks_vocabularies(tmp_path):
     assert [t.weights.shape[1] for t in out] == [4, 6]  # the true source tokens, </s> included
     alone = Translator.load_ensemble([tmp_path / "a"], "cpu").translate(["abc", "hello"])
     assert [t.output for t in alone] == [t.output for t in first.translate(["abc", "hello"])]
+
+    with pytest.raises(AttnkitError, match="members' directories"):
+        ensemble.save(tmp_path / "ensemble")
+    assert not (tmp_path / "ensemble").exists()
 
     # a checkpoint with another target vocabulary cannot join
     third = _translator()
