@@ -132,8 +132,8 @@ def main() -> None:
         seeds = None if args.seeds is None else [int(x) for x in args.seeds.split(",") if x.strip()]
     except ValueError:
         ap.error(f"--seeds: expected comma-separated integers, got {args.seeds!r}")
-    if seeds is not None and len(set(seeds)) < 2:
-        ap.error("--seeds: give at least two different seeds for an ensemble")
+    if seeds is not None and (len(seeds) < 2 or len(set(seeds)) < len(seeds)):
+        ap.error("--seeds: give at least two different seeds for an ensemble, each once")
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
 
@@ -157,7 +157,7 @@ def main() -> None:
     log_path = args.runs / f"{name}.log"
     with open(log_path, "w", encoding="utf-8") as log:
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each thread waits on one training process
-            trained = list(pool.map(lambda job: _train(args.config, job[0], job[1], job[0].with_suffix(".train.log")),
+            trained = list(pool.map(lambda job: _train(args.config, job[0], job[1], job[0].parent / f"{job[0].name}.train.log"),
                                     jobs))
         failed = [str(run) for (run, _), (code, _) in zip(jobs, trained) if code != 0]
         if failed:

@@ -153,7 +153,8 @@ def test_real_data_with_seeds_scores_every_member_and_the_ensemble(tmp_path):
     assert first.read_bytes() != second.read_bytes()
 
 
-def test_real_data_rejects_a_single_seed(tmp_path):
+@pytest.mark.parametrize("seeds", ["5", "5,5"])
+def test_real_data_rejects_a_single_or_repeated_seed(seeds):
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "real_data.py"), "--config",
-                           str(REPO / "configs" / "g2p_cmudict.yaml"), "--seeds", "5"], capture_output=True, text=True)
+                           str(REPO / "configs" / "g2p_cmudict.yaml"), "--seeds", seeds], capture_output=True, text=True)
     assert proc.returncode == 2 and "at least two different seeds" in proc.stderr
