@@ -137,7 +137,7 @@ def _check_decode_args(args) -> None:
 
 
 def cmd_translate(args) -> None:
-    from attnkit.translator import read_inputs
+    from attnkit.translator import load_translator, read_inputs
     from attnkit.viz import save_records
 
     _check_decode_args(args)
@@ -148,7 +148,7 @@ def cmd_translate(args) -> None:
         texts = read_inputs(sys.stdin)
     if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
-    translator = _load_translator(args.model, args.device)
+    translator = load_translator(args.model, args.device)
     results = translator.translate(texts, beam_size=args.beam, alpha=args.alpha, n_best=args.n_best)
     for t in results:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
@@ -156,15 +156,6 @@ def cmd_translate(args) -> None:
     if args.attention_out is not None:
         save_records([t.record() for t in results], args.attention_out)
         print(f"attention of {len(results)} outputs written to {args.attention_out}", file=sys.stderr)
-
-
-def _load_translator(model_dirs: list[Path], device: str):
-    """One checkpoint directory, or several that decode as an ensemble."""
-    from attnkit.translator import Translator
-
-    if len(model_dirs) == 1:
-        return Translator.load(model_dirs[0], device)
-    return Translator.load_ensemble(model_dirs, device)
 
 
 def cmd_evaluate(args) -> None:

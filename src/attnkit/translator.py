@@ -186,6 +186,13 @@ class Translator:
         return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
 
 
+def load_translator(directories: Sequence[str | Path], device: str | torch.device = "auto") -> Translator:
+    """One checkpoint directory (the model itself), or several that decode as an ensemble."""
+    if len(directories) == 1:
+        return Translator.load(directories[0], device)
+    return Translator.load_ensemble(directories, device)
+
+
 def _identity(tokenizer: Tokenizer) -> tuple:
     """What decides how a tokenizer splits text: its settings and any model file's bytes."""
     return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)

@@ -14,7 +14,7 @@ from typing import Sequence
 
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.translator import Translator
+from attnkit.translator import load_translator
 from attnkit.viz import save_records, write_report
 
 REPORT_EXAMPLES = 40
@@ -28,7 +28,7 @@ def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam:
     ensemble of N.
     """
     dirs = [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
-    translator = Translator.load(dirs[0], device) if len(dirs) == 1 else Translator.load_ensemble(dirs, device)
+    translator = load_translator(dirs, device)
     cfg = translator.config
     _, family, metric, _ = task_info(cfg.data.task)
     pairs = getattr(build_splits(cfg.data), split)

@@ -102,6 +102,11 @@ def _flat(x: Tensor) -> Tensor:
     return x.reshape(-1, x.size(-1))
 
 
+def _previous_states(h0: Tensor, states: Tensor) -> Tensor:
+    """h0 (B, H), states (T, B, H) -> the state each step started from, (T, B, H)."""
+    return torch.cat([h0.unsqueeze(0), states[:-1]])
+
+
 class _Forward:
     """The per-step buffers both loops keep for their backward, (T, B, ...) each.
 
@@ -232,6 +237,10 @@ class _Backward:
         queries = fwd.queries if fwd.queries is not None else query_states
         return d_keys, torch.bmm(self.scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale), None
 
+    def hidden_weights(self, h_prev_all: Tensor) -> tuple[Tensor, Tensor]:
+        """d W_hh (G*H, H) and d b_hh (G*H,) over all steps; h_prev_all (T, B, H) from :func:`_previous_states`."""
+        return _flat(self.gates_h).t() @ _flat(h_prev_all), _flat(self.gates_h).sum(0)
+
     def query_weight(self, query_states: Tensor) -> Tensor | None:
         """d W_q (A, H) over all steps, or None without a query projection."""
         return None if self.queries is None else _flat(self.queries).t() @ _flat(query_states)
@@ -296,11 +305,8 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_h[:n] = bwd.cell(spec, fwd, t, d_h_t, d_c, states, h0, c0, w_hh)
             torch.mm(bwd.gates_x[t, :n], w_feed, out=d_feed[:n])
         # weight and memory gradients: one matmul over all steps each
-        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H)
-        feed_prev_all = torch.cat([feed0.unsqueeze(0), fwd.out[:-1]])
-        d_w_feed = _flat(bwd.gates_x).t() @ _flat(feed_prev_all)
-        d_w_hh = _flat(bwd.gates_h).t() @ _flat(h_prev_all)
-        d_b_hh = _flat(bwd.gates_h).sum(0)
+        d_w_feed = _flat(bwd.gates_x).t() @ _flat(_previous_states(feed0, fwd.out))
+        d_w_hh, d_b_hh = bwd.hidden_weights(_previous_states(h0, states))
         d_w_c = _flat(bwd.combined).t() @ _flat(ctx_h)
         d_b_c = _flat(bwd.combined).sum(0)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, states)  # h_t queries
@@ -360,10 +366,9 @@ class _BahdanauLoop(torch.autograd.Function):
             gates_x = bwd.gates_x[t, :n]
             d_ctx = torch.addmm(d_sc[:, hidden:], gates_x, w_ctx, out=bwd.context[t, :n])  # output layer + RNN
             d_h[:n] = bwd.attend(spec, fwd, t, d_ctx, d_h_prev, w_q, keys, projected, v)
-        h_prev_all = torch.cat([h0.unsqueeze(0), states[:-1]])  # (T, B, H): s_{t-1}, the queries' source
+        h_prev_all = _previous_states(h0, states)  # s_{t-1}, which also queried at step t
         d_w_ctx = _flat(bwd.gates_x).t() @ _flat(contexts)
-        d_w_hh = _flat(bwd.gates_h).t() @ _flat(h_prev_all)
-        d_b_hh = _flat(bwd.gates_h).sum(0)
+        d_w_hh, d_b_hh = bwd.hidden_weights(h_prev_all)
         d_w_sc = _flat(bwd.combined).t() @ _flat(state_ctx)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, h_prev_all)
         d_c0 = d_c if spec.lstm else None
