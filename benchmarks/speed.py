@@ -6,6 +6,7 @@
     python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
     python benchmarks/speed.py --updates 150 --autograd --skip-anchor  # fused cells under autograd, packed encoder
     python benchmarks/speed.py --updates 150 --interleave-autograd --skip-anchor  # both, alternating batch by batch
+    python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor  # compiled attention kernel vs torch
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
 
@@ -24,6 +25,7 @@ a matmul peak measured on the spot, then the anchor's numbers and the ratios.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -201,12 +203,13 @@ def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
     return out
 
 
-def interleaved_comparison(args, model, batches, device) -> dict:
-    """Time the handwritten-backward loops against autograd (fused cells, packed encoder) on the same model,
-    alternating them batch by batch (in both orders), so a noisy machine slows both alike.
+def interleaved_comparison(args, model, batches, device, path, names: tuple[str, str]) -> dict:
+    """Time two training paths on the same model, alternating them batch by batch (in both orders), so a noisy
+    machine slows both alike. ``path(first)`` is a context manager that selects path ``names[0]`` (True) or
+    ``names[1]`` (False).
 
-    Reports the median and quartiles of the per-batch time ratio handwritten / autograd and each path's
-    tokens/s over the whole run. Both paths compute the same gradients; the model keeps training on them.
+    Reports the median and quartiles of the per-batch time ratio first / second and each path's tokens/s
+    over the whole run. Both paths compute the same gradients; the model keeps training on them.
     """
     from attnkit.training.optim import adam
 
@@ -216,19 +219,59 @@ def interleaved_comparison(args, model, batches, device) -> dict:
     tokens = 0
     for i, batch in zip(range(args.updates), _cycle(batches)):
         batch = batch.to(device)
-        for handwritten in ((True, False) if i % 2 == 0 else (False, True)):
-            model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
-            t = time.perf_counter()
-            _update(model, optimizer, batch)
-            seconds[handwritten].append(time.perf_counter() - t)
+        for first in ((True, False) if i % 2 == 0 else (False, True)):
+            with path(first):
+                t = time.perf_counter()
+                _update(model, optimizer, batch)
+                seconds[first].append(time.perf_counter() - t)
         tokens += batch.num_target_tokens
-    model.encoder.handwritten_backward = model.decoder.handwritten_backward = True
     ratios = sorted(a / b for a, b in zip(seconds[True], seconds[False]))
     n = len(ratios)
-    return {"updates_each": n, "time_ratio_handwritten_over_autograd_median": round(statistics.median(ratios), 3),
+    a, b = names
+    return {"updates_each": n, f"time_ratio_{a}_over_{b}_median": round(statistics.median(ratios), 3),
             "time_ratio_quartiles": [round(ratios[n // 4], 3), round(ratios[3 * n // 4], 3)],
-            "handwritten_tokens_per_s": round(tokens / sum(seconds[True]), 1),
-            "autograd_tokens_per_s": round(tokens / sum(seconds[False]), 1)}
+            f"{a}_tokens_per_s": round(tokens / sum(seconds[True]), 1),
+            f"{b}_tokens_per_s": round(tokens / sum(seconds[False]), 1)}
+
+
+def interleaved_decoding(args, cfg, model, tokenizers, splits, device, path, names: tuple[str, str],
+                         rounds: int = 2) -> dict:
+    """Decode dev+test greedy and with beam 5 on both paths, alternating them ``rounds`` times each (model
+    loading not included): entries/s of each path and the ratio of their total times."""
+    from attnkit.translator import Translator
+
+    translator = Translator(model.eval(), cfg, *tokenizers, device)
+    entries = [s for s, _ in splits.dev] + [s for s, _ in splits.test]
+    out = {}
+    a, b = names
+    for beam in (1, 5):
+        seconds = {True: 0.0, False: 0.0}
+        for r in range(rounds):
+            for first in ((True, False) if r % 2 == 0 else (False, True)):
+                with path(first):
+                    t = time.perf_counter()
+                    translator.translate(entries, beam_size=beam, batch_size=args.decode_batch_size)
+                    seconds[first] += time.perf_counter() - t
+        done = rounds * len(entries)
+        out[f"beam{beam}"] = {f"{a}_entries_per_s": round(done / seconds[True], 1),
+                              f"{b}_entries_per_s": round(done / seconds[False], 1),
+                              f"time_ratio_{a}_over_{b}": round(seconds[True] / seconds[False], 3)}
+    return out
+
+
+@contextlib.contextmanager
+def _handwritten_path(model, handwritten: bool):
+    model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
+    try:
+        yield
+    finally:
+        model.encoder.handwritten_backward = model.decoder.handwritten_backward = True
+
+
+def _native_path(on: bool):
+    from attnkit import native
+
+    return contextlib.nullcontext() if on else native.disabled()
 
 
 def _path_name(args, device) -> str:
@@ -318,6 +361,10 @@ def main() -> None:
     ap.add_argument("--interleave-autograd", action="store_true",
                     help="after the rest, train --updates more batches, each once through the handwritten-backward "
                          "loops and once through autograd, and report their per-batch time ratio")
+    ap.add_argument("--interleave-native", action="store_true",
+                    help="after the rest, train --updates more batches, each once with the compiled attention "
+                         "kernel (attnkit.native) and once with torch alone, then decode dev+test both ways, "
+                         "alternating; report the time ratios")
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
@@ -352,7 +399,17 @@ def main() -> None:
     if args.same_learning:
         result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
     if args.interleave_autograd:
-        result["interleaved"] = interleaved_comparison(args, model, batches, device)
+        result["interleaved"] = interleaved_comparison(args, model, batches, device,
+                                                       lambda on: _handwritten_path(model, on),
+                                                       ("handwritten", "autograd"))
+    if args.interleave_native:
+        from attnkit import native
+
+        result["native_kernel_built"] = native.library() is not None
+        result["interleaved_native"] = interleaved_comparison(args, model, batches, device, _native_path,
+                                                              ("native", "torch"))
+        result["interleaved_native_decoding"] = interleaved_decoding(args, cfg, model, tokenizers, splits, device,
+                                                                     _native_path, ("native", "torch"))
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor

@@ -16,6 +16,8 @@ import math
 import torch
 from torch import Tensor
 
+from attnkit.native import additive_energies
+
 
 def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
     """Softmax over ``dim`` where ``mask`` is True; masked positions get exactly 0.
@@ -50,8 +52,12 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     """Bahdanau additive: ``score = v^T tanh(W q + U h_s)``.
 
     ``query_proj`` = W q (B, T, A), ``keys_proj`` = U h_s (B, S, A), ``v`` (A,).
-    Returns (B, T, S).
+    Returns (B, T, S). Where autograd is not recording, on a CPU, one compiled pass computes it
+    (:mod:`attnkit.native`); elsewhere torch does.
     """
+    fused = additive_energies(query_proj, keys_proj, v)
+    if fused is not None:
+        return fused
     hidden = query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3)  # (B, T, S, A)
     # in place: the sum is not needed again (autograd keeps tanh's output), and this is the largest
     # tensor of a decoding step, so a second one of its size costs a visible share of beam search

@@ -36,6 +36,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, tanh_grad
+from attnkit.native import additive_energies
 
 
 @dataclass(frozen=True)
@@ -147,8 +148,12 @@ class _Forward:
         n = h.size(0)
         q = h if w_q_t is None else torch.mm(h, w_q_t, out=self.queries[t, :n])
         if spec.additive:
-            e = torch.add(projected[:n], q.unsqueeze(1), out=self.energies[t, :n]).tanh_()  # (n, S, A)
-            scores = torch.matmul(e, v)  # (n, S)
+            e = self.energies[t, :n]  # (n, S, A): tanh(q + P), kept for the backward
+            scores = additive_energies(q.unsqueeze(1), projected[:n], v, e.unsqueeze(1))  # one compiled pass
+            if scores is None:  # not available here: torch
+                scores = torch.matmul(torch.add(projected[:n], q.unsqueeze(1), out=e).tanh_(), v)  # (n, S)
+            else:
+                scores = scores.squeeze(1)
         else:
             scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
         a = torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])

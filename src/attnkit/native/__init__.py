@@ -1,0 +1,154 @@
+"""Optional compiled CPU kernels, built on first use with the system's C compiler.
+
+Today one kernel: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)`` in one pass
+(``additive.c``). On x86-64 CPUs with AVX2 and FMA it is built once per source version into a cache directory
+and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64, autograd recording)
+:func:`additive_energies` returns None and the caller computes the same thing with torch. Its results agree
+with torch's to about 1e-6 (its tanh is a rational approximation, |error| < 3e-7).
+
+Environment:
+    ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
+    ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or ~/.cache/attnkit)
+    CC                      the C compiler (default: cc, then gcc, then clang)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import hashlib
+import logging
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+log = logging.getLogger(__name__)
+
+SOURCE = Path(__file__).with_name("additive.c")
+FLAGS = ["-O3", "-mavx2", "-mfma", "-shared", "-fPIC"]
+OPENMP = "-fopenmp"  # tried first; a compiler without OpenMP still builds a one-thread kernel
+
+_lock = threading.Lock()
+_state: dict = {}  # "lib": the loaded library or None once tried
+_switched_off = threading.local()
+
+
+def enabled() -> bool:
+    """Whether the kernels may be used on this machine (not switched off, x86-64 with AVX2)."""
+    if os.environ.get("ATTNKIT_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
+        return False
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: "")()
+    return capability.startswith(("AVX2", "AVX512"))
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("ATTNKIT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "attnkit"
+
+
+def _compiler() -> str | None:
+    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def _build(compiler: str, target: Path) -> None:
+    """Compile ``SOURCE`` into ``target`` atomically (several processes may build at once)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
+    os.close(fd)
+    try:
+        errors = []
+        for extra in ([OPENMP], []):
+            proc = subprocess.run([compiler, *FLAGS, *extra, str(SOURCE), "-o", tmp], capture_output=True,
+                                  text=True, timeout=120)
+            if proc.returncode == 0:
+                os.replace(tmp, target)
+                return
+            errors.append(proc.stderr.strip()[-500:])
+        raise RuntimeError(f"{compiler} could not build {SOURCE.name}: {errors[-1]}")
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def library() -> ctypes.CDLL | None:
+    """The built kernel library, building it on first use; None where it cannot be had (reason logged once)."""
+    if "lib" in _state:
+        return _state["lib"]
+    with _lock:
+        if "lib" in _state:
+            return _state["lib"]
+        lib = None
+        if enabled():
+            compiler = _compiler()
+            try:
+                if compiler is None:
+                    raise RuntimeError("no C compiler found (set CC)")
+                key = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *FLAGS]).encode()).hexdigest()[:16]
+                target = cache_dir() / f"additive-{key}.so"
+                if not target.exists():
+                    _build(compiler, target)
+                # Loaded after torch, so its OpenMP dependency resolves to the runtime torch already runs.
+                lib = ctypes.CDLL(str(target))
+                lib.attnkit_additive_energies.restype = None
+                lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4
+            except (OSError, RuntimeError, subprocess.SubprocessError, AttributeError) as err:
+                log.info("attnkit native kernels unavailable, using torch: %s", err)
+                lib = None
+        _state["lib"] = lib
+        return lib
+
+
+@contextlib.contextmanager
+def disabled():
+    """Inside this block (in this thread) every kernel declines and torch computes everything: for side-by-side
+    comparisons and tests."""
+    before = getattr(_switched_off, "value", False)
+    _switched_off.value = True
+    try:
+        yield
+    finally:
+        _switched_off.value = before
+
+
+def _fits(x: Tensor) -> bool:
+    return x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
+
+
+def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None) -> Tensor | None:
+    """query (B, T, A), keys (B, S, A), v (A,) -> scores (B, T, S) = v . tanh(query + keys), or None where
+    the kernel does not apply (the caller then uses torch).
+
+    ``hidden`` (B, T, S, A), when given, receives tanh(query + keys) (what a backward needs). Applies to
+    contiguous float32 CPU tensors that autograd does not track, with matching B and A.
+    """
+    if getattr(_switched_off, "value", False) or not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
+        return None
+    b, t, a = query.shape
+    s = keys.size(1)
+    if keys.size(0) != b or keys.size(2) != a or v.numel() != a or query.numel() == 0 or keys.numel() == 0:
+        return None
+    if not (_fits(query) and _fits(keys) and _fits(v)):
+        return None
+    if torch.is_grad_enabled() and (query.requires_grad or keys.requires_grad or v.requires_grad):
+        return None  # autograd would not see through the kernel
+    if hidden is not None and not (_fits(hidden) and hidden.shape == (b, t, s, a)):
+        return None
+    lib = library()
+    if lib is None:
+        return None
+    scores = query.new_empty(b, t, s)
+    lib.attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
+                                  None if hidden is None else hidden.data_ptr(), b, t, s, a)
+    return scores

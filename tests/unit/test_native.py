@@ -1,0 +1,180 @@
+"""The compiled additive-energies kernel: the same numbers as torch, declining where it does not apply, and
+the torch fallback when it cannot be built."""
+
+import pytest
+import torch
+
+from attnkit import native
+from attnkit.attention.scores import additive_scores
+from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
+from attnkit.decoding.beam import beam_search
+from attnkit.decoding.greedy import greedy_decode
+from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
+
+needs_kernel = pytest.mark.skipif(native.library() is None,
+                                  reason="the native kernel cannot be built here (needs x86-64 with AVX2 and a C "
+                                         "compiler, and ATTNKIT_NATIVE not 0)")
+
+
+def _torch_energies(q, k, v):
+    return torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3)) @ v
+
+
+def _inputs(b, t, s, a, scale=2.0, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(b, t, a, generator=g) * scale, torch.randn(b, s, a, generator=g) * scale,
+            torch.randn(a, generator=g))
+
+
+@needs_kernel
+@pytest.mark.parametrize("shape", [(3, 1, 7, 256), (2, 4, 5, 13), (1, 1, 1, 8), (5, 2, 3, 3), (64, 1, 17, 40)])
+def test_kernel_equals_torch(shape):
+    """Scores and the kept tanh equal torch's, for widths with and without a remainder after the 8-wide
+    vector loop, several queries per row (T > 1) and a single source position."""
+    q, k, v = _inputs(*shape)
+    b, t, s, a = shape
+    hidden = torch.full((b, t, s, a), float("nan"))
+    scores = native.additive_energies(q, k, v, hidden)
+    assert scores.shape == (b, t, s)
+    torch.testing.assert_close(scores, _torch_energies(q, k, v), atol=3e-6, rtol=1e-5)
+    torch.testing.assert_close(hidden, torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3)), atol=4e-7, rtol=0)
+    torch.testing.assert_close(native.additive_energies(q, k, v), scores, atol=0, rtol=0)  # same without hidden
+
+
+@needs_kernel
+def test_kernel_tanh_saturates_and_keeps_small_values():
+    """Far out it is within 3e-7 of +-1 and never beyond (1 - tanh^2, its derivative, stays >= 0); near zero
+    it keeps tanh(x) ~ x to relative 1e-6; at 0 it is 0."""
+    x = torch.tensor([-1e4, -40.0, -9.0, -1e-3, -1e-6, 0.0, 1e-6, 1e-3, 9.0, 40.0, 1e4])
+    q = x.view(1, 1, -1)
+    hidden = torch.empty(1, 1, 1, x.numel())
+    native.additive_energies(q, torch.zeros(1, 1, x.numel()), torch.ones(x.numel()), hidden)
+    got = hidden.view(-1)
+    assert got.abs().max() <= 1 and got[5] == 0
+    for i in (0, 1, -2, -1):
+        assert abs(abs(float(got[i])) - 1) < 3e-7 and got[i].sign() == x[i].sign()
+    torch.testing.assert_close(got, torch.tanh(x.double()).float(), atol=3e-7, rtol=1e-6)
+
+
+@needs_kernel
+def test_kernel_declines_what_it_does_not_cover():
+    q, k, v = _inputs(2, 1, 3, 8)
+    assert native.additive_energies(q.double(), k.double(), v.double()) is None  # float64: torch keeps its precision
+    assert native.additive_energies(q.transpose(0, 1).contiguous().transpose(0, 1), k, v) is not None
+    assert native.additive_energies(q.expand(2, 2, 8), k, v) is None  # not contiguous
+    assert native.additive_energies(q, k[:1], v) is None  # keys for another batch size
+    assert native.additive_energies(q, k, v[:4]) is None  # width mismatch
+    assert native.additive_energies(q, k, v, torch.empty(2, 1, 3, 7)) is None  # wrong hidden shape
+    with torch.enable_grad():
+        assert native.additive_energies(q, k, v.requires_grad_()) is None  # autograd must see the computation
+    with torch.no_grad():
+        assert native.additive_energies(q, k, v) is not None  # ... unless it is not recording
+
+
+@needs_kernel
+def test_additive_scores_uses_the_kernel_only_outside_autograd():
+    q, k, v = _inputs(4, 3, 6, 16)
+    v = v.requires_grad_()
+    with torch.enable_grad():
+        tracked = additive_scores(q, k, v)
+    assert tracked.grad_fn is not None
+    with torch.inference_mode():
+        fused = additive_scores(q, k, v)
+    torch.testing.assert_close(fused, tracked.detach(), atol=3e-6, rtol=1e-5)
+
+
+def test_no_compiler_falls_back_to_torch(monkeypatch, tmp_path):
+    """A failed build is not an error: the kernel reports None and the scores come from torch."""
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setenv("ATTNKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # a compiler that always fails
+    q, k, v = _inputs(2, 1, 5, 8)
+    if native.enabled():
+        assert native.library() is None
+        assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
+    assert native.additive_energies(q, k, v) is None
+    with torch.no_grad():
+        torch.testing.assert_close(additive_scores(q, k, v), _torch_energies(q, k, v), atol=1e-6, rtol=1e-6)
+
+
+def test_disabled_block_declines_then_restores():
+    q, k, v = _inputs(2, 1, 5, 8)
+    available = native.library() is not None
+    with native.disabled():
+        assert native.additive_energies(q, k, v) is None
+        with native.disabled():
+            pass
+        assert native.additive_energies(q, k, v) is None  # still off after a nested block
+    assert (native.additive_energies(q, k, v) is not None) == available
+
+
+def test_switched_off_by_environment(monkeypatch):
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setenv("ATTNKIT_NATIVE", "0")
+    assert not native.enabled()
+    assert native.library() is None
+    q, k, v = _inputs(2, 1, 5, 8)
+    assert native.additive_energies(q, k, v) is None
+
+
+def _model(decoder="luong", rnn="gru"):
+    cfg = Seq2SeqConfig(attention="bahdanau", decoder=decoder, rnn=rnn, embedding_dim=16, encoder_hidden=16,
+                        decoder_hidden=24, attention_dim=20, dropout=0.0)
+    torch.manual_seed(0)
+    return Seq2Seq(cfg, 15, 13)
+
+
+def _batch():
+    g = torch.Generator().manual_seed(3)
+    lengths = torch.tensor([7, 5, 3, 2])
+    src = torch.full((4, 7), PAD_ID, dtype=torch.long)
+    for i, n in enumerate(lengths.tolist()):
+        src[i, : n - 1] = torch.randint(4, 15, (n - 1,), generator=g)
+        src[i, n - 1] = EOS_ID
+    tgt_in = torch.randint(4, 13, (4, 6), generator=g)
+    tgt_in[:, 0] = BOS_ID
+    tgt_in[2, 4:] = PAD_ID
+    tgt_in[3, 2:] = PAD_ID
+    return src, lengths, tgt_in
+
+
+def _train_step(model, batch):
+    src, lengths, tgt_in = batch
+    model.train().zero_grad()
+    logits, weights = model(src, lengths, tgt_in)
+    real = tgt_in != PAD_ID
+    (logits.logsumexp(-1) * real).sum().backward()
+    return logits.detach()[real], {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+
+
+@needs_kernel
+@pytest.mark.parametrize("decoder,rnn", [("luong", "gru"), ("bahdanau", "lstm")])
+def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn):
+    """The handwritten-backward loop (float32, CPU) computes its energies with the kernel; logits and every
+    gradient match the loop with torch's energies."""
+    model = _model(decoder, rnn)
+    assert model.decoder._loop_spec() is not None
+    with torch.enable_grad():
+        logits_k, grads_k = _train_step(model, _batch())
+        with native.disabled():
+            logits_t, grads_t = _train_step(model, _batch())
+    torch.testing.assert_close(logits_k, logits_t, atol=2e-5, rtol=1e-4)
+    assert grads_k.keys() == grads_t.keys() and "decoder.attention.v" in grads_k
+    for name, grad in grads_t.items():
+        torch.testing.assert_close(grads_k[name], grad, atol=2e-5, rtol=1e-4, msg=name)
+
+
+@needs_kernel
+def test_decoding_with_the_kernel_equals_torch():
+    model = _model().eval()
+    src, lengths, _ = _batch()
+    kernel = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+    with native.disabled():
+        plain = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+    for hyps_k, hyps_t in zip(kernel, plain):
+        hyps_k = [h for row in hyps_k for h in (row if isinstance(row, list) else [row])]
+        hyps_t = [h for row in hyps_t for h in (row if isinstance(row, list) else [row])]
+        assert [h.tokens for h in hyps_k] == [h.tokens for h in hyps_t]
+        for a, b in zip(hyps_k, hyps_t):
+            assert a.score == pytest.approx(b.score, abs=1e-4)
+            torch.testing.assert_close(a.weights, b.weights, atol=1e-5, rtol=1e-4)
