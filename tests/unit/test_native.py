@@ -72,15 +72,28 @@ def test_kernel_declines_what_it_does_not_cover():
 
 
 @needs_kernel
-def test_additive_scores_uses_the_kernel_only_outside_autograd():
-    q, k, v = _inputs(4, 3, 6, 16)
-    v = v.requires_grad_()
-    with torch.enable_grad():
-        tracked = additive_scores(q, k, v)
-    assert tracked.grad_fn is not None
-    with torch.inference_mode():
-        fused = additive_scores(q, k, v)
-    torch.testing.assert_close(fused, tracked.detach(), atol=3e-6, rtol=1e-5)
+@pytest.mark.parametrize("shape", [(4, 3, 6, 16), (2, 1, 9, 13)])
+def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shape):
+    """With gradients wanted, additive_scores runs the kernel inside its own autograd node; its scores and the
+    gradients of the query, keys and v equal torch's autograd of the plain expression."""
+    results = []
+    for use_kernel in (True, False):
+        q, k, v = (x.requires_grad_() for x in _inputs(*shape))
+        with torch.enable_grad():
+            if use_kernel:
+                scores = additive_scores(q, k, v)
+                assert type(scores.grad_fn).__name__.startswith("_KernelAdditiveScores")
+            else:
+                with native.disabled():
+                    scores = additive_scores(q, k, v)
+            weights = torch.linspace(-1, 1, scores.numel()).view_as(scores)  # every score weighed differently
+            (scores * weights).sum().backward()
+        results.append((scores.detach(), q.grad, k.grad, v.grad))
+    for got, want in zip(*results):
+        torch.testing.assert_close(got, want, atol=3e-5, rtol=1e-4)
+    with torch.inference_mode():  # no autograd: the kernel alone
+        q, k, v = _inputs(*shape)
+        torch.testing.assert_close(additive_scores(q, k, v), results[1][0], atol=3e-6, rtol=1e-5)
 
 
 def test_no_compiler_falls_back_to_torch(monkeypatch, tmp_path):
@@ -95,6 +108,18 @@ def test_no_compiler_falls_back_to_torch(monkeypatch, tmp_path):
     assert native.additive_energies(q, k, v) is None
     with torch.no_grad():
         torch.testing.assert_close(additive_scores(q, k, v), _torch_energies(q, k, v), atol=1e-6, rtol=1e-6)
+
+
+@needs_kernel
+def test_a_broken_cached_library_is_built_again(monkeypatch, tmp_path):
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setenv("ATTNKIT_CACHE_DIR", str(tmp_path))
+    target = native.library_path(native._compiler())
+    target.write_bytes(b"not a shared library")
+    assert native.library() is not None
+    assert target.read_bytes() != b"not a shared library"
+    q, k, v = _inputs(2, 1, 5, 8)
+    torch.testing.assert_close(native.additive_energies(q, k, v), _torch_energies(q, k, v), atol=2e-6, rtol=1e-5)
 
 
 def test_disabled_block_declines_then_restores():

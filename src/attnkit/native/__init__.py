@@ -82,6 +82,20 @@ def _build(compiler: str, target: Path) -> None:
             os.unlink(tmp)
 
 
+def library_path(compiler: str) -> Path:
+    """Where the library built by ``compiler`` from this version of the source lives."""
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *FLAGS]).encode()).hexdigest()[:16]
+    return cache_dir() / f"additive-{key}.so"
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    # Loaded after torch, so its OpenMP dependency resolves to the runtime torch already runs.
+    lib = ctypes.CDLL(str(path))
+    lib.attnkit_additive_energies.restype = None
+    lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4
+    return lib
+
+
 def library() -> ctypes.CDLL | None:
     """The built kernel library, building it on first use; None where it cannot be had (reason logged once)."""
     if "lib" in _state:
@@ -95,14 +109,14 @@ def library() -> ctypes.CDLL | None:
             try:
                 if compiler is None:
                     raise RuntimeError("no C compiler found (set CC)")
-                key = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *FLAGS]).encode()).hexdigest()[:16]
-                target = cache_dir() / f"additive-{key}.so"
+                target = library_path(compiler)
                 if not target.exists():
                     _build(compiler, target)
-                # Loaded after torch, so its OpenMP dependency resolves to the runtime torch already runs.
-                lib = ctypes.CDLL(str(target))
-                lib.attnkit_additive_energies.restype = None
-                lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4
+                try:
+                    lib = _load(target)
+                except (OSError, AttributeError):  # a truncated or foreign file in the cache: build it again
+                    _build(compiler, target)
+                    lib = _load(target)
             except (OSError, RuntimeError, subprocess.SubprocessError, AttributeError) as err:
                 log.info("attnkit native kernels unavailable, using torch: %s", err)
                 lib = None
@@ -126,29 +140,33 @@ def _fits(x: Tensor) -> bool:
     return x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
 
 
+def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
+    """Whether the kernel can compute these scores here: query (B, T, A), keys (B, S, A), v (A,), contiguous
+    float32 CPU tensors, with the kernel built and not switched off. Autograd is the caller's affair."""
+    if getattr(_switched_off, "value", False) or not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
+        return False
+    b, _, a = query.shape
+    if keys.size(0) != b or keys.size(2) != a or v.numel() != a or query.numel() == 0 or keys.numel() == 0:
+        return False
+    return _fits(query) and _fits(keys) and _fits(v) and library() is not None
+
+
 def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None) -> Tensor | None:
     """query (B, T, A), keys (B, S, A), v (A,) -> scores (B, T, S) = v . tanh(query + keys), or None where
-    the kernel does not apply (the caller then uses torch).
+    the kernel does not apply (see :func:`covers`; the caller then uses torch).
 
-    ``hidden`` (B, T, S, A), when given, receives tanh(query + keys) (what a backward needs). Applies to
-    contiguous float32 CPU tensors that autograd does not track, with matching B and A.
+    ``hidden`` (B, T, S, A), when given, receives tanh(query + keys) (what a backward needs). Declines where
+    autograd would have to see through it (grad mode on and an input requiring grad).
     """
-    if getattr(_switched_off, "value", False) or not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
-        return None
-    b, t, a = query.shape
-    s = keys.size(1)
-    if keys.size(0) != b or keys.size(2) != a or v.numel() != a or query.numel() == 0 or keys.numel() == 0:
-        return None
-    if not (_fits(query) and _fits(keys) and _fits(v)):
+    if not covers(query, keys, v):
         return None
     if torch.is_grad_enabled() and (query.requires_grad or keys.requires_grad or v.requires_grad):
         return None  # autograd would not see through the kernel
+    b, t, a = query.shape
+    s = keys.size(1)
     if hidden is not None and not (_fits(hidden) and hidden.shape == (b, t, s, a)):
         return None
-    lib = library()
-    if lib is None:
-        return None
     scores = query.new_empty(b, t, s)
-    lib.attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
-                                  None if hidden is None else hidden.data_ptr(), b, t, s, a)
+    library().attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
+                                        None if hidden is None else hidden.data_ptr(), b, t, s, a)
     return scores
