@@ -2,9 +2,11 @@
 
 Today one kernel: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)`` in one pass
 (``additive.c``). On x86-64 CPUs with AVX2 and FMA it is built once per source version into a cache directory
-and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64, autograd recording)
-:func:`additive_energies` returns None and the caller computes the same thing with torch. Its results agree
-with torch's to about 1e-6 (its tanh is a rational approximation, |error| < 3e-7).
+and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64) :func:`covers` is
+False and :func:`additive_energies` returns None, and the caller computes the same thing with torch. Its
+results agree with torch's to about 1e-6 (its tanh is a rational approximation, |error| < 3e-7). The kernel
+has no autograd of its own: :func:`attnkit.attention.scores.additive_scores` wraps it in an autograd node, and
+the handwritten teacher-forcing loop keeps the tanh it writes for its own backward.
 
 Environment:
     ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
