@@ -57,6 +57,22 @@ def test_kernel_tanh_saturates_and_keeps_small_values():
 
 
 @needs_kernel
+@pytest.mark.parametrize("width", [8, 11])  # the vector loop and the scalar remainder
+def test_kernel_propagates_nan_and_saturates_infinities(width):
+    """A NaN in q + k gives NaN, as torch.tanh does (a diverging model must not look healthy); +-inf gives +-1."""
+    q = torch.zeros(1, 1, width)
+    k = torch.zeros(1, 3, width)
+    k[0, 0, width - 1] = float("nan")
+    k[0, 1, width - 1] = float("inf")
+    k[0, 2, width - 1] = -float("inf")
+    hidden = torch.empty(1, 1, 3, width)
+    scores = native.additive_energies(q, k, torch.ones(width), hidden)
+    assert torch.isnan(scores[0, 0, 0]) and torch.isnan(hidden[0, 0, 0, -1])
+    assert abs(float(hidden[0, 0, 1, -1]) - 1) < 3e-7 and abs(float(hidden[0, 0, 2, -1]) + 1) < 3e-7
+    assert torch.isfinite(scores[0, 0, 1:]).all()
+
+
+@needs_kernel
 def test_kernel_declines_what_it_does_not_cover():
     q, k, v = _inputs(2, 1, 3, 8)
     assert native.additive_energies(q.double(), k.double(), v.double()) is None  # float64: torch keeps its precision

@@ -22,7 +22,8 @@ static const float DEN[4] = {1.19825839466702e-06f, 1.18534705686654e-04f, 2.268
                              4.89352518554385e-03f};
 
 static inline __m256 tanh8(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-TANH_CLAMP)), _mm256_set1_ps(TANH_CLAMP));
+    /* max/min return their second operand when one is NaN: x goes second, so a NaN comes out NaN */
+    x = _mm256_min_ps(_mm256_set1_ps(TANH_CLAMP), _mm256_max_ps(_mm256_set1_ps(-TANH_CLAMP), x));
     __m256 x2 = _mm256_mul_ps(x, x);
     __m256 p = _mm256_set1_ps(NUM[0]);
     for (int i = 1; i < 7; i++) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(NUM[i]));
@@ -32,7 +33,7 @@ static inline __m256 tanh8(__m256 x) {
 }
 
 static inline float tanh1(float x) {
-    x = x < -TANH_CLAMP ? -TANH_CLAMP : (x > TANH_CLAMP ? TANH_CLAMP : x);
+    x = x < -TANH_CLAMP ? -TANH_CLAMP : (x > TANH_CLAMP ? TANH_CLAMP : x); /* NaN falls through */
     float x2 = x * x, p = NUM[0], q = DEN[0];
     for (int i = 1; i < 7; i++) p = p * x2 + NUM[i];
     for (int i = 1; i < 4; i++) q = q * x2 + DEN[i];
