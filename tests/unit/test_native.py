@@ -88,13 +88,14 @@ def test_kernel_declines_what_it_does_not_cover():
 
 
 @needs_kernel
+@pytest.mark.parametrize("wanted", ["qkv", "k", "v", "q"])
 @pytest.mark.parametrize("shape", [(4, 3, 6, 16), (2, 1, 9, 13)])
-def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shape):
-    """With gradients wanted, additive_scores runs the kernel inside its own autograd node; its scores and the
-    gradients of the query, keys and v equal torch's autograd of the plain expression."""
+def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shape, wanted):
+    """With gradients wanted (of all three inputs or one), additive_scores runs the kernel inside its own
+    autograd node; its scores and the gradients equal torch's autograd of the plain expression."""
     results = []
     for use_kernel in (True, False):
-        q, k, v = (x.requires_grad_() for x in _inputs(*shape))
+        q, k, v = (x.requires_grad_(name in wanted) for name, x in zip("qkv", _inputs(*shape)))
         with torch.enable_grad():
             if use_kernel:
                 scores = additive_scores(q, k, v)
@@ -105,8 +106,11 @@ def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shap
             weights = torch.linspace(-1, 1, scores.numel()).view_as(scores)  # every score weighed differently
             (scores * weights).sum().backward()
         results.append((scores.detach(), q.grad, k.grad, v.grad))
-    for got, want in zip(*results):
-        torch.testing.assert_close(got, want, atol=3e-5, rtol=1e-4)
+    for name, got, want in zip("sqkv", *results):
+        if name in wanted + "s":
+            torch.testing.assert_close(got, want, atol=3e-5, rtol=1e-4, msg=name)
+        else:
+            assert got is None and want is None
     with torch.inference_mode():  # no autograd: the kernel alone
         q, k, v = _inputs(*shape)
         torch.testing.assert_close(additive_scores(q, k, v), results[1][0], atol=3e-6, rtol=1e-5)
@@ -136,6 +140,36 @@ def test_a_broken_cached_library_is_built_again(monkeypatch, tmp_path):
     assert target.read_bytes() != b"not a shared library"
     q, k, v = _inputs(2, 1, 5, 8)
     torch.testing.assert_close(native.additive_energies(q, k, v), _torch_energies(q, k, v), atol=2e-6, rtol=1e-5)
+
+
+@needs_kernel
+def test_declines_while_torch_compile_traces(monkeypatch):
+    q, k, v = _inputs(2, 1, 5, 8)
+    assert native.covers(q, k, v)
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert not native.covers(q, k, v) and native.additive_energies(q, k, v) is None
+
+
+@needs_kernel
+def test_declines_tensor_subclasses():
+    class Tagged(torch.Tensor):
+        pass
+
+    q, k, v = _inputs(2, 1, 5, 8)
+    assert not native.covers(q.as_subclass(Tagged), k, v)
+    assert native.covers(q, k, torch.nn.Parameter(v))  # parameters are plain tensors to the kernel
+
+
+@needs_kernel
+def test_cc_may_carry_arguments(monkeypatch, tmp_path):
+    """CC="env gcc" (a launcher and a compiler, as with ccache) builds the kernel."""
+    real = native._compiler()
+    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setenv("ATTNKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("CC", f"env {' '.join(real)}")
+    assert native._compiler() == ["env", *real]
+    assert native.library() is not None
+    assert len(list(tmp_path.glob("additive-*.so"))) == 1
 
 
 def test_disabled_block_declines_then_restores():
@@ -179,6 +213,25 @@ def _batch():
     return src, lengths, tgt_in
 
 
+@pytest.fixture
+def kernel_calls(monkeypatch):
+    """Counts the calls in which the kernel (not torch) produced scores, from the loop and from additive_scores."""
+    import attnkit.models.teacher_forcing_loop as loop
+
+    calls = {"loop": 0, "scores": 0}
+
+    def spy(counter, real):
+        def wrapped(*args, **kwargs):
+            out = real(*args, **kwargs)
+            calls[counter] += out is not None
+            return out
+        return wrapped
+
+    monkeypatch.setattr(loop, "additive_energies", spy("loop", loop.additive_energies))
+    monkeypatch.setattr(native, "additive_energies", spy("scores", native.additive_energies))
+    return calls
+
+
 def _train_step(model, batch):
     src, lengths, tgt_in = batch
     model.train().zero_grad()
@@ -190,15 +243,17 @@ def _train_step(model, batch):
 
 @needs_kernel
 @pytest.mark.parametrize("decoder,rnn", [("luong", "gru"), ("bahdanau", "lstm")])
-def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn):
+def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn, kernel_calls):
     """The handwritten-backward loop (float32, CPU) computes its energies with the kernel; logits and every
     gradient match the loop with torch's energies."""
     model = _model(decoder, rnn)
     assert model.decoder._loop_spec() is not None
     with torch.enable_grad():
         logits_k, grads_k = _train_step(model, _batch())
+        assert kernel_calls["loop"] == 6  # one per target step
         with native.disabled():
             logits_t, grads_t = _train_step(model, _batch())
+        assert kernel_calls["loop"] == 6
     torch.testing.assert_close(logits_k, logits_t, atol=2e-5, rtol=1e-4)
     assert grads_k.keys() == grads_t.keys() and "decoder.attention.v" in grads_k
     for name, grad in grads_t.items():
@@ -206,12 +261,15 @@ def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn):
 
 
 @needs_kernel
-def test_decoding_with_the_kernel_equals_torch():
+def test_decoding_with_the_kernel_equals_torch(kernel_calls):
     model = _model().eval()
     src, lengths, _ = _batch()
     kernel = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+    used = kernel_calls["scores"]
+    assert used >= 2  # every step of both searches
     with native.disabled():
         plain = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+    assert kernel_calls["scores"] == used
     for hyps_k, hyps_t in zip(kernel, plain):
         hyps_k = [h for row in hyps_k for h in (row if isinstance(row, list) else [row])]
         hyps_t = [h for row in hyps_t for h in (row if isinstance(row, list) else [row])]

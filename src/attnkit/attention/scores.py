@@ -69,7 +69,7 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
 
 class _KernelAdditiveScores(torch.autograd.Function):
     """The additive scores by the compiled kernel, which keeps tanh(q + k) (B, T, S, A) for a backward that is
-    autograd's own for the torch expression: d(q + k) = (d_scores v) (1 - tanh^2)."""
+    autograd's own for the torch expression: d(q + k) = (d_scores v) (1 - tanh^2). First-order only."""
 
     @staticmethod
     def forward(ctx, query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
@@ -83,10 +83,12 @@ class _KernelAdditiveScores(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, d_scores: Tensor):
         hidden, v = ctx.saved_tensors
-        d_pre = torch.ops.aten.tanh_backward(d_scores.unsqueeze(-1) * v, hidden)  # (B, T, S, A)
         need_q, need_k, need_v = ctx.needs_input_grad
-        d_q = d_pre.sum(2) if need_q else None  # (B, T, A)
-        d_k = d_pre.sum(1) if need_k else None  # (B, S, A)
+        d_q = d_k = None
+        if need_q or need_k:
+            d_pre = torch.ops.aten.tanh_backward(d_scores.unsqueeze(-1) * v, hidden)  # (B, T, S, A)
+            d_q = d_pre.sum(2) if need_q else None  # (B, T, A)
+            d_k = d_pre.sum(1) if need_k else None  # (B, S, A)
         d_v = (d_scores.reshape(1, -1) @ hidden.reshape(-1, hidden.size(-1))).view(-1) if need_v else None
         return d_q, d_k, d_v
 

@@ -11,7 +11,12 @@ the handwritten teacher-forcing loop keeps the tanh it writes for its own backwa
 Environment:
     ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
     ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or ~/.cache/attnkit)
-    CC                      the C compiler (default: cc, then gcc, then clang)
+    CC                      the C compiler, with any arguments (default: cc, then gcc, then clang)
+
+The kernel's threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp (the PyPI
+wheels for Linux) they are PyTorch's own OpenMP pool; another compiler's OpenMP runtime would keep a second
+pool beside it. The kernel declines inside ``torch.compile`` (it is opaque to tracing) and for tensor
+subclasses and ``torch.func`` transforms; its autograd node supports first-order gradients only.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import hashlib
 import logging
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -60,11 +66,15 @@ def cache_dir() -> Path:
     return Path(base) / "attnkit"
 
 
-def _compiler() -> str | None:
-    return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def _compiler() -> list[str] | None:
+    """The compiler command (CC may carry arguments, e.g. "ccache gcc"), or None."""
+    if os.environ.get("CC", "").strip():
+        return shlex.split(os.environ["CC"])
+    found = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    return [found] if found else None
 
 
-def _build(compiler: str, target: Path) -> None:
+def _build(compiler: list[str], target: Path) -> None:
     """Compile ``SOURCE`` into ``target`` atomically (several processes may build at once)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
@@ -72,21 +82,21 @@ def _build(compiler: str, target: Path) -> None:
     try:
         errors = []
         for extra in ([OPENMP], []):
-            proc = subprocess.run([compiler, *FLAGS, *extra, str(SOURCE), "-o", tmp], capture_output=True,
+            proc = subprocess.run([*compiler, *FLAGS, *extra, str(SOURCE), "-o", tmp], capture_output=True,
                                   text=True, timeout=120)
             if proc.returncode == 0:
                 os.replace(tmp, target)
                 return
             errors.append(proc.stderr.strip()[-500:])
-        raise RuntimeError(f"{compiler} could not build {SOURCE.name}: {errors[-1]}")
+        raise RuntimeError(f"{shlex.join(compiler)} could not build {SOURCE.name}: {errors[-1]}")
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
-def library_path(compiler: str) -> Path:
+def library_path(compiler: list[str]) -> Path:
     """Where the library built by ``compiler`` from this version of the source lives."""
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([compiler, *FLAGS]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([*compiler, *FLAGS]).encode()).hexdigest()[:16]
     return cache_dir() / f"additive-{key}.so"
 
 
@@ -94,7 +104,7 @@ def _load(path: Path) -> ctypes.CDLL:
     # Loaded after torch, so its OpenMP dependency resolves to the runtime torch already runs.
     lib = ctypes.CDLL(str(path))
     lib.attnkit_additive_energies.restype = None
-    lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4
+    lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4 + [ctypes.c_int]
     return lib
 
 
@@ -138,14 +148,27 @@ def disabled():
         _switched_off.value = before
 
 
+_PLAIN = (torch.Tensor, torch.nn.Parameter)
+_is_functorch_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda x: False)
+
+
 def _fits(x: Tensor) -> bool:
-    return x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
+    """A plain, contiguous float32 CPU tensor (not a subclass, not wrapped by a torch.func transform)."""
+    return (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
+            and not _is_functorch_wrapped(x))
+
+
+def _tracing() -> bool:
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    return bool(is_compiling and is_compiling())
 
 
 def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
     """Whether the kernel can compute these scores here: query (B, T, A), keys (B, S, A), v (A,), contiguous
     float32 CPU tensors, with the kernel built and not switched off. Autograd is the caller's affair."""
-    if getattr(_switched_off, "value", False) or not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
+    if getattr(_switched_off, "value", False) or _tracing():
+        return False
+    if not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
         return False
     b, _, a = query.shape
     if keys.size(0) != b or keys.size(2) != a or v.numel() != a or query.numel() == 0 or keys.numel() == 0:
@@ -170,5 +193,6 @@ def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | N
         return None
     scores = query.new_empty(b, t, s)
     library().attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
-                                        None if hidden is None else hidden.data_ptr(), b, t, s, a)
+                                        None if hidden is None else hidden.data_ptr(), b, t, s, a,
+                                        torch.get_num_threads())
     return scores

@@ -5,8 +5,8 @@
  * One pass over the keys: the (B, T, S, A) sum is never written out unless the caller asks for its tanh
  * (training keeps it for the backward). tanh is a [13/6] rational approximation, the one Eigen and XLA use
  * for float32, with |error| below 3e-7; the library tanh on some CPUs costs several times the rest of the
- * step. Rows (b, t) are spread over the threads of the OpenMP runtime the process already has (PyTorch's),
- * so torch.set_num_threads governs this kernel too.
+ * step. Rows (b, t) are spread over `threads` OpenMP threads (the caller passes torch.get_num_threads()); with
+ * gcc and a PyTorch built on libgomp they are PyTorch's own pool.
  *
  * All arrays are contiguous float32: query (B, T, A), keys (B, S, A), v (A), scores (B, T, S), and
  * hidden (B, T, S, A) or NULL.
@@ -48,9 +48,10 @@ static inline float sum8(__m256 acc) {
 }
 
 void attnkit_additive_energies(const float *query, const float *keys, const float *v, float *scores,
-                               float *hidden, long B, long T, long S, long A) {
+                               float *hidden, long B, long T, long S, long A, int threads) {
     long vec_end = A - A % 8;
-#pragma omp parallel for collapse(2) schedule(static)
+    (void)threads; /* unused where the compiler has no OpenMP */
+#pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (long b = 0; b < B; b++) {
         for (long t = 0; t < T; t++) {
             const float *q = query + (b * T + t) * A;
