@@ -21,23 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
+import sys
+from pathlib import Path
 
 import torch
 
 from attnkit import native
 
-
-def median_us(fn, repeats: int) -> float:
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return round(statistics.median(times) * 1e6, 1)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # cell_kernels beside this script
+from cell_kernels import median_us  # noqa: E402
 
 
 def torch_energies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:

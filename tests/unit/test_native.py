@@ -228,7 +228,7 @@ def kernel_calls(monkeypatch):
         return wrapped
 
     monkeypatch.setattr(loop, "additive_energies", spy("loop", loop.additive_energies))
-    monkeypatch.setattr(native, "additive_energies", spy("scores", native.additive_energies))
+    monkeypatch.setattr(native, "run_additive_energies", spy("scores", native.run_additive_energies))
     return calls
 
 

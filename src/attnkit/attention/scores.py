@@ -60,7 +60,7 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     if native.covers(query_proj, keys_proj, v):
         if torch.is_grad_enabled() and (query_proj.requires_grad or keys_proj.requires_grad or v.requires_grad):
             return _KernelAdditiveScores.apply(query_proj, keys_proj, v)
-        return native.additive_energies(query_proj, keys_proj, v)
+        return native.run_additive_energies(query_proj, keys_proj, v)
     hidden = query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3)  # (B, T, S, A)
     # in place: the sum is not needed again (autograd keeps tanh's output), and this is the largest
     # tensor of a decoding step, so a second one of its size costs a visible share of beam search
@@ -75,7 +75,7 @@ class _KernelAdditiveScores(torch.autograd.Function):
     def forward(ctx, query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
         b, t, a = query_proj.shape
         hidden = query_proj.new_empty(b, t, keys_proj.size(1), a)
-        scores = native.additive_energies(query_proj, keys_proj, v, hidden)  # grad mode is off in here
+        scores = native.run_additive_energies(query_proj, keys_proj, v, hidden)  # additive_scores checked covers()
         ctx.save_for_backward(hidden, v)
         return scores
 

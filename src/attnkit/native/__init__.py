@@ -188,9 +188,16 @@ def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | N
     if torch.is_grad_enabled() and (query.requires_grad or keys.requires_grad or v.requires_grad):
         return None  # autograd would not see through the kernel
     b, t, a = query.shape
-    s = keys.size(1)
-    if hidden is not None and not (_fits(hidden) and hidden.shape == (b, t, s, a)):
+    if hidden is not None and not (_fits(hidden) and hidden.shape == (b, t, keys.size(1), a)):
         return None
+    return run_additive_energies(query, keys, v, hidden)
+
+
+def run_additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None) -> Tensor:
+    """The kernel call itself, checking nothing: for callers that have just checked :func:`covers` (and, for
+    ``hidden``, its shape (B, T, S, A) and layout). Shapes as in :func:`additive_energies`."""
+    b, t, a = query.shape
+    s = keys.size(1)
     scores = query.new_empty(b, t, s)
     library().attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
                                         None if hidden is None else hidden.data_ptr(), b, t, s, a,
