@@ -83,7 +83,7 @@ class TrainConfig:
     lr_patience: int = 1  # ... after this many evaluations without improvement
     min_lr: float = 1.0e-5  # plateau: never below this; cosine: where it ends
     warmup_steps: int = 0  # noam and cosine: linear warm-up over this many updates (noam then decays as 1/sqrt)
-    patience: int = 5  # early stopping: evaluations without improvement
+    patience: int | None = 5  # early stopping: evaluations without improvement (None = never stop early)
     average_checkpoints: int = 0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
     eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)
     max_minutes: float | None = None  # time budget for training
@@ -107,6 +107,8 @@ class TrainConfig:
             raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
         if self.processes < 1:
             raise ConfigError(f"{_key(where, 'processes')}: must be at least 1")
+        if self.patience is not None and self.patience < 1:
+            raise ConfigError(f"{_key(where, 'patience')}: must be at least 1, or null for no early stopping")
         if self.compile and self.processes > 1:
             raise ConfigError(f"{_key(where, 'compile')}: needs {_key(where, 'processes')}: 1 "
                               "(the helper processes would each compile their own copy)")

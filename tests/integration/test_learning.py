@@ -108,6 +108,23 @@ def test_resume_to_more_epochs_continues_the_step_count(tmp_path, small_task):
     assert [h["step"] for h in second["history"]] == [10, 20, 30]
 
 
+@pytest.mark.parametrize("patience, evaluations", [(2, 3), (None, 6)])
+def test_patience_stops_early_and_null_never_does(tmp_path, small_task, monkeypatch, patience, evaluations):
+    """A dev score that never improves after the first evaluation: patience 2 stops at the third, null runs on."""
+    import attnkit.training.trainer as trainer_module
+    original = trainer_module.evaluate_translator
+
+    def flat_dev_scores(*args, **kwargs):
+        metrics, *rest = original(*args, **kwargs)
+        return ({key: 50.0 for key in metrics}, *rest)
+
+    monkeypatch.setattr(trainer_module, "evaluate_translator", flat_dev_scores)
+    train = {"epochs": 3, "batch_size": 20, "eval_every": 5, "patience": patience}
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
+    assert main(["train", str(cfg)]) == 0
+    assert [h["step"] for h in _state(tmp_path / "run")["history"]] == [5 * (i + 1) for i in range(evaluations)]
+
+
 def _interrupt_after(step):
     """Patch Trainer._evaluate to raise KeyboardInterrupt right after the evaluation (and checkpoint) at ``step``."""
     original = Trainer._evaluate

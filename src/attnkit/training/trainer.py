@@ -274,7 +274,7 @@ class Trainer:
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
         if tc.average_checkpoints >= 2:
             self._keep_top(translator, state)
-        if state.bad_evals >= tc.patience:
+        if tc.patience is not None and state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
             return True
         return False
