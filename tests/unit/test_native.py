@@ -227,7 +227,7 @@ def kernel_calls(monkeypatch):
             return out
         return wrapped
 
-    monkeypatch.setattr(loop, "additive_energies", spy("loop", loop.additive_energies))
+    monkeypatch.setattr(loop, "run_additive_energies", spy("loop", loop.run_additive_energies))
     monkeypatch.setattr(native, "run_additive_energies", spy("scores", native.run_additive_energies))
     return calls
 

@@ -36,7 +36,7 @@ from torch import Tensor
 from torch.autograd.function import once_differentiable
 
 from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, tanh_grad
-from attnkit.native import additive_energies
+from attnkit.native import covers, run_additive_energies
 
 
 @dataclass(frozen=True)
@@ -125,6 +125,7 @@ class _Forward:
         self.cells = new(steps, batch, hidden) if spec.lstm else None
         self.queries = zeros(steps, batch, query_dim) if query_dim else None
         self.energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
+        self.kernel: bool | None = None  # additive energies by attnkit.native: decided at the first step
         self.weights = zeros(steps, batch, keys.size(1))
         self.combined = new(steps, batch, hidden)  # tanh(...) before dropout
         self.out = zeros(steps, batch, hidden)
@@ -149,11 +150,12 @@ class _Forward:
         q = h if w_q_t is None else torch.mm(h, w_q_t, out=self.queries[t, :n])
         if spec.additive:
             e = self.energies[t, :n]  # (n, S, A): tanh(q + P), kept for the backward
-            scores = additive_energies(q.unsqueeze(1), projected[:n], v, e.unsqueeze(1))  # one compiled pass
-            if scores is None:  # not available here: torch
-                scores = torch.matmul(torch.add(projected[:n], q.unsqueeze(1), out=e).tanh_(), v)  # (n, S)
+            if self.kernel is None:  # dtype, device and buffers stay the same over the steps: checked once
+                self.kernel = covers(q.unsqueeze(1), projected[:n], v)
+            if self.kernel and q.is_contiguous():  # (without w_q, the Bahdanau loop's query is a strided view)
+                scores = run_additive_energies(q.unsqueeze(1), projected[:n], v, e.unsqueeze(1)).squeeze(1)
             else:
-                scores = scores.squeeze(1)
+                scores = torch.matmul(torch.add(projected[:n], q.unsqueeze(1), out=e).tanh_(), v)  # (n, S)
         else:
             scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
         a = torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])
