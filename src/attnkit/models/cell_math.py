@@ -9,12 +9,17 @@ nn.LSTM's:
 
 where x = the input gates (b_ih inside) and h = h_prev W_hh^T + b_hh. Shapes (..., G*H) for gates and
 (..., H) for states: any leading dims (the encoder steps both directions at once).
+
+A GRU's arithmetic can instead run as one compiled kernel per step (``native_gru=True``, see
+:mod:`attnkit.native`): the callers decide once per loop with :func:`native_gru_applies`.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from attnkit import native
 
 
 def gate_count(lstm: bool) -> int:
@@ -39,11 +44,21 @@ def sigmoid_grad(grad: Tensor, sigmoid_out: Tensor, out: Tensor) -> Tensor:
     return torch.ops.aten.sigmoid_backward.grad_input(grad, sigmoid_out, grad_input=out)
 
 
+def native_gru_applies(lstm: bool, *tensors: Tensor) -> bool:
+    """Whether a loop over these tensors (its inputs, or buffers of the same kind) may run its GRU steps
+    through the compiled kernel: a GRU, on (B, X) or (D, B, X) float32 CPU rows, with the kernels built."""
+    return not lstm and native.fits_rows(*tensors)
+
+
 def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c_prev: Tensor | None,
-                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None) -> None:
+                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None, native_gru: bool = False) -> None:
     """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM, the new
     c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra`` (pass None): its
-    backward reads h_n from ``gates_h``, which the caller keeps."""
+    backward reads h_n from ``gates_h``, which the caller keeps. ``native_gru``: the compiled kernel
+    computes a GRU step (the caller has checked :func:`native_gru_applies`; every row contiguous)."""
+    if native_gru:
+        native.run_gru_forward(gates_x, gates_h, h_prev, gates, h_out)
+        return
     hidden = h_out.size(-1)
     if lstm:
         torch.add(gates_x, gates_h, out=gates)
@@ -62,14 +77,20 @@ def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c
 
 
 def cell_backward(lstm: bool, d_h: Tensor, d_c: Tensor | None, gates: Tensor, extra: Tensor, h_prev: Tensor,
-                  c_prev: Tensor | None, d_gates_x: Tensor, d_gates_h: Tensor) -> tuple[Tensor, Tensor | None]:
+                  c_prev: Tensor | None, d_gates_x: Tensor, d_gates_h: Tensor, native_gru: bool = False
+                  ) -> tuple[Tensor, Tensor | None]:
     """Backward of one step given d_h (and d_c, LSTM) with respect to the new state.
 
     ``extra``: tanh(c') for an LSTM, the hidden gates (..., G*H) of the step for a GRU. Writes the
     gradients of the input gates into ``d_gates_x`` and of the hidden gates into ``d_gates_h`` (pass the
     same tensor for an LSTM, whose two are equal). Returns the elementwise part of d h_prev (GRU: d_h * z;
     LSTM: None, it has none; the caller adds ``d_gates_h @ W_hh``) and, for an LSTM, d c_prev.
+    ``native_gru`` as in :func:`cell_forward`.
     """
+    if native_gru:
+        direct = torch.empty_like(d_h)
+        native.run_gru_backward(d_h, gates, extra, h_prev, d_gates_x, d_gates_h, direct)
+        return direct, None
     if lstm:
         i, f, g, o = gates.chunk(4, -1)
         d_c = d_c + tanh_grad(d_h * o, extra, torch.empty_like(d_h))

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count
+from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, native_gru_applies
 
 
 def reversal_index(lengths: Tensor, steps: int) -> Tensor:
@@ -91,6 +91,7 @@ class _Recurrence(torch.autograd.Function):
         bias = b_hh.unsqueeze(1)  # (D, 1, G*H)
         keep = valid.unsqueeze(-1)  # (S, B, 1): 1 up to each sequence's end
         carry = 1 - keep  # 1 past the end, where the state is carried unchanged
+        native_gru = native_gru_applies(lstm, gates_x[:, 0], extra[0], states[0], gates[0], out[:, 0])
         for t in range(steps):
             h_prev = states[t]
             h_new = out[:, t]
@@ -100,13 +101,13 @@ class _Recurrence(torch.autograd.Function):
                 cell_forward(True, gates_x[:, t], gh, h_prev, cells[t], gates[t], extra[t], h_new, c_new)
             else:
                 gh = torch.baddbmm(bias, h_prev, w_hh_t, out=extra[t])
-                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None)
+                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, native_gru)
             h_new.mul_(keep[t])  # zero output past the end
             # past a source's end the state is carried: h_t = h_{t-1} there
             torch.addcmul(h_new, h_prev, carry[t], out=states[t + 1])
             if lstm:
                 torch.addcmul(c_new * keep[t], cells[t], carry[t], out=cells[t + 1])
-        ctx.lstm = lstm
+        ctx.lstm, ctx.native_gru = lstm, native_gru
         ctx.buffers = (states, cells, gates, extra)
         ctx.save_for_backward(w_hh, valid)
         return out, states[-1].clone()
@@ -131,7 +132,7 @@ class _Recurrence(torch.autograd.Function):
             dgh = dgx if lstm else d_gates_h[t]
             d_c_new = d_c * keep[t] if lstm else None
             direct, d_c_prev = cell_backward(lstm, d_new, d_c_new, gates[t], extra[t], states[t],
-                                             cells[t] if lstm else None, dgx, dgh)
+                                             cells[t] if lstm else None, dgx, dgh, ctx.native_gru)
             d_h = add_hidden_matmul(direct, dgh, w_hh) + carried
             if lstm:
                 d_c = d_c_prev + d_c * carry[t]

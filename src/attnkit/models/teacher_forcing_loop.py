@@ -35,8 +35,9 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, tanh_grad
-from attnkit.native import covers, run_additive_energies
+from attnkit.models.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
+                                     native_gru_applies, tanh_grad)
+from attnkit.native import covers, run_additive_backward, run_additive_energies
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,7 @@ class _Forward:
         self.queries = zeros(steps, batch, query_dim) if query_dim else None
         self.energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
         self.kernel: bool | None = None  # additive energies by attnkit.native: decided at the first step
+        self.native_gru: bool | None = None  # GRU steps by attnkit.native: likewise
         self.weights = zeros(steps, batch, keys.size(1))
         self.combined = new(steps, batch, hidden)  # tanh(...) before dropout
         self.out = zeros(steps, batch, hidden)
@@ -140,7 +142,10 @@ class _Forward:
                          self.cells[t, :n])
         else:
             gates_h = torch.addmm(b_hh, h, w_hh_t, out=self.extra[t, :n])
-            cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None)
+            if self.native_gru is None:  # the buffers keep their layout over the steps: checked once
+                self.native_gru = native_gru_applies(False, gates_x, gates_h, h, self.gates[t, :n], states[t, :n])
+            cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None,
+                         native_gru=self.native_gru)
 
     def attend(self, spec: LoopSpec, t: int, h: Tensor, w_q_t: Tensor | None, keys: Tensor, projected: Tensor,
                v: Tensor, blocked: Tensor, allowed: Tensor) -> Tensor:
@@ -195,7 +200,7 @@ class _Backward:
         self.queries = zeros(fwd.queries.shape) if fwd.queries is not None else None
         self.projected = torch.zeros_like(projected) if spec.additive else None
         self.v = zeros(1, projected.size(-1)) if spec.additive else None
-        self.e_grad = torch.empty_like(projected) if spec.additive else None
+        self.e_grad = torch.empty_like(projected) if spec.additive and not fwd.kernel else None
 
     def cell(self, spec: LoopSpec, fwd: _Forward, t: int, d_state: Tensor, d_c: Tensor | None, states: Tensor,
              h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
@@ -208,7 +213,8 @@ class _Backward:
         dgx = self.gates_x[t, :n]
         dgh = dgx if spec.lstm else self.gates_h[t, :n]
         direct, d_c_prev = cell_backward(spec.lstm, d_state, d_c[:n] if spec.lstm else None, fwd.gates[t, :n],
-                                         fwd.extra[t, :n], h_prev, c_prev, dgx, dgh)
+                                         fwd.extra[t, :n], h_prev, c_prev, dgx, dgh,
+                                         native_gru=bool(fwd.native_gru) and d_state.stride(-1) == 1)
         if spec.lstm:
             d_c[:n] = d_c_prev
         return add_hidden_matmul(direct, dgh, w_hh)
@@ -224,15 +230,20 @@ class _Backward:
         d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=self.scores[t, :n])  # softmax backward
         if spec.additive:
             e = fwd.energies[t, :n]
-            d_e = tanh_grad(d_s.unsqueeze(-1) * v, e, self.e_grad[:n])  # (n, S, A), before tanh
-            self.projected[:n] += d_e
+            if fwd.kernel:  # the forward's kernel checks hold for these buffers too
+                d_q = self.queries[t, :n] if w_q is not None else e.new_empty(n, e.size(-1))
+                run_additive_backward(d_s, e, v, self.projected[:n], d_q)
+            else:
+                d_e = tanh_grad(d_s.unsqueeze(-1) * v, e, self.e_grad[:n])  # (n, S, A), before tanh
+                self.projected[:n] += d_e
+                d_q = d_e.sum(1)
             self.v.addmm_(d_s.reshape(1, -1), e.reshape(-1, e.size(-1)))
-            d_q = d_e.sum(1)
         else:
             d_q = torch.bmm(d_s.unsqueeze(1), projected[:n]).squeeze(1).mul_(spec.scale)
         if w_q is None:
             return d_query_state + d_q
-        self.queries[t, :n] = d_q
+        if not (spec.additive and fwd.kernel):  # the kernel wrote d_q there already
+            self.queries[t, :n] = d_q
         return torch.addmm(d_query_state, d_q, w_q)
 
     def memory(self, spec: LoopSpec, fwd: _Forward, query_states: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:

@@ -1,22 +1,29 @@
 """Optional compiled CPU kernels, built on first use with the system's C compiler.
 
-Today one kernel: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)`` in one pass
-(``additive.c``). On x86-64 CPUs with AVX2 and FMA it is built once per source version into a cache directory
-and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64) :func:`covers` is
-False and :func:`additive_energies` returns None, and the caller computes the same thing with torch. Its
-results agree with torch's to about 1e-6 (its tanh is a rational approximation, |error| < 3e-7). The kernel
-has no autograd of its own: :func:`attnkit.attention.scores.additive_scores` wraps it in an autograd node, and
-the handwritten teacher-forcing loop keeps the tanh it writes for its own backward.
+The kernels, each computing what a chain of small torch kernels computes, in one pass:
+
+* ``additive.c``: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)``, and one
+  decoding step's backward through them;
+* ``recurrent.c``: the gate arithmetic of one GRU step, forward and backward (the matmuls stay with torch);
+* ``dropout.c``: inverted-dropout keep masks from a counter-based hash.
+
+On x86-64 CPUs with AVX2 and FMA they are built once per source version into a cache directory (one
+library) and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64) the
+``covers``/``fits_rows`` checks are False and the callers compute the same thing with torch. Results agree
+with torch's to about 1e-6: tanh and sigmoid are rational approximations (``fastmath.h``, |error| < 3e-7).
+The kernels have no autograd of their own: :func:`attnkit.attention.scores.additive_scores` wraps the
+energies in an autograd node, and the handwritten-backward loops (``attnkit.models.teacher_forcing_loop``,
+``attnkit.models.rnn_recurrence``) call the rest from their own forward and backward.
 
 Environment:
     ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
     ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or ~/.cache/attnkit)
     CC                      the C compiler, with any arguments (default: cc, then gcc, then clang)
 
-The kernel's threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp (the PyPI
+The kernels' threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp (the PyPI
 wheels for Linux) they are PyTorch's own OpenMP pool; another compiler's OpenMP runtime would keep a second
-pool beside it. The kernel declines inside ``torch.compile`` (it is opaque to tracing) and for tensor
-subclasses and ``torch.func`` transforms; its autograd node supports first-order gradients only.
+pool beside it. The kernels decline inside ``torch.compile`` (they are opaque to tracing) and for tensor
+subclasses and ``torch.func`` transforms.
 """
 
 from __future__ import annotations
@@ -39,7 +46,9 @@ from torch import Tensor
 
 log = logging.getLogger(__name__)
 
-SOURCE = Path(__file__).with_name("additive.c")
+HERE = Path(__file__).parent
+SOURCES = [HERE / "additive.c", HERE / "recurrent.c", HERE / "dropout.c"]
+HEADERS = [HERE / "fastmath.h"]
 FLAGS = ["-O3", "-mavx2", "-mfma", "-shared", "-fPIC"]
 OPENMP = "-fopenmp"  # tried first; a compiler without OpenMP still builds a one-thread kernel
 
@@ -75,36 +84,50 @@ def _compiler() -> list[str] | None:
 
 
 def _build(compiler: list[str], target: Path) -> None:
-    """Compile ``SOURCE`` into ``target`` atomically (several processes may build at once)."""
+    """Compile ``SOURCES`` into one library at ``target`` atomically (several processes may build at once)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
         errors = []
         for extra in ([OPENMP], []):
-            proc = subprocess.run([*compiler, *FLAGS, *extra, str(SOURCE), "-o", tmp], capture_output=True,
-                                  text=True, timeout=120)
+            proc = subprocess.run([*compiler, *FLAGS, *extra, *map(str, SOURCES), "-o", tmp],
+                                  capture_output=True, text=True, timeout=120)
             if proc.returncode == 0:
                 os.replace(tmp, target)
                 return
             errors.append(proc.stderr.strip()[-500:])
-        raise RuntimeError(f"{shlex.join(compiler)} could not build {SOURCE.name}: {errors[-1]}")
+        names = " ".join(p.name for p in SOURCES)
+        raise RuntimeError(f"{shlex.join(compiler)} could not build {names}: {errors[-1]}")
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
 
 
 def library_path(compiler: list[str]) -> Path:
-    """Where the library built by ``compiler`` from this version of the source lives."""
-    key = hashlib.sha256(SOURCE.read_bytes() + " ".join([*compiler, *FLAGS]).encode()).hexdigest()[:16]
-    return cache_dir() / f"additive-{key}.so"
+    """Where the library built by ``compiler`` from this version of the sources lives."""
+    digest = hashlib.sha256(" ".join([*compiler, *FLAGS]).encode())
+    for path in [*SOURCES, *HEADERS]:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return cache_dir() / f"kernels-{digest.hexdigest()[:16]}.so"
 
 
 def _load(path: Path) -> ctypes.CDLL:
     # Loaded after torch, so its OpenMP dependency resolves to the runtime torch already runs.
     lib = ctypes.CDLL(str(path))
-    lib.attnkit_additive_energies.restype = None
-    lib.attnkit_additive_energies.argtypes = [ctypes.c_void_p] * 5 + [ctypes.c_long] * 4 + [ctypes.c_int]
+    ptr, size, c_int = ctypes.c_void_p, ctypes.c_long, ctypes.c_int
+    rows = [ptr, size, size]  # a stack of rows: data, direction stride, batch stride
+    signatures = {
+        "attnkit_additive_energies": [ptr] * 5 + [size] * 4 + [c_int],
+        "attnkit_additive_backward": [ptr] * 5 + [size] * 3 + [c_int],
+        "attnkit_gru_forward": rows * 5 + [size] * 3 + [c_int],
+        "attnkit_gru_backward": rows * 7 + [size] * 3 + [c_int],
+        "attnkit_keep_mask": [ptr, size, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_float, c_int],
+    }
+    for name, argtypes in signatures.items():
+        function = getattr(lib, name)  # AttributeError: an older or foreign library, built again
+        function.restype = None
+        function.argtypes = argtypes
     return lib
 
 
@@ -203,3 +226,70 @@ def run_additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor
                                         None if hidden is None else hidden.data_ptr(), b, t, s, a,
                                         torch.get_num_threads())
     return scores
+
+
+def run_additive_backward(d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: Tensor, d_query: Tensor) -> None:
+    """One step's backward through the energies, checking nothing (the caller has checked :func:`covers` for
+    the forward): d_scores (B, S), hidden (B, S, A) the kept tanh, v (A,) -> adds d e to d_keys (B, S, A) and
+    writes sum_s d e into d_query (B, A); all contiguous float32."""
+    b, s, a = hidden.shape
+    library().attnkit_additive_backward(d_scores.data_ptr(), hidden.data_ptr(), v.data_ptr(), d_keys.data_ptr(),
+                                        d_query.data_ptr(), b, s, a, torch.get_num_threads())
+
+
+def fits_rows(*tensors: Tensor) -> bool:
+    """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of 2 dims
+    (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
+    if getattr(_switched_off, "value", False) or _tracing():
+        return False
+    for x in tensors:
+        if not (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() in (2, 3)
+                and x.stride(-1) == 1 and not _is_functorch_wrapped(x)):
+            return False
+    return library() is not None
+
+
+def _rows(x: Tensor) -> tuple[int, int, int]:
+    """(data, direction stride, row stride) of a (B, X) or (D, B, X) stack of rows."""
+    if x.dim() == 2:
+        return x.data_ptr(), 0, x.stride(0)
+    return x.data_ptr(), x.stride(0), x.stride(1)
+
+
+def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Tensor, h_out: Tensor) -> None:
+    """One GRU step's gate arithmetic (see ``recurrent.c``), checking nothing (the caller has checked
+    :func:`fits_rows` on tensors of this layout): gates_x, gates_h (..., 3H), h_prev (..., H) -> the activated
+    gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or (D, B), the same for all."""
+    *lead, hidden = h_out.shape
+    dirs, batch = (1, *lead) if len(lead) == 1 else lead
+    library().attnkit_gru_forward(*_rows(gates_x), *_rows(gates_h), *_rows(h_prev), *_rows(gates), *_rows(h_out),
+                                  dirs, batch, hidden, torch.get_num_threads())
+
+
+def run_gru_backward(d_h: Tensor, gates: Tensor, gates_h: Tensor, h_prev: Tensor, d_gates_x: Tensor,
+                     d_gates_h: Tensor, direct: Tensor) -> None:
+    """Backward of :func:`run_gru_forward` given d_h (..., H) with respect to the new state: writes the input
+    and hidden gate gradients (..., 3H) and ``direct`` = d_h z (..., H), the part of d h_prev that does not
+    go through W_hh. Checks nothing."""
+    *lead, hidden = d_h.shape
+    dirs, batch = (1, *lead) if len(lead) == 1 else lead
+    library().attnkit_gru_backward(*_rows(d_h), *_rows(gates), *_rows(gates_h), *_rows(h_prev), *_rows(d_gates_x),
+                                   *_rows(d_gates_h), *_rows(direct), dirs, batch, hidden, torch.get_num_threads())
+
+
+_MASK_BITS = 2 ** 31
+
+
+def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
+    """A float32 CPU inverted-dropout mask of ``shape`` (0 with probability p, else the exact inverse of the
+    keep probability), or None where the kernel is not to be had. Its seed is drawn from torch's default
+    generator, so ``torch.manual_seed`` fixes the mask; thresholds are on 31 random bits, as
+    :func:`attnkit.models.dropout.keep_mask` draws them with torch."""
+    if getattr(_switched_off, "value", False) or _tracing() or library() is None:
+        return None
+    threshold = round(p * _MASK_BITS)
+    seed = int(torch.randint(-2 ** 63, 2 ** 63 - 1, (), dtype=torch.int64)) & (2 ** 64 - 1)
+    mask = torch.empty(shape)
+    library().attnkit_keep_mask(mask.data_ptr(), mask.numel(), seed, threshold, _MASK_BITS / (_MASK_BITS - threshold),
+                                torch.get_num_threads())
+    return mask

@@ -3,49 +3,16 @@
  *     scores[b, t, s] = sum_a v[a] * tanh(query[b, t, a] + keys[b, s, a])
  *
  * One pass over the keys: the (B, T, S, A) sum is never written out unless the caller asks for its tanh
- * (training keeps it for the backward). tanh is a [13/6] rational approximation, the one Eigen and XLA use
- * for float32, with |error| below 3e-7; the library tanh on some CPUs costs several times the rest of the
- * step. Rows (b, t) are spread over `threads` OpenMP threads (the caller passes torch.get_num_threads()); with
- * gcc and a PyTorch built on libgomp they are PyTorch's own pool.
+ * (training keeps it for the backward). tanh is fastmath.h's (|error| < 3e-7). Rows (b, t) are spread over
+ * `threads` OpenMP threads (the caller passes torch.get_num_threads()); with gcc and a PyTorch built on
+ * libgomp they are PyTorch's own pool.
  *
  * All arrays are contiguous float32: query (B, T, A), keys (B, S, A), v (A), scores (B, T, S), and
  * hidden (B, T, S, A) or NULL.
+ *
+ * attnkit_additive_backward is one decoding step's backward through those energies (T = 1), also in one pass.
  */
-#include <immintrin.h>
-
-#define TANH_CLAMP 7.90531110763549805f /* beyond this the approximation is 1 to float precision */
-
-static const float NUM[7] = {-2.76076847742355e-16f, 2.00018790482477e-13f, -8.60467152213735e-11f,
-                             5.12229709037114e-08f, 1.48572235717979e-05f, 6.37261928875436e-04f,
-                             4.89352455891786e-03f};
-static const float DEN[4] = {1.19825839466702e-06f, 1.18534705686654e-04f, 2.26843463243900e-03f,
-                             4.89352518554385e-03f};
-
-static inline __m256 tanh8(__m256 x) {
-    /* max/min return their second operand when one is NaN: x goes second, so a NaN comes out NaN */
-    x = _mm256_min_ps(_mm256_set1_ps(TANH_CLAMP), _mm256_max_ps(_mm256_set1_ps(-TANH_CLAMP), x));
-    __m256 x2 = _mm256_mul_ps(x, x);
-    __m256 p = _mm256_set1_ps(NUM[0]);
-    for (int i = 1; i < 7; i++) p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(NUM[i]));
-    __m256 q = _mm256_set1_ps(DEN[0]);
-    for (int i = 1; i < 4; i++) q = _mm256_fmadd_ps(q, x2, _mm256_set1_ps(DEN[i]));
-    return _mm256_div_ps(_mm256_mul_ps(p, x), q);
-}
-
-static inline float tanh1(float x) {
-    x = x < -TANH_CLAMP ? -TANH_CLAMP : (x > TANH_CLAMP ? TANH_CLAMP : x); /* NaN falls through */
-    float x2 = x * x, p = NUM[0], q = DEN[0];
-    for (int i = 1; i < 7; i++) p = p * x2 + NUM[i];
-    for (int i = 1; i < 4; i++) q = q * x2 + DEN[i];
-    return p * x / q;
-}
-
-static inline float sum8(__m256 acc) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
-    s = _mm_hadd_ps(s, s);
-    s = _mm_hadd_ps(s, s);
-    return _mm_cvtss_f32(s);
-}
+#include "fastmath.h"
 
 void attnkit_additive_energies(const float *query, const float *keys, const float *v, float *scores,
                                float *hidden, long B, long T, long S, long A, int threads) {
@@ -72,6 +39,46 @@ void attnkit_additive_energies(const float *query, const float *keys, const floa
                     total += v[a] * e;
                 }
                 scores[(b * T + t) * S + s] = total;
+            }
+        }
+    }
+}
+
+/* Backward of one step's energies (T = 1) given the score gradients d_scores (B, S) and the kept tanh
+ * hidden (B, S, A):
+ *
+ *     d_e[b, s, a]   = d_scores[b, s] * v[a] * (1 - hidden[b, s, a]^2)     (before tanh)
+ *     d_keys[b, s, a] += d_e[b, s, a]        (accumulated over the steps)
+ *     d_query[b, a]  = sum_s d_e[b, s, a]    (overwritten)
+ *
+ * d_e itself is never written out. d v (= d_scores . hidden summed over rows) is a matmul, left to the
+ * caller. Rows b go to the threads; d_keys (B, S, A) and d_query (B, A) contiguous like the inputs.
+ */
+void attnkit_additive_backward(const float *d_scores, const float *hidden, const float *v, float *d_keys,
+                               float *d_query, long B, long S, long A, int threads) {
+    long vec_end = A - A % 8;
+    (void)threads;
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (long b = 0; b < B; b++) {
+        float *dq = d_query + b * A;
+        for (long a = 0; a < A; a++) dq[a] = 0.0f;
+        for (long s = 0; s < S; s++) {
+            const float *h = hidden + (b * S + s) * A;
+            float *dk = d_keys + (b * S + s) * A;
+            float ds = d_scores[b * S + s];
+            __m256 ds8 = _mm256_set1_ps(ds), one = _mm256_set1_ps(1.0f);
+            long a = 0;
+            for (; a < vec_end; a += 8) {
+                __m256 e = _mm256_loadu_ps(h + a);
+                __m256 de = _mm256_mul_ps(_mm256_mul_ps(ds8, _mm256_loadu_ps(v + a)),
+                                          _mm256_fnmadd_ps(e, e, one));
+                _mm256_storeu_ps(dk + a, _mm256_add_ps(_mm256_loadu_ps(dk + a), de));
+                _mm256_storeu_ps(dq + a, _mm256_add_ps(_mm256_loadu_ps(dq + a), de));
+            }
+            for (; a < A; a++) {
+                float de = ds * v[a] * (1.0f - h[a] * h[a]);
+                dk[a] += de;
+                dq[a] += de;
             }
         }
     }
