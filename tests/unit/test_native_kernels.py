@@ -50,6 +50,25 @@ def test_gru_kernels_equal_the_torch_arithmetic(dirs, batch, hidden):
 
 
 @needs_kernel
+@pytest.mark.parametrize("dirs", [1, 2])
+def test_gru_kernel_adds_the_hidden_bias_into_the_hidden_gates(dirs):
+    """Given h W_hh^T without b_hh and the bias ((3H,) or, per direction, (D, 3H)), the kernel leaves in the
+    hidden gates what torch's addmm would have written (the backward reads them) and steps as with them."""
+    gates_x, gates_h, h_prev, _ = _gru_inputs(dirs, 4, 12)
+    bias = torch.randn(dirs, 36) if dirs == 2 else torch.randn(36)
+    unbiased = gates_h - (bias.unsqueeze(1) if dirs == 2 else bias)
+    want_gates, want_h = torch.empty_like(gates_h), torch.empty(h_prev.shape)
+    cell_forward(False, gates_x, gates_h, h_prev, None, want_gates, None, want_h, None)
+    gates, h_out = torch.empty_like(gates_h), torch.empty(h_prev.shape)
+    cell_forward(False, gates_x, unbiased, h_prev, None, gates, None, h_out, None, native_gru=True, hidden_bias=bias)
+    torch.testing.assert_close(unbiased, gates_h, atol=1e-6, rtol=0)
+    torch.testing.assert_close(gates, want_gates, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(h_out, want_h, atol=1e-6, rtol=1e-5)
+    with pytest.raises(ValueError, match="hidden_bias"):  # torch's path takes b_hh inside gates_h
+        cell_forward(False, gates_x, unbiased, h_prev, None, gates, None, h_out, None, hidden_bias=bias)
+
+
+@needs_kernel
 def test_gru_kernel_propagates_nan():
     """A NaN gate gives a NaN state, as torch's sigmoid and tanh do: a diverging model must not look healthy."""
     gates_x, gates_h, h_prev, _ = _gru_inputs(1, 2, 11)

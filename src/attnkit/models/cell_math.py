@@ -51,14 +51,19 @@ def native_gru_applies(lstm: bool, *tensors: Tensor) -> bool:
 
 
 def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c_prev: Tensor | None,
-                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None, native_gru: bool = False) -> None:
+                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None, native_gru: bool = False,
+                 hidden_bias: Tensor | None = None) -> None:
     """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM, the new
     c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra`` (pass None): its
     backward reads h_n from ``gates_h``, which the caller keeps. ``native_gru``: the compiled kernel
-    computes a GRU step (the caller has checked :func:`native_gru_applies`; every row contiguous)."""
+    computes a GRU step (the caller has checked :func:`native_gru_applies`; every row contiguous); then
+    ``hidden_bias`` (G*H,) or (D, G*H), when given, is b_hh, which ``gates_h`` comes without and which the
+    kernel adds into it."""
     if native_gru:
-        native.run_gru_forward(gates_x, gates_h, h_prev, gates, h_out)
+        native.run_gru_forward(gates_x, gates_h, h_prev, gates, h_out, hidden_bias)
         return
+    if hidden_bias is not None:
+        raise ValueError("hidden_bias is for the native GRU kernel; torch's path takes b_hh inside gates_h")
     hidden = h_out.size(-1)
     if lstm:
         torch.add(gates_x, gates_h, out=gates)

@@ -91,7 +91,7 @@ class _Recurrence(torch.autograd.Function):
         bias = b_hh.unsqueeze(1)  # (D, 1, G*H)
         keep = valid.unsqueeze(-1)  # (S, B, 1): 1 up to each sequence's end
         carry = 1 - keep  # 1 past the end, where the state is carried unchanged
-        native_gru = native_gru_applies(lstm, gates_x[:, 0], extra[0], states[0], gates[0], out[:, 0])
+        native_gru = native_gru_applies(lstm, gates_x[:, 0], extra[0], states[0], gates[0], out[:, 0], b_hh)
         for t in range(steps):
             h_prev = states[t]
             h_new = out[:, t]
@@ -99,9 +99,12 @@ class _Recurrence(torch.autograd.Function):
                 gh = torch.baddbmm(bias, h_prev, w_hh_t)  # (D, B, G*H)
                 c_new = new(dirs, batch, hidden)
                 cell_forward(True, gates_x[:, t], gh, h_prev, cells[t], gates[t], extra[t], h_new, c_new)
+            elif native_gru:  # the kernel adds b_hh: baddbmm would first copy it into its output
+                gh = torch.bmm(h_prev, w_hh_t, out=extra[t])
+                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, True, b_hh)
             else:
                 gh = torch.baddbmm(bias, h_prev, w_hh_t, out=extra[t])
-                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, native_gru)
+                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None)
             h_new.mul_(keep[t])  # zero output past the end
             # past a source's end the state is carried: h_t = h_{t-1} there
             torch.addcmul(h_new, h_prev, carry[t], out=states[t + 1])
@@ -119,7 +122,8 @@ class _Recurrence(torch.autograd.Function):
         states, cells, gates, extra = ctx.buffers
         w_hh, valid = ctx.saved_tensors
         dirs, steps, batch, hidden = grad_out.shape
-        d_gates_x = grad_out.new_empty(steps, dirs, batch, gates.size(-1))
+        # (D, S, B, G*H), the layout of gates_x and of the weight-gradient matmuls: no copies after the loop
+        d_gates_x = grad_out.new_empty(dirs, steps, batch, gates.size(-1))
         d_gates_h = d_gates_x if lstm else torch.empty_like(d_gates_x)
         d_h = grad_final.clone() if grad_final is not None else grad_out.new_zeros(dirs, batch, hidden)
         d_c = grad_out.new_zeros(dirs, batch, hidden) if lstm else None
@@ -128,8 +132,8 @@ class _Recurrence(torch.autograd.Function):
         for t in reversed(range(steps)):
             carried = d_h * carry[t]  # the part of d h_t that reaches h_{t-1} unchanged past the end
             d_new = (d_h + grad_out[:, t]) * keep[t]
-            dgx = d_gates_x[t]
-            dgh = dgx if lstm else d_gates_h[t]
+            dgx = d_gates_x[:, t]
+            dgh = dgx if lstm else d_gates_h[:, t]
             d_c_new = d_c * keep[t] if lstm else None
             direct, d_c_prev = cell_backward(lstm, d_new, d_c_new, gates[t], extra[t], states[t],
                                              cells[t] if lstm else None, dgx, dgh, ctx.native_gru)
@@ -137,8 +141,8 @@ class _Recurrence(torch.autograd.Function):
             if lstm:
                 d_c = d_c_prev + d_c * carry[t]
         # weight gradients: per direction, one matmul over all steps
-        flat_dgh = d_gates_h.transpose(0, 1).reshape(dirs, steps * batch, -1)  # (D, S*B, G*H)
+        flat_dgh = d_gates_h.view(dirs, steps * batch, -1)  # (D, S*B, G*H)
         flat_prev = states[:-1].transpose(0, 1).reshape(dirs, steps * batch, hidden)
         d_w_hh = torch.bmm(flat_dgh.transpose(1, 2), flat_prev)  # (D, G*H, H)
         d_b_hh = flat_dgh.sum(1)
-        return None, d_gates_x.transpose(0, 1), d_w_hh, d_b_hh, None, d_h, d_c
+        return None, d_gates_x, d_w_hh, d_b_hh, None, d_h, d_c

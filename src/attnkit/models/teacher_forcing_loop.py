@@ -141,11 +141,16 @@ class _Forward:
             cell_forward(True, gates_x, gates_h, h, c[:n], self.gates[t, :n], self.extra[t, :n], states[t, :n],
                          self.cells[t, :n])
         else:
-            gates_h = torch.addmm(b_hh, h, w_hh_t, out=self.extra[t, :n])
             if self.native_gru is None:  # the buffers keep their layout over the steps: checked once
-                self.native_gru = native_gru_applies(False, gates_x, gates_h, h, self.gates[t, :n], states[t, :n])
-            cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None,
-                         native_gru=self.native_gru)
+                self.native_gru = native_gru_applies(False, gates_x, h, self.extra[t, :n], self.gates[t, :n],
+                                                     states[t, :n], b_hh)
+            if self.native_gru:  # the kernel adds b_hh: addmm would first copy it into its output
+                gates_h = torch.mm(h, w_hh_t, out=self.extra[t, :n])
+                cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None,
+                             native_gru=True, hidden_bias=b_hh)
+            else:
+                gates_h = torch.addmm(b_hh, h, w_hh_t, out=self.extra[t, :n])
+                cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None)
 
     def attend(self, spec: LoopSpec, t: int, h: Tensor, w_q_t: Tensor | None, keys: Tensor, projected: Tensor,
                v: Tensor, blocked: Tensor, allowed: Tensor) -> Tensor:

@@ -120,7 +120,7 @@ def _load(path: Path) -> ctypes.CDLL:
     signatures = {
         "attnkit_additive_energies": [ptr] * 5 + [size] * 4 + [c_int],
         "attnkit_additive_backward": [ptr] * 5 + [size] * 3 + [c_int],
-        "attnkit_gru_forward": rows * 5 + [size] * 3 + [c_int],
+        "attnkit_gru_forward": rows * 6 + [size] * 3 + [c_int],
         "attnkit_gru_backward": rows * 7 + [size] * 3 + [c_int],
         "attnkit_keep_mask": [ptr, size, ctypes.c_uint64, ctypes.c_uint32, ctypes.c_float, c_int],
     }
@@ -238,12 +238,12 @@ def run_additive_backward(d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: T
 
 
 def fits_rows(*tensors: Tensor) -> bool:
-    """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of 2 dims
-    (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
+    """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of 1 dim (X,),
+    2 (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
     if getattr(_switched_off, "value", False) or _tracing():
         return False
     for x in tensors:
-        if not (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() in (2, 3)
+        if not (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() in (1, 2, 3)
                 and x.stride(-1) == 1 and not _is_functorch_wrapped(x)):
             return False
     return library() is not None
@@ -256,14 +256,21 @@ def _rows(x: Tensor) -> tuple[int, int, int]:
     return x.data_ptr(), x.stride(0), x.stride(1)
 
 
-def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Tensor, h_out: Tensor) -> None:
+def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Tensor, h_out: Tensor,
+                    hidden_bias: Tensor | None = None) -> None:
     """One GRU step's gate arithmetic (see ``recurrent.c``), checking nothing (the caller has checked
     :func:`fits_rows` on tensors of this layout): gates_x, gates_h (..., 3H), h_prev (..., H) -> the activated
-    gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or (D, B), the same for all."""
+    gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or (D, B), the same for all.
+    ``hidden_bias`` (3H,) or (D, 3H), contiguous: b_hh, added into gates_h in place first (gates_h then comes
+    without it)."""
     *lead, hidden = h_out.shape
     dirs, batch = (1, *lead) if len(lead) == 1 else lead
-    library().attnkit_gru_forward(*_rows(gates_x), *_rows(gates_h), *_rows(h_prev), *_rows(gates), *_rows(h_out),
-                                  dirs, batch, hidden, torch.get_num_threads())
+    if hidden_bias is None:
+        bias = (None, 0, 0)
+    else:  # the same bias row for every batch row
+        bias = (hidden_bias.data_ptr(), hidden_bias.size(-1) if hidden_bias.dim() == 2 else 0, 0)
+    library().attnkit_gru_forward(*_rows(gates_x), *_rows(gates_h), *bias, *_rows(h_prev), *_rows(gates),
+                                  *_rows(h_out), dirs, batch, hidden, torch.get_num_threads())
 
 
 def run_gru_backward(d_h: Tensor, gates: Tensor, gates_h: Tensor, h_prev: Tensor, d_gates_x: Tensor,

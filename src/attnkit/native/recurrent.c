@@ -17,17 +17,24 @@
 #define ROW(name, d, b) (name + (d) * name##_d + (b) * name##_b)
 
 /* gates_x, gates_h (rows of 3H) and h_prev (rows of H) -> the activated gates [r, z, n] (rows of 3H) and
- * the new state h_out (rows of H). */
-void attnkit_gru_forward(const float *gx, long gx_d, long gx_b, const float *gh, long gh_d, long gh_b,
-                         const float *hp, long hp_d, long hp_b, float *gates, long gates_d, long gates_b,
-                         float *ho, long ho_d, long ho_b, long D, long B, long H, int threads) {
+ * the new state h_out (rows of H). With a bias (rows of 3H, usually batch stride 0; NULL for none), gates_h
+ * comes without b_hh and the bias is added into it first, in place: torch's addmm would copy the bias into
+ * its output before the matmul, a pass of its own. */
+void attnkit_gru_forward(const float *gx, long gx_d, long gx_b, float *gh, long gh_d, long gh_b,
+                         const float *bias, long bias_d, long bias_b, const float *hp, long hp_d, long hp_b,
+                         float *gates, long gates_d, long gates_b, float *ho, long ho_d, long ho_b,
+                         long D, long B, long H, int threads) {
     long vec_end = H - H % 8;
     (void)threads;
 #pragma omp parallel for collapse(2) schedule(static) num_threads(threads)
     for (long d = 0; d < D; d++) {
         for (long b = 0; b < B; b++) {
-            const float *x = ROW(gx, d, b), *h = ROW(gh, d, b), *p = ROW(hp, d, b);
-            float *g = ROW(gates, d, b), *out = ROW(ho, d, b);
+            const float *x = ROW(gx, d, b), *p = ROW(hp, d, b);
+            float *h = ROW(gh, d, b), *g = ROW(gates, d, b), *out = ROW(ho, d, b);
+            if (bias) {
+                const float *add = ROW(bias, d, b);
+                for (long j = 0; j < 3 * H; j++) h[j] += add[j];
+            }
             long j = 0;
             for (; j < vec_end; j += 8) {
                 __m256 r = sigmoid8(_mm256_add_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(h + j)));
