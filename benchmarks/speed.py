@@ -9,6 +9,7 @@
     python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor  # compiled attention kernel vs torch
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
+    python benchmarks/speed.py --updates 150 --matmul-ceiling  # also: the same updates doing only their matmuls
 
 The reference model (identical in both toolkits): CMUdict G2P, char source,
 phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
@@ -20,6 +21,9 @@ Prints one JSON line: attnkit's median training target tokens/s (windows of 10
 updates, as JoeyNMT logs them), peak memory, greedy and beam-5 decoding of
 dev+test (entries/s, model loading included), model FLOPs utilisation against
 a matmul peak measured on the spot, then the anchor's numbers and the ratios.
+
+``--matmul-ceiling`` adds what no implementation of this model could beat here: the matmuls of real updates
+replayed alone (see ``matmul_ceiling.py``), as tokens/s and, with the anchor, as a ratio to it.
 """
 
 from __future__ import annotations
@@ -259,6 +263,24 @@ def interleaved_decoding(args, cfg, model, tokenizers, splits, device, path, nam
     return out
 
 
+def ceiling(model, batches, device, count: int = 30) -> dict:
+    """:func:`matmul_ceiling.matmul_ceiling` over ``count`` batches (after 3 untimed ones), the model training."""
+    from matmul_ceiling import matmul_ceiling
+
+    from attnkit.training.optim import adam
+
+    optimizer = adam(model.parameters(), 1e-3)
+    model.train()
+    chosen = [b.to(device) for _, b in zip(range(count + 3), _cycle(batches))]
+
+    def update(batch) -> int:
+        return _update(model, optimizer, batch)[1]
+
+    for batch in chosen[:3]:
+        update(batch)
+    return matmul_ceiling(chosen[3:], update, lambda: _sync(device))
+
+
 @contextlib.contextmanager
 def _handwritten_path(model, handwritten: bool):
     model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
@@ -372,6 +394,9 @@ def main() -> None:
                     help="data-parallel CPU processes sharing the threads (train.processes), each doing 1/N of a batch")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the decoder step for training (train.compile); decoding stays eager")
+    ap.add_argument("--matmul-ceiling", action="store_true",
+                    help="after the rest, train 30 more batches, each once timed, once recording its matmuls, whose "
+                         "replay alone (no other work) is then timed: the ceiling on tokens/s for this model here")
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
     ap.add_argument("--same-learning", action="store_true",
                     help="also train the fused path and the reference loop from one initialisation and compare dev accuracy")
@@ -410,11 +435,16 @@ def main() -> None:
                                                               ("native", "torch"))
         result["interleaved_native_decoding"] = interleaved_decoding(args, cfg, model, tokenizers, splits, device,
                                                                      _native_path, ("native", "torch"))
+    if args.matmul_ceiling:
+        result["matmul_ceiling"] = ceiling(model, batches, device)
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor
         if "error" not in anchor:
             result["train_tokens_per_s_ratio"] = round(result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2)
+            if args.matmul_ceiling:
+                result["matmul_only_train_tokens_per_s_ratio"] = round(
+                    result["matmul_ceiling"]["matmul_only_tokens_per_s"] / anchor["train_tokens_per_s_median"], 2)
             for beam in (1, 5):
                 result[f"beam{beam}_entries_per_s_ratio"] = round(
                     result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"], 2)
