@@ -109,18 +109,40 @@ def _previous_states(h0: Tensor, states: Tensor) -> Tensor:
     return torch.cat([h0.unsqueeze(0), states[:-1]])
 
 
+def _grad_by_previous(grad: Tensor, first: Tensor, states: Tensor) -> Tensor:
+    """sum_t grad_t^T s_{t-1} over all steps, with s_{-1} = first (B, H) and s_t = states[t] (T, B, H); grad
+    (T, B, G). As ``_flat(grad).t() @ _flat(_previous_states(first, states))`` without the concatenated copy."""
+    return torch.addmm(grad[0].t() @ first, _flat(grad[1:]).t(), _flat(states[:-1]))
+
+
+def _zeros_past_targets(new_empty, shape: tuple[int, ...], active: tuple[int, ...]) -> Tensor:
+    """An uninitialised (T, B, ...) buffer whose rows past each step's target, t >= active[t], are zero: the
+    loops write every active row, and the zero rows keep the all-step weight-gradient matmuls exact. (Zeroing
+    the whole buffer was a visible share of a step.)"""
+    buffer = new_empty(shape)
+    batch = shape[1]
+    for t, n in enumerate(active):
+        if n < batch:
+            buffer[t, n:].zero_()
+    return buffer
+
+
 class _Forward:
     """The per-step buffers both loops keep for their backward, (T, B, ...) each.
 
-    Those that enter the all-step weight-gradient matmuls (queries, weights, out) start at zero, so rows past a
-    target contribute nothing. ``extra``: tanh(c_t) for an LSTM; for a GRU the hidden gates
+    Those that enter the all-step weight-gradient matmuls (queries, weights, out) are zero in the rows past a
+    target, so those contribute nothing. ``extra``: tanh(c_t) for an LSTM; for a GRU the hidden gates
     h_{t-1} W_hh^T + b_hh, whose n part r multiplies.
     """
 
     def __init__(self, spec: LoopSpec, x_proj: Tensor, keys: Tensor, projected: Tensor, hidden: int,
-                 query_dim: int):
+                 query_dim: int, active: tuple[int, ...]):
         steps, batch, _ = x_proj.shape
-        new, zeros = x_proj.new_empty, x_proj.new_zeros
+        new = x_proj.new_empty
+
+        def zeros(*shape):
+            return _zeros_past_targets(new, shape, active)
+
         self.gates = new(steps, batch, gate_count(spec.lstm) * hidden)  # activated
         self.extra = new(steps, batch, hidden if spec.lstm else self.gates.size(-1))
         self.cells = new(steps, batch, hidden) if spec.lstm else None
@@ -191,20 +213,22 @@ class _Forward:
 
 
 class _Backward:
-    """The gradient buffers both loops fill step by step, then reduce with one matmul each (zero-initialised:
-    rows past a target stay zero)."""
+    """The gradient buffers both loops fill step by step, then reduce with one matmul each (rows past a target
+    are zero)."""
 
-    def __init__(self, spec: LoopSpec, fwd: _Forward, projected: Tensor, context_dim: int):
+    def __init__(self, spec: LoopSpec, fwd: _Forward, projected: Tensor, context_dim: int, active: tuple[int, ...]):
         steps, batch, hidden = fwd.out.shape
-        zeros = fwd.out.new_zeros
-        self.gates_x = zeros(fwd.gates.shape)  # also the gradient of x_proj
-        self.gates_h = self.gates_x if spec.lstm else zeros(fwd.gates.shape)  # GRU: the n part differs (times r)
+
+        def zeros(*shape):
+            return _zeros_past_targets(fwd.out.new_empty, shape, active)
+        self.gates_x = zeros(*fwd.gates.shape)  # also the gradient of x_proj
+        self.gates_h = self.gates_x if spec.lstm else zeros(*fwd.gates.shape)  # GRU: the n part differs (times r)
         self.combined = zeros(steps, batch, hidden)  # before tanh
         self.context = zeros(steps, batch, context_dim)
-        self.scores = zeros(fwd.weights.shape)
-        self.queries = zeros(fwd.queries.shape) if fwd.queries is not None else None
-        self.projected = torch.zeros_like(projected) if spec.additive else None
-        self.v = zeros(1, projected.size(-1)) if spec.additive else None
+        self.scores = zeros(*fwd.weights.shape)
+        self.queries = zeros(*fwd.queries.shape) if fwd.queries is not None else None
+        self.projected = torch.zeros_like(projected) if spec.additive else None  # accumulated over the steps
+        self.v = projected.new_zeros(1, projected.size(-1)) if spec.additive else None
         self.e_grad = torch.empty_like(projected) if spec.additive and not fwd.kernel else None
 
     def cell(self, spec: LoopSpec, fwd: _Forward, t: int, d_state: Tensor, d_c: Tensor | None, states: Tensor,
@@ -260,9 +284,10 @@ class _Backward:
         queries = fwd.queries if fwd.queries is not None else query_states
         return d_keys, torch.bmm(self.scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale), None
 
-    def hidden_weights(self, h_prev_all: Tensor) -> tuple[Tensor, Tensor]:
-        """d W_hh (G*H, H) and d b_hh (G*H,) over all steps; h_prev_all (T, B, H) from :func:`_previous_states`."""
-        return _flat(self.gates_h).t() @ _flat(h_prev_all), _flat(self.gates_h).sum(0)
+    def hidden_weights(self, h0: Tensor, states: Tensor) -> tuple[Tensor, Tensor]:
+        """d W_hh (G*H, H) and d b_hh (G*H,) over all steps, from the initial state h0 (B, H) and the states
+        (T, B, H) (step t started from states[t - 1])."""
+        return _grad_by_previous(self.gates_h, h0, states), _flat(self.gates_h).sum(0)
 
     def query_weight(self, query_states: Tensor) -> Tensor | None:
         """d W_q (A, H) over all steps, or None without a query projection."""
@@ -279,9 +304,9 @@ class _TeacherForcingLoop(torch.autograd.Function):
         keep_or_none = keep if keep.numel() else None
         w_q_t = w_q.t() if w_q.numel() else None
         w_feed_t, w_hh_t, w_c_t = w_feed.t(), w_hh.t(), w_c.t()
-        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0)
+        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active)
         # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
-        ctx_h = x_proj.new_zeros(steps, batch, dk + hidden)
+        ctx_h = _zeros_past_targets(x_proj.new_empty, (steps, batch, dk + hidden), active)
         states = ctx_h[..., dk:]  # (T, B, H)
         blocked, allowed = ~mask, mask.to(x_proj.dtype)
         h, c, feed = h0, c0, feed0
@@ -310,7 +335,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
         dk = keys.size(-1)
         w_q = w_q if w_q.numel() else None
         states = ctx_h[..., dk:]
-        bwd = _Backward(spec, fwd, projected, dk)
+        bwd = _Backward(spec, fwd, projected, dk, active)
         # gradients reaching step t from step t+1; rows past their target never get any and stay zero
         zeros = grad_out.new_zeros
         d_h = zeros(batch, hidden)
@@ -328,8 +353,8 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_h[:n] = bwd.cell(spec, fwd, t, d_h_t, d_c, states, h0, c0, w_hh)
             torch.mm(bwd.gates_x[t, :n], w_feed, out=d_feed[:n])
         # weight and memory gradients: one matmul over all steps each
-        d_w_feed = _flat(bwd.gates_x).t() @ _flat(_previous_states(feed0, fwd.out))
-        d_w_hh, d_b_hh = bwd.hidden_weights(_previous_states(h0, states))
+        d_w_feed = _grad_by_previous(bwd.gates_x, feed0, fwd.out)
+        d_w_hh, d_b_hh = bwd.hidden_weights(h0, states)
         d_w_c = _flat(bwd.combined).t() @ _flat(ctx_h)
         d_b_c = _flat(bwd.combined).sum(0)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, states)  # h_t queries
@@ -348,9 +373,9 @@ class _BahdanauLoop(torch.autograd.Function):
         keep_or_none = keep if keep.numel() else None
         w_q_t = w_q.t() if w_q.numel() else None
         w_ctx_t, w_hh_t, w_sc_t = w_ctx.t(), w_hh.t(), w_sc.t()
-        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0)
+        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active)
         # [s_t; c_t] for every step: the output layer's input; s_t and c_t are views of it
-        state_ctx = x_proj.new_zeros(steps, batch, hidden + keys.size(-1))
+        state_ctx = _zeros_past_targets(x_proj.new_empty, (steps, batch, hidden + keys.size(-1)), active)
         states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
         blocked, allowed = ~mask, mask.to(x_proj.dtype)
         h, c = h0, c0
@@ -377,7 +402,7 @@ class _BahdanauLoop(torch.autograd.Function):
         steps, batch, hidden = grad_out.shape
         w_q = w_q if w_q.numel() else None
         states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
-        bwd = _Backward(spec, fwd, projected, keys.size(-1))  # bwd.combined is also the gradient of comb_x
+        bwd = _Backward(spec, fwd, projected, keys.size(-1), active)  # bwd.combined is also the gradient of comb_x
         d_h = grad_out.new_zeros(batch, hidden)  # d s_t from step t+1 (its cell and its query)
         d_c = grad_out.new_zeros(batch, hidden) if spec.lstm else None
         for t in reversed(range(steps)):
@@ -391,7 +416,7 @@ class _BahdanauLoop(torch.autograd.Function):
             d_h[:n] = bwd.attend(spec, fwd, t, d_ctx, d_h_prev, w_q, keys, projected, v)
         h_prev_all = _previous_states(h0, states)  # s_{t-1}, which also queried at step t
         d_w_ctx = _flat(bwd.gates_x).t() @ _flat(contexts)
-        d_w_hh, d_b_hh = bwd.hidden_weights(h_prev_all)
+        d_w_hh, d_b_hh = bwd.hidden_weights(h0, states)
         d_w_sc = _flat(bwd.combined).t() @ _flat(state_ctx)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, h_prev_all)
         d_c0 = d_c if spec.lstm else None
