@@ -11,6 +11,8 @@ autograd node:
 * past a sequence's end its state is carried unchanged and its output is zero, as packing gives;
 * the backward loop does only the per-step input gradients; each weight gradient is one batched matmul
   over all steps.
+* on float32 CPU tensors a GRU's gate arithmetic, forward and backward, is one compiled kernel per step
+  (:mod:`attnkit.native`; it agrees with torch's to about 1e-6).
 
 On CUDA the models keep cuDNN's RNN, which runs the whole recurrence in one call.
 

@@ -18,6 +18,8 @@ backward loop does only what the recurrence forces to be sequential: the gradien
 inputs. Every weight gradient is then one matmul over all T*B rows (e.g. dW_hh = dG_h^T [h_0..h_{T-1}]), and
 the key and value gradients one batched matmul over T. The arithmetic is the same as the step loop's, so the
 two paths agree to float rounding (tested against it, gradients included).
+On float32 CPU tensors the GRU gate arithmetic and the additive energies, forward and backward, run in the
+compiled kernels of :mod:`attnkit.native` (the same arithmetic with a rational tanh, agreeing to about 1e-6).
 
 Rows whose target has ended are not computed: with the batch sorted longest target first (the batcher's
 order), step t works on the first ``active[t]`` rows only. Their outputs and weights are zero past the end,
@@ -221,6 +223,7 @@ class _Backward:
 
         def zeros(*shape):
             return _zeros_past_targets(fwd.out.new_empty, shape, active)
+
         self.gates_x = zeros(*fwd.gates.shape)  # also the gradient of x_proj
         self.gates_h = self.gates_x if spec.lstm else zeros(*fwd.gates.shape)  # GRU: the n part differs (times r)
         self.combined = zeros(steps, batch, hidden)  # before tanh
