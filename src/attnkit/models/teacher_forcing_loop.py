@@ -246,7 +246,7 @@ class _Backward:
         dgh = dgx if spec.lstm else self.gates_h[t, :n]
         direct, d_c_prev = cell_backward(spec.lstm, d_state, d_c[:n] if spec.lstm else None, fwd.gates[t, :n],
                                          fwd.extra[t, :n], h_prev, c_prev, dgx, dgh,
-                                         native_gru=bool(fwd.native_gru) and d_state.stride(-1) == 1)
+                                         native_gru=bool(fwd.native_gru))  # d_state: a fresh, contiguous tensor
         if spec.lstm:
             d_c[:n] = d_c_prev
         return add_hidden_matmul(direct, dgh, w_hh)

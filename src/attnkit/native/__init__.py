@@ -175,10 +175,15 @@ _PLAIN = (torch.Tensor, torch.nn.Parameter)
 _is_functorch_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", lambda x: False)
 
 
-def _fits(x: Tensor) -> bool:
-    """A plain, contiguous float32 CPU tensor (not a subclass, not wrapped by a torch.func transform)."""
-    return (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.is_contiguous()
+def _plain_float32_cpu(x: Tensor) -> bool:
+    """A float32 CPU tensor that is not a subclass and not wrapped by a torch.func transform."""
+    return (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32
             and not _is_functorch_wrapped(x))
+
+
+def _fits(x: Tensor) -> bool:
+    """A plain, contiguous float32 CPU tensor."""
+    return _plain_float32_cpu(x) and x.is_contiguous()
 
 
 def _tracing() -> bool:
@@ -186,10 +191,15 @@ def _tracing() -> bool:
     return bool(is_compiling and is_compiling())
 
 
+def _declining() -> bool:
+    """Inside :func:`disabled` or while torch.compile traces: every kernel declines."""
+    return getattr(_switched_off, "value", False) or _tracing()
+
+
 def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
     """Whether the kernel can compute these scores here: query (B, T, A), keys (B, S, A), v (A,), contiguous
     float32 CPU tensors, with the kernel built and not switched off. Autograd is the caller's affair."""
-    if getattr(_switched_off, "value", False) or _tracing():
+    if _declining():
         return False
     if not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
         return False
@@ -240,12 +250,10 @@ def run_additive_backward(d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: T
 def fits_rows(*tensors: Tensor) -> bool:
     """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of 1 dim (X,),
     2 (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
-    if getattr(_switched_off, "value", False) or _tracing():
+    if _declining():
         return False
-    for x in tensors:
-        if not (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32 and x.dim() in (1, 2, 3)
-                and x.stride(-1) == 1 and not _is_functorch_wrapped(x)):
-            return False
+    if not all(_plain_float32_cpu(x) and x.dim() in (1, 2, 3) and x.stride(-1) == 1 for x in tensors):
+        return False
     return library() is not None
 
 
@@ -268,7 +276,7 @@ def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Ten
     if hidden_bias is None:
         bias = (None, 0, 0)
     else:  # the same bias row for every batch row
-        bias = (hidden_bias.data_ptr(), hidden_bias.size(-1) if hidden_bias.dim() == 2 else 0, 0)
+        bias = (hidden_bias.data_ptr(), hidden_bias.stride(0) if hidden_bias.dim() == 2 else 0, 0)
     library().attnkit_gru_forward(*_rows(gates_x), *_rows(gates_h), *bias, *_rows(h_prev), *_rows(gates),
                                   *_rows(h_out), dirs, batch, hidden, torch.get_num_threads())
 
@@ -292,7 +300,7 @@ def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
     keep probability), or None where the kernel is not to be had. Its seed is drawn from torch's default
     generator, so ``torch.manual_seed`` fixes the mask; thresholds are on 31 random bits, as
     :func:`attnkit.models.dropout.keep_mask` draws them with torch."""
-    if getattr(_switched_off, "value", False) or _tracing() or library() is None:
+    if _declining() or library() is None:
         return None
     threshold = round(p * _MASK_BITS)
     seed = int(torch.randint(-2 ** 63, 2 ** 63 - 1, (), dtype=torch.int64)) & (2 ** 64 - 1)
