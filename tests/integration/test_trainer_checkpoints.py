@@ -67,11 +67,19 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
     assert min(score[s] for s in kept) >= max(score[s] for s in score if s not in kept)  # the best ones stayed
 
     info = json.loads((run / "averaged" / "trainer.json").read_text())
-    assert info["averaged_steps"] == kept and "exact_match" in info["dev"]
-    states = [ckpt.read_tensors(run / "top" / f"step-{s:07d}" / "model.safetensors") for s in kept]
+    # the best single checkpoint and the means of the 2 and 3 best were scored; the best of them was kept
+    candidates = info["candidates"]
+    assert [len(c["steps"]) for c in candidates] == [1, 2, 3]
+    assert all(set(c["steps"]) <= set(kept) for c in candidates)
+    assert candidates[0]["dev"]["exact_match"] == max(score[s] for s in kept)  # the best single, re-scored
+    best = max(c["dev"]["exact_match"] for c in candidates)
+    chosen = next(c for c in candidates if c["dev"]["exact_match"] == best)  # ties go to fewer weights
+    assert info["averaged_steps"] == chosen["steps"] and info["dev"] == chosen["dev"]
+    assert info["choice"] == ("best single" if len(chosen["steps"]) == 1 else f"average of the {len(chosen['steps'])} best")
+    states = [ckpt.read_tensors(run / "top" / f"step-{s:07d}" / "model.safetensors") for s in chosen["steps"]]
     averaged = Translator.load(run / "averaged", "cpu")
     for name, tensor in averaged.model.state_dict().items():
-        torch.testing.assert_close(tensor, sum(s[name] for s in states) / 3, msg=name)
+        torch.testing.assert_close(tensor, sum(s[name] for s in states) / len(states), msg=name)
     assert len(averaged.translate(["123", "98765"], beam_size=2)) == 2
     for step in kept:  # each kept evaluation is a checkpoint of its own
         Translator.load(run / "top" / f"step-{step:07d}", "cpu")

@@ -1,5 +1,7 @@
 """The decoding shortcuts compute what the plain path computes."""
 
+from dataclasses import replace
+
 import torch
 
 from attnkit.decoding import beam_search, greedy_decode
@@ -22,26 +24,47 @@ def test_input_table_step_equals_projected_step():
     for rnn in ("gru", "lstm"):
         model = _model(rnn)
         src, lengths = _source()
-        memory, state = model.encode(src, lengths)
         tokens = torch.tensor([2, 7, 9])
-        with torch.inference_mode():  # uses the cached (V, G*H) table
+        with torch.inference_mode():  # decoding: encode builds the (V, G*H) table
+            memory, state = model.encode(src, lengths)
+            assert memory.input_table is not None
             fast, _, fast_w = model.decoder.step(tokens, state, memory)
-        with torch.no_grad(), torch.enable_grad():  # grad mode on: the plain projection
-            plain, _, plain_w = model.decoder.step(tokens, state, memory)
+            plain, _, plain_w = model.decoder.step(tokens, state, replace(memory, input_table=None))
         torch.testing.assert_close(fast, plain)
         torch.testing.assert_close(fast_w, plain_w)
 
 
-def test_input_table_follows_weight_updates():
+def test_no_input_table_where_it_would_be_wrong_or_wasted():
     model = _model()
+    src, lengths = _source()
+    memory, _ = model.encode(src, lengths)  # gradients on: training, the projection must stay live
+    assert memory.input_table is None
     with torch.inference_mode():
-        before = model.decoder._input_table().clone()
-    with torch.no_grad():
-        model.decoder.rnn.weight_ih_l0.add_(1.0)  # as an optimizer step would, in place
-    with torch.inference_mode():
-        after = model.decoder._input_table()
-    assert not torch.allclose(before, after)
-    torch.testing.assert_close(after, model.decoder._project_inputs(model.decoder.embed.weight).detach())
+        assert model.decoder.input_table(rows=model.decoder.embed.num_embeddings - 1) is None
+        model.train()  # dropout on the embeddings: a token's projection is not fixed
+        assert model.encode(src, lengths)[0].input_table is None
+
+
+def test_decoding_after_an_in_place_optimizer_step_uses_the_new_weights():
+    """Fused Adam updates weights in place without bumping their version counters: nothing from an
+    earlier decoding call may survive into the next one."""
+    model = _model()
+    src, lengths = _source()
+    before = greedy_decode(model, src, lengths, max_len=9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.5, fused=True)
+    model.train()
+    logits, _ = model(src, lengths, src)
+    logits.sum().backward()
+    optimizer.step()
+    model.eval()
+    after = greedy_decode(model, src, lengths, max_len=9)
+    fresh = _model()
+    fresh.load_state_dict(model.state_dict())
+    expected = greedy_decode(fresh, src, lengths, max_len=9)
+    assert [h.tokens for h in after] == [h.tokens for h in expected]
+    for a, e in zip(after, expected):
+        torch.testing.assert_close(a.weights, e.weights)
+    assert not torch.allclose(before[0].weights, after[0].weights)  # the step changed the model
 
 
 def test_greedy_drops_finished_rows_without_changing_results():

@@ -88,17 +88,21 @@ class Seq2SeqConfig:
 class Memory:
     """What the decoder attends to, computed once per source batch.
 
-    states (B, S, Dk); projected: the attention's precomputed keys; mask (B, S) bool.
+    states (B, S, Dk); projected: the attention's precomputed keys; mask (B, S) bool;
+    input_table (V, G*H) or None: every target token's layer-0 input gates, for decoding
+    (:meth:`Decoder.input_table`). It lives exactly as long as one decoding call's memory,
+    so no weight update can ever meet a stale table.
     """
 
     states: Tensor
     projected: Any
     mask: Tensor
+    input_table: Tensor | None = None
 
     def index_select(self, index: Tensor) -> "Memory":
-        """Rows in ``index`` order (beam search expands B to B*K)."""
+        """Rows in ``index`` order (beam search expands B to B*K); the token table has no rows."""
         return Memory(self.states.index_select(0, index), _index_select(self.projected, index),
-                      self.mask.index_select(0, index))
+                      self.mask.index_select(0, index), self.input_table)
 
 
 def _index_select(x: Any, index: Tensor, dim: int = 0) -> Any:
@@ -447,23 +451,24 @@ class Decoder(nn.Module):
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
         emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
         x_proj_t = None
-        if self.fused and not self.training and not torch.is_grad_enabled():
-            x_proj_t = self._input_table().index_select(0, prev_tokens)  # (B, G*H): a lookup, not a matmul
+        if memory.input_table is not None:
+            x_proj_t = memory.input_table.index_select(0, prev_tokens)  # (B, G*H): a lookup, not a matmul
         pre, state, weights = self._step(emb_t, state, memory, x_proj_t)
         return self.output(pre), state, weights
 
-    def _input_table(self) -> Tensor:
-        """(V, G*H): every token's embedding through layer 0's input weights, for decoding.
+    def input_table(self, rows: int) -> Tensor | None:
+        """(V, G*H): every token's embedding through layer 0's input weights, or None where it does not pay.
 
-        Without dropout the projection depends on the token alone. Cached until
-        the weights change (their version counters or storage).
+        Decoding without dropout or gradients makes the projection a function of the token alone, so a
+        step can look it up. It is built per decoding call (``rows`` = batch x source length, a proxy for
+        the lookups to come) when the vocabulary is no larger than that, and never cached across calls:
+        an in-place optimizer step (fused Adam leaves ``_version`` unchanged) cannot leave it stale.
         """
-        tensors = (self.embed.weight, self.rnn.weight_ih_l0, self.rnn.bias_ih_l0)
-        key = tuple((t.data_ptr(), t._version) for t in tensors)
-        if getattr(self, "_table_key", None) != key:
-            self._table = self._project_inputs(self.embed.weight)
-            self._table_key = key
-        return self._table
+        if not self.fused or self.training or torch.is_grad_enabled():
+            return None
+        if self.embed.num_embeddings > rows:  # building it would cost more matmul rows than it saves
+            return None
+        return self._project_inputs(self.embed.weight)
 
     # ---- teacher forcing ---------------------------------------------------
     def forward(self, tgt_in: Tensor, state: DecoderState, memory: Memory) -> tuple[Tensor, Tensor]:
@@ -514,7 +519,8 @@ class Seq2Seq(nn.Module):
         """src (B, S) -> the attention memory and the decoder's initial state."""
         states, final = self.encoder(src, src_lengths)
         mask = src != PAD_ID  # (B, S), True = may attend
-        memory = Memory(states, self.decoder.attention.project_keys(states), mask)  # keys projected once
+        table = self.decoder.input_table(src.numel())
+        memory = Memory(states, self.decoder.attention.project_keys(states), mask, table)  # keys projected once
         return memory, self.decoder.init_state(final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:

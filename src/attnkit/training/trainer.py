@@ -13,7 +13,9 @@ Checkpoint averaging (``train.average_checkpoints: N``, N >= 2): the weights of
 the N best dev evaluations are kept in ``run_dir/top/step-XXXXXXX`` (pruned to N
 after every evaluation); at the end their element-wise mean is saved as
 ``run_dir/averaged``, scored on dev, and the score is logged and written to its
-``trainer.json``. Every one of these directories loads with ``Translator.load``.
+``trainer.json``. The means of the 2, 3, .. N best are all scored, and ``averaged``
+holds the best of them, or the best single checkpoint where no mean beats it
+(``choice`` in its trainer.json says which). Every one of these directories loads with ``Translator.load``.
 """
 
 from __future__ import annotations
@@ -305,19 +307,40 @@ class Trainer:
                 shutil.rmtree(directory, ignore_errors=True)
 
     def _average(self, translator: Translator, state: TrainerState) -> None:
-        """Average the kept checkpoints into run_dir/averaged and score it on dev."""
-        steps = sorted(s for s in self._top_steps(state.history)
-                       if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file())
-        if len(steps) < 2:
-            self.log(f"checkpoint averaging: {len(steps)} evaluation(s) kept, nothing to average")
+        """Save the best of the kept checkpoints' averages, or the best single one, as run_dir/averaged.
+
+        The k best evaluations (k = 2 .. N) are averaged and each mean scored on dev; the best mean
+        is kept only if it beats the best single checkpoint on dev. With few evaluations the N best
+        can reach back to early, poor weights, whose mean is worse than the best one alone.
+        """
+        ranked = [s for s in self._top_steps(state.history)
+                  if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file()]  # best first
+        if len(ranked) < 2:
+            self.log(f"checkpoint averaging: {len(ranked)} evaluation(s) kept, nothing to average")
             return
-        tensors = [ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors") for s in steps]
-        translator.model.load_state_dict(ckpt.average_tensors(tensors))
-        metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
-        directory = translator.save(self.run_dir / "averaged", {"averaged_steps": steps, "metric": self.metric,
-                                                                 "dev": metrics, "best_single": state.best})
-        self.log(f"averaged the {len(steps)} best checkpoints (updates {', '.join(map(str, steps))}): "
-                 f"dev {self.metric} {metrics[self.metric]} (best single {state.best}); saved in {directory}")
+        tensors = {s: ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors")
+                   for s in ranked}
+        candidates = [(ranked[0],)] + [tuple(ranked[:k]) for k in range(2, len(ranked) + 1)]
+        scored = []
+        for steps in candidates:
+            translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
+            metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
+            scored.append((metrics, steps))
+            self.log(f"checkpoint averaging: updates {', '.join(map(str, sorted(steps)))}: "
+                     f"dev {self.metric} {metrics[self.metric]}")
+        sign = 1 if self.higher_is_better else -1
+        # the first of equals wins: the single checkpoint, then fewer checkpoints averaged
+        best_index = max(range(len(scored)), key=lambda i: (sign * scored[i][0][self.metric], -i))
+        metrics, steps = scored[best_index]
+        translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
+        choice = "best single" if len(steps) == 1 else f"average of the {len(steps)} best"
+        directory = translator.save(self.run_dir / "averaged", {
+            "averaged_steps": sorted(steps), "choice": choice, "metric": self.metric, "dev": metrics,
+            "best_single": scored[0][0][self.metric],
+            "candidates": [{"steps": sorted(c), "dev": m} for m, c in scored]})
+        self.log(f"checkpoint averaging: kept the {choice} (updates {', '.join(map(str, sorted(steps)))}): "
+                 f"dev {self.metric} {metrics[self.metric]} (best single {scored[0][0][self.metric]}); "
+                 f"saved in {directory}")
 
 
 def cosine_lr(tc, step: int, planned_updates: int, elapsed_s: float, budget_s: float | None) -> float:
