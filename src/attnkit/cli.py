@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=None, help="output directory (default: MODEL/eval-SPLIT)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--mc-samples", type=int, default=None, help="vision RAM models: glimpse paths averaged at test")
+    _threads_option(p)
 
     p = sub.add_parser("plot", formatter_class=_formatter, help="draw the attention of one input",
                        description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
@@ -92,6 +93,13 @@ def _decode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=1, help="beam size (default 1: greedy)")
     p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    _threads_option(p)
+
+
+def _threads_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threads", type=int, default=None, metavar="N",
+                   help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: "
+                        "decoding's small per-step matmuls ran fastest on one thread, see README)")
 
 
 # ---- commands -----------------------------------------------------------------
@@ -208,6 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
     try:
+        if hasattr(args, "threads"):  # translate, evaluate, plot
+            from attnkit.device import set_threads
+
+            set_threads(args.threads)
         COMMANDS[args.command](args)
     except AttnkitError as exc:
         print(f"attnkit: error: {exc}", file=sys.stderr)

@@ -57,6 +57,14 @@ def trained(tmp_path_factory):
     return tmp / "run"
 
 
+@pytest.fixture(autouse=True)
+def torch_threads():
+    """Restore torch's thread count after each test (translate, evaluate and plot set it)."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
 def _fails(capsys, argv, *needles) -> str:
     """Run ``attnkit argv``: exit 2, one line 'attnkit: error: ...' on stderr containing every needle."""
     code = main([str(a) for a in argv])
@@ -76,9 +84,10 @@ def _fails(capsys, argv, *needles) -> str:
     ([], ["demo", "train", "translate", "evaluate", "plot"]),
     (["demo"], ["--out", "--quick", "--attention", "--minutes", "--no-progress"]),
     (["train"], ["--set", "--output-dir", "--resume", "config"]),
-    (["translate"], ["--model", "--beam", "--alpha", "--n-best", "--attention-out", "--scores", "--device"]),
-    (["evaluate"], ["--model", "--split", "--beam", "--alpha", "--out"]),
-    (["plot"], ["--model", "--output", "--beam", "text"]),
+    (["translate"], ["--model", "--beam", "--alpha", "--n-best", "--attention-out", "--scores",
+                     "--device", "--threads"]),
+    (["evaluate"], ["--model", "--split", "--beam", "--alpha", "--out", "--threads"]),
+    (["plot"], ["--model", "--output", "--beam", "text", "--threads"]),
 ])
 def test_help(capsys, command, options):
     with pytest.raises(SystemExit) as exit_:
@@ -183,6 +192,25 @@ def test_train_output_dir_named_like_a_number(capsys, tmp_path, monkeypatch):
 ])
 def test_bad_decode_options(capsys, trained, argv, needle):
     _fails(capsys, ["translate", "--model", trained / "best", "abc", *argv], needle)
+
+
+@pytest.mark.parametrize("command", [["translate", "abc"], ["evaluate"],
+                                     ["plot", "abc", "-o", "x.png"]])
+def test_threads_below_one_is_a_one_line_error(capsys, trained, command):
+    name, *rest = command
+    _fails(capsys, [name, "--model", trained / "best", *rest, "--threads", "0"],
+           "--threads must be at least 1, got 0")
+
+
+def test_translate_runs_on_the_threads_asked_for(capsys, trained, monkeypatch):
+    """--threads N sets torch's threads; without it (nor OMP_NUM_THREADS) decoding uses one."""
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    torch.set_num_threads(2)
+    assert main(["translate", "--model", str(trained / "best"), "abc"]) == 0
+    assert torch.get_num_threads() == 1
+    assert main(["translate", "--model", str(trained / "best"), "abc", "--threads", "3"]) == 0
+    assert torch.get_num_threads() == 3
+    assert len(capsys.readouterr().out.splitlines()) == 2
 
 
 def test_plot_bad_suffix_and_empty_input(capsys, trained, tmp_path):

@@ -1,6 +1,11 @@
 """The compiled additive-energies kernel: the same numbers as torch, declining where it does not apply, and
 the torch fallback when it cannot be built."""
 
+import hashlib
+import os
+import stat
+import warnings
+
 import pytest
 import torch
 
@@ -310,3 +315,142 @@ def test_training_step_runs_every_gru_step_through_the_kernel(gru_kernel_calls):
     torch.testing.assert_close(logits_k, logits_t, atol=2e-5, rtol=1e-4)
     for name, grad in grads_t.items():
         torch.testing.assert_close(grads_k[name], grad, atol=2e-5, rtol=1e-4, msg=name)
+
+
+PLANTED_C = """
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen(MARKER, "w");
+    if (f) { fputs("ran", f); fclose(f); }
+}
+"""
+
+
+def _plant(target, marker, mode):
+    """Compile to ``target`` (given ``mode``) a library whose constructor writes ``marker``."""
+    import subprocess
+
+    source = target.parent / "planted.c"
+    source.write_text(PLANTED_C)
+    subprocess.run([*native._compiler(), "-shared", "-fPIC", f'-DMARKER="{marker}"', str(source),
+                    "-o", str(target)], check=True, capture_output=True)
+    source.unlink()
+    os.chmod(target, mode)
+    return _sha256(target)
+
+
+def _sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _record(target):
+    """Where the sha256 of a cached library is recorded."""
+    return target.with_name(target.name + ".sha256")
+
+
+def _kernel_works():
+    q, k, v = _inputs(2, 1, 5, 8)
+    scores = native.additive_energies(q, k, v)
+    assert scores is not None
+    torch.testing.assert_close(scores, _torch_energies(q, k, v), atol=2e-6, rtol=1e-5)
+
+
+@pytest.fixture
+def private_cache(monkeypatch, tmp_path):
+    """A fresh cache directory (not yet created) and a fresh library state."""
+    monkeypatch.setattr(native, "_state", {})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNKIT_CACHE_DIR", str(cache))
+    return cache
+
+
+@needs_kernel
+@pytest.mark.parametrize("case", ["writable by others", "no record", "wrong record", "garbled record"])
+def test_a_planted_library_is_never_loaded(private_cache, tmp_path, case):
+    """A library at the cache's path is loaded only if it is this user's, only this user may write
+    it, and its bytes are those recorded when it was built; else its constructor never runs and the
+    kernels are built again in its place."""
+    private_cache.mkdir(mode=0o700)
+    target = native.library_path(native._compiler())
+    marker = tmp_path / "constructor-ran"
+    digest = _plant(target, marker, 0o777 if case == "writable by others" else 0o700)
+    record = _record(target)
+    if case != "no record":
+        contents = {"writable by others": digest.encode(), "wrong record": b"0" * 64,
+                    "garbled record": b"\xff\xfe\x00"}
+        record.write_bytes(contents[case])
+        os.chmod(record, 0o600)
+    native.library()
+    assert not marker.exists()
+    _kernel_works()
+    assert _sha256(target) != digest and native._doubt(target) is None  # our build, recorded
+    assert not os.stat(target).st_mode & 0o022 and not os.stat(record).st_mode & 0o022
+
+
+@needs_kernel
+def test_an_untrusted_cache_directory_is_left_alone(private_cache, tmp_path):
+    """In a cache directory others may write, even a library with a matching record is not loaded:
+    the kernels are built in a private temporary directory, with a warning naming the directory, and
+    the directory's files are not touched."""
+    private_cache.mkdir()
+    os.chmod(private_cache, 0o777)
+    target = native.library_path(native._compiler())
+    marker = tmp_path / "constructor-ran"
+    digest = _plant(target, marker, 0o700)
+    _record(target).write_text(digest)
+    os.chmod(_record(target), 0o600)
+    before = sorted(p.name for p in private_cache.iterdir())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        native.library()
+    assert not marker.exists()
+    expected = f"{private_cache} is writable by group or others (mode 0777)"
+    assert [w for w in caught if expected in str(w.message)]
+    _kernel_works()
+    assert sorted(p.name for p in private_cache.iterdir()) == before and _sha256(target) == digest
+
+
+@needs_kernel
+def test_a_cache_directory_of_another_user_is_refused(private_cache, monkeypatch):
+    """Seen by another user (a fake uid), the cache directory is refused by its owner alone; the
+    kernels still work, built privately, and the directory stays empty."""
+    private_cache.mkdir(mode=0o700)
+    uid = os.geteuid() + 12345
+    monkeypatch.setattr(os, "geteuid", lambda: uid)
+    owner = os.stat(private_cache).st_uid
+    with pytest.warns(UserWarning, match=f"owned by uid {owner}, not by uid {uid}"):
+        _kernel_works()
+    assert list(private_cache.iterdir()) == []
+
+
+@needs_kernel
+def test_the_cache_is_created_private_whatever_the_umask(private_cache):
+    """Under umask 000 the cache directory is still created 0700 and the library and its record are
+    writable by this user only."""
+    previous = os.umask(0)
+    try:
+        _kernel_works()
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(os.stat(private_cache).st_mode) == 0o700
+    target = native.library_path(native._compiler())
+    assert native._doubt(target) is None
+    for path in (target, _record(target)):
+        assert not os.stat(path).st_mode & 0o022
+
+
+def _status(mode, uid):
+    return os.stat_result((mode, 0, 0, 1, uid, uid, 0, 0, 0, 0))
+
+
+@pytest.mark.parametrize("mode,uid,reason", [
+    (stat.S_IFDIR | 0o700, 1000, None),
+    (stat.S_IFREG | 0o755, 1000, None),
+    (stat.S_IFDIR | 0o700, 65534, "owned by uid 65534, not by uid 1000"),
+    (stat.S_IFREG | 0o644, 0, "owned by uid 0, not by uid 1000"),
+    (stat.S_IFDIR | 0o775, 1000, "writable by group or others (mode 0775)"),
+    (stat.S_IFREG | 0o602, 1000, "writable by group or others (mode 0602)"),
+    (stat.S_IFDIR | 0o1777, 1000, "writable by group or others (mode 1777)"),
+])
+def test_distrust_checks_owner_then_mode(mode, uid, reason):
+    assert native.distrust(_status(mode, uid), 1000) == reason

@@ -20,6 +20,13 @@ Environment:
     ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or ~/.cache/attnkit)
     CC                      the C compiler, with any arguments (default: cc, then gcc, then clang)
 
+The cache is trusted only as far as it is private: the directory is created with mode 0700, and
+neither it nor a cached library is used unless it belongs to the current user and no group or other
+user may write it. A library is loaded only if its bytes match the sha256 recorded beside it when it
+was built (``kernels-<hash>.so.sha256``); otherwise it is built again. Where the directory itself is
+refused (a warning says why), the library is built in a private temporary directory, loaded from
+there and removed.
+
 The kernels' threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp (the PyPI
 wheels for Linux) they are PyTorch's own OpenMP pool; another compiler's OpenMP runtime would keep a second
 pool beside it. The kernels decline inside ``torch.compile`` (they are opaque to tracing) and for tensor
@@ -36,9 +43,11 @@ import os
 import platform
 import shlex
 import shutil
+import stat
 import subprocess
 import tempfile
 import threading
+import warnings
 from pathlib import Path
 
 import torch
@@ -84,8 +93,8 @@ def _compiler() -> list[str] | None:
 
 
 def _build(compiler: list[str], target: Path) -> None:
-    """Compile ``SOURCES`` into one library at ``target`` atomically (several processes may build at once)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    """Compile ``SOURCES`` into one library at ``target`` and record its sha256 beside it,
+    atomically (several processes may build at once), in a private directory."""
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=target.parent)
     os.close(fd)
     try:
@@ -94,7 +103,10 @@ def _build(compiler: list[str], target: Path) -> None:
             proc = subprocess.run([*compiler, *FLAGS, *extra, *map(str, SOURCES), "-o", tmp],
                                   capture_output=True, text=True, timeout=120)
             if proc.returncode == 0:
+                os.chmod(tmp, 0o700)  # the linker may have created it anew with the umask's mode
+                digest = _sha256(Path(tmp))
                 os.replace(tmp, target)
+                _write_private(_record(target), digest + "\n")
                 return
             errors.append(proc.stderr.strip()[-500:])
         names = " ".join(p.name for p in SOURCES)
@@ -104,12 +116,89 @@ def _build(compiler: list[str], target: Path) -> None:
             os.unlink(tmp)
 
 
-def library_path(compiler: list[str]) -> Path:
-    """Where the library built by ``compiler`` from this version of the sources lives."""
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically, as a file only its owner may read or write."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _record(target: Path) -> Path:
+    """Where the sha256 of the library at ``target`` is recorded."""
+    return target.with_name(target.name + ".sha256")
+
+
+def library_name(compiler: list[str]) -> str:
+    """The file name of the library built by ``compiler`` from this version of the sources."""
     digest = hashlib.sha256(" ".join([*compiler, *FLAGS]).encode())
     for path in [*SOURCES, *HEADERS]:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return cache_dir() / f"kernels-{digest.hexdigest()[:16]}.so"
+    return f"kernels-{digest.hexdigest()[:16]}.so"
+
+
+def library_path(compiler: list[str]) -> Path:
+    """Where the library built by ``compiler`` from this version of the sources is cached."""
+    return cache_dir() / library_name(compiler)
+
+
+def distrust(st: os.stat_result, uid: int) -> str | None:
+    """Why a file or directory with status ``st`` is not to be trusted by the user ``uid`` (it
+    belongs to another user, or a group or other users may write it), or None where it may be."""
+    if st.st_uid != uid:
+        return f"owned by uid {st.st_uid}, not by uid {uid}"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _private_cache() -> tuple[Path, str | None]:
+    """The cache directory, created with mode 0700 if missing, and why it is refused (or None)."""
+    path = cache_dir()
+    if not hasattr(os, "geteuid"):
+        return path, "of unknown ownership (no POSIX owners here)"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.mkdir(mode=0o700)
+        os.chmod(path, 0o700)  # whatever the umask
+    except FileExistsError:
+        pass
+    except OSError as err:
+        return path, f"not creatable ({err.strerror or err})"
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return path, f"unreadable ({err.strerror or err})"
+    if not stat.S_ISDIR(st.st_mode):
+        return path, "not a directory"
+    return path, distrust(st, os.geteuid())
+
+
+def _doubt(target: Path) -> str | None:
+    """Why the cached library at ``target`` is not to be loaded, or None: it or its record is
+    missing, or not a regular file of this user's that only this user may write, or its bytes are
+    not those recorded."""
+    for path in (target, _record(target)):
+        try:
+            st = os.lstat(path)  # a symbolic link is not followed: it is refused
+        except FileNotFoundError:
+            return f"{path.name} is missing"
+        if not stat.S_ISREG(st.st_mode):
+            return f"{path} is not a regular file"
+        why = distrust(st, os.geteuid())
+        if why:
+            return f"{path} is {why}"
+    if _record(target).read_bytes().strip() != _sha256(target).encode():  # bytes: any content
+        return f"{target} does not match its recorded sha256"
+    return None
 
 
 def _load(path: Path) -> ctypes.CDLL:
@@ -131,6 +220,34 @@ def _load(path: Path) -> ctypes.CDLL:
     return lib
 
 
+def _obtain(compiler: list[str]) -> ctypes.CDLL:
+    """The library from the private cache, built there where missing or in doubt; where the cache
+    is refused (or still in doubt after building), one built and loaded in a private temporary
+    directory."""
+    directory, refused = _private_cache()
+    if refused is None:
+        target = directory / library_name(compiler)
+        doubt = _doubt(target)
+        if doubt is not None:
+            log.info("attnkit native kernels: building %s (%s)", target.name, doubt)
+            _build(compiler, target)
+            doubt = _doubt(target)
+        if doubt is None:
+            try:
+                return _load(target)
+            except (OSError, AttributeError) as err:  # consistent but not loadable: build privately
+                doubt = str(err)
+        log.info("attnkit native kernels: not loading %s: %s", target, doubt)
+    else:
+        warnings.warn(f"native kernels: the cache directory {directory} is {refused}; building "
+                      "them in a private temporary directory (give it mode 700 and to this user, "
+                      "or set ATTNKIT_CACHE_DIR, to cache them)", stacklevel=2)
+    with tempfile.TemporaryDirectory(prefix="attnkit-kernels-") as tmp:  # created 0700
+        target = Path(tmp) / library_name(compiler)
+        _build(compiler, target)
+        return _load(target)  # the mapping outlives the file
+
+
 def library() -> ctypes.CDLL | None:
     """The built kernel library, building it on first use; None where it cannot be had (reason logged once)."""
     if "lib" in _state:
@@ -144,14 +261,7 @@ def library() -> ctypes.CDLL | None:
             try:
                 if compiler is None:
                     raise RuntimeError("no C compiler found (set CC)")
-                target = library_path(compiler)
-                if not target.exists():
-                    _build(compiler, target)
-                try:
-                    lib = _load(target)
-                except (OSError, AttributeError):  # a truncated or foreign file in the cache: build it again
-                    _build(compiler, target)
-                    lib = _load(target)
+                lib = _obtain(compiler)
             except (OSError, RuntimeError, subprocess.SubprocessError, AttributeError) as err:
                 log.info("attnkit native kernels unavailable, using torch: %s", err)
                 lib = None
