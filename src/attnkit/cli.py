@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import warnings
 from pathlib import Path
@@ -123,7 +124,7 @@ def cmd_train(args) -> None:
         from attnkit.experiment import experiment_from_dict
         from attnkit.training.trainer import train_experiment
 
-        cfg = experiment_from_dict(data, args.overrides, source=str(args.config))
+        cfg = experiment_from_dict(data, args.overrides, source=str(args.config), user=True)
         if args.output_dir is not None:  # a path, never parsed as YAML
             cfg.output_dir = str(args.output_dir)
         best = train_experiment(cfg, resume=args.resume)
@@ -139,6 +140,8 @@ def _family(model_dir: Path) -> str:
 def _check_decode_args(args) -> None:
     if args.beam < 1:
         raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
+    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
+        raise AttnkitError(f"--alpha must be a finite number >= 0, got {args.alpha}")
     n_best = getattr(args, "n_best", 1)
     if not 1 <= n_best <= max(args.beam, 1):
         raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
@@ -153,7 +156,7 @@ def cmd_translate(args) -> None:
     if not texts or texts == ["-"]:
         if sys.stdin is None or sys.stdin.isatty() and not texts:
             raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
-        texts = read_inputs(sys.stdin)
+        texts = read_inputs(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded, not trusted
     if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
     translator = load_translator(args.model, args.device)
@@ -177,8 +180,7 @@ def cmd_evaluate(args) -> None:
         return
     from attnkit.evaluation.report import evaluate_model
 
-    if args.beam < 1:
-        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
+    _check_decode_args(args)
     scores = evaluate_model(args.model, args.split, args.beam, args.alpha, args.out, args.device)
     print(json.dumps(scores))
 

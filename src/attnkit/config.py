@@ -8,11 +8,13 @@ their values are parsed as YAML scalars (``true``, ``3``, ``1e-3``, ``[a, b]``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import math
 import types
 import typing
 from pathlib import Path
-from typing import Any, Iterable, TypeVar
+from typing import Any, Callable, Iterable, TypeVar
 
 import yaml
 
@@ -52,14 +54,19 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             return value
         raise ConfigError(f"{where}: expected true or false, got {value!r}")
     if tp is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
+            number = float(value)
+        elif isinstance(value, str):  # YAML 1.1 reads "3e-4" as a string
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
-        raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if number is None:
+            raise ConfigError(f"{where}: expected a number, got {value!r}")
+        if math.isnan(number):  # NaN is no setting of anything
+            raise ConfigError(f"{where}: expected a number, got NaN")
+        return number
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -110,6 +117,65 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
     return obj
 
 
+#: a range rule for :func:`check_values`: (test of the value, what the value must be)
+Rule = tuple[Callable[[Any], bool], str]
+
+
+def at_least(low: int, null: bool = False) -> Rule:
+    """An integer (or, with ``null``, None) >= ``low``."""
+    return (lambda v: (null and v is None) or (v is not None and v >= low),
+            f"at least {low}" + (" (or null)" if null else ""))
+
+
+def above(low: float, null: bool = False) -> Rule:
+    """A finite number (or, with ``null``, None) > ``low``."""
+    return (lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v > low),
+            f"a finite number > {low:g}" + (" (or null)" if null else ""))
+
+
+def not_below(low: float, null: bool = False) -> Rule:
+    """A finite number (or, with ``null``, None) >= ``low``."""
+    return (lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v >= low),
+            f"a finite number >= {low:g}" + (" (or null)" if null else ""))
+
+
+def between(low: float, high: float) -> Rule:
+    """A number in [low, high)."""
+    return (lambda v: low <= v < high, f"in [{low:g}, {high:g})")
+
+
+def check_values(obj: Any, where: str, rules: dict[str, Rule]) -> None:
+    """ConfigError naming the key of the first field of ``obj`` that breaks its rule."""
+    for name, (ok, rule) in rules.items():
+        value = getattr(obj, name)
+        if not ok(value):
+            raise ConfigError(f"{join_key(where, name)}: must be {rule}, got {value!r}")
+
+
+def check_applicable(obj: Any, given: Any, where: str) -> None:
+    """Reject keys the user gave (``given``, the raw mapping) that ``obj``'s other settings ignore.
+
+    A dataclass may define ``APPLIES: dict[field, (attribute, values[, label])]``:
+    the field applies only while ``getattr(obj, attribute)`` is one of ``values``
+    (the message calls the attribute ``label`` when given).
+    Nested dataclass sections are checked with their part of ``given``.
+    """
+    if not isinstance(given, dict) or not dataclasses.is_dataclass(obj):
+        return
+    applies = getattr(obj, "APPLIES", {})
+    for name, value in given.items():
+        key = join_key(where, name)
+        if name in applies:
+            attribute, values, *label = applies[name]
+            actual = getattr(obj, attribute)
+            if actual not in values:
+                raise ConfigError(f"{key}: applies only to {label[0] if label else attribute} "
+                                  f"{' or '.join(map(str, values))}, not {actual}")
+        child = getattr(obj, name, None)
+        if dataclasses.is_dataclass(child):
+            check_applicable(child, value, key)
+
+
 def to_dict(obj: Any) -> dict:
     """A dataclass tree as plain dicts/lists (for YAML/JSON)."""
     return dataclasses.asdict(obj)
@@ -117,8 +183,6 @@ def to_dict(obj: Any) -> dict:
 
 def apply_overrides(data: dict, overrides: Iterable[str], where: str = "--set") -> dict:
     """Apply ``section.key=value`` strings to a nested dict (a copy is returned)."""
-    import copy
-
     data = copy.deepcopy(data)
     for item in overrides:
         if "=" not in item:

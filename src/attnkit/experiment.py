@@ -11,8 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from attnkit.config import (
+    above,
+    apply_overrides,
+    at_least,
+    between,
+    check_applicable,
+    check_values,
+    from_dict,
+    not_below,
+    read_yaml,
+    to_dict,
+)
 from attnkit.config import join_key as _key
-from attnkit.config import apply_overrides, from_dict, read_yaml, to_dict
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2SeqConfig
 
@@ -57,15 +68,22 @@ class DataConfig:
         "tgt_level": LEVELS,
         "overlong": ("truncate", "skip", "error"),
     }
+    #: keys that only some tasks read (given for another task: an error, see check_applicable)
+    APPLIES = {
+        **{name: ("task", ("numbers",)) for name in ("languages", "direction", "max_number")},
+        **{name: ("task", ("dates",)) for name in ("train_size", "dev_size", "test_size")},
+        **{name: ("task", ("parallel",)) for name in ("train", "dev", "test")},
+        **{name: ("task", ("g2p", "multi30k")) for name in ("directory", "download")},
+        **{name: ("task", ("multi30k",)) for name in ("src_lang", "tgt_lang")},
+    }
 
     def validate(self, where: str) -> None:
         if self.task == "parallel" and not (self.train and self.dev and self.test):
             raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
         if self.task in ("g2p", "multi30k") and not self.directory:
             raise ConfigError(f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files")
-        for name in ("max_tgt_len", "vocab_size", "max_number"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{_key(where, name)}: must be at least 1")
+        sizes = ("max_tgt_len", "vocab_size", "max_number", "train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in sizes})
         if self.max_src_len < 2:
             raise ConfigError(f"{_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)")
 
@@ -96,19 +114,29 @@ class TrainConfig:
 
     CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
 
+    RULES = {
+        "epochs": at_least(1),
+        "batch_size": at_least(1, null=True),
+        "max_tokens": at_least(1, null=True),
+        "lr": above(0),
+        "clip": not_below(0),
+        "label_smoothing": between(0, 1),
+        "lr_factor": (lambda v: 0 < v < 1, "in (0, 1)"),  # torch's plateau schedule refuses >= 1
+        "lr_patience": at_least(0),
+        "min_lr": not_below(0),
+        "warmup_steps": at_least(0),
+        "patience": at_least(1, null=True),  # null: no early stopping
+        "average_checkpoints": at_least(0),
+        "eval_every": at_least(0),
+        "max_minutes": above(0, null=True),
+        "threads": (lambda v: v >= 0, "at least 1, or 0 for torch's default"),
+        "processes": at_least(1),
+    }
+
     def validate(self, where: str) -> None:
         if self.batch_size is None and self.max_tokens is None:
             raise ConfigError(f"{where}: set batch_size or max_tokens")
-        if self.epochs < 1:
-            raise ConfigError(f"{_key(where, 'epochs')}: must be at least 1")
-        if not 0.0 <= self.label_smoothing < 1.0:
-            raise ConfigError(f"{_key(where, 'label_smoothing')}: must be in [0, 1)")
-        if self.average_checkpoints < 0:
-            raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
-        if self.processes < 1:
-            raise ConfigError(f"{_key(where, 'processes')}: must be at least 1")
-        if self.patience is not None and self.patience < 1:
-            raise ConfigError(f"{_key(where, 'patience')}: must be at least 1, or null for no early stopping")
+        check_values(self, where, self.RULES)
         if self.compile and self.processes > 1:
             raise ConfigError(f"{_key(where, 'compile')}: needs {_key(where, 'processes')}: 1 "
                               "(the helper processes would each compile their own copy)")
@@ -124,8 +152,19 @@ class DecodeConfig:
     max_len_cap: int = 300
     batch_size: int = 128
 
+    RULES = {
+        "beam_size": at_least(1),
+        "alpha": not_below(0),
+        "n_best": at_least(1),
+        "max_len_ratio": not_below(0),
+        "max_len_extra": at_least(0),
+        "max_len_cap": at_least(1),
+        "batch_size": at_least(1),
+    }
+
     def validate(self, where: str) -> None:
-        if self.beam_size < 1 or not 1 <= self.n_best <= self.beam_size:
+        check_values(self, where, self.RULES)
+        if self.n_best > self.beam_size:
             raise ConfigError(f"{where}: need beam_size >= 1 and 1 <= n_best <= beam_size")
 
 
@@ -146,14 +185,37 @@ class ExperimentConfig:
         return Path(self.output_dir) if self.output_dir else Path("runs") / self.name
 
 
-def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str = "config") -> ExperimentConfig:
+def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str = "config",
+                         user: bool = False) -> ExperimentConfig:
+    """A mapping + ``--set`` overrides -> a validated ExperimentConfig.
+
+    ``user=True`` for what a person wrote (an experiment file, ``--set``), not
+    a checkpoint's saved resolved config: it must name ``data.task``, its
+    ``name`` must be a plain directory name, and keys it gives that its other
+    settings ignore (``model.heads`` with luong-dot attention) are errors.
+    """
     data = apply_overrides(data, overrides)
-    return from_dict(ExperimentConfig, data, where=source)
+    cfg = from_dict(ExperimentConfig, data, where=source)
+    if user:
+        _check_user_config(data, cfg, source)
+    return cfg
+
+
+def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
+    section = data.get("data")
+    if not isinstance(section, dict) or "task" not in section:
+        raise ConfigError(f"{_key(_key(source, 'data'), 'task')}: missing; name the task to learn "
+                          f"({' | '.join(TASKS)})")
+    name = cfg.name
+    if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
+        raise ConfigError(f"{_key(source, 'name')}: {name!r} is not a plain directory name "
+                          "(runs go to runs/<name>; set output_dir to write anywhere else)")
+    check_applicable(cfg, data, source)
 
 
 def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
-    """YAML file + ``--set`` overrides -> a validated ExperimentConfig."""
-    return experiment_from_dict(read_yaml(path), overrides, source=str(path))
+    """YAML file + ``--set`` overrides -> a validated ExperimentConfig, checked as a user's file."""
+    return experiment_from_dict(read_yaml(path), overrides, source=str(path), user=True)
 
 
 def experiment_to_dict(cfg: ExperimentConfig) -> dict:

@@ -7,6 +7,7 @@ attention matrix of every output, so every command that shows attention
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,13 +154,15 @@ class Translator:
     def translate(self, texts: Sequence[str], beam_size: int = 1, alpha: float | None = None, n_best: int = 1,
                   batch_size: int | None = None, progress: bool = False) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in order."""
-        texts = list(texts)
+        texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
         if beam_size < 1 or not 1 <= n_best <= beam_size:
             raise AttnkitError(f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best {n_best}")
         dec = self.config.decode
         alpha = dec.alpha if alpha is None else alpha
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
         examples, token_lists = self.encode_sources(texts)
         order = sorted(range(len(examples)), key=lambda i: len(examples[i].src))  # similar lengths together
@@ -204,6 +207,37 @@ def _need(path: Path) -> Path:
     return path
 
 
-def read_inputs(items: Iterable[str]) -> list[str]:
-    """Strip line endings; used for stdin and files."""
-    return [line.rstrip("\r\n") for line in items]
+def read_inputs(items: Iterable[str | bytes]) -> list[str]:
+    """Lines (bytes or str) without their line endings; used for stdin and files.
+
+    Bytes that are not UTF-8 become U+FFFD, with one warning naming the lines.
+    """
+    return [line.rstrip("\r\n") for line in _as_utf8(items, "line")]
+
+
+def _as_utf8(items: Iterable[str | bytes], what: str) -> list[str]:
+    """``items`` as valid UTF-8 text: undecodable bytes (or the lone surrogates that stand for
+    them in argv and surrogateescape streams) become U+FFFD, warned about once, by item number."""
+    texts, bad = [], []
+    for number, item in enumerate(items, start=1):
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+                texts.append(item)
+                continue
+            except UnicodeEncodeError:
+                try:  # back to the bytes Python could not decode, then decoded again
+                    item = item.encode("utf-8", "surrogateescape")
+                except UnicodeEncodeError:  # other lone surrogates: no bytes to recover
+                    item = item.encode("utf-8", "surrogatepass")
+        try:
+            texts.append(item.decode("utf-8"))
+        except UnicodeDecodeError:
+            texts.append(item.decode("utf-8", "replace"))
+            bad.append(number)
+    if bad:
+        more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
+        shown = ", ".join(map(str, bad[:10])) + more
+        warnings.warn(f"{what}{'s' if len(bad) > 1 else ''} {shown}: bytes that are not UTF-8 were "
+                      "replaced by U+FFFD", stacklevel=3)
+    return texts

@@ -150,6 +150,18 @@ def test_foreign_meta(saved, meta, what):
     assert what in msg and str(saved) in msg
 
 
+@pytest.mark.parametrize("family", [None, 3])
+def test_meta_without_a_family_names_file_and_key(saved, family):
+    meta = {"format": "attnkit-checkpoint", "version": 1}
+    if family is not None:
+        meta["family"] = family
+    (saved / "meta.json").write_text(json.dumps(meta))
+    for read in (lambda: ckpt.read_meta(saved), lambda: Translator.load(saved, "cpu")):
+        with pytest.raises(CheckpointError) as err:  # it was a KeyError in the CLI
+            read()
+        assert str(saved / "meta.json") in str(err.value) and "'family'" in str(err.value)
+
+
 def test_unreadable_meta(saved):
     (saved / "meta.json").write_text("{not json")
     assert "meta.json" in _load_error(saved)

@@ -1,8 +1,12 @@
 """The ``attnkit`` command in-process: help texts, one-line errors with exit 2, and the files each command writes."""
 
 import json
+import os
 import random
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,6 +16,7 @@ import yaml
 from attnkit.cli import main
 from attnkit.viz import load_records
 
+REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TINY_MODEL = {"attention": "bahdanau", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
               "attention_dim": 8, "dropout": 0.0}
@@ -216,6 +221,110 @@ def test_translate_runs_on_the_threads_asked_for(capsys, trained, monkeypatch):
 def test_plot_bad_suffix_and_empty_input(capsys, trained, tmp_path):
     _fails(capsys, ["plot", "--model", trained / "best", "abc", "-o", tmp_path / "x.jpg"], "x.jpg")
     _fails(capsys, ["translate", "--model", trained / "best", ""], "empty")
+
+
+@pytest.mark.parametrize("override, key", [
+    ("train.lr=-0.001", "train.lr"), ("train.lr=0", "train.lr"), ("train.lr=nan", "train.lr"),
+    ("train.batch_size=0", "train.batch_size"), ("train.threads=-1", "train.threads"),
+    ("train.max_minutes=0", "train.max_minutes"), ("train.max_minutes=-1", "train.max_minutes"),
+    ("train.clip=-1", "train.clip"), ("decode.alpha=nan", "decode.alpha"),
+    ("model.heads=4", "model.heads: applies only to attention multihead, not bahdanau"),
+    ("model.input_feeding=true",
+     "model.input_feeding: applies only to decoder luong, not bahdanau"),
+    ("data.max_number=99", "data.max_number: applies only to task numbers, not parallel"),
+])
+def test_train_bad_value_is_one_line_and_writes_nothing(capsys, tmp_path, override, key):
+    cfg = _config(tmp_path / "exp.yaml", _parallel_data(tmp_path), output_dir=str(tmp_path / "run"))
+    _fails(capsys, ["train", cfg, "--set", override], key, cfg)
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_without_a_data_section(capsys, tmp_path):
+    cfg = _config(tmp_path / "exp.yaml", None, output_dir=str(tmp_path / "run"))
+    without = {k: v for k, v in yaml.safe_load(cfg.read_text()).items() if k != "data"}
+    cfg.write_text(yaml.safe_dump(without))
+    _fails(capsys, ["train", cfg], "data.task", cfg)  # it used to train the numbers task
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_run_name_cannot_escape_runs(capsys, tmp_path, monkeypatch):
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    cfg = _config(tmp_path / "exp.yaml", _parallel_data(tmp_path), name="../../escape")
+    _fails(capsys, ["train", cfg], "name", "../../escape")
+    assert not (tmp_path / "a" / "escape").exists() and not (work / "runs").exists()
+
+
+def test_checkpoint_meta_without_family(capsys, trained, tmp_path):
+    broken = tmp_path / "nofamily"
+    shutil.copytree(trained / "best", broken)
+    meta = json.loads((broken / "meta.json").read_text())
+    del meta["family"]
+    (broken / "meta.json").write_text(json.dumps(meta))
+    for argv in (["evaluate", "--model", broken], ["translate", "--model", broken, "abc"],
+                 ["plot", "--model", broken, "abc", "-o", tmp_path / "x.png"]):
+        _fails(capsys, argv, broken / "meta.json", "family")
+
+
+@pytest.mark.parametrize("command", ["translate", "plot", "evaluate"])
+@pytest.mark.parametrize("alpha", ["nan", "-1", "inf"])
+def test_bad_alpha_is_one_line(capsys, trained, tmp_path, command, alpha):
+    argv = {"translate": ["abc"], "plot": ["abc", "-o", tmp_path / "x.png"],
+            "evaluate": ["--beam", "2"]}[command]
+    model = ["--model", trained / "best"]
+    _fails(capsys, [command, *model, *argv, "--alpha", alpha], "--alpha", alpha)
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_translate_stdin_bytes_that_are_not_utf8(capsys, trained, tmp_path, monkeypatch):
+    import io
+
+    stdin = io.TextIOWrapper(io.BytesIO(b"abc\nb\xffa\n\xc3(\n"), encoding="utf-8")
+    monkeypatch.setattr("sys.stdin", stdin)
+    out_json = tmp_path / "att.json"
+    warning = r"lines 2, 3: bytes that are not UTF-8 were replaced by U\+FFFD"
+    with pytest.warns(UserWarning, match=warning):
+        code = main(["translate", "--model", str(trained / "best"), "-", "--attention-out",
+                     str(out_json)])
+    assert code == 0, capsys.readouterr().err
+    assert len(capsys.readouterr().out.splitlines()) == 3
+    sources = [r["source"] for r in json.loads(out_json.read_bytes().decode("utf-8"))["records"]]
+    assert sources == ["abc", "b\ufffda", "\ufffd("]
+
+
+def test_argv_bytes_that_are_not_utf8(capsys, trained, tmp_path):
+    # what Python makes of argv bytes that are not UTF-8: lone surrogates (surrogateescape)
+    bad = b"a\xffb".decode("utf-8", "surrogateescape")
+    out_json, png = tmp_path / "att.json", tmp_path / "x.png"
+    with pytest.warns(UserWarning, match=r"input 2: bytes that are not UTF-8"):
+        assert main(["translate", "--model", str(trained / "best"), "abc", bad, "--attention-out",
+                     str(out_json)]) == 0
+    records = json.loads(out_json.read_bytes().decode("utf-8"))["records"]
+    assert [r["source"] for r in records] == ["abc", "a\ufffdb"]
+    with pytest.warns(UserWarning, match=r"input 1: bytes that are not UTF-8"):
+        assert main(["plot", "--model", str(trained / "best"), bad, "-o", str(png)]) == 0
+    assert png.read_bytes()[:8] == PNG_MAGIC
+    assert "a\ufffdb ->" in capsys.readouterr().out
+
+
+def test_real_process_with_bytes_that_are_not_utf8(trained, tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1",
+           "LC_ALL": "C.UTF-8"}
+    out_json = tmp_path / "att.json"
+    command = [sys.executable.encode(), b"-m", b"attnkit", b"translate", b"--model",
+               bytes(trained / "best")]
+    done = subprocess.run(command + [b"ab\xfe", b"--attention-out", bytes(out_json)], check=False,
+                          env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr
+    assert b"attnkit: warning: input 1: bytes that are not UTF-8" in done.stderr
+    json.loads(out_json.read_bytes().decode("utf-8"))
+    stdin_run = subprocess.run(command + [b"-"], check=False, input=b"ab\xfe\nabc\n", env=env,
+                               capture_output=True, timeout=300)
+    assert stdin_run.returncode == 0, stdin_run.stderr.decode(errors="replace")
+    assert b"attnkit: warning: line 1: bytes that are not UTF-8" in stdin_run.stderr
+    assert len(stdin_run.stdout.decode("utf-8").splitlines()) == 2
 
 
 # ---- commands on a trained model -------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Experiment config: unknown keys, types and choices rejected with file and key named; --set overrides."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
@@ -41,16 +42,27 @@ def _valid_keys(cls):
 
 
 def test_defaults_and_a_full_round_trip(tmp_path):
-    cfg = load_experiment(_write(tmp_path, {"name": "x", "model": {"attention": "luong-general"}}))
+    cfg = load_experiment(_write(tmp_path, {"name": "x", "data": {"task": "numbers"},
+                                            "model": {"attention": "luong-general"}}))
     assert isinstance(cfg, ExperimentConfig)
     assert cfg.name == "x" and cfg.model.attention == "luong-general" and cfg.model.rnn == "gru"
     assert cfg.train == TrainConfig() and cfg.decode == DecodeConfig()
-    again = load_experiment(_write(tmp_path, experiment_to_dict(cfg), "again.yaml"))
+    # what a checkpoint stores: every key, those the settings ignore included
+    again = experiment_from_dict(read_yaml(_write(tmp_path, experiment_to_dict(cfg), "again.yaml")))
     assert again == cfg
 
 
-def test_empty_file_gives_defaults(tmp_path):
-    assert load_experiment(_write(tmp_path, "")) == ExperimentConfig()
+def test_empty_mapping_gives_defaults():
+    assert experiment_from_dict({}) == ExperimentConfig()
+
+
+@pytest.mark.parametrize("text", ["", "name: x\n", "name: x\ndata: {seed: 3}\n"])
+def test_experiment_file_must_name_its_task(tmp_path, text):
+    # without data.task a file used to train the numbers task silently
+    msg = _error(tmp_path, text)
+    assert "data.task" in msg and "numbers" in msg and "dates" in msg
+    cfg = load_experiment(_write(tmp_path, text, "set.yaml"), ["data.task=dates"])
+    assert cfg.data.task == "dates"
 
 
 def test_unknown_top_level_key(tmp_path):
@@ -156,7 +168,7 @@ def test_g2p_needs_directory(tmp_path):
 
 # ---- --set overrides -----------------------------------------------------------------------------------
 def test_overrides_nested_floats_lists_and_bools(tmp_path):
-    path = _write(tmp_path, {"model": {"decoder_hidden": 64}})
+    path = _write(tmp_path, {"data": {"task": "numbers"}, "model": {"decoder_hidden": 64}})
     cfg = load_experiment(path, ["model.decoder_hidden=32", "train.lr=3e-4", "train.min_lr=1.0e-6",
                                  "data.languages=[en, de]", "model.bidirectional=false", "name=run 2",
                                  "train.max_minutes=1.5", "output_dir=out/dir"])
@@ -259,3 +271,93 @@ def test_from_dict_on_a_plain_section():
 
 def test_max_src_len_one_is_rejected_by_the_config(tmp_path):
     assert "data.max_src_len" in _error(tmp_path, {"data": {"max_src_len": 1}})
+
+
+# ---- value ranges, inapplicable keys, run names --------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+TASK = {"data": {"task": "numbers"}}
+
+
+@pytest.mark.parametrize("section, key, value", [
+    ("train", "lr", -0.001), ("train", "lr", 0), ("train", "lr", float("nan")),
+    ("train", "lr", float("inf")),
+    ("train", "batch_size", 0), ("train", "max_tokens", 0), ("train", "threads", -1),
+    ("train", "max_minutes", 0), ("train", "max_minutes", -1), ("train", "clip", -0.5),
+    ("train", "lr_factor", 1.5), ("train", "lr_patience", -1), ("train", "min_lr", -1e-5),
+    ("train", "warmup_steps", -1), ("train", "eval_every", -1),
+    ("train", "average_checkpoints", -1),
+    ("decode", "alpha", float("nan")), ("decode", "alpha", -1.0), ("decode", "beam_size", 0),
+    ("decode", "max_len_ratio", -1.0), ("decode", "max_len_extra", -1),
+    ("decode", "max_len_cap", 0),
+    ("decode", "batch_size", 0), ("data", "max_number", 0),
+])
+def test_out_of_range_values_name_their_key(tmp_path, section, key, value):
+    data = {"data": {"task": "numbers"}}
+    data.setdefault(section, {})[key] = value
+    assert f"{section}.{key}" in _error(tmp_path, data)
+
+
+@pytest.mark.parametrize("item", ["train.lr=nan", "train.lr=.nan", "train.lr=-1",
+                                  "train.batch_size=0", "train.threads=-1", "train.max_minutes=0",
+                                  "train.clip=-1", "decode.alpha=nan"])
+def test_out_of_range_overrides_name_their_key(tmp_path, item):
+    assert item.split("=")[0] in _error(tmp_path, TASK, [item])
+
+
+def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {**TASK, "train": {"threads": 0, "max_minutes": None}}))
+    assert cfg.train.threads == 0 and cfg.train.max_minutes is None
+
+
+@pytest.mark.parametrize("data, overrides, key, because", [
+    ({"data": {"task": "dates", "max_number": 99}}, [], "data.max_number",
+     "task numbers, not dates"),
+    ({"data": {"task": "numbers", "train_size": 99}}, [], "data.train_size",
+     "task dates, not numbers"),
+    ({"data": {"task": "numbers", "src_lang": "en"}}, [], "data.src_lang",
+     "task multi30k, not numbers"),
+    ({**TASK, "model": {"attention": "luong-dot", "heads": 4}}, [], "model.heads",
+     "attention multihead, not luong-dot"),
+    ({**TASK, "model": {"attention": "bahdanau", "input_feeding": True}}, [], "model.input_feeding",
+     "decoder luong, not bahdanau"),
+    ({**TASK, "model": {"attention": "multihead", "decoder": "bahdanau"}},
+     ["model.input_feeding=false"], "model.input_feeding", "decoder luong, not bahdanau"),
+    (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
+])
+def test_keys_that_do_not_apply_are_rejected(tmp_path, data, overrides, key, because):
+    msg = _error(tmp_path, data, overrides)
+    assert f"{key}: applies only to {because}" in msg
+
+
+def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
+    given = {**TASK, "model": {"attention": "luong-dot"}}
+    cfg = load_experiment(_write(tmp_path, given))
+    assert cfg.model.heads == Seq2SeqConfig().heads  # not given: no error
+    full = {**given, "model": {**dataclasses.asdict(cfg.model)}}  # a checkpoint's resolved config
+    assert experiment_from_dict(full, source="ckpt/config.yaml") == cfg
+    applicable = {**given, "model": {"attention": "multihead", "decoder": "luong", "heads": 2,
+                                     "input_feeding": False}}
+    assert load_experiment(_write(tmp_path, applicable, "ok.yaml")).model.heads == 2
+
+
+@pytest.mark.parametrize("name", ["../../escape", "a/b", "..", ".", "", " ", "a\\b"])
+def test_run_name_must_stay_inside_runs(tmp_path, name):
+    msg = _error(tmp_path, {**TASK, "name": name})
+    assert "name" in msg and repr(name) in msg
+
+
+def test_output_dir_may_point_anywhere(tmp_path):
+    given = {**TASK, "name": "run", "output_dir": "../elsewhere/run"}
+    cfg = load_experiment(_write(tmp_path, given))
+    assert cfg.run_dir == Path("../elsewhere/run")
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_loads(path):
+    data = read_yaml(path)
+    if data.get("family") == "vision":
+        from attnkit.training.vision import parse_config
+
+        parse_config(data, str(path))
+    else:
+        load_experiment(path)

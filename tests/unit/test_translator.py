@@ -147,3 +147,30 @@ def test_unfinished_output_has_no_eos_row():
 
 def test_read_inputs_strips_line_ends():
     assert read_inputs(["a\n", "b\r\n", "c"]) == ["a", "b", "c"]
+
+
+def test_read_inputs_replaces_bytes_that_are_not_utf8_and_names_the_lines():
+    lines = [b"ok\n", b"b\xffd\n", "\u00e9t\u00e9\n".encode(), b"\xc3\n", "x\udcfey\n"]
+    warning = r"^lines 2, 4, 5: bytes that are not UTF-8 were replaced by U\+FFFD$"
+    with pytest.warns(UserWarning, match=warning):
+        texts = read_inputs(lines)
+    assert texts == ["ok", "b\ufffdd", "\u00e9t\u00e9", "\ufffd", "x\ufffdy"]
+    for text in texts:
+        text.encode("utf-8")  # strict: no surrogates left
+
+
+def test_translate_replaces_lone_surrogates_in_its_inputs():
+    translator = _translator()
+    bad = b"a\xffb".decode("utf-8", "surrogateescape")  # how Python reads such bytes from argv
+    with pytest.warns(UserWarning, match="inputs 2, 3: bytes that are not UTF-8"):
+        results = translator.translate(["ab", bad, "\ud800"])
+    assert [r.source for r in results[:2]] == ["ab", "a\ufffdb"]
+    for r in results:
+        r.record().to_json()
+        (r.source + "".join(r.source_tokens)).encode("utf-8")
+
+
+@pytest.mark.parametrize("alpha", [float("nan"), float("inf"), -0.5])
+def test_translate_refuses_a_bad_length_penalty(alpha):
+    with pytest.raises(AttnkitError, match="alpha"):
+        _translator().translate(["ab"], beam_size=2, alpha=alpha)

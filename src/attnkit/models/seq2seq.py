@@ -64,6 +64,9 @@ class Seq2SeqConfig:
         "decoder": ("auto", "bahdanau", "luong"),
         "rnn": ("gru", "lstm"),
     }
+    #: keys that only some attentions / decoders read (see attnkit.config.check_applicable)
+    APPLIES = {"heads": ("attention", ("multihead",)),
+               "input_feeding": ("decoder_style", ("luong",), "decoder")}
 
     def validate(self, where: str) -> None:
         for name in ("embedding_dim", "encoder_hidden", "encoder_layers", "decoder_hidden", "decoder_layers",

@@ -94,6 +94,9 @@ def read_meta(directory: str | Path, family: str | None = None) -> dict:
         raise CheckpointError(f"{meta_path}: not an attnkit checkpoint (format is {meta.get('format') if isinstance(meta, dict) else meta!r})")
     if meta.get("version") != VERSION:
         raise CheckpointError(f"{meta_path}: checkpoint version {meta.get('version')!r}, this attnkit reads {VERSION}")
+    if not isinstance(meta.get("family"), str):  # every reader dispatches on it
+        raise CheckpointError(f"{meta_path}: no 'family' key (seq2seq or vision): "
+                              "not a complete checkpoint")
     if family is not None and meta.get("family") != family:
         raise CheckpointError(f"{directory}: a {meta.get('family')!r} checkpoint, expected {family!r}")
     return meta

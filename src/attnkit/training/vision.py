@@ -37,7 +37,7 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
-from attnkit.config import from_dict
+from attnkit.config import above, at_least, check_values, from_dict, not_below
 from attnkit.data.tasks.vision import DataConfig, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
@@ -87,7 +87,7 @@ class TrainConfig:
     seed: int = 0
     """Seed of the model initialisation and of the batch order."""
     num_threads: int | None = None
-    """CPU threads for torch (null: torch's default)."""
+    """CPU threads for torch (null or 0: torch's default)."""
     compile: bool = False
     """torch.compile the training step (fewer, fused kernels; the first steps compile for a minute)."""
     output_dir: str = "runs/vision"
@@ -98,15 +98,25 @@ class TrainConfig:
     """Print one summary line per epoch on stderr."""
 
     CHOICES = {"lr_schedule": ("cosine", "step", "constant"), "device": ("auto", "cpu", "cuda")}
+    RULES = {
+        "epochs": at_least(1),
+        "batch_size": at_least(1),
+        "eval_batch_size": at_least(1),
+        "lr": above(0),
+        "min_lr_ratio": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+        "lr_step_epochs": at_least(1),
+        "lr_gamma": above(0),
+        "warmup_epochs": not_below(0),
+        "weight_decay": not_below(0),
+        "grad_clip": not_below(0, null=True),
+        "patience": at_least(1, null=True),
+        "max_minutes": above(0, null=True),
+        "num_threads": (lambda v: v is None or v >= 0,
+                        "at least 1, or 0 or null for torch's default"),
+    }
 
     def validate(self, where: str) -> None:
-        for name in ("epochs", "batch_size", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0:
-            raise ConfigError(f"{where}.lr: must be > 0, got {self.lr}")
-        if self.max_minutes is not None and self.max_minutes <= 0:
-            raise ConfigError(f"{where}.max_minutes: must be > 0 (or null), got {self.max_minutes}")
+        check_values(self, where, self.RULES)
 
 
 @dataclass
