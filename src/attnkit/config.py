@@ -158,14 +158,17 @@ def check_applicable(obj: Any, given: Any, where: str) -> None:
     A dataclass may define ``APPLIES: dict[field, (attribute, values[, label])]``:
     the field applies only while ``getattr(obj, attribute)`` is one of ``values``
     (the message calls the attribute ``label`` when given).
-    Nested dataclass sections are checked with their part of ``given``.
+    A key left at its default passes: a checkpoint's saved config lists every key, and
+    training again from it must work. Nested dataclass sections are checked with their
+    part of ``given``.
     """
     if not isinstance(given, dict) or not dataclasses.is_dataclass(obj):
         return
     applies = getattr(obj, "APPLIES", {})
+    defaults = {f.name: f.default for f in dataclasses.fields(obj)}
     for name, value in given.items():
         key = join_key(where, name)
-        if name in applies:
+        if name in applies and value != defaults.get(name, dataclasses.MISSING):
             attribute, values, *label = applies[name]
             actual = getattr(obj, attribute)
             if actual not in values:

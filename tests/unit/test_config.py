@@ -316,12 +316,14 @@ def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
      "task dates, not numbers"),
     ({"data": {"task": "numbers", "src_lang": "en"}}, [], "data.src_lang",
      "task multi30k, not numbers"),
-    ({**TASK, "model": {"attention": "luong-dot", "heads": 4}}, [], "model.heads",
+    ({**TASK, "model": {"attention": "luong-dot", "heads": 8}}, [], "model.heads",
      "attention multihead, not luong-dot"),
-    ({**TASK, "model": {"attention": "bahdanau", "input_feeding": True}}, [], "model.input_feeding",
+    ({**TASK, "model": {"attention": "bahdanau", "input_feeding": False}}, [], "model.input_feeding",
      "decoder luong, not bahdanau"),
     ({**TASK, "model": {"attention": "multihead", "decoder": "bahdanau"}},
      ["model.input_feeding=false"], "model.input_feeding", "decoder luong, not bahdanau"),
+    ({"data": {"task": "dates", "max_number": 999, "train_size": 50}}, ["data.max_number=99"],
+     "data.max_number", "task numbers, not dates"),
     (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
 ])
 def test_keys_that_do_not_apply_are_rejected(tmp_path, data, overrides, key, because):
@@ -335,6 +337,8 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
     assert cfg.model.heads == Seq2SeqConfig().heads  # not given: no error
     full = {**given, "model": {**dataclasses.asdict(cfg.model)}}  # a checkpoint's resolved config
     assert experiment_from_dict(full, source="ckpt/config.yaml") == cfg
+    # training again from a saved config: every key is written, those that do not apply at their defaults
+    assert load_experiment(_write(tmp_path, full, "saved.yaml")) == cfg
     applicable = {**given, "model": {"attention": "multihead", "decoder": "luong", "heads": 2,
                                      "input_feeding": False}}
     assert load_experiment(_write(tmp_path, applicable, "ok.yaml")).model.heads == 2
