@@ -33,7 +33,8 @@ def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
     t0 = time.time()
     with open(runs / f"{name}.log", "w") as log:
         train = subprocess.run([sys.executable, "-m", "attnkit", "train", str(config), "--output-dir", str(out),
-                                "--set", "train.progress=false", *sets], stdout=log, stderr=subprocess.STDOUT, env=env)
+                                "--overwrite", "--set", "train.progress=false", *sets],
+                               stdout=log, stderr=subprocess.STDOUT, env=env)
         if train.returncode != 0:
             return {"config": str(config), "error": f"train exited {train.returncode}, see {runs / (name + '.log')}"}
         wall = time.time() - t0

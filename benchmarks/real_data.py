@@ -95,7 +95,8 @@ def _train(config: Path, run: Path, sets: list[str], log_path: Path) -> tuple[in
     """``attnkit train`` into ``run``, its output in ``log_path``: (exit status, wall seconds)."""
     with open(log_path, "w", encoding="utf-8") as log:
         t0 = time.time()
-        train = _attnkit(["train", str(config), "--output-dir", str(run), "--set", "train.progress=false", *sets], log)
+        train = _attnkit(["train", str(config), "--output-dir", str(run), "--overwrite",
+                          "--set", "train.progress=false", *sets], log)
         return train.returncode, round(time.time() - t0, 1)
 
 

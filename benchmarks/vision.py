@@ -69,7 +69,8 @@ def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -
     config = apply_overrides(config, extra + overrides)  # the user's --set last: they win
     out = Path(args.output_root) / name
     began = time.perf_counter()
-    best = train_vision(config, output_dir=out, resume=False, source=str(config_path))
+    best = train_vision(config, output_dir=out, resume=False, source=str(config_path),
+                        overwrite=True)  # a benchmark run replaces its previous one
     train_wall = time.perf_counter() - began
     began = time.perf_counter()
     result = evaluate_vision(best, "test", device=args.device)

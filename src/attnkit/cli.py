@@ -1,7 +1,9 @@
 """The ``attnkit`` command (also ``python -m attnkit``).
 
 Subcommands: demo, train, translate, evaluate, plot. Errors a user can cause
-print one line ``attnkit: error: ...`` and exit with status 2.
+print one line ``attnkit: error: ...`` and exit with status 2. Training
+stopped by Ctrl-C or SIGTERM saves ``last``, prints one line
+``attnkit: interrupted: ...`` and exits with 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import warnings
 from pathlib import Path
 
 from attnkit import __version__
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, TrainingInterrupted
 
 
 def _formatter(prog):
@@ -50,6 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a config key, e.g. --set train.lr=3e-4 (repeatable)")
     p.add_argument("--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)")
     p.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh in an OUTPUT_DIR that holds checkpoints, deleting them")
 
     p = sub.add_parser("translate", formatter_class=_formatter, help="translate text with a trained model",
                        description="Translate each TEXT argument, or each line of standard input with '-' (or "
@@ -74,7 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", choices=("dev", "test"), default="test")
     p.add_argument("--beam", type=int, default=5, help="beam size for the beam run (default 5; 1 = greedy only)")
     p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
-    p.add_argument("--out", type=Path, default=None, help="output directory (default: MODEL/eval-SPLIT)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default: RUN/eval/CKPT-SPLIT for --model RUN/CKPT)")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--mc-samples", type=int, default=None, help="vision RAM models: glimpse paths averaged at test")
     _threads_option(p)
@@ -119,7 +124,8 @@ def cmd_train(args) -> None:
         from attnkit.training.vision import train_vision
 
         data = apply_overrides(data, args.overrides)
-        best = train_vision(data, output_dir=args.output_dir, resume=args.resume, source=str(args.config))
+        best = train_vision(data, output_dir=args.output_dir, resume=args.resume,
+                            source=str(args.config), overwrite=args.overwrite)
     else:
         from attnkit.experiment import experiment_from_dict
         from attnkit.training.trainer import train_experiment
@@ -127,7 +133,7 @@ def cmd_train(args) -> None:
         cfg = experiment_from_dict(data, args.overrides, source=str(args.config), user=True)
         if args.output_dir is not None:  # a path, never parsed as YAML
             cfg.output_dir = str(args.output_dir)
-        best = train_experiment(cfg, resume=args.resume)
+        best = train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
     print(f"best checkpoint: {best}")
 
 
@@ -223,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
 
             set_threads(args.threads)
         COMMANDS[args.command](args)
+    except TrainingInterrupted as exc:
+        print(f"attnkit: interrupted: {exc}", file=sys.stderr)
+        return exc.exit_status
     except AttnkitError as exc:
         print(f"attnkit: error: {exc}", file=sys.stderr)
         return 2

@@ -51,7 +51,7 @@ def run_demo(out_dir: str | Path = "runs/demo", quick: bool = False, attention: 
           f"output in {out}/", flush=True)
     t0 = time.time()
     trainer = Trainer(cfg)
-    best = trainer.train()
+    best = trainer.train(overwrite=True)  # a demo run replaces the previous demo's model
     train_s = time.time() - t0
     translator = Translator.load(best)
     metrics, sources, refs, hyps = evaluate_translator(translator, "exact", trainer.splits.test, progress=progress)

@@ -36,3 +36,12 @@ class ConfigError(AttnkitError):
 
 class CheckpointError(AttnkitError):
     """A checkpoint directory that is missing, incomplete, corrupt or foreign."""
+
+
+class TrainingInterrupted(AttnkitError):
+    """Training stopped by SIGINT or SIGTERM after saving ``last``; the CLI exits 128 + signal."""
+
+    def __init__(self, message: str, signum: int):
+        super().__init__(message)
+        self.signum = signum
+        self.exit_status = 128 + signum

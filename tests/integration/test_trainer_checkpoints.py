@@ -86,7 +86,7 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
 
     # a fresh run without averaging leaves no stale top/ or averaged/ behind
     plain = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1})
-    Trainer(plain, log_fn=lambda m: None).train()
+    Trainer(plain, log_fn=lambda m: None).train(overwrite=True)
     assert not (run / "top").exists() and not (run / "averaged").exists()
 
 

@@ -1,13 +1,16 @@
 """Checkpoint directories: save/load round trip, every broken directory is a CheckpointError, atomic writes."""
 
+import errno
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 import yaml
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from attnkit.data.batching import collate, encode_pairs
@@ -204,8 +207,10 @@ def test_failed_write_keeps_previous_checkpoint(translator, saved, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(Vocab, "save", boom)  # raises inside write_checkpoint's extra callback
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(CheckpointError) as err:
         translator.save(saved, {"state": {"step": 99}})
+    assert str(err.value) == (f"{saved}: could not save the checkpoint: disk full "
+                              "(the previous one is kept)")
     after = {p.name: p.read_bytes() for p in saved.iterdir()}
     assert after == before
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
@@ -280,22 +285,132 @@ def test_optimizer_state_for_another_model_is_checkpoint_error():
         ckpt.optimizer_from_tensors(other, info, tensors)
 
 
-def test_failed_rename_keeps_previous_checkpoint(translator, saved, monkeypatch):
+def _step(directory) -> int:
+    return json.loads((directory / "trainer.json").read_text())["state"]["step"]
+
+
+@pytest.fixture(params=["exchange", "fallback"])
+def swap_mode(request, monkeypatch):
+    """Replacement by an atomic swap (this OS), or by the two renames used where there is none."""
+    if request.param == "exchange":
+        if not ckpt._exchange_available():
+            pytest.skip("this OS or file system cannot swap two paths atomically")
+    else:
+        monkeypatch.setattr(ckpt, "_exchange", lambda a, b: False)
+    return request.param
+
+
+def test_failed_swap_keeps_previous_checkpoint(translator, saved, swap_mode, monkeypatch):
     before = {p.name: p.read_bytes() for p in saved.iterdir()}
     real_replace = os.replace
 
     def replace(src, dst):
-        if os.path.basename(str(src)).startswith(f".{saved.name}.") and ".old-" not in str(src):
-            raise OSError("rename failed")  # moving the new temp directory into place
+        if ".tmp-" in os.path.basename(str(src)):
+            raise OSError(errno.EXDEV, "rename failed")  # moving the new temp directory into place
         return real_replace(src, dst)
 
+    def exchange(a, b):
+        raise OSError(errno.EIO, "swap failed")
+
     monkeypatch.setattr(ckpt.os, "replace", replace)
-    with pytest.raises(OSError, match="rename failed"):
+    if swap_mode == "exchange":
+        monkeypatch.setattr(ckpt, "_exchange", exchange)
+    with pytest.raises(CheckpointError, match="could not save the checkpoint: (rename|swap) fail"):
         translator.save(saved, {"state": {"step": 99}})
     monkeypatch.undo()
-    assert saved.is_dir()
     assert {p.name: p.read_bytes() for p in saved.iterdir()} == before
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+class _Killed(BaseException):
+    """A stand-in for SIGKILL: no except or finally block may clean up after it."""
+
+
+def test_a_kill_at_any_point_of_a_replacement_leaves_a_complete_checkpoint(translator, tmp_path,
+                                                                          swap_mode, monkeypatch):
+    """Kill the save of a new checkpoint over an old one at each of its file-system steps: the
+    checkpoint loads (at once where the OS swaps atomically; after the trainer's recovery elsewhere)
+    and is the old or the new one, with no temporaries left."""
+    outcomes = []
+    for kill_at in range(1, 20):
+        parent = tmp_path / f"k{kill_at}"
+        target = translator.save(parent / "last", {"state": {"step": 1}})
+        calls = []
+
+        def step(real):
+            def wrapper(*args, **kwargs):
+                calls.append(real)
+                if len(calls) >= kill_at:  # this step and every later one never happen
+                    raise _Killed
+                return real(*args, **kwargs)
+            return wrapper
+
+        with monkeypatch.context() as patch:
+            patch.setattr(ckpt.os, "replace", step(os.replace))
+            patch.setattr(ckpt.shutil, "rmtree", step(shutil.rmtree))
+            patch.setattr(ckpt, "_exchange", step(ckpt._exchange))
+            try:
+                translator.save(target, {"state": {"step": 2}}, {"x": torch.ones(2)})
+                killed = False
+            except _Killed:
+                killed = True
+        if swap_mode == "exchange":  # never a moment without a complete checkpoint
+            assert _step(target) in (1, 2)
+            Translator.load(target, "cpu")
+        ckpt.recover_interrupted(parent, "last")
+        assert [p.name for p in parent.iterdir()] == ["last"]
+        assert _step(target) in (1, 2)
+        Translator.load(target, "cpu")
+        outcomes.append(_step(target))
+        if not killed:
+            break
+    assert outcomes[0] == 1 and outcomes[-1] == 2 and len(outcomes) >= 3
+
+
+def test_recovery_restores_a_checkpoint_moved_aside_and_removes_temporaries(translator, tmp_path):
+    old = translator.save(tmp_path / ".last.old-123-456", {"state": {"step": 1}})
+    new = translator.save(tmp_path / ".last.tmp-abc", {"state": {"step": 2}})
+    (tmp_path / ".best.tmp-half").mkdir()  # killed while writing: no meta.json
+    translator.save(tmp_path / "best", {"state": {"step": 1}})
+    translator.save(tmp_path / ".best.k2j3h4g5", {"state": {"step": 0}})  # an earlier version's
+    (tmp_path / ".keep.tmp-x").mkdir()  # not a checkpoint name asked for: left alone
+    messages = ckpt.recover_interrupted(tmp_path, "last|best")
+    assert messages == [f"{tmp_path / 'last'}: restored from {new.name}, left by an interrupted "
+                        "save"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".keep.tmp-x", "best", "last"]
+    assert _step(tmp_path / "last") == 2 and _step(tmp_path / "best") == 1
+    assert not old.exists()
+    assert ckpt.recover_interrupted(tmp_path / "missing", "last") == []
+
+
+def test_recovery_falls_back_to_the_old_checkpoint(translator, tmp_path):
+    translator.save(tmp_path / ".last.old-1-2", {"state": {"step": 1}})
+    (tmp_path / ".last.tmp-new").mkdir()  # the new one never completed
+    assert len(ckpt.recover_interrupted(tmp_path, "last")) == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["last"] and _step(tmp_path / "last") == 1
+
+
+def test_safetensors_write_error_is_a_checkpoint_error(translator, saved, monkeypatch):
+    def full(*args, **kwargs):
+        raise SafetensorError("Error while serializing: IoError(No space left on device "
+                              "(os error 28))")
+
+    monkeypatch.setattr(ckpt, "save_file", full)
+    with pytest.raises(CheckpointError, match="No space left on device") as err:
+        translator.save(saved, {"state": {"step": 99}})
+    assert str(saved) in str(err.value) and "\n" not in str(err.value)
+    monkeypatch.undo()
+    assert _step(saved) == 2
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+def test_unwritable_parent_is_a_checkpoint_error(translator, tmp_path, monkeypatch):
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied")
+
+    monkeypatch.setattr(ckpt.tempfile, "mkdtemp", denied)
+    with pytest.raises(CheckpointError, match="could not save the checkpoint: Permission denied"):
+        translator.save(tmp_path / "ckpt")
 
 
 # ---- checkpoint averaging ------------------------------------------------------------------------------------

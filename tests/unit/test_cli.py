@@ -14,6 +14,8 @@ import torch
 import yaml
 
 from attnkit.cli import main
+from attnkit.training.checkpoint import read_json, read_tensors
+from attnkit.translator import Translator
 from attnkit.viz import load_records
 
 REPO = Path(__file__).resolve().parents[2]
@@ -403,12 +405,25 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     assert np.all([r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records])
 
 
+def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(capsys, trained):
+    argv = ["evaluate", "--model", str(trained / "best"), "--split", "dev", "--beam", "1"]
+    assert main(argv) == 0
+    out = trained / "eval" / "best-dev"
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
+    scores = (out / "scores.json").read_bytes()
+    best = trained / "best"
+    state, tensors = read_json(best / "trainer.json"), read_tensors(best / "trainer.safetensors")
+    Translator.load(best, "cpu").save(best, state, tensors)  # what the next training save does
+    assert (out / "scores.json").read_bytes() == scores
+    assert not (trained / "best" / "eval-dev").exists()
+
+
 def test_evaluate_and_translate_an_ensemble(capsys, trained):
     models = [str(trained / "best"), str(trained / "last")]
     repeated = ["--model", models[0], "--model", models[1]]
     assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    out = trained / "best" / "eval-dev-ensemble2"  # the default directory names the ensemble
+    out = trained / "eval" / "best-dev-ensemble2"  # the default directory names the ensemble
     scores = json.loads((out / "scores.json").read_text())
     assert scores["model"] == models and printed["out"] == str(out)
     assert scores["attention"] == [scores["attention"][0]] * 2  # one entry per member

@@ -20,20 +20,28 @@ from attnkit.viz import save_records, write_report
 REPORT_EXAMPLES = 40
 
 
+def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
+    """``RUN/eval/CHECKPOINT-SPLIT`` for the checkpoint ``RUN/CHECKPOINT`` (runs/x/eval/best-test);
+    ``RUN/eval/CHECKPOINT-SPLIT-ensembleN`` for an ensemble of N whose first is RUN/CHECKPOINT."""
+    first = Path(model_dirs[0])
+    first = first if first.name not in ("", ".", "..") else first.resolve()
+    suffix = "" if len(model_dirs) == 1 else f"-ensemble{len(model_dirs)}"
+    return first.parent / "eval" / f"{first.name}-{split}{suffix}"
+
+
 def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam: int = 5, alpha: float | None = None,
                    out_dir: Path | None = None, device: str = "auto") -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are the first's).
 
-    The default output directory is ``MODEL/eval-SPLIT``, and ``FIRST_MODEL/eval-SPLIT-ensembleN`` for an
-    ensemble of N.
+    The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
+    (the next save of the checkpoint would delete it).
     """
     dirs = [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
     translator = load_translator(dirs, device)
     cfg = translator.config
     _, family, metric, _ = task_info(cfg.data.task)
     pairs = getattr(build_splits(cfg.data), split)
-    default_name = f"eval-{split}" if len(dirs) == 1 else f"eval-{split}-ensemble{len(dirs)}"
-    out = Path(out_dir) if out_dir else dirs[0] / default_name
+    out = Path(out_dir) if out_dir else default_eval_dir(dirs, split)
     out.mkdir(parents=True, exist_ok=True)
     if len(dirs) == 1:
         scores = {"model": str(dirs[0]), "task": cfg.data.task, "split": split, "attention": cfg.model.attention}

@@ -9,17 +9,30 @@ Layout of a checkpoint directory::
     trainer.safetensors  optimizer moments and RNG states (optional)
     ...                  family-specific files (vocabularies, tokenizer models)
 
-A directory is written next to its final place and renamed into it, so a
-crash never leaves a half-written checkpoint behind. Loading reads tensors
-with safetensors and text with json/yaml: nothing is ever unpickled.
+A directory is written next to its final place (``.NAME.tmp-*``) and swapped
+into it atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``,
+macOS ``renamex_np(RENAME_SWAP)``), so there is never a moment without a
+complete checkpoint at NAME. Elsewhere the old one is moved aside
+(``.NAME.old-*``) first; :func:`recover_interrupted`, which trainers run at
+start, puts a complete checkpoint back if a crash fell between the two
+renames, and removes leftover temporaries. A save that fails (a full disk, a
+read-only directory) keeps the previous checkpoint and raises a
+:class:`CheckpointError`. Loading reads tensors with safetensors and text with
+json/yaml: nothing is ever unpickled.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import functools
 import json
 import os
+import re
 import shutil
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,10 +56,17 @@ def write_checkpoint(
     trainer_tensors: dict[str, torch.Tensor] | None = None,
     extra: Callable[[Path], None] | None = None,
 ) -> Path:
-    """Write a checkpoint atomically; ``extra(tmpdir)`` adds family-specific files."""
+    """Write a checkpoint atomically; ``extra(tmpdir)`` adds family-specific files.
+
+    An OSError (or a safetensors write error) keeps any previous checkpoint at ``directory`` and
+    becomes a one-line :class:`CheckpointError` naming it.
+    """
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+    except OSError as exc:
+        raise _save_error(directory, exc) from None
     try:
         tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
@@ -60,22 +80,115 @@ def write_checkpoint(
         # meta.json last: its presence marks a complete checkpoint
         (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION, "family": family}),
                                        encoding="utf-8")
-        old = None
-        if directory.exists():
-            old = directory.with_name(f".{directory.name}.old-{os.getpid()}")
-            os.replace(directory, old)
-        try:
-            os.replace(tmp, directory)
-        except BaseException:
-            if old is not None:  # put the previous checkpoint back where it was
-                os.replace(old, directory)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        _swap_in(tmp, directory)
+    except (OSError, SafetensorError) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _save_error(directory, exc) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def _save_error(directory: Path, exc: Exception) -> CheckpointError:
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    kept = " (the previous one is kept)" if (directory / "meta.json").is_file() else ""
+    return CheckpointError(f"{directory}: could not save the checkpoint: {reason}{kept}")
+
+
+def _swap_in(new: Path, directory: Path) -> None:
+    """Move the complete checkpoint ``new`` to ``directory``, replacing any checkpoint there."""
+    if not os.path.lexists(directory):
+        os.replace(new, directory)
+        return
+    if _exchange(new, directory):  # ``new`` now holds the previous checkpoint
+        shutil.rmtree(new, ignore_errors=True)
+        return
+    # no atomic swap here: a crash between these renames is repaired by recover_interrupted()
+    old = directory.with_name(f".{directory.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+    os.replace(directory, old)
+    try:
+        os.replace(new, directory)
+    except BaseException:
+        os.replace(old, directory)  # put the previous checkpoint back where it was
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _swap_function() -> Callable[[bytes, bytes], int] | None:
+    """The C call that swaps two paths atomically, or None where libc has none."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):  # glibc >= 2.28
+        call = libc.renameat2
+        call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
+                         ctypes.c_uint]
+        at_fdcwd, rename_exchange = -100, 2
+        return lambda a, b: call(at_fdcwd, a, at_fdcwd, b, rename_exchange)
+    if sys.platform == "darwin" and hasattr(libc, "renamex_np"):
+        call = libc.renamex_np
+        call.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+        rename_swap = 2
+        return lambda a, b: call(a, b, rename_swap)
+    return None
+
+
+def _exchange_available() -> bool:
+    return _swap_function() is not None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap the existing paths ``a`` and ``b`` atomically; False where the OS or the file system
+    cannot."""
+    call = _swap_function()
+    if call is None:
+        return False
+    if call(os.fsencode(a), os.fsencode(b)) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
+
+
+# .NAME.tmp-*: a new checkpoint being written; .NAME.old-*: one moved aside; .NAME.xxxxxxxx: either,
+# as earlier versions named them
+_TEMPORARY = re.compile(r"^\.(?P<name>[^/]+?)\.(?:(?P<kind>tmp|old)-)?[\w.-]+$")
+
+
+def recover_interrupted(parent: str | Path, names: str) -> list[str]:
+    """Repair what a crash in the middle of saving left in ``parent``; run it with the run locked.
+
+    ``names`` is a regular expression of the checkpoint names to look after (e.g. ``last|best``).
+    A checkpoint missing from its place is restored from its newest complete temporary (the new
+    one of an interrupted replacement before the old one); every other temporary is removed.
+    Returns one message per restored checkpoint.
+    """
+    parent = Path(parent)
+    if not parent.is_dir():
+        return []
+    groups: dict[str, list[tuple[str | None, Path]]] = {}
+    for entry in parent.iterdir():
+        found = _TEMPORARY.match(entry.name)
+        if (found and re.fullmatch(names, found["name"]) and entry.is_dir()
+                and not entry.is_symlink()):
+            groups.setdefault(found["name"], []).append((found["kind"], entry))
+    messages = []
+    for name, entries in sorted(groups.items()):
+        target = parent / name
+        complete = [(kind != "old", (path / "meta.json").stat().st_mtime, path)
+                    for kind, path in entries if (path / "meta.json").is_file()]
+        if not os.path.lexists(target) and complete:
+            chosen = max(complete)[2]
+            os.replace(chosen, target)
+            messages.append(f"{target}: restored from {chosen.name}, left by an interrupted save")
+        for _, path in entries:
+            if path.exists():
+                shutil.rmtree(path, ignore_errors=True)
+    return messages
 
 
 def read_meta(directory: str | Path, family: str | None = None) -> dict:

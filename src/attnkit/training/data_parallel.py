@@ -23,6 +23,7 @@ Only dropout differs from a single-process run: each rank draws its own masks
 
 from __future__ import annotations
 
+import signal
 import traceback
 from typing import Any
 
@@ -170,6 +171,9 @@ def _worker_main(rank: int, model: nn.Module, buffer: Tensor, conn, seed: int, t
                  label_smoothing: float) -> None:
     """A helper's loop: receive a shard, write its gradient into ``buffer``, reply (loss, correct, tokens)."""
     try:
+        # rank 0 stops cleanly on these and then ends this helper
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
         torch.set_num_threads(threads)
         torch.manual_seed(seed * 1000003 + rank)  # its own dropout masks
         model.train()

@@ -43,6 +43,7 @@ from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
+from attnkit.training import rundir
 from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
 from attnkit.training.optim import adam
 from attnkit.translator import Translator
@@ -81,6 +82,7 @@ class Trainer:
         self.cfg = cfg
         self.run_dir = cfg.run_dir
         self.log = log_fn or _log
+        self.signals = rundir.StopSignals()  # entered by train()
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)
@@ -145,10 +147,22 @@ class Trainer:
         return None  # cosine and noam: the rate is a function of the update number, set before every update
 
     # ---- the loop ------------------------------------------------------------
-    def train(self, resume: bool = False) -> Path:
-        """Train until epochs, patience or time budget run out; returns the best checkpoint directory."""
+    def train(self, resume: bool = False, overwrite: bool = False) -> Path:
+        """Train until epochs, patience or time budget run out; returns the best checkpoint.
+
+        The run directory is locked meanwhile; a fresh run refuses one holding checkpoints unless
+        ``overwrite``. SIGINT/SIGTERM save ``last`` after the current update and raise
+        :class:`attnkit.errors.TrainingInterrupted`.
+        """
+        with rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log), \
+                rundir.StopSignals() as signals:
+            self.signals = signals
+            return self._train(resume)
+
+    def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = self._build(resume)
+        rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model))
         if state.epoch >= tc.epochs:
             self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
             return self.run_dir / "best"
@@ -171,11 +185,14 @@ class Trainer:
             model.decoder.compile_step()
         torch.set_num_threads(self.update_threads)
         try:
-            self._loop(translator, state, optimizer, scheduler, examples, workers, start, budget_s)
+            interrupted = self._loop(translator, state, optimizer, scheduler, examples, workers,
+                                     start, budget_s)
         finally:
             if workers is not None:
                 workers.close()
             torch.set_num_threads(self.eval_threads)
+        if interrupted:
+            self._save_interrupted(translator, state, optimizer, scheduler, start)
         state.finished = True
         state.elapsed_s = time.time() - start
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
@@ -188,12 +205,17 @@ class Trainer:
         return self.run_dir / "best"
 
     def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples, workers,
-              start: float, budget_s: float | None) -> None:
-        """Epochs of updates with evaluations in between, until epochs, patience or the time budget end."""
+              start: float, budget_s: float | None) -> bool:
+        """Epochs of updates with evaluations in between, until epochs, patience or time run out.
+
+        True when SIGINT/SIGTERM stopped it (seen before an update, so an epoch's last update is
+        still followed by its evaluation and a resumed run goes on exactly)."""
         tc = self.cfg.train
         model = translator.model
         stop = False
         while state.epoch < tc.epochs and not stop:
+            if self.signals.requested:
+                return True
             batches = make_batches(examples, batch_size=None if tc.max_tokens else tc.batch_size,
                                    max_tokens=tc.max_tokens, shuffle=True, seed=tc.seed * 100003 + state.epoch)
             bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
@@ -202,6 +224,9 @@ class Trainer:
             tokens_seen, t_epoch = 0, time.time()
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
+                if self.signals.requested:
+                    bar.close()
+                    return True
                 model.train()
                 if tc.scheduler in ("cosine", "noam"):  # derived from the saved step: a resumed run goes on exactly
                     lr = (cosine_lr(tc, state.step, planned_updates, time.time() - start, budget_s)
@@ -231,6 +256,7 @@ class Trainer:
                 stop = self._evaluate(translator, state, optimizer, scheduler, start)
             state.epoch += 1
             state.batches_done = 0
+        return False
 
     def _update(self, model: Seq2Seq, optimizer, batch, workers: GradientWorkers | None) -> tuple[float, int, int]:
         """One optimizer step on the batch's mean token loss: (that loss, correct tokens, target tokens)."""
@@ -288,6 +314,14 @@ class Trainer:
                          "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
                          "metric": self.metric}
         translator.save(directory, trainer_state, tensors)
+
+    def _save_interrupted(self, translator: Translator, state: TrainerState, optimizer, scheduler,
+                          start: float) -> None:
+        """Save ``last`` where a signal stopped the loop and raise TrainingInterrupted."""
+        state.elapsed_s = time.time() - start
+        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        where = f"update {state.step} (epoch {state.epoch + 1})"
+        raise self.signals.interrupted(self.run_dir / "last", where)
 
     # ---- checkpoint averaging -------------------------------------------------
     def _top_steps(self, history: list) -> list[int]:
@@ -368,6 +402,11 @@ def noam_lr(tc, step: int) -> float:
     return tc.lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
 
 
+def _checkpoint_bytes(model: torch.nn.Module) -> int:
+    """About the size of one checkpoint: the weights and Adam's two moments."""
+    return 3 * sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
 def _step_of(directory: Path) -> int | None:
     """``step-0001200`` -> 1200 (None for any other name)."""
     number = directory.name.partition("-")[2]
@@ -386,5 +425,5 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def train_experiment(cfg: ExperimentConfig, resume: bool = False) -> Path:
-    return Trainer(cfg).train(resume=resume)
+def train_experiment(cfg: ExperimentConfig, resume: bool = False, overwrite: bool = False) -> Path:
+    return Trainer(cfg).train(resume=resume, overwrite=overwrite)

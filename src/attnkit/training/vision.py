@@ -31,6 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -42,6 +43,7 @@ from attnkit.data.tasks.vision import DataConfig, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
+from attnkit.training import rundir
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
 
 FAMILY = "vision"
@@ -184,6 +186,7 @@ class TrainerState:
     """What ``trainer.json`` holds: enough to resume and to report."""
 
     epoch: int = 0  # epochs completed
+    batches_done: int = 0  # batches of the next epoch already trained (a signal stopped it)
     step: int = 0
     planned_epochs: int = 0
     best_dev_error: float = float("inf")
@@ -194,8 +197,11 @@ class TrainerState:
     history: list = field(default_factory=list)
 
 
-def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState) -> None:
+def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState,
+          epoch_order: Tensor | None = None) -> None:
     info, tensors = ckpt.optimizer_to_tensors(optimizer)
+    if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
+        tensors["epoch_order"] = epoch_order
     tensors["rng.torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
@@ -221,6 +227,23 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     return TrainerState(**{k: v for k, v in trainer.items() if k in known})
 
 
+def _save_interrupted(out: Path, model: nn.Module, optimizer, cfg: VisionConfig,
+                      state: TrainerState, stop: "EpochStop", signals: rundir.StopSignals) -> None:
+    """Save ``out/last`` where a signal stopped training, and raise TrainingInterrupted."""
+    _save(out / "last", model, optimizer, cfg, state, stop.order if state.batches_done else None)
+    where = f"step {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
+    raise signals.interrupted(out / "last", where)
+
+
+def _interrupted_order(directory: Path, device: torch.device) -> Tensor:
+    """The image order of the epoch a signal interrupted, saved with ``last``."""
+    order = (ckpt.read_tensors(directory / "trainer.safetensors") or {}).get("epoch_order")
+    if order is None:
+        raise CheckpointError(f"{directory / 'trainer.safetensors'}: an interrupted epoch "
+                              "without its epoch_order")
+    return order.to(device)
+
+
 # ---------------------------------------------------------------- loops
 
 
@@ -229,8 +252,11 @@ def _log(cfg: TrainConfig, message: str) -> None:
         tqdm.write(message, file=sys.stderr)
 
 
-def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool, drop_last: bool = False) -> list[Tensor]:
-    order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
+def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool, drop_last: bool = False,
+             order: Tensor | None = None) -> list[Tensor]:
+    """Index tensors of the batches, in ``order`` (N,) when given (an interrupted epoch's)."""
+    if order is None:
+        order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
     batches = list(order.split(batch_size))
     if drop_last and len(batches) > 1 and len(batches[-1]) < batch_size:
         batches.pop()  # one batch shape: a compiled step is not recompiled for the remainder
@@ -250,18 +276,40 @@ def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_c
     return {"images": n, "accuracy": right / max(n, 1), "error_pct": 100.0 * (n - right) / max(n, 1)}
 
 
+@dataclass
+class EpochStop:
+    """How an epoch may be cut short by a signal, and resumed where it was."""
+
+    requested: Callable[[], bool] = lambda: False
+    order: Tensor | None = None  # (N,) the epoch's image order: given to resume, set by the epoch
+    interrupted: bool = False
+
+
 def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
-                 state: TrainerState, deadline: float | None) -> dict:
-    """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled)."""
+                 state: TrainerState, deadline: float | None,
+                 stop: EpochStop | None = None) -> dict:
+    """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled).
+
+    With ``stop``: goes on from ``stop.order`` at ``state.batches_done`` (an interrupted epoch), and
+    ends before the next update once ``stop.requested()``, leaving the order in ``stop.order``.
+    """
     model.train()
     t_cfg = cfg.train
-    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True, drop_last=t_cfg.compile)
+    stop = stop or EpochStop()
+    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True,
+                       drop_last=t_cfg.compile, order=stop.order)
+    stop.order = torch.cat(batches) if batches else None
+    first, lr = state.batches_done, learning_rate(t_cfg, state.epoch, state.planned_epochs)
     loss_sum = torch.zeros((), device=split.images.device)
     correct = torch.zeros((), device=split.images.device)
     seen, start = 0, time.perf_counter()
-    bar = tqdm(batches, desc=f"epoch {state.epoch + 1}/{state.planned_epochs}", unit="batch", leave=False,
-               disable=not t_cfg.progress, file=sys.stderr, dynamic_ncols=True)
-    for i, idx in enumerate(bar):
+    bar = tqdm(batches[first:], desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
+               unit="batch", leave=False, disable=not t_cfg.progress, file=sys.stderr,
+               dynamic_ncols=True)
+    for i, idx in enumerate(bar, start=first):
+        if stop.requested():
+            stop.interrupted = True
+            break
         lr = learning_rate(t_cfg, state.epoch + i / len(batches), state.planned_epochs)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -272,6 +320,7 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
             nn.utils.clip_grad_norm_(model.parameters(), t_cfg.grad_clip)
         optimizer.step()
         state.step += 1
+        state.batches_done = i + 1
         loss_sum += reported.detach() * len(idx)
         correct += batch_correct
         seen += len(idx)
@@ -301,16 +350,27 @@ def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> 
     return min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6)))
 
 
-def train_vision(config: dict, output_dir: Path | None = None, resume: bool = False, source: str = "config") -> Path:
+def train_vision(config: dict, output_dir: Path | None = None, resume: bool = False,
+                 source: str = "config", overwrite: bool = False) -> Path:
     """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best checkpoint dir.
 
     Writes ``OUT/best`` (lowest dev error so far) and ``OUT/last`` (end of
     the latest epoch) where OUT is ``output_dir`` or ``train.output_dir``.
-    ``resume=True`` continues from ``OUT/last`` (its config must match).
+    ``resume=True`` continues from ``OUT/last`` (its config must match); a
+    fresh run refuses an OUT holding checkpoints unless ``overwrite``. OUT is
+    locked while training; SIGINT/SIGTERM save ``OUT/last`` after the current
+    update (a resumed run goes on from that batch) and raise TrainingInterrupted.
     """
     cfg = parse_config(config, source)
+    out = Path(output_dir) if output_dir is not None else Path(cfg.train.output_dir)
+    with rundir.claim_run_dir(out, resume, overwrite, lambda m: _log(cfg.train, m)), \
+            rundir.StopSignals() as signals:
+        return _train_vision(cfg, out, resume, source, signals)
+
+
+def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
+                  signals: rundir.StopSignals) -> Path:
     t_cfg = cfg.train
-    out = Path(output_dir) if output_dir is not None else Path(t_cfg.output_dir)
     if t_cfg.num_threads:
         torch.set_num_threads(t_cfg.num_threads)
     device = resolve_device(t_cfg.device)
@@ -330,6 +390,10 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
             raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
         state = _restore(out / "last", model, optimizer)
         state.stopped, state.planned_epochs = "", t_cfg.epochs  # the config may ask for more epochs now
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
+    resumed_order = _interrupted_order(out / "last", device) if state.batches_done else None
+    stop = EpochStop(lambda: signals.requested, resumed_order)
     step = torch.compile(family.train_step) if t_cfg.compile else family.train_step
     data = VisionData(cfg.data)
     dev = family.to_device(data.split("dev"), device)
@@ -342,13 +406,19 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
     with ThreadPoolExecutor(max_workers=1) as pool:
         pending = pool.submit(data.train_split, state.epoch)
         while state.epoch < state.planned_epochs:
+            if signals.requested:  # between epochs: ``last`` is saved again as it is
+                _save_interrupted(out, model, optimizer, cfg, state, stop, signals)
             began = time.perf_counter()
             if train is None or redraw:
                 pending = pending or pool.submit(data.train_split, state.epoch)
                 train = family.to_device(pending.result(), device)
                 more = redraw and state.epoch + 1 < state.planned_epochs
                 pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
-            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline)
+            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, stop)
+            if stop.interrupted:
+                state.elapsed_s += time.perf_counter() - began
+                _save_interrupted(out, model, optimizer, cfg, state, stop, signals)
+            state.batches_done, stop.order = 0, None
             dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
             state.epoch += 1
             seconds = time.perf_counter() - began
