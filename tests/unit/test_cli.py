@@ -230,8 +230,8 @@ def test_plot_bad_suffix_and_empty_input(capsys, trained, tmp_path):
     ("train.batch_size=0", "train.batch_size"), ("train.threads=-1", "train.threads"),
     ("train.max_minutes=0", "train.max_minutes"), ("train.max_minutes=-1", "train.max_minutes"),
     ("train.clip=-1", "train.clip"), ("decode.alpha=nan", "decode.alpha"),
-    ("model.heads=4", "model.heads: applies only to attention multihead, not bahdanau"),
-    ("model.input_feeding=true",
+    ("model.heads=8", "model.heads: applies only to attention multihead, not bahdanau"),
+    ("model.input_feeding=false",
      "model.input_feeding: applies only to decoder luong, not bahdanau"),
     ("data.max_number=99", "data.max_number: applies only to task numbers, not parallel"),
 ])
