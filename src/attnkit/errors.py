@@ -36,3 +36,7 @@ class ConfigError(AttnkitError):
 
 class CheckpointError(AttnkitError):
     """A checkpoint directory that is missing, incomplete, corrupt or foreign."""
+
+
+class TrainingError(AttnkitError):
+    """A run that cannot go on: its loss or gradients stopped being finite, update after update."""

@@ -77,6 +77,8 @@ class TrainConfig:
     max_tokens: int | None = None  # padded tokens per batch; overrides batch_size
     lr: float = 0.001
     clip: float = 1.0  # gradient norm clipping (0 = off)
+    # an update with a NaN/inf loss or gradient norm is skipped; this many in a row stop the run
+    max_bad_updates: int = 20
     label_smoothing: float = 0.0
     scheduler: str = "plateau"  # plateau | cosine | constant | noam
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
@@ -107,6 +109,8 @@ class TrainConfig:
             raise ConfigError(f"{_key(where, 'average_checkpoints')}: must be 0 (off) or more")
         if self.processes < 1:
             raise ConfigError(f"{_key(where, 'processes')}: must be at least 1")
+        if self.max_bad_updates < 1:
+            raise ConfigError(f"{_key(where, 'max_bad_updates')}: must be at least 1")
         if self.patience is not None and self.patience < 1:
             raise ConfigError(f"{_key(where, 'patience')}: must be at least 1, or null for no early stopping")
         if self.compile and self.processes > 1:

@@ -14,7 +14,8 @@ with the list of valid ones.
 Public entry points (the CLI calls these):
 
 * :func:`train_vision` -- train, keep ``OUT/best`` (lowest dev error) and
-  ``OUT/last`` checkpoints, resume from ``OUT/last``;
+  ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
+  first); steps with a NaN/inf loss or gradient norm are skipped;
 * :func:`evaluate_vision` -- error % on the test (or dev) split;
 * :func:`plot_vision` -- PNG + GIF of where the model looks on test image N.
 
@@ -42,6 +43,8 @@ from attnkit.data.tasks.vision import DataConfig, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
+from attnkit.training import resume
+from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
 
 FAMILY = "vision"
@@ -76,6 +79,8 @@ class TrainConfig:
     """Adam weight decay (L2)."""
     grad_clip: float | None = 5.0
     """Clip the global gradient norm to this value (null: no clipping)."""
+    max_bad_updates: int = 20
+    """Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end the run."""
     patience: int | None = 20
     """Early stopping: stop after this many epochs without a lower dev error (null: never)."""
     max_minutes: float | None = None
@@ -100,7 +105,7 @@ class TrainConfig:
     CHOICES = {"lr_schedule": ("cosine", "step", "constant"), "device": ("auto", "cpu", "cuda")}
 
     def validate(self, where: str) -> None:
-        for name in ("epochs", "batch_size", "eval_batch_size"):
+        for name in ("epochs", "batch_size", "eval_batch_size", "max_bad_updates"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
         if self.lr <= 0:
@@ -181,10 +186,12 @@ class TrainerState:
     bad_epochs: int = 0
     elapsed_s: float = 0.0  # training wall time, summed over resumed runs
     stopped: str = ""  # why training ended: "", "epochs", "patience", "budget"
+    skipped_updates: int = 0  # steps whose loss or gradient norm was not finite: no update applied
     history: list = field(default_factory=list)
 
 
 def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState) -> None:
+    check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
     info, tensors = ckpt.optimizer_to_tensors(optimizer)
     tensors["rng.torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -196,19 +203,21 @@ def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state
 
 
 def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
+    """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
     ckpt.read_meta(directory, FAMILY)
     ckpt.load_model_state(model, directory)
-    trainer = ckpt.read_json(directory / "trainer.json")
-    tensors = ckpt.read_tensors(directory / "trainer.safetensors")
-    ckpt.optimizer_from_tensors(optimizer, trainer.pop("optimizer", {}), tensors)
-    if "rng.torch" in tensors:
-        torch.set_rng_state(tensors["rng.torch"])
-    if "rng.cuda" in tensors and torch.cuda.is_available():
-        torch.cuda.set_rng_state(tensors["rng.cuda"])
-    if trainer.get("best_dev_error") is None:
-        trainer["best_dev_error"] = float("inf")
-    known = set(TrainerState.__dataclass_fields__)
-    return TrainerState(**{k: v for k, v in trainer.items() if k in known})
+    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
+    trainer = resume.check_sections(ckpt.read_json(json_path), json_path, ("optimizer",),
+                                    tuple(TrainerState.__dataclass_fields__))
+    tensors = ckpt.read_tensors(tensors_path)
+    resume.check_tensor_names(tensors, tensors_path)
+    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
+    if counters.get("best_dev_error", 0) is None:  # saved as null while no epoch has been scored
+        del counters["best_dev_error"]
+    state = resume.dataclass_from_json(TrainerState, counters, str(json_path))
+    ckpt.optimizer_from_tensors(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_rng(tensors, tensors_path)
+    return state
 
 
 # ---------------------------------------------------------------- loops
@@ -241,10 +250,15 @@ def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_c
 
 
 def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
-                 state: TrainerState, deadline: float | None) -> dict:
-    """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled)."""
+                 state: TrainerState, deadline: float | None, guard: UpdateGuard) -> dict:
+    """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled).
+
+    ``guard`` skips the steps whose loss or gradient norm is not finite; they are
+    left out of the statistics.
+    """
     model.train()
     t_cfg = cfg.train
+    skipped_before = state.skipped_updates
     batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True, drop_last=t_cfg.compile)
     loss_sum = torch.zeros((), device=split.images.device)
     correct = torch.zeros((), device=split.images.device)
@@ -258,14 +272,16 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
         loss, reported, batch_correct = step(model, split.batch(idx), cfg.model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if t_cfg.grad_clip:
-            nn.utils.clip_grad_norm_(model.parameters(), t_cfg.grad_clip)
-        optimizer.step()
         state.step += 1
-        loss_sum += reported.detach() * len(idx)
-        correct += batch_correct
-        seen += len(idx)
-        if t_cfg.progress and (i % 20 == 0 or i == len(batches) - 1):
+        if guard.step(optimizer, model.parameters(), loss.detach(), t_cfg.grad_clip, state.step):
+            state.skipped_updates += 1
+            _log(t_cfg, f"step {state.step}: skipped, not finite ({guard.last_reason}); "
+                        f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+        else:
+            loss_sum += reported.detach() * len(idx)
+            correct += batch_correct
+            seen += len(idx)
+        if t_cfg.progress and seen and (i % 20 == 0 or i == len(batches) - 1):
             rate = seen / max(time.perf_counter() - start, 1e-9)
             bar.set_postfix(loss=f"{float(loss_sum) / seen:.4f}", acc=f"{100 * float(correct) / seen:.2f}%",
                             img_s=f"{rate:.0f}", lr=f"{lr:.2e}")
@@ -273,7 +289,7 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
             break
     bar.close()
     return {"train_loss": float(loss_sum) / max(seen, 1), "train_accuracy": float(correct) / max(seen, 1),
-            "images": seen, "lr": lr}
+            "images": seen, "lr": lr, "skipped_updates": state.skipped_updates - skipped_before}
 
 
 def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
@@ -325,6 +341,7 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
     dev = family.to_device(data.split("dev"), device)
     deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
     epoch_seconds: list[float] = []
+    guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
     _log(t_cfg, f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
                 f"parameters, {data.describe()}")
     redraw = cfg.data.resample and cfg.data.task != "mnist"  # else one training set for every epoch
@@ -338,7 +355,7 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
                 train = family.to_device(pending.result(), device)
                 more = redraw and state.epoch + 1 < state.planned_epochs
                 pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
-            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline)
+            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, guard)
             dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
             state.epoch += 1
             seconds = time.perf_counter() - began
@@ -352,10 +369,12 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
             state.history.append({"epoch": state.epoch, **stats, "dev_error_pct": dev_stats["error_pct"],
                                   "seconds": round(seconds, 3)})
             state.planned_epochs = _plan(t_cfg, state, epoch_seconds)
+            n_skipped = stats["skipped_updates"]
+            skipped = f"  {n_skipped} steps skipped" if n_skipped else ""
             _log(t_cfg, f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
                         f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
                         f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
-                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s)")
+                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}")
             if deadline is not None and time.perf_counter() > deadline:
                 state.stopped = "budget"
             elif t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
