@@ -114,3 +114,10 @@ def test_a_step_size_past_float32_is_a_training_error():
         TrainingError, match=r"^update 7: the optimizer's step overflowed .*train.lr"
     ):
         UpdateGuard(5).step(opt, model.parameters(), _backward(model), 1.0, update=7)
+
+
+def test_check_weights_covers_buffers():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4))
+    model[1].running_var[2] = math.nan  # as a forward through diverged weights leaves it
+    with pytest.raises(TrainingError, match=r"1.running_var holds NaN"):
+        check_weights(model, "epoch 1")

@@ -70,9 +70,10 @@ def _step(optimizer: torch.optim.Optimizer, update: int) -> None:
 
 
 def check_weights(model: torch.nn.Module, where: str) -> None:
-    """TrainingError when a weight holds NaN or inf: a finite gradient times a huge learning
-    rate can overflow in the update itself, and such weights must never be saved."""
-    for name, param in model.named_parameters():
-        if not bool(torch.isfinite(param).all()):
+    """TrainingError when a weight or buffer holds NaN or inf: a finite gradient times a huge
+    learning rate can overflow in the update itself (and batch-norm statistics in the forward),
+    and such a model must never be saved."""
+    for name, tensor in model.state_dict().items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             raise TrainingError(f"{where}: {name} holds NaN or infinite values after the "
                                 "updates; the run has diverged: lower train.lr")
