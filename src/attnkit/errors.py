@@ -45,3 +45,7 @@ class TrainingInterrupted(AttnkitError):
         super().__init__(message)
         self.signum = signum
         self.exit_status = 128 + signum
+
+
+class TrainingError(AttnkitError):
+    """A run that cannot go on: its loss or gradients stopped being finite, update after update."""

@@ -95,6 +95,8 @@ class TrainConfig:
     max_tokens: int | None = None  # padded tokens per batch; overrides batch_size
     lr: float = 0.001
     clip: float = 1.0  # gradient norm clipping (0 = off)
+    # an update with a NaN/inf loss or gradient norm is skipped; this many in a row stop the run
+    max_bad_updates: int = 20
     label_smoothing: float = 0.0
     scheduler: str = "plateau"  # plateau | cosine | constant | noam
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
@@ -131,6 +133,7 @@ class TrainConfig:
         "max_minutes": above(0, null=True),
         "threads": (lambda v: v >= 0, "at least 1, or 0 for torch's default"),
         "processes": at_least(1),
+        "max_bad_updates": at_least(1),
     }
 
     def validate(self, where: str) -> None:

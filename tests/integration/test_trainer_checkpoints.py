@@ -7,9 +7,11 @@ import shutil
 import pytest
 import torch
 import yaml
+from safetensors.torch import save_file
 
 from attnkit.experiment import load_experiment
 from attnkit.training import checkpoint as ckpt
+from attnkit.training import trainer as trainer_module
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
 
@@ -168,3 +170,118 @@ def test_train_compile_compiles_the_decoder_step(tmp_path, monkeypatch):
     cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)), {"epochs": 1, "compile": True})
     Trainer(cfg, log_fn=lambda m: None).train()
     assert len(calls) == 1
+
+
+# ---- resume and divergence through the command line ---------------------------------------------
+def _cli_fails(capsys, argv, *needles) -> str:
+    """``attnkit argv`` exits 2 with one line 'attnkit: error: ...' holding every needle."""
+    from attnkit.cli import main
+
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    errors = [line for line in err.splitlines() if line.startswith("attnkit: error: ")]
+    assert code == 2 and len(errors) == 1 and "Traceback" not in err, err
+    for needle in needles:
+        assert str(needle) in errors[0], (needle, errors[0])
+    return errors[0]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """(config file, run directory) of one epoch trained by ``attnkit train``."""
+    from attnkit.cli import main
+
+    tmp = tmp_path_factory.mktemp("cli_resume")
+    _config(tmp, _write_tsvs(tmp, _digits, sizes=(60, 10, 10)), {"epochs": 1})
+    path = tmp / "exp.yaml"
+    assert main(["train", str(path), "--output-dir", str(tmp / "run")]) == 0
+    return path, tmp / "run"
+
+
+def _damage_tensors(change):
+    def damage(last):
+        tensors = ckpt.read_tensors(last / "trainer.safetensors")
+        change(tensors)
+        save_file(tensors, str(last / "trainer.safetensors"))
+    return damage, "trainer.safetensors"
+
+
+def _damage_json(change):
+    def damage(last):
+        info = json.loads((last / "trainer.json").read_text())
+        change(info)
+        (last / "trainer.json").write_text(json.dumps(info))
+    return damage, "trainer.json"
+
+
+def _put(key, value):
+    return lambda tensors: tensors.update({key: value(tensors[key]) if callable(value) else value})
+
+
+DAMAGE = {  # name -> ((damage, file), what the error line names)
+    "moment broadcasts": (_damage_tensors(_put("optimizer.0.exp_avg", torch.zeros(8))),
+                          "optimizer.0.exp_avg"),
+    "moment too short": (_damage_tensors(_put("optimizer.2.exp_avg_sq", torch.ones(2))),
+                         "optimizer.2.exp_avg_sq"),
+    "moment int64": (_damage_tensors(_put("optimizer.1.exp_avg", torch.Tensor.long)), "int64"),
+    "moment NaN": (_damage_tensors(_put("optimizer.3.exp_avg", lambda t: t.fill_(float("nan")))),
+                   "optimizer.3.exp_avg"),
+    "no rng.torch": (_damage_tensors(lambda t: t.pop("rng.torch")), "'rng.torch' is missing"),
+    "no optimizer": (_damage_json(lambda i: i.pop("optimizer")), "'optimizer' is missing"),
+    "unknown state field": (_damage_json(lambda i: i["state"].update(bogus=1)),
+                            "unknown key 'bogus'"),
+    "step not a number": (_damage_json(lambda i: i["state"].update(step="x")), "state.step"),
+}
+
+
+@pytest.mark.parametrize("name", DAMAGE)
+def test_resume_refuses_damaged_trainer_state_in_one_line(capsys, cli_run, tmp_path, name):
+    config, run = cli_run
+    shutil.copytree(run, tmp_path / "run")
+    last = tmp_path / "run" / "last"
+    (damage, file), needle = DAMAGE[name]
+    damage(last)
+    before = {p.name: p.read_bytes() for p in last.iterdir()}
+    _cli_fails(capsys, ["train", config, "--output-dir", tmp_path / "run", "--resume",
+                        "--set", "train.epochs=2"], last / file, needle)
+    assert {p.name: p.read_bytes() for p in last.iterdir()} == before  # `last` is not overwritten
+
+
+@pytest.mark.parametrize("eval_every, needles", [
+    (0, ("update 3: ", "best not written: ", "NaN or infinite")),  # 3 updates an epoch
+    (1000, ("update 21: 20 updates in a row", "train.max_bad_updates: 20")),  # no evaluation
+])
+def test_a_diverging_run_stops_naming_the_update_and_writes_no_nan(capsys, cli_run, tmp_path,
+                                                                   eval_every, needles):
+    config, _ = cli_run
+    run = tmp_path / "run"
+    _cli_fails(capsys, ["train", config, "--output-dir", run, "--set", "train.lr=1e38",
+                        "--set", "train.epochs=10", "--set", f"train.eval_every={eval_every}"],
+               *needles)
+    assert not list(run.rglob("meta.json"))  # the first update already overflowed: nothing to save
+
+
+def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
+    _, run = cli_run
+    cfg = load_experiment(run.parent / "exp.yaml")
+    cfg.output_dir, cfg.train.epochs = str(tmp_path / "run"), 2
+    logged = []
+    trainer = Trainer(cfg, log_fn=logged.append)
+    real = trainer_module.shard_loss_backward
+    calls = []
+
+    def every_third_is_nan(model, batch, total, smoothing):
+        calls.append(1)
+        loss_sum, correct, tokens = real(model, batch, total, smoothing)
+        if len(calls) % 3 == 0:
+            next(model.parameters()).grad.fill_(float("nan"))
+        return loss_sum, correct, tokens
+
+    monkeypatch.setattr(trainer_module, "shard_loss_backward", every_third_is_nan)
+    trainer.train()
+    state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
+    assert state["skipped_updates"] == len(calls) // 3 > 0
+    assert state["history"][-1]["skipped_updates"] == state["skipped_updates"]
+    assert sum(": skipped, not finite (" in line for line in logged) == state["skipped_updates"]
+    assert f"({state['skipped_updates']} skipped, not finite)" in logged[-1]
+    Translator.load(tmp_path / "run" / "last", "cpu")  # finite weights

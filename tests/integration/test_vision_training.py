@@ -6,17 +6,26 @@ the tests that read it are skipped, saying so, when it is missing.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
 import pytest
+import torch
 from PIL import Image
+from safetensors.torch import load_file, save_file
 
 from attnkit.config import read_yaml
-from attnkit.errors import CheckpointError, ConfigError
+from attnkit.errors import CheckpointError, ConfigError, TrainingError
 from attnkit.training.checkpoint import read_json, read_meta
-from attnkit.training.vision import evaluate_vision, parse_config, plot_vision, train_vision
+from attnkit.training.vision import (
+    evaluate_vision,
+    load_vision_model,
+    parse_config,
+    plot_vision,
+    train_vision,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = ["ram_mnist28", "ram_translated60", "ram_cluttered60", "sat_multidigit", "attnpool_cluttered60"]
@@ -65,6 +74,8 @@ def test_config_errors_name_the_key_and_list_valid_ones():
         parse_config({**base, "model": {"type": "ram", "core": "transformer"}}, "x.yaml")
     with pytest.raises(ConfigError, match=r"train.batch_size: expected an integer"):
         parse_config({**base, "train": {"batch_size": "big"}}, "x.yaml")
+    with pytest.raises(ConfigError, match=r"x.yaml: train.max_bad_updates: must be at least 1, got 0"):
+        parse_config({**base, "train": {"max_bad_updates": 0}}, "x.yaml")
     with pytest.raises(ConfigError, match=r"not a vision config"):
         parse_config({**base, "family": "seq2seq"}, "x.yaml")
 
@@ -153,3 +164,53 @@ def test_missing_checkpoint_and_resume_errors(tmp_path):
               "train": quiet_train()}
     with pytest.raises(CheckpointError, match="nothing to resume"):
         train_vision(config, output_dir=tmp_path / "run", resume=True)
+
+
+# ---------------------------------------------------------------- resume and divergence
+
+
+def _pooling_config(tmp_path, **train) -> dict:
+    return {"family": "vision",
+            "data": {"task": "mnist", "directory": str(mnist_dir()), "train_size": 96,
+                     "dev_size": 32, "test_size": 32, "verify": False},
+            "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
+            "train": quiet_train(**train)}
+
+
+@needs_mnist
+@pytest.mark.parametrize("tensor, value, needle", [
+    ("optimizer.0.exp_avg", torch.zeros(2), "optimizer.0.exp_avg is float32 (2,)"),
+    ("optimizer.1.exp_avg_sq", None, "optimizer.1.exp_avg_sq is float64"),
+    ("rng.torch", torch.zeros(3, dtype=torch.uint8), "rng.torch is uint8 (3,)"),
+])
+def test_resume_refuses_damaged_trainer_state(tmp_path, tensor, value, needle):
+    config = _pooling_config(tmp_path, epochs=1)
+    train_vision(config, output_dir=tmp_path / "run")
+    last = tmp_path / "run" / "last"
+    tensors = load_file(str(last / "trainer.safetensors"))
+    tensors[tensor] = tensors[tensor].double() if value is None else value
+    save_file(tensors, str(last / "trainer.safetensors"))
+    before = {p.name: p.read_bytes() for p in last.iterdir()}
+    config["train"]["epochs"] = 2
+    where = re.escape(f"{last / 'trainer.safetensors'}: {needle}")
+    with pytest.raises(CheckpointError, match=where):
+        train_vision(config, output_dir=tmp_path / "run", resume=True)
+    assert {p.name: p.read_bytes() for p in last.iterdir()} == before
+    info = read_json(last / "trainer.json")
+    (last / "trainer.json").write_text(json.dumps({**info, "bogus": 1}))
+    with pytest.raises(CheckpointError, match=r"trainer.json: unknown key 'bogus'"):
+        train_vision(config, output_dir=tmp_path / "run", resume=True)
+
+
+@needs_mnist
+@pytest.mark.parametrize("lr, needle", [
+    (1e38, r"^update 1: the optimizer's step overflowed"),  # lr / (1 - beta1) > float32's largest
+    (1e30, r"^update \d+: 4 updates in a row had a non-finite loss or gradient norm"),
+])
+def test_a_diverging_vision_run_stops_naming_the_update(tmp_path, lr, needle):
+    config = _pooling_config(tmp_path, epochs=10, batch_size=16, lr=lr, max_bad_updates=4,
+                             lr_schedule="constant")
+    with pytest.raises(TrainingError, match=needle):
+        train_vision(config, output_dir=tmp_path / "run")
+    for meta in (tmp_path / "run").rglob("meta.json"):
+        load_vision_model(meta.parent)  # anything saved holds finite weights

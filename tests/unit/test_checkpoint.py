@@ -444,3 +444,56 @@ def test_averaged_directory_loads_and_translates(tmp_path):
         torch.testing.assert_close(tensor, (states[0][name] + states[1][name]) / 2, msg=name)
     outputs = loaded.translate(INPUTS, beam_size=2)
     assert len(outputs) == len(INPUTS) and all(isinstance(t.output, str) for t in outputs)
+
+
+# ---- what loading and writing refuse ------------------------------------------------------------
+def _rewrite_weight(saved, change):
+    """Apply ``change(state)`` to the weights in ``saved/model.safetensors``."""
+    state = load_file(str(saved / "model.safetensors"))
+    change(state)
+    save_file(state, str(saved / "model.safetensors"))
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_weights_are_refused_on_load(saved, value):
+    _rewrite_weight(saved, lambda s: s["decoder.output.weight"].view(-1)[3].fill_(value))
+    msg = _load_error(saved)
+    assert str(saved / "model.safetensors") in msg
+    assert "decoder.output.weight holds NaN or infinite values" in msg
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float64, torch.float16])
+def test_weights_of_another_dtype_are_refused_on_load(saved, dtype):
+    name = "encoder.embed.weight"
+    _rewrite_weight(saved, lambda s: s.update({name: s[name].to(dtype)}))
+    msg = _load_error(saved)
+    assert name in msg and str(dtype).removeprefix("torch.") in msg and "float32" in msg
+
+
+def test_non_finite_weights_are_never_written(translator, saved):
+    before = {p.name: p.read_bytes() for p in saved.iterdir()}
+    with torch.no_grad():
+        translator.model.decoder.output.bias[0] = float("nan")
+    try:
+        with pytest.raises(CheckpointError, match=r"not written: decoder.output.bias holds NaN"):
+            translator.save(saved, {"state": {"step": 9}})
+    finally:
+        with torch.no_grad():
+            translator.model.decoder.output.bias[0] = 0.0
+    assert {p.name: p.read_bytes() for p in saved.iterdir()} == before  # the previous one stays
+    assert [p.name for p in saved.parent.iterdir()] == [saved.name]
+
+
+# too short; broadcasts over (8, 4)
+@pytest.mark.parametrize("bad", [torch.zeros(2), torch.zeros(8)])
+def test_optimizer_moments_of_another_shape_are_refused(bad):
+    _, opt, _ = _adam_and_steps(2)
+    info, tensors = ckpt.optimizer_to_tensors(opt)
+    tensors = {k: v.clone() for k, v in tensors.items()}
+    tensors["optimizer.0.exp_avg"] = bad
+    model2, _, _ = _adam_and_steps(0)
+    fused = torch.optim.Adam(model2.parameters(), lr=0.01, fused=True)
+    match = r"trainer.safetensors: optimizer.0.exp_avg is float32"
+    with pytest.raises(CheckpointError, match=match):
+        ckpt.optimizer_from_tensors(fused, info, tensors)
+    assert not fused.state

@@ -329,6 +329,22 @@ def test_real_process_with_bytes_that_are_not_utf8(trained, tmp_path):
     assert len(stdin_run.stdout.decode("utf-8").splitlines()) == 2
 
 
+@pytest.mark.parametrize("change, needle", [
+    (lambda w: w.fill_(float("nan")), "holds NaN or infinite values"),
+    (lambda w: w.long(), "dtype int64"),
+])
+def test_translate_refuses_nan_or_integer_weights(capsys, trained, tmp_path, change, needle):
+    from safetensors.torch import load_file, save_file
+
+    shutil.copytree(trained / "best", tmp_path / "best")
+    path = tmp_path / "best" / "model.safetensors"
+    state = load_file(str(path))
+    state["decoder.output.weight"] = change(state["decoder.output.weight"])
+    save_file(state, str(path))
+    _fails(capsys, ["translate", "--model", tmp_path / "best", "abc"], path,
+           "decoder.output.weight", needle)
+
+
 # ---- commands on a trained model -------------------------------------------------------------------------
 def test_train_wrote_checkpoints(trained):
     for name in ("best", "last"):

@@ -135,6 +135,7 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
     ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
     ({"train": {"batch_size": None}}, "batch_size"),
     ({"train": {"processes": 0}}, "train.processes"),
+    ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
     ({"train": {"patience": 0}}, "train.patience"),
     ({"train": {"compile": True, "processes": 2}}, "train.compile"),
 ])

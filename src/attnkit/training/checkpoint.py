@@ -42,6 +42,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from attnkit.errors import CheckpointError
+from attnkit.training.resume import restore_optimizer
 
 FORMAT = "attnkit-checkpoint"
 VERSION = 1
@@ -62,6 +63,7 @@ def write_checkpoint(
     becomes a one-line :class:`CheckpointError` naming it.
     """
     directory = Path(directory)
+    check_finite(model_state, f"{directory}: not written")
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
@@ -266,10 +268,32 @@ def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
         if unexpected:
             detail.append(f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}")
         raise CheckpointError(f"{path}: parameters do not match this model ({'; '.join(detail)})")
+    check_model_tensors(state, own, str(path))
+    model.load_state_dict(state)
+
+
+def check_model_tensors(state: dict[str, torch.Tensor], own: dict[str, torch.Tensor],
+                        where: str) -> None:
+    """Each saved tensor has the shape and dtype of the model's own, and floating ones are finite.
+
+    ``load_state_dict`` would cast an int64 or float64 tensor silently, and NaN
+    weights decode as ``<unk><unk>...``: a checkpoint like that is refused.
+    """
     for key, tensor in state.items():
         if tensor.shape != own[key].shape:
-            raise CheckpointError(f"{path}: {key} has shape {tuple(tensor.shape)}, the model expects {tuple(own[key].shape)}")
-    model.load_state_dict(state)
+            raise CheckpointError(f"{where}: {key} has shape {tuple(tensor.shape)}, "
+                                  f"the model expects {tuple(own[key].shape)}")
+        if tensor.dtype != own[key].dtype:
+            saved, expected = (str(t.dtype).removeprefix("torch.") for t in (tensor, own[key]))
+            raise CheckpointError(f"{where}: {key} has dtype {saved}, the model expects {expected}")
+    check_finite(state, where)
+
+
+def check_finite(state: dict[str, torch.Tensor], where: str) -> None:
+    """CheckpointError naming the first floating tensor of ``state`` that holds NaN or inf."""
+    for key, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise CheckpointError(f"{where}: {key} holds NaN or infinite values")
 
 
 def average_tensors(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
@@ -309,17 +333,8 @@ def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[s
     return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
 
 
-def optimizer_from_tensors(optimizer: torch.optim.Optimizer, info: dict, tensors: dict[str, torch.Tensor]) -> None:
-    """Inverse of :func:`optimizer_to_tensors`."""
-    state: dict[int, dict] = {}
-    for key, value in tensors.items():
-        if not key.startswith("optimizer."):
-            continue
-        _, pid, name = key.split(".", 2)
-        state.setdefault(int(pid), {})[name] = value
-    for pid, values in info.get("scalars", {}).items():
-        state.setdefault(int(pid), {}).update(values)
-    try:
-        optimizer.load_state_dict({"state": state, "param_groups": info["param_groups"]})
-    except (KeyError, ValueError) as exc:
-        raise CheckpointError(f"optimizer state does not match this model ({exc})") from None
+def optimizer_from_tensors(optimizer: torch.optim.Optimizer, info: dict,
+                           tensors: dict[str, torch.Tensor], json_path: str | Path = "trainer.json",
+                           tensors_path: str | Path = "trainer.safetensors") -> None:
+    """Inverse of :func:`optimizer_to_tensors`; every part is checked against ``optimizer``."""
+    restore_optimizer(optimizer, info, tensors, json_path, tensors_path)

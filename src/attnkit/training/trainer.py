@@ -5,7 +5,10 @@ stalled dev metric), ``cosine`` (down to ``min_lr`` by the end of the epochs or
 of the time budget), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
 target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
-``resume=True`` continues from ``last`` exactly where it stopped. On a CPU,
+``resume=True`` continues from ``last`` exactly where it stopped, once every part
+of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
+An update whose loss or gradient norm is NaN or inf is skipped, and
+``train.max_bad_updates`` of them in a row end the run (:mod:`attnkit.training.guard`). On a CPU,
 ``train.processes: N`` shares every batch with N - 1 helper processes
 (:mod:`attnkit.training.data_parallel`); evaluation stays in this process.
 
@@ -44,7 +47,9 @@ from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import rundir
+from attnkit.training import resume
 from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
+from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.optim import adam
 from attnkit.translator import Translator
 
@@ -74,6 +79,7 @@ class TrainerState:
     tokens: int = 0  # target tokens trained on (EOS included)
     train_s: float = 0.0  # seconds spent in updates: evaluation and checkpointing left out
     finished: bool = False
+    skipped_updates: int = 0  # batches with a NaN/inf loss or gradient norm: no update applied
     history: list = field(default_factory=list)
 
 
@@ -126,17 +132,27 @@ class Trainer:
         translator.config = cfg  # train/decode settings of this run win over the saved ones
         optimizer = adam(translator.model.parameters(), tc.lr)
         scheduler = self._scheduler(optimizer)
-        state = TrainerState()
-        if resume:
-            info = ckpt.read_json(last / "trainer.json")
-            tensors = ckpt.read_tensors(last / "trainer.safetensors")
-            ckpt.optimizer_from_tensors(optimizer, info["optimizer"], tensors)
-            if scheduler is not None and info.get("scheduler"):
-                scheduler.load_state_dict(info["scheduler"])
-            state = TrainerState(**info["state"])
-            torch.set_rng_state(tensors["rng.torch"])
-            random.seed(state.step)
+        state = self._restore(last, optimizer, scheduler) if resume else TrainerState()
         return translator, state, optimizer, scheduler
+
+    def _restore(self, last: Path, optimizer, scheduler) -> TrainerState:
+        """Counters, optimizer, schedule and RNG of ``last``, each checked before it is loaded."""
+        json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
+        info = resume.check_sections(ckpt.read_json(json_path), json_path, ("state", "optimizer"),
+                                     ("scheduler", "metric"))
+        tensors = ckpt.read_tensors(tensors_path)
+        resume.check_tensor_names(tensors, tensors_path)
+        state = resume.dataclass_from_json(TrainerState, info["state"], f"{json_path}: state")
+        _check_history(state.history, self.metric, f"{json_path}: state.history")
+        plateau = info.get("scheduler") if scheduler is not None else None
+        if plateau:
+            plateau = resume.check_scheduler_state(scheduler, plateau, f"{json_path}: scheduler")
+        ckpt.optimizer_from_tensors(optimizer, info["optimizer"], tensors, json_path, tensors_path)
+        if plateau:
+            scheduler.load_state_dict(plateau)
+        resume.restore_rng(tensors, tensors_path)
+        random.seed(state.step)
+        return state
 
     def _scheduler(self, optimizer):
         tc = self.cfg.train
@@ -200,8 +216,10 @@ class Trainer:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         if tc.average_checkpoints >= 2:
             self._average(translator, state)
+        skipped = f" ({state.skipped_updates} skipped, not finite)" if state.skipped_updates else ""
         self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
-                 f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {self.run_dir}")
+                 f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
+                 f"checkpoints in {self.run_dir}")
         return self.run_dir / "best"
 
     def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples, workers,
@@ -212,6 +230,7 @@ class Trainer:
         still followed by its evaluation and a resumed run goes on exactly)."""
         tc = self.cfg.train
         model = translator.model
+        guard = UpdateGuard(tc.max_bad_updates)
         stop = False
         while state.epoch < tc.epochs and not stop:
             if self.signals.requested:
@@ -234,8 +253,13 @@ class Trainer:
                     for group in optimizer.param_groups:
                         group["lr"] = lr
                 t_update = time.time()
-                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device), workers)
+                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device),
+                                                       workers, guard, state.step + 1)
                 state.train_s += time.time() - t_update
+                if guard.last_reason is not None:  # skipped: the weights are as they were
+                    state.skipped_updates += 1
+                    self.log(f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
+                             f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
                 state.tokens += n_tokens
                 state.step += 1
                 state.batches_done += 1
@@ -258,17 +282,19 @@ class Trainer:
             state.batches_done = 0
         return False
 
-    def _update(self, model: Seq2Seq, optimizer, batch, workers: GradientWorkers | None) -> tuple[float, int, int]:
-        """One optimizer step on the batch's mean token loss: (that loss, correct tokens, target tokens)."""
+    def _update(self, model: Seq2Seq, optimizer, batch, workers: GradientWorkers | None,
+                guard: UpdateGuard, update: int) -> tuple[float, int, int]:
+        """One optimizer step on the batch's mean token loss: (loss, correct, target tokens).
+
+        The step is skipped (``guard``) when the loss or the gradient norm is not finite.
+        """
         optimizer.zero_grad(set_to_none=True)
         if workers is None:
             loss_sum, correct, tokens = shard_loss_backward(model, batch, batch.num_target_tokens,
                                                             self.cfg.train.label_smoothing)
         else:
             loss_sum, correct, tokens = workers.forward_backward(batch)
-        if self.cfg.train.clip > 0:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.train.clip)
-        optimizer.step()
+        guard.step(optimizer, model.parameters(), loss_sum / tokens, self.cfg.train.clip, update)
         return loss_sum / tokens, correct, tokens
 
     def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
@@ -293,7 +319,8 @@ class Trainer:
         state.elapsed_s = time.time() - start
         state.history.append({"step": state.step, "epoch": state.epoch + 1, "dev": metrics,
                               "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1),
-                              "tokens": state.tokens, "train_s": round(state.train_s, 1)})
+                              "tokens": state.tokens, "train_s": round(state.train_s, 1),
+                              "skipped_updates": state.skipped_updates})
         self.log(f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
                  f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
                  f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train tokens/s")
@@ -308,6 +335,7 @@ class Trainer:
         return False
 
     def _save(self, translator: Translator, directory: Path, state: TrainerState, optimizer, scheduler) -> None:
+        check_weights(translator.model, f"update {state.step}: {directory} not written")
         info, tensors = ckpt.optimizer_to_tensors(optimizer)
         tensors["rng.torch"] = torch.get_rng_state()
         trainer_state = {"state": state.__dict__, "optimizer": info,
@@ -405,6 +433,18 @@ def noam_lr(tc, step: int) -> float:
 def _checkpoint_bytes(model: torch.nn.Module) -> int:
     """About the size of one checkpoint: the weights and Adam's two moments."""
     return 3 * sum(t.numel() * t.element_size() for t in model.state_dict().values())
+
+
+def _check_history(history: list, metric: str, where: str) -> None:
+    """Each evaluation names its update and its dev score: checkpoint averaging ranks them by it."""
+    for i, entry in enumerate(history):
+        ok = isinstance(entry, dict) and isinstance(entry.get("step"), int)
+        ok = ok and isinstance(entry.get("dev"), dict)
+        score = entry["dev"].get(metric) if ok else None
+        number = isinstance(score, (int, float)) and not isinstance(score, bool)
+        if not (number and math.isfinite(score)):
+            raise CheckpointError(f"{where}[{i}]: expected "
+                                  f"{{'step': N, 'dev': {{{metric!r}: score}}, ...}}")
 
 
 def _step_of(directory: Path) -> int | None:

@@ -14,7 +14,8 @@ with the list of valid ones.
 Public entry points (the CLI calls these):
 
 * :func:`train_vision` -- train, keep ``OUT/best`` (lowest dev error) and
-  ``OUT/last`` checkpoints, resume from ``OUT/last``;
+  ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
+  first); steps with a NaN/inf loss or gradient norm are skipped;
 * :func:`evaluate_vision` -- error % on the test (or dev) split;
 * :func:`plot_vision` -- PNG + GIF of where the model looks on test image N.
 
@@ -44,6 +45,8 @@ from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import rundir
+from attnkit.training import resume
+from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
 
 FAMILY = "vision"
@@ -78,6 +81,8 @@ class TrainConfig:
     """Adam weight decay (L2)."""
     grad_clip: float | None = 5.0
     """Clip the global gradient norm to this value (null: no clipping)."""
+    max_bad_updates: int = 20
+    """Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end the run."""
     patience: int | None = 20
     """Early stopping: stop after this many epochs without a lower dev error (null: never)."""
     max_minutes: float | None = None
@@ -115,6 +120,7 @@ class TrainConfig:
         "max_minutes": above(0, null=True),
         "num_threads": (lambda v: v is None or v >= 0,
                         "at least 1, or 0 or null for torch's default"),
+        "max_bad_updates": at_least(1),
     }
 
     def validate(self, where: str) -> None:
@@ -194,11 +200,13 @@ class TrainerState:
     bad_epochs: int = 0
     elapsed_s: float = 0.0  # training wall time, summed over resumed runs
     stopped: str = ""  # why training ended: "", "epochs", "patience", "budget"
+    skipped_updates: int = 0  # steps whose loss or gradient norm was not finite: no update applied
     history: list = field(default_factory=list)
 
 
 def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState,
           epoch_order: Tensor | None = None) -> None:
+    check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
     info, tensors = ckpt.optimizer_to_tensors(optimizer)
     if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
         tensors["epoch_order"] = epoch_order
@@ -212,19 +220,21 @@ def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state
 
 
 def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
+    """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
     ckpt.read_meta(directory, FAMILY)
     ckpt.load_model_state(model, directory)
-    trainer = ckpt.read_json(directory / "trainer.json")
-    tensors = ckpt.read_tensors(directory / "trainer.safetensors")
-    ckpt.optimizer_from_tensors(optimizer, trainer.pop("optimizer", {}), tensors)
-    if "rng.torch" in tensors:
-        torch.set_rng_state(tensors["rng.torch"])
-    if "rng.cuda" in tensors and torch.cuda.is_available():
-        torch.cuda.set_rng_state(tensors["rng.cuda"])
-    if trainer.get("best_dev_error") is None:
-        trainer["best_dev_error"] = float("inf")
-    known = set(TrainerState.__dataclass_fields__)
-    return TrainerState(**{k: v for k, v in trainer.items() if k in known})
+    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
+    trainer = resume.check_sections(ckpt.read_json(json_path), json_path, ("optimizer",),
+                                    tuple(TrainerState.__dataclass_fields__))
+    tensors = ckpt.read_tensors(tensors_path)
+    resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
+    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
+    if counters.get("best_dev_error", 0) is None:  # saved as null while no epoch has been scored
+        del counters["best_dev_error"]
+    state = resume.dataclass_from_json(TrainerState, counters, str(json_path))
+    ckpt.optimizer_from_tensors(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_rng(tensors, tensors_path)
+    return state
 
 
 def _save_interrupted(out: Path, model: nn.Module, optimizer, cfg: VisionConfig,
@@ -237,10 +247,14 @@ def _save_interrupted(out: Path, model: nn.Module, optimizer, cfg: VisionConfig,
 
 def _interrupted_order(directory: Path, device: torch.device) -> Tensor:
     """The image order of the epoch a signal interrupted, saved with ``last``."""
-    order = (ckpt.read_tensors(directory / "trainer.safetensors") or {}).get("epoch_order")
+    path = directory / "trainer.safetensors"
+    order = (ckpt.read_tensors(path) or {}).get("epoch_order")
     if order is None:
-        raise CheckpointError(f"{directory / 'trainer.safetensors'}: an interrupted epoch "
-                              "without its epoch_order")
+        raise CheckpointError(f"{path}: an interrupted epoch without its epoch_order")
+    if order.dtype != torch.int64 or order.dim() != 1 or bool((order < 0).any()) \
+            or order.unique().numel() != order.numel():
+        raise CheckpointError(f"{path}: epoch_order must be distinct image indices (int64, 1-D), "
+                              f"got {order.dtype} {tuple(order.shape)}")
     return order.to(device)
 
 
@@ -257,6 +271,9 @@ def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool, drop_
     """Index tensors of the batches, in ``order`` (N,) when given (an interrupted epoch's)."""
     if order is None:
         order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
+    elif order.numel() > n or (order.numel() and int(order.max()) >= n):
+        raise CheckpointError(f"the interrupted epoch's saved image order (epoch_order) does not fit "
+                              f"this training set of {n} images")
     batches = list(order.split(batch_size))
     if drop_last and len(batches) > 1 and len(batches[-1]) < batch_size:
         batches.pop()  # one batch shape: a compiled step is not recompiled for the remainder
@@ -287,15 +304,18 @@ class EpochStop:
 
 def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
                  state: TrainerState, deadline: float | None,
-                 stop: EpochStop | None = None) -> dict:
+                 guard: UpdateGuard, stop: EpochStop | None = None) -> dict:
     """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled).
 
     With ``stop``: goes on from ``stop.order`` at ``state.batches_done`` (an interrupted epoch), and
     ends before the next update once ``stop.requested()``, leaving the order in ``stop.order``.
+    ``guard`` skips the steps whose loss or gradient norm is not finite; they are left out of the
+    statistics.
     """
     model.train()
     t_cfg = cfg.train
     stop = stop or EpochStop()
+    skipped_before = state.skipped_updates
     batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True,
                        drop_last=t_cfg.compile, order=stop.order)
     stop.order = torch.cat(batches) if batches else None
@@ -316,15 +336,17 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
         loss, reported, batch_correct = step(model, split.batch(idx), cfg.model)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        if t_cfg.grad_clip:
-            nn.utils.clip_grad_norm_(model.parameters(), t_cfg.grad_clip)
-        optimizer.step()
         state.step += 1
         state.batches_done = i + 1
-        loss_sum += reported.detach() * len(idx)
-        correct += batch_correct
-        seen += len(idx)
-        if t_cfg.progress and (i % 20 == 0 or i == len(batches) - 1):
+        if guard.step(optimizer, model.parameters(), loss.detach(), t_cfg.grad_clip, state.step):
+            state.skipped_updates += 1
+            _log(t_cfg, f"step {state.step}: skipped, not finite ({guard.last_reason}); "
+                        f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+        else:
+            loss_sum += reported.detach() * len(idx)
+            correct += batch_correct
+            seen += len(idx)
+        if t_cfg.progress and seen and (i % 20 == 0 or i == len(batches) - 1):
             rate = seen / max(time.perf_counter() - start, 1e-9)
             bar.set_postfix(loss=f"{float(loss_sum) / seen:.4f}", acc=f"{100 * float(correct) / seen:.2f}%",
                             img_s=f"{rate:.0f}", lr=f"{lr:.2e}")
@@ -332,7 +354,7 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
             break
     bar.close()
     return {"train_loss": float(loss_sum) / max(seen, 1), "train_accuracy": float(correct) / max(seen, 1),
-            "images": seen, "lr": lr}
+            "images": seen, "lr": lr, "skipped_updates": state.skipped_updates - skipped_before}
 
 
 def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
@@ -399,6 +421,7 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
     dev = family.to_device(data.split("dev"), device)
     deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
     epoch_seconds: list[float] = []
+    guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
     _log(t_cfg, f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
                 f"parameters, {data.describe()}")
     redraw = cfg.data.resample and cfg.data.task != "mnist"  # else one training set for every epoch
@@ -414,7 +437,7 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
                 train = family.to_device(pending.result(), device)
                 more = redraw and state.epoch + 1 < state.planned_epochs
                 pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
-            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, stop)
+            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, guard, stop)
             if stop.interrupted:
                 state.elapsed_s += time.perf_counter() - began
                 _save_interrupted(out, model, optimizer, cfg, state, stop, signals)
@@ -432,10 +455,12 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
             state.history.append({"epoch": state.epoch, **stats, "dev_error_pct": dev_stats["error_pct"],
                                   "seconds": round(seconds, 3)})
             state.planned_epochs = _plan(t_cfg, state, epoch_seconds)
+            n_skipped = stats["skipped_updates"]
+            skipped = f"  {n_skipped} steps skipped" if n_skipped else ""
             _log(t_cfg, f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
                         f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
                         f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
-                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s)")
+                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}")
             if deadline is not None and time.perf_counter() > deadline:
                 state.stopped = "budget"
             elif t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
