@@ -263,7 +263,7 @@ def test_max_src_len_one_is_rejected_by_the_config(tmp_path):
 
 @pytest.mark.parametrize("data", [{1: "x", "bogus": "y"}, {None: 1, "zz": 2}, {"data": {2: 3, "xx": 1}}])
 def test_keys_that_are_not_strings_are_named_in_a_config_error(data):
-    """Unknown YAML keys ``1:`` or ``~:`` beside string ones: a ConfigError, not a TypeError from sorting."""
+    """Unknown YAML keys ``1:`` or ``~:`` beside string ones: a ConfigError, not a TypeError."""
     with pytest.raises(ConfigError, match="unknown key"):
         experiment_from_dict(data, source="exp.yaml")
 

@@ -25,30 +25,77 @@ from attnkit.experiment import experiment_from_dict
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.vision import parse_config
 
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=30,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 
 #: bytes that look like text now and then: tabs, newlines, UTF-8 and invalid sequences mixed
-TEXTISH = st.lists(st.sampled_from([b"a", b"b ", b"\t", b"\n", b"\r\n", b"  ", b"\xc3\xa9", b"\xff",
-                                    b"\xef\xbb\xbf", b"\x00", b"<", b"1"]), max_size=40).map(b"".join)
+TEXTISH = st.lists(
+    st.sampled_from(
+        [
+            b"a",
+            b"b ",
+            b"\t",
+            b"\n",
+            b"\r\n",
+            b"  ",
+            b"\xc3\xa9",
+            b"\xff",
+            b"\xef\xbb\xbf",
+            b"\x00",
+            b"<",
+            b"1",
+        ]
+    ),
+    max_size=40,
+).map(b"".join)
 RANDOM_BYTES = st.one_of(st.binary(max_size=200), TEXTISH)
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 10**6) | st.floats(allow_nan=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
-    max_leaves=12)
-#: YAML mappings with keys of any scalar type, values of any shape: parsed configs a user could write
-YAML_KEYS = st.one_of(st.sampled_from(["name", "data", "model", "train", "decode", "family", "task",
-                                       "output_dir", "lr", "attention"]),
-                      st.text(max_size=6), st.integers(-3, 3), st.booleans(), st.none(), st.floats())
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 10**6)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+#: YAML mappings with keys of any scalar type and values of any shape: configs a user could write
+YAML_KEYS = st.one_of(
+    st.sampled_from(
+        [
+            "name",
+            "data",
+            "model",
+            "train",
+            "decode",
+            "family",
+            "task",
+            "output_dir",
+            "lr",
+            "attention",
+        ]
+    ),
+    st.text(max_size=6),
+    st.integers(-3, 3),
+    st.booleans(),
+    st.none(),
+    st.floats(),
+)
 YAML_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 10**4) | st.floats() | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(YAML_KEYS, inner, max_size=4),
-    max_leaves=10)
+    max_leaves=10,
+)
 CONFIGS = st.dictionaries(YAML_KEYS, YAML_VALUES, max_size=5)
 
 
 def _only_attnkit_errors(fn, *args) -> None:
-    """Run ``fn(*args)``: returning is fine, an AttnkitError is fine, anything else fails the test."""
+    """Run ``fn(*args)``: returning or an AttnkitError is fine, anything else fails the test."""
     try:
         fn(*args)
     except AttnkitError as exc:
@@ -86,7 +133,9 @@ def test_cmudict_reader(data):
 @given(RANDOM_BYTES, st.booleans())
 def test_multi30k_reader(data, compress):
     """Random bytes as the .gz file itself, or gzip-compressed random text."""
-    _only_attnkit_errors(multi30k.read_lines, _write(gzip.compress(data) if compress else data, "x.de.gz"))
+    _only_attnkit_errors(
+        multi30k.read_lines, _write(gzip.compress(data) if compress else data, "x.de.gz")
+    )
 
 
 @FUZZ
@@ -102,8 +151,13 @@ def test_mnist_idx_reader(payload, images, with_magic):
 
 
 @FUZZ
-@given(st.one_of(RANDOM_BYTES, JSON_VALUES.map(lambda v: json.dumps({"tokens": v}).encode()),
-                 JSON_VALUES.map(lambda v: json.dumps(v).encode())))
+@given(
+    st.one_of(
+        RANDOM_BYTES,
+        JSON_VALUES.map(lambda v: json.dumps({"tokens": v}).encode()),
+        JSON_VALUES.map(lambda v: json.dumps(v).encode()),
+    )
+)
 def test_vocabulary_file(data):
     _only_attnkit_errors(Vocab.load, _write(data, "src_vocab.json"))
 
@@ -139,21 +193,27 @@ def test_vision_config_parser(config):
 
 
 @FUZZ
-@given(st.one_of(RANDOM_BYTES, JSON_VALUES.map(lambda v: json.dumps(v).encode())),
-       st.sampled_from(["meta.json", "trainer.json", "config.yaml", "model.safetensors"]))
+@given(
+    st.one_of(RANDOM_BYTES, JSON_VALUES.map(lambda v: json.dumps(v).encode())),
+    st.sampled_from(["meta.json", "trainer.json", "config.yaml", "model.safetensors"]),
+)
 def test_checkpoint_files(data, name):
     """One file of a checkpoint directory replaced by random bytes (or random JSON)."""
     path = _write(data, name)
-    readers = {"meta.json": lambda: ckpt.read_meta(path.parent), "trainer.json": lambda: ckpt.read_json(path),
-               "config.yaml": lambda: ckpt.read_config(path.parent),
-               "model.safetensors": lambda: ckpt.read_tensors(path)}
+    readers = {
+        "meta.json": lambda: ckpt.read_meta(path.parent),
+        "trainer.json": lambda: ckpt.read_json(path),
+        "config.yaml": lambda: ckpt.read_config(path.parent),
+        "model.safetensors": lambda: ckpt.read_tensors(path),
+    }
     _only_attnkit_errors(readers[name])
 
 
 @FUZZ
 @given(JSON_VALUES, st.binary(max_size=64))
 def test_safetensors_with_a_random_header(header, body):
-    """A well-framed safetensors file (8-byte length, JSON header) whose header and body are random."""
+    """A well-framed safetensors file (8-byte length, JSON header) with random header and body."""
     text = json.dumps(header).encode()
-    _only_attnkit_errors(ckpt.read_tensors, _write(struct.pack("<Q", len(text)) + text + body, "m.safetensors"))
-
+    _only_attnkit_errors(
+        ckpt.read_tensors, _write(struct.pack("<Q", len(text)) + text + body, "m.safetensors")
+    )

@@ -22,8 +22,9 @@ from attnkit.attention import (
 )
 from attnkit.attention.spatial import AttentionPooling, SpatialAttention
 
-PROPERTY = settings(max_examples=25, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 TOL = dict(rtol=1e-5, atol=1e-6)
 
 
@@ -40,7 +41,7 @@ def scored(draw):
 
 
 def _check_rows(weights: torch.Tensor, mask: torch.Tensor) -> None:
-    """Rows with any allowed position sum to 1, fully masked rows are all 0, masked weights are 0."""
+    """Rows with an allowed position sum to 1, fully masked rows are all 0, masked weights are 0."""
     assert torch.isfinite(weights).all()
     assert (weights[~mask] == 0).all()
     sums = weights.sum(-1)
@@ -99,15 +100,26 @@ def _scaled(q, k, gen):
     return scaled_dot_scores(q, k)
 
 
-SCORE_FUNCTIONS = {"dot": _dot, "general": _general, "additive": _additive, "concat": _concat,
-                   "scaled_dot": _scaled}
+SCORE_FUNCTIONS = {
+    "dot": _dot,
+    "general": _general,
+    "additive": _additive,
+    "concat": _concat,
+    "scaled_dot": _scaled,
+}
 
 
 @pytest.mark.parametrize("name", list(SCORE_FUNCTIONS))
 @PROPERTY
-@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 7), st.integers(1, 6), st.integers(0, 10**6))
+@given(
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(1, 7),
+    st.integers(1, 6),
+    st.integers(0, 10**6),
+)
 def test_score_functions_permute_with_the_source(name, b, t, s, d, seed):
-    """scores(q, keys[:, perm]) == scores(q, keys)[..., perm]: (B, T, D) x (B, S, D) -> (B, T, S)."""
+    """scores(q, keys[:, perm]) == scores(q, keys)[..., perm]. (B, T, D), (B, S, D) -> (B, T, S)."""
     gen = torch.Generator().manual_seed(seed)
     q, keys = torch.randn(b, t, d, generator=gen), torch.randn(b, s, d, generator=gen)
     perm = torch.randperm(s, generator=gen)
@@ -217,6 +229,7 @@ def test_spatial_attention_is_a_masked_distribution_that_permutes_with_regions(b
 
         def run(x, m):
             return module(query, x, mask=m)
+
     with torch.no_grad():
         context, weights = run(regions, mask)
         p_context, p_weights = run(regions[:, perm].contiguous(), mask[:, perm])
