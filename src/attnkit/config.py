@@ -97,7 +97,7 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
         raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
-    unknown = sorted(set(data) - set(fields))
+    unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers or null
     if unknown:
         raise ConfigError(
             f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
@@ -222,7 +222,7 @@ def read_yaml(path: str | Path) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line
         raise ConfigError(f"{path}{line}: invalid YAML ({problem})") from None
     if data is None:
         data = {}

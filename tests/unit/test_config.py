@@ -366,3 +366,26 @@ def test_every_shipped_config_loads(path):
         parse_config(data, str(path))
     else:
         load_experiment(path)
+
+
+@pytest.mark.parametrize("data", [{1: "x", "bogus": "y"}, {None: 1, "zz": 2}, {"data": {2: 3, "xx": 1}}])
+def test_keys_that_are_not_strings_are_named_in_a_config_error(data):
+    """Unknown YAML keys ``1:`` or ``~:`` beside string ones: a ConfigError, not a TypeError."""
+    with pytest.raises(ConfigError, match="unknown key"):
+        experiment_from_dict(data, source="exp.yaml")
+
+
+def test_vision_config_with_a_number_key_is_a_config_error():
+    from attnkit.training.vision import parse_config
+
+    with pytest.raises(ConfigError, match="unknown keys 'extra', 0"):
+        parse_config({"family": "vision", 0: None, "extra": 1}, "exp.yaml")
+
+
+def test_unreadable_yaml_is_reported_in_one_line(tmp_path):
+    """PyYAML's reader errors span two lines; the CLI prints messages as one."""
+    path = tmp_path / "exp.yaml"
+    path.write_bytes(b"name: a\x00b\n")
+    with pytest.raises(ConfigError, match="invalid YAML") as info:
+        read_yaml(path)
+    assert "\n" not in str(info.value)

@@ -144,7 +144,7 @@ def parse_config(data: dict, source: str = "config") -> VisionConfig:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
     valid = ("family", "data", "model", "train")
-    unknown = sorted(set(data) - set(valid))
+    unknown = sorted(set(data) - set(valid), key=repr)  # YAML keys may be numbers or null
     if unknown:
         raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
                           f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}")
