@@ -1,4 +1,5 @@
-"""The one switch between the reference model and its fast paths: ``train.backend``/``decode.backend``.
+"""The one switch between the reference model and its fast paths (``train.backend``,
+``decode.backend``).
 
 =============  ==================================================================================
 ``reference``  nn.GRU/nn.LSTM called once per step, autograd: the textbook model
