@@ -9,7 +9,7 @@ Times ``scores = v . tanh(q + k)`` for one decoding step, (rows, 1, A) queries a
 
 * ``torch_us``: what :func:`attnkit.attention.scores.additive_scores` does without the kernel (a broadcast
   add into a (rows, 1, S, A) tensor, tanh in place, a matmul with v);
-* ``native_us``: :func:`attnkit.native.additive_energies`, one pass, nothing (rows, S, A)-sized written;
+* ``native_us``: :func:`attnkit.accel.native.additive_energies`, one pass, nothing (rows, S, A)-sized written;
 * ``native_keep_tanh_us``: the same, also writing tanh(q + k) as the training loop does for its backward.
 
 For scale it also times single elementwise ops on a tensor of rows * S * A floats (ns per element), which
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit import native
+from attnkit.accel import native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # cell_kernels beside this script
 from cell_kernels import median_us  # noqa: E402

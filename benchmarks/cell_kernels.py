@@ -8,7 +8,7 @@ Times one GRU step's gate arithmetic (r, z = sigmoid(.), n = tanh(x_n + r h_n), 
 given input and hidden gates, three ways:
 
 * ``eager``: plain torch expressions, each allocating its result;
-* ``cell_math``: :func:`attnkit.models.cell_math.cell_forward`, the handwritten-backward loops' kernels
+* ``cell_math``: :func:`attnkit.accel.cell_math.cell_forward`, the handwritten-backward loops' kernels
   writing into preallocated buffers;
 * ``compiled``: the eager function through ``torch.compile`` (one fused loop per step, generated C++ on a CPU);
   its compile time is reported separately and left out of the step time.
@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from attnkit.models.cell_math import cell_forward
+from attnkit.accel.cell_math import cell_forward
 
 
 def gru_gates(gates_x: torch.Tensor, gates_h: torch.Tensor, h: torch.Tensor) -> torch.Tensor:

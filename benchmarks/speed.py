@@ -9,6 +9,7 @@
     python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor  # compiled attention kernel vs torch
     python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
+    python benchmarks/speed.py --updates 150 --backend reference --skip-anchor  # the textbook model
     python benchmarks/speed.py --updates 150 --matmul-ceiling  # also: the same updates doing only their matmuls
 
 The reference model (identical in both toolkits): CMUdict G2P, char source,
@@ -40,6 +41,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from attnkit.accel.backend import BACKENDS, resolve
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "cmudict"
@@ -107,12 +110,8 @@ def build(args, device):
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
     torch.manual_seed(42)
     model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
-    model.decoder.fused = not args.reference_loop
-    model.decoder.whole_sequence = not args.reference_loop  # the no-feed model, stepped: the baseline of that path
-    handwritten = not (args.reference_loop or args.autograd)  # training on CPU: one node per loop, backward by hand
-    model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
-    if args.compile:
-        model.decoder.compile_step()  # compiled during the untimed warm-up updates
+    # compile: compiled during the untimed warm-up updates
+    model.set_backend(resolve(_backend_name(args), device, next(model.parameters()).dtype))
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
     batches = make_batches(examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing)
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
@@ -196,11 +195,10 @@ def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
     src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
     dev = make_batches(encode_pairs(splits.dev, src_tok, tgt_tok, src_vocab, tgt_vocab), batch_size=256)
     out = {}
-    for name, fused in (("default", True), ("reference_loop", False)):
+    for name, backend in (("default", "auto"), ("reference_loop", "reference")):
         torch.manual_seed(42)
         model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
-        model.decoder.fused = fused
-        model.encoder.handwritten_backward = model.decoder.handwritten_backward = fused
+        model.set_backend(resolve(backend, device))
         quiet = argparse.Namespace(**{**vars(args), "warmup": 0})
         train_speed(quiet, cfg, model, batches, device, len(tgt_vocab))
         out[f"dev_token_accuracy_{name}"] = dev_token_accuracy(model, dev, device)
@@ -283,15 +281,26 @@ def ceiling(model, batches, device, count: int = 30) -> dict:
 
 @contextlib.contextmanager
 def _handwritten_path(model, handwritten: bool):
-    model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
+    """The native backend's handwritten loops, or the fused cells under autograd."""
+    before = model.backend
+    model.set_backend(resolve("native", "cpu") if handwritten else resolve("fused", "cpu"))
     try:
         yield
     finally:
-        model.encoder.handwritten_backward = model.decoder.handwritten_backward = True
+        model.set_backend(before)
+
+
+def _backend_name(args) -> str:
+    """--backend, or what the older switches name."""
+    if args.reference_loop:
+        return "reference"
+    if args.compile:
+        return "compile"
+    return "fused" if args.autograd else args.backend
 
 
 def _native_path(on: bool):
-    from attnkit import native
+    from attnkit.accel import native
 
     return contextlib.nullcontext() if on else native.disabled()
 
@@ -322,7 +331,9 @@ def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
             _sync(device)
             t = time.perf_counter()
             translator = Translator.load(Path(tmp) / "model", device)
-            translator.model.decoder.fused = not args.reference_loop
+            # decoding stays eager under --compile
+            decode_backend = "reference" if args.reference_loop else "auto"
+            translator.model.set_backend(resolve(decode_backend, device))
             hyps = translator.translate(entries, beam_size=beam, batch_size=args.decode_batch_size)
             _sync(device)
             dt = time.perf_counter() - t
@@ -385,13 +396,16 @@ def main() -> None:
                          "loops and once through autograd, and report their per-batch time ratio")
     ap.add_argument("--interleave-native", action="store_true",
                     help="after the rest, train --updates more batches, each once with the compiled attention "
-                         "kernel (attnkit.native) and once with torch alone, then decode dev+test both ways, "
+                         "kernel (attnkit.accel.native) and once with torch alone, then decode dev+test both ways, "
                          "alternating; report the time ratios")
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
     ap.add_argument("--processes", type=int, default=1,
                     help="data-parallel CPU processes sharing the threads (train.processes), each doing 1/N of a batch")
+    ap.add_argument("--backend", choices=BACKENDS, default="auto",
+                    help="train.backend for the timed training (attnkit.accel.backend); "
+                         "decoding uses auto")
     ap.add_argument("--compile", action="store_true",
                     help="torch.compile the decoder step for training (train.compile); decoding stays eager")
     ap.add_argument("--matmul-ceiling", action="store_true",
@@ -416,6 +430,7 @@ def main() -> None:
               "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
               "attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
               "path": _path_name(args, device),
+              "backend": model.backend.describe(args.rnn),
               "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}
     result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
@@ -428,7 +443,7 @@ def main() -> None:
                                                        lambda on: _handwritten_path(model, on),
                                                        ("handwritten", "autograd"))
     if args.interleave_native:
-        from attnkit import native
+        from attnkit.accel import native
 
         result["native_kernel_built"] = native.library() is not None
         result["interleaved_native"] = interleaved_comparison(args, model, batches, device, _native_path,

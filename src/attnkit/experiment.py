@@ -23,6 +23,7 @@ from attnkit.config import (
     read_yaml,
     to_dict,
 )
+from attnkit.accel.backend import BACKENDS
 from attnkit.config import join_key as _key
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2SeqConfig
@@ -111,10 +112,12 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch CPU threads (0 = torch's default)
     processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
-    compile: bool = False  # torch.compile the decoder's one-step function (one process only; compiling takes a minute)
+    # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
+    backend: str = "auto"
     progress: bool = True
 
-    CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
+    CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda"),
+               "backend": BACKENDS}
 
     RULES = {
         "epochs": at_least(1),
@@ -140,8 +143,8 @@ class TrainConfig:
         if self.batch_size is None and self.max_tokens is None:
             raise ConfigError(f"{where}: set batch_size or max_tokens")
         check_values(self, where, self.RULES)
-        if self.compile and self.processes > 1:
-            raise ConfigError(f"{_key(where, 'compile')}: needs {_key(where, 'processes')}: 1 "
+        if self.backend == "compile" and self.processes > 1:
+            raise ConfigError(f"{_key(where, 'backend')}: compile needs {_key(where, 'processes')}: 1 "
                               "(the helper processes would each compile their own copy)")
 
 
@@ -154,7 +157,9 @@ class DecodeConfig:
     max_len_extra: int = 10
     max_len_cap: int = 300
     batch_size: int = 128
+    backend: str = "auto"  # translate/evaluate: auto | reference | fused | native | compile
 
+    CHOICES = {"backend": BACKENDS}
     RULES = {
         "beam_size": at_least(1),
         "alpha": not_below(0),
@@ -197,11 +202,26 @@ def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str 
     ``name`` must be a plain directory name, and keys it gives that its other
     settings ignore (``model.heads`` with luong-dot attention) are errors.
     """
-    data = apply_overrides(data, overrides)
+    data = _replace_compile(apply_overrides(data, overrides), source, user)
     cfg = from_dict(ExperimentConfig, data, where=source)
     if user:
         _check_user_config(data, cfg, source)
     return cfg
+
+
+def _replace_compile(data: dict, source: str, user: bool) -> dict:
+    """``train.compile`` became ``train.backend: compile``. ``compile: false`` is dropped; ``true``
+    is an error in what a person wrote and, in a checkpoint's saved config, the compile backend."""
+    train = data.get("train")
+    if not isinstance(train, dict) or "compile" not in train:
+        return data
+    train = dict(train)
+    if train.pop("compile") is True:
+        if user:
+            raise ConfigError(f"{_key(_key(source, 'train'), 'compile')}: replaced by train.backend; "
+                              "write `backend: compile` in the train section instead")
+        train.setdefault("backend", "compile")
+    return {**data, "train": train}
 
 
 def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:

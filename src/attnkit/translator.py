@@ -21,6 +21,7 @@ from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, Vocab
 from attnkit.decoding import beam_search, greedy_decode, max_output_length
+from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
@@ -97,6 +98,7 @@ class Translator:
         model = Seq2Seq(config.model, len(src_vocab), len(tgt_vocab))
         ckpt.load_model_state(model, directory)
         model.to(device).eval()
+        model.set_backend(resolve_backend(config.decode.backend, device, next(model.parameters()).dtype))
         return cls(model, config, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
 
     @classmethod

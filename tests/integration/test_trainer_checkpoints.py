@@ -160,16 +160,21 @@ def test_cosine_schedule_ends_at_min_lr(tmp_path):
     assert lrs[2] < 1e-3  # the last update ran near the floor (5 updates an epoch: one step short of it)
 
 
-def test_train_compile_compiles_the_decoder_step(tmp_path, monkeypatch):
-    """train.compile: true hands the decoder step to torch.compile before the first update (the compiled
-    function itself is tested against the eager one in the unit tests)."""
-    from attnkit.models.seq2seq import Decoder
-
-    calls = []
-    monkeypatch.setattr(Decoder, "compile_step", lambda self: calls.append(self))
-    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)), {"epochs": 1, "compile": True})
-    Trainer(cfg, log_fn=lambda m: None).train()
-    assert len(calls) == 1
+def test_train_backend_is_set_logged_and_recorded(tmp_path, monkeypatch):
+    """train.backend: compile hands the decoder step to torch.compile before the first update (the
+    compiled function itself is tested against the eager one in the unit tests); the resolved
+    backend is logged at the start and written into trainer.json."""
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(fn) or fn)
+    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)),
+                  {"epochs": 1, "backend": "compile"})
+    lines = []
+    Trainer(cfg, log_fn=lines.append).train()
+    assert len(compiled) == 1
+    assert any(line.startswith("backend: compile (fused cells), torch.compile'd decoder step")
+               for line in lines), lines
+    saved = json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["backend"]
+    assert saved["name"] == "compile" and saved["describe"].startswith("backend: compile")
 
 
 # ---- resume and divergence through the command line ---------------------------------------------

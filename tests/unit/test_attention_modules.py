@@ -167,3 +167,26 @@ def test_unknown_name_lists_valid_names():
 def test_bahdanau_queries_with_previous_state():
     assert _module("bahdanau").uses_previous_state
     assert not _module("luong-general").uses_previous_state
+
+
+def test_loop_spec_declared_by_each_scoring_class_and_dropped_by_overriding_subclasses():
+    """Registered modules declare their scores (multihead: none); a subclass that redefines
+    scores(), forward() or project_keys() without its own loop_spec() declares nothing, and one
+    that redefines loop_spec() too keeps its own."""
+    from attnkit.attention.modules import ATTENTION_TYPES, LuongAttention, ScoreSpec
+
+    kinds = {name: build(16, 16, 12, 2).loop_spec() for name, build in ATTENTION_TYPES.items()}
+    assert {n: (s.kind if s else None) for n, s in kinds.items()} == {
+        "bahdanau": "additive", "luong-dot": "dot", "luong-general": "dot",
+        "luong-concat": "additive", "scaled-dot": "dot", "multihead": None}
+    assert kinds["scaled-dot"].scale == pytest.approx(12 ** -0.5)
+    concat = ATTENTION_TYPES["luong-concat"](16, 16, 12, 2)
+    assert concat.loop_spec().query_weight is concat.query_proj.weight
+
+    for method in ("scores", "forward", "project_keys"):
+        sub = type("Sub", (LuongAttention,), {method: getattr(LuongAttention, method)})
+        assert sub("general", 16, 16).loop_spec() is None, method
+        declared = type("Declared", (sub,), {"loop_spec": lambda self: ScoreSpec("dot")})
+        assert declared("general", 16, 16).loop_spec().kind == "dot"
+    renamed = type("Renamed", (LuongAttention,), {"extra": 1})  # changes no scoring method
+    assert renamed("concat", 16, 16, 12).loop_spec().kind == "additive"

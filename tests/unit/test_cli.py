@@ -410,6 +410,7 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     scores = json.loads((out / "scores.json").read_text())
     assert scores["split"] == "dev" and scores["task"] == "parallel"
+    assert scores["backend"].startswith("backend: native (")  # decode.backend auto on the CPU
     for name in ("greedy", "beam2"):
         assert 0.0 <= scores[name]["exact_match"] <= 100.0
         assert scores[name]["items"] == 10

@@ -137,7 +137,9 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
     ({"train": {"processes": 0}}, "train.processes"),
     ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
     ({"train": {"patience": 0}}, "train.patience"),
-    ({"train": {"compile": True, "processes": 2}}, "train.compile"),
+    ({"train": {"backend": "compile", "processes": 2}}, "train.backend"),
+    ({"train": {"backend": "fast"}}, "train.backend"),
+    ({"decode": {"backend": "fast"}}, "decode.backend"),
 ])
 def test_bad_values(tmp_path, data, key):
     assert key in _error(tmp_path, data)
@@ -389,3 +391,18 @@ def test_unreadable_yaml_is_reported_in_one_line(tmp_path):
     with pytest.raises(ConfigError, match="invalid YAML") as info:
         read_yaml(path)
     assert "\n" not in str(info.value)
+
+
+def test_train_compile_is_replaced_by_the_backend_key(tmp_path):
+    """An old `train.compile: true` (file or --set) is one error naming train.backend; `false` loads;
+    a checkpoint's saved config with `compile: true` loads as the compile backend."""
+    msg = _error(tmp_path, {"data": {"task": "numbers"}, "train": {"compile": True}})
+    assert "train.compile" in msg and "backend: compile" in msg and "\n" not in msg
+    msg = _error(tmp_path, {"data": {"task": "numbers"}}, ["train.compile=true"])
+    assert "train.compile" in msg and "train.backend" in msg
+    path = _write(tmp_path, {"data": {"task": "numbers"}, "train": {"compile": False}})
+    assert load_experiment(path).train.backend == "auto"
+    saved = experiment_from_dict({"data": {"task": "numbers"}, "train": {"compile": True}})
+    assert saved.train.backend == "compile"
+    cfg = load_experiment(path, ["train.backend=native", "decode.backend=reference"])
+    assert (cfg.train.backend, cfg.decode.backend) == ("native", "reference")

@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 
-from attnkit import native
+from attnkit.accel import native
 from attnkit.attention.scores import additive_scores
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.decoding.beam import beam_search
@@ -221,7 +221,7 @@ def _batch():
 @pytest.fixture
 def kernel_calls(monkeypatch):
     """Counts the calls in which the kernel (not torch) produced scores, from the loop and from additive_scores."""
-    import attnkit.models.teacher_forcing_loop as loop
+    import attnkit.accel.loops as loop
 
     calls = {"loop": 0, "scores": 0}
 
@@ -252,7 +252,7 @@ def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn, kernel_
     """The handwritten-backward loop (float32, CPU) computes its energies with the kernel; logits and every
     gradient match the loop with torch's energies."""
     model = _model(decoder, rnn)
-    assert model.decoder._loop_spec() is not None
+    assert model.decoder.loop_spec() is not None
     with torch.enable_grad():
         logits_k, grads_k = _train_step(model, _batch())
         assert kernel_calls["loop"] == 6  # one per target step

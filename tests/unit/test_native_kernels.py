@@ -5,9 +5,9 @@ seed alone."""
 import pytest
 import torch
 
-from attnkit import native
-from attnkit.models import cell_math
-from attnkit.models.cell_math import cell_backward, cell_forward, native_gru_applies, tanh_grad
+from attnkit.accel import native
+from attnkit.accel import cell_math
+from attnkit.accel.cell_math import cell_backward, cell_forward, native_gru_applies, tanh_grad
 from attnkit.models.dropout import keep_mask
 
 needs_kernel = pytest.mark.skipif(native.library() is None,

@@ -5,7 +5,8 @@ import itertools
 import pytest
 import torch
 
-from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.accel.backend import COMPILE, FUSED, REFERENCE, resolve
+from attnkit.attention.modules import ATTENTION_TYPES, LuongAttention
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
@@ -164,6 +165,7 @@ def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
     results = []
     for device in ("cpu", "cuda"):
         model = _model(_cfg(att, rnn, style, layers=layers)).train().to(device)  # dropout 0: deterministic
+        model.set_backend(resolve("auto", device))
         src, lengths, tgt_in = (x.to(device) for x in _batch())
         logits, _ = model(src, lengths, tgt_in)
         logits.logsumexp(-1).sum().backward()
@@ -197,13 +199,11 @@ def test_initial_state_shapes():
 def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
     """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per step."""
     model = _model(_cfg(att, rnn, style, layers=layers))
-    if not hasattr(model.decoder, "fused"):
-        pytest.skip("this decoder has no fused path")
     src, lengths, tgt_in = _batch()
     with torch.no_grad():
-        model.decoder.fused = True
+        model.set_backend(FUSED)
         fused = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
-        model.decoder.fused = False
+        model.set_backend(REFERENCE)
         plain = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
     for (a_logits, a_weights), (b_logits, b_weights) in zip(fused, plain):
         torch.testing.assert_close(a_logits, b_logits, atol=1e-5, rtol=1e-5)
@@ -212,12 +212,14 @@ def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
 
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
 def test_whole_sequence_path_equals_its_step_loop(rnn):
-    """Luong without input feeding: one RNN call over the target gives the step loop's logits and weights."""
+    """Luong without input feeding: one RNN call over the target (every backend but reference) gives
+    the reference step loop's logits and weights."""
     model = _model(_cfg("luong-general", rnn, "luong-nofeed", layers=2))
     src, lengths, tgt_in = _batch()
     with torch.no_grad():
+        model.set_backend(FUSED)
         whole = model(src, lengths, tgt_in)
-        model.decoder.whole_sequence = False
+        model.set_backend(REFERENCE)
         stepped = model(src, lengths, tgt_in)
     for a, b in zip(whole, stepped):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
@@ -225,7 +227,7 @@ def test_whole_sequence_path_equals_its_step_loop(rnn):
 
 @pytest.mark.slow
 def test_compiled_step_gives_the_eager_loss_and_gradients():
-    """train.compile: the torch.compile'd one-step function computes the same function, for any batch shape."""
+    """backend compile: the torch.compile'd one-step function computes the same function, for any batch shape."""
     model = _model(_cfg("bahdanau", "gru", "luong-feed")).train()
     batches = [_batch(), _batch(lengths=(7, 5, 3, 2), t=6, seed=3)]
     eager = []
@@ -234,7 +236,8 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
         logits.logsumexp(-1).sum().backward()
         eager.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
         model.zero_grad()
-    model.decoder.compile_step()
+    model.set_backend(COMPILE)
+    assert model.decoder.loop_spec() is None  # the compiled step, not the loop
     for (src, lengths, tgt_in), (logits_e, grads_e) in zip(batches, eager):
         logits, _ = model(src, lengths, tgt_in)
         logits.logsumexp(-1).sum().backward()
@@ -244,7 +247,16 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
         model.zero_grad()
 
 
-LOOP_ATTENTIONS = ["bahdanau", "luong-dot", "luong-general", "luong-concat", "scaled-dot"]
+#: the registered attentions that declare their scores to the handwritten-backward loop
+LOOP_ATTENTIONS = [name for name, build in ATTENTION_TYPES.items()
+                   if build(16, 16, 12, 2).loop_spec() is not None]
+
+
+def _native():
+    """The native backend's handwritten loops, with the kernels where this machine has them."""
+    backend = resolve("native", "cpu")
+    assert backend.handwritten_loop
+    return backend
 
 
 def _padded_targets(tgt_in, lengths):
@@ -281,8 +293,8 @@ def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
     with torch.autograd.set_grad_enabled(True):
         for handwritten in (True, False):
             model = _model(cfg).double().train()
-            model.decoder.handwritten_backward = handwritten
-            assert (model.decoder._loop_spec() is not None) == handwritten
+            model.set_backend(_native() if handwritten else FUSED)
+            assert (model.decoder.loop_spec() is not None) == handwritten
             results.append(_train_once(model, (src, lengths, tgt_in)))
     (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
     real = tgt_in != PAD_ID  # past a target's end the loop computes nothing; the loss ignores those positions
@@ -297,7 +309,7 @@ def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
 
 
 def test_loop_rejects_active_rows_that_grow():
-    from attnkit.models.teacher_forcing_loop import LoopSpec, run_loop
+    from attnkit.accel.loops import LoopSpec, run_loop
 
     h = torch.zeros(2, 4)
     with pytest.raises(ValueError, match="must not increase"):
@@ -312,7 +324,8 @@ def test_loop_rejects_active_rows_that_grow():
 ])
 def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
     model = _model(_cfg(att, rnn, style, layers=layers))
-    assert model.decoder._loop_spec() is None
+    model.set_backend(_native())
+    assert model.decoder.loop_spec() is None
 
 
 @pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
@@ -326,7 +339,7 @@ def test_handwritten_rnn_over_target_equals_autograd(rnn, layers):
     results = []
     for handwritten in (True, False):
         model = _model(cfg).double().train()
-        model.encoder.handwritten_backward = model.decoder.handwritten_backward = handwritten
+        model.set_backend(_native() if handwritten else FUSED)
         results.append(_train_once(model, (src, lengths, tgt_in)))
     (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
     real = tgt_in != PAD_ID
@@ -348,7 +361,7 @@ def test_handwritten_encoder_equals_packed_rnn(rnn, layers, bidirectional):
     results = []
     for handwritten in (True, False):
         model = _model(cfg).double().train()
-        model.encoder.handwritten_backward = handwritten
+        model.set_backend(_native() if handwritten else REFERENCE)
         torch.manual_seed(5)
         states, final = model.encoder(src, lengths)
         g = torch.Generator().manual_seed(7)
@@ -363,3 +376,38 @@ def test_handwritten_encoder_equals_packed_rnn(rnn, layers, bidirectional):
     assert grads_a.keys() == grads_b.keys() and len(grads_a) == len(list(model.encoder.parameters()))
     for name, grad in grads_b.items():
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+
+
+class _HalvedLuong(LuongAttention):
+    """A subclass that changes the scores and declares nothing to the fast loop."""
+
+    def scores(self, query, projected):
+        return super().scores(query, projected) * 0.5
+
+
+@pytest.mark.parametrize("style", ["luong-feed", "bahdanau"])
+def test_subclassed_attention_trains_its_own_function_on_the_native_backend(style):
+    """A LuongAttention subclass overriding scores() gets no loop spec, so the native backend trains
+    the function it defines: logits and gradients equal the reference path's with the override."""
+    cfg = _cfg("luong-general", "gru", style)
+    cfg.dropout = 0.3
+    src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
+    tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
+    results = {}
+    for name, backend, subclass in (("native", _native(), True), ("reference", REFERENCE, True),
+                                    ("plain", REFERENCE, False)):
+        model = _model(cfg).double().train()
+        if subclass:
+            plain = model.decoder.attention
+            model.decoder.attention = _HalvedLuong("general", 16, 16).double()
+            model.decoder.attention.load_state_dict(plain.state_dict())
+        model.set_backend(backend)
+        assert model.decoder.loop_spec() is None or not subclass
+        results[name] = _train_once(model, (src, lengths, tgt_in))
+    real = tgt_in != PAD_ID
+    (logits_n, _, grads_n), (logits_r, _, grads_r) = results["native"], results["reference"]
+    torch.testing.assert_close(logits_n[real], logits_r[real], atol=1e-12, rtol=1e-10)
+    for name, grad in grads_r.items():
+        torch.testing.assert_close(grads_n[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+    # the override matters: the unmodified attention gives other logits
+    assert not torch.allclose(results["plain"][0][real], logits_r[real], atol=1e-6)

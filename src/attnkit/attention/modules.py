@@ -5,6 +5,8 @@ Every module follows one protocol:
 * ``project_keys(keys)`` once per source batch: keys (B, S, Dk) -> whatever
   the module needs precomputed (projected keys, per-head keys and values).
 * ``forward(query, keys, projected, mask)`` -> ``(context, weights)``.
+* ``loop_spec()`` -> a :class:`ScoreSpec` saying which scores a fast loop (:mod:`attnkit.accel`)
+  may compute in the module's place, or None: then decoders call the module itself.
   ``query`` is (B, T, Dq) or one step (B, Dq); ``mask`` (B, S) bool, True =
   may attend. ``context`` is (B, T, Dk) (or (B, Dk)), ``weights`` (B, T, S)
   (or (B, S)). The context always has the keys' width, so decoders do not
@@ -16,6 +18,7 @@ the models and configs use.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -32,11 +35,41 @@ from attnkit.attention.scores import (
 from attnkit.errors import ConfigError
 
 
+@dataclass(frozen=True, eq=False)
+class ScoreSpec:
+    """The scores a module computes, for a loop that computes them itself.
+
+    kind ``additive``: v . tanh(q W_q^T + P); ``dot``: scale * P (q W_q^T). q (B, H) is the
+    query, P (B, S, A) ``project_keys(keys)``; query_weight W_q (A, H), or None where the
+    query is used as it is; v (A,) for additive scores.
+    """
+
+    kind: str
+    query_weight: Tensor | None = None
+    v: Tensor | None = None
+    scale: float = 1.0
+
+
+#: the methods that define what a module computes; a subclass redefining one of them without
+#: its own loop_spec() gets None (a fast loop would compute its parent's function instead)
+_SCORING = ("scores", "forward", "project_keys")
+
+
 class Attention(nn.Module):
     """Base class: handles one-step queries and the mask shape, subclasses score."""
 
     #: whether the query is the previous decoder state s_{t-1} (Bahdanau) rather than h_t
     uses_previous_state = False
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "loop_spec" not in vars(cls) and any(name in vars(cls) for name in _SCORING):
+            cls.loop_spec = Attention.loop_spec
+
+    def loop_spec(self) -> ScoreSpec | None:
+        """What a fast loop may compute in this module's place; None (the default): nothing,
+        the module is called."""
+        return None
 
     def project_keys(self, keys: Tensor):
         """(B, S, Dk) -> precomputed key-side tensors; identity by default."""
@@ -77,6 +110,9 @@ class BahdanauAttention(Attention):
     def scores(self, query: Tensor, projected: Tensor) -> Tensor:
         return additive_scores(self.query_proj(query), projected, self.v)
 
+    def loop_spec(self) -> ScoreSpec:
+        return ScoreSpec("additive", self.query_proj.weight, self.v)
+
 
 class LuongAttention(Attention):
     """Luong et al. (2015) global attention with score ``dot``, ``general`` or ``concat``.
@@ -113,6 +149,11 @@ class LuongAttention(Attention):
             return concat_scores(self.query_proj(query), projected, self.v)
         return dot_scores(query, projected)
 
+    def loop_spec(self) -> ScoreSpec:
+        if self.score == "concat":
+            return ScoreSpec("additive", self.query_proj.weight, self.v)
+        return ScoreSpec("dot")  # general: W_a is inside the projected keys
+
 
 class ScaledDotAttention(Attention):
     """Scaled dot-product attention (Vaswani et al. 2017) with learned query/key projections."""
@@ -127,6 +168,9 @@ class ScaledDotAttention(Attention):
 
     def scores(self, query: Tensor, projected: Tensor) -> Tensor:
         return scaled_dot_scores(self.query_proj(query), projected)
+
+    def loop_spec(self) -> ScoreSpec:
+        return ScoreSpec("dot", self.query_proj.weight, scale=self.query_proj.out_features ** -0.5)
 
 
 class MultiHeadAttention(Attention):

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from attnkit import native
+from attnkit.accel import native
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
@@ -53,7 +53,7 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     """Bahdanau additive: ``score = v^T tanh(W q + U h_s)``.
 
     ``query_proj`` = W q (B, T, A), ``keys_proj`` = U h_s (B, S, A), ``v`` (A,).
-    Returns (B, T, S). On a CPU, where :mod:`attnkit.native` has its kernel, one compiled pass computes the
+    Returns (B, T, S). On a CPU, where :mod:`attnkit.accel.native` has its kernel, one compiled pass computes the
     scores (with :class:`_KernelAdditiveScores` as the autograd node when gradients are wanted); elsewhere
     torch does.
     """

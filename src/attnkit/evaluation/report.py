@@ -48,6 +48,8 @@ def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam:
     else:  # each member's own attention: they may differ
         scores = {"model": [str(d) for d in dirs], "task": cfg.data.task, "split": split,
                   "attention": [member.cfg.attention for member in translator.model.members]}
+    members = getattr(translator.model, "members", [translator.model])
+    scores["backend"] = members[0].backend.record()["describe"]  # all members load with one setting
     records = []
     for k in ([1] if beam == 1 else [1, beam]):
         name = "greedy" if k == 1 else f"beam{k}"

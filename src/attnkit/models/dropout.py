@@ -4,7 +4,7 @@ On a CPU, ``bernoulli_`` was a visible share of a training step (about 5% in the
 uniform random bits with a threshold gives a Bernoulli(1 - p) keep mask for less: on the 2-core CPU, dropout
 on a (128, 13, 512) tensor took 5.4-6.0 ms this way against 12.9-13.0 ms for ``F.dropout``. The keep
 probability is then a multiple of 2^-31, and the kept values are scaled by its exact inverse, so the
-expectation is unchanged. For float32 the bits come from the compiled kernel (:func:`attnkit.native.keep_mask`,
+expectation is unchanged. For float32 the bits come from the compiled kernel (:func:`attnkit.accel.native.keep_mask`,
 a counter-based hash seeded from torch's generator, several times faster again) where it is built, else from
 torch's ``random_``. CUDA keeps the fused dropout kernel.
 """
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit import native
+from attnkit.accel import native
 
 _BITS = 2 ** 31  # int32 random_() is uniform on [0, 2^31)
 

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import encode_pairs, make_batches
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_info
@@ -139,7 +140,7 @@ class Trainer:
         """Counters, optimizer, schedule and RNG of ``last``, each checked before it is loaded."""
         json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
         info = resume.check_sections(ckpt.read_json(json_path), json_path, ("state", "optimizer"),
-                                     ("scheduler", "metric"))
+                                     ("scheduler", "metric", "backend"))
         tensors = ckpt.read_tensors(tensors_path)
         resume.check_tensor_names(tensors, tensors_path)
         state = resume.dataclass_from_json(TrainerState, info["state"], f"{json_path}: state")
@@ -184,6 +185,10 @@ class Trainer:
             return self.run_dir / "best"
         state.finished = False
         model = translator.model
+        # resolved before the helper processes take their copies of the model
+        self.backend = resolve_backend(tc.backend, self.device, next(model.parameters()).dtype)
+        model.set_backend(self.backend)
+        self.log(self.backend.describe(self.cfg.model.rnn))
         examples = encode_pairs(self.splits.train, translator.src_tokenizer, translator.tgt_tokenizer,
                                 translator.src_vocab, translator.tgt_vocab, d.max_src_len, d.max_tgt_len,
                                 d.overlong, source_name=f"{d.task} train")
@@ -196,9 +201,6 @@ class Trainer:
         if self.processes > 1:
             self.log(f"{self.processes} data-parallel processes, {self.update_threads} thread(s) each")
             workers = GradientWorkers(model, self.processes, tc.label_smoothing, tc.seed, self.update_threads)
-        if tc.compile:
-            self.log("train.compile: the decoder step goes through torch.compile (the first updates wait for it)")
-            model.decoder.compile_step()
         torch.set_num_threads(self.update_threads)
         try:
             interrupted = self._loop(translator, state, optimizer, scheduler, examples, workers,
@@ -340,7 +342,7 @@ class Trainer:
         tensors["rng.torch"] = torch.get_rng_state()
         trainer_state = {"state": state.__dict__, "optimizer": info,
                          "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
-                         "metric": self.metric}
+                         "metric": self.metric, "backend": self.backend.record()}
         translator.save(directory, trainer_state, tensors)
 
     def _save_interrupted(self, translator: Translator, state: TrainerState, optimizer, scheduler,

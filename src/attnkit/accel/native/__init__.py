@@ -12,8 +12,8 @@ library) and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA
 ``covers``/``fits_rows`` checks are False and the callers compute the same thing with torch. Results agree
 with torch's to about 1e-6: tanh and sigmoid are rational approximations (``fastmath.h``, |error| < 3e-7).
 The kernels have no autograd of their own: :func:`attnkit.attention.scores.additive_scores` wraps the
-energies in an autograd node, and the handwritten-backward loops (``attnkit.models.teacher_forcing_loop``,
-``attnkit.models.rnn_recurrence``) call the rest from their own forward and backward.
+energies in an autograd node, and the handwritten-backward loops (``attnkit.accel.loops``,
+``attnkit.accel.recurrence``) call the rest from their own forward and backward.
 
 Environment:
     ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
@@ -68,12 +68,30 @@ _switched_off = threading.local()
 
 def enabled() -> bool:
     """Whether the kernels may be used on this machine (not switched off, x86-64 with AVX2)."""
+    return _not_enabled() is None
+
+
+def _not_enabled() -> str | None:
+    """Why the kernels may not be used on this machine, or None where they may."""
     if os.environ.get("ATTNKIT_NATIVE", "1").strip().lower() in ("0", "false", "no", "off"):
-        return False
+        return "switched off by ATTNKIT_NATIVE=0"
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False
+        return f"not an x86-64 CPU ({platform.machine()})"
     capability = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", lambda: "")()
-    return capability.startswith(("AVX2", "AVX512"))
+    if not capability.startswith(("AVX2", "AVX512")):
+        return f"the CPU lacks AVX2 (torch reports {capability or 'nothing'})"
+    return None
+
+
+def unavailable() -> str | None:
+    """Why the kernels cannot be had here (switched off, another CPU, no compiler, a failed
+    build), or None where :func:`library` gives them; builds them on first use."""
+    why = _not_enabled()
+    if why is not None:
+        return why
+    if library() is None:
+        return _state.get("why", "they could not be built")
+    return None
 
 
 def cache_dir() -> Path:
@@ -264,6 +282,7 @@ def library() -> ctypes.CDLL | None:
                 lib = _obtain(compiler)
             except (OSError, RuntimeError, subprocess.SubprocessError, AttributeError) as err:
                 log.info("attnkit native kernels unavailable, using torch: %s", err)
+                _state["why"] = str(err).splitlines()[0] if str(err) else type(err).__name__
                 lib = None
         _state["lib"] = lib
         return lib

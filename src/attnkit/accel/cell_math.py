@@ -11,7 +11,7 @@ where x = the input gates (b_ih inside) and h = h_prev W_hh^T + b_hh. Shapes (..
 (..., H) for states: any leading dims (the encoder steps both directions at once).
 
 A GRU's arithmetic can instead run as one compiled kernel per step (``native_gru=True``, see
-:mod:`attnkit.native`): the callers decide once per loop with :func:`native_gru_applies`.
+:mod:`attnkit.accel.native`): the callers decide once per loop with :func:`native_gru_applies`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from attnkit import native
+from attnkit.accel import native
 
 
 def gate_count(lstm: bool) -> int:

@@ -12,7 +12,7 @@ autograd node:
 * the backward loop does only the per-step input gradients; each weight gradient is one batched matmul
   over all steps.
 * on float32 CPU tensors a GRU's gate arithmetic, forward and backward, is one compiled kernel per step
-  (:mod:`attnkit.native`; it agrees with torch's to about 1e-6).
+  (:mod:`attnkit.accel.native`; it agrees with torch's to about 1e-6).
 
 On CUDA the models keep cuDNN's RNN, which runs the whole recurrence in one call.
 
@@ -26,7 +26,41 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from attnkit.models.cell_math import add_hidden_matmul, cell_backward, cell_forward, gate_count, native_gru_applies
+from attnkit.accel.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
+                                     native_gru_applies)
+from attnkit.models.dropout import dropout
+
+
+def encode(rnn: nn.RNNBase, emb: Tensor, lengths: Tensor, training: bool) -> tuple[Tensor, Tensor]:
+    """What the encoder's packed ``rnn`` computes, layer by layer through :func:`rnn_layer`:
+    emb (B, S, E), lengths (B,) -> states (B, S, D*H), zero past each length, and the last
+    layer's final states of every direction joined, (B, D*H)."""
+    steps = emb.size(1)
+    lengths = lengths.to(emb.device)
+    valid = (torch.arange(steps, device=emb.device).unsqueeze(1) < lengths).to(emb.dtype)  # (S, B)
+    reverse = reversal_index(lengths, steps) if rnn.bidirectional else None
+    x = emb.transpose(0, 1)  # (S, B, E), time-major
+    for layer in range(rnn.num_layers):
+        if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
+            x = dropout(x, rnn.dropout, training)
+        x, final = rnn_layer(rnn, layer, x, valid, reverse)  # (S, B, D*H), (D, B, H)
+    # contiguous, so the caller's dropout draws the packed path's mask
+    return x.transpose(0, 1).contiguous(), torch.cat(final.unbind(0), -1)
+
+
+def over_target(rnn: nn.RNNBase, valid: Tensor, emb: Tensor, rnn_state, training: bool) -> Tensor:
+    """A decoder ``rnn`` over the whole target from its initial state: valid (B, T) bool, emb
+    (B, T, E), rnn_state (L, B, H) (a pair for an LSTM) -> outputs (B, T, H), zero past each
+    target's end (the loss ignores them)."""
+    h0, c0 = rnn_state if isinstance(rnn, nn.LSTM) else (rnn_state, None)  # (L, B, H)
+    valid = valid.t().to(emb.dtype)  # (T, B)
+    x = emb.transpose(0, 1)  # (T, B, E)
+    for layer in range(rnn.num_layers):
+        if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
+            x = dropout(x, rnn.dropout, training)
+        x, _ = rnn_layer(rnn, layer, x, valid, None, h0[layer: layer + 1],
+                         None if c0 is None else c0[layer: layer + 1])
+    return x.transpose(0, 1)
 
 
 def reversal_index(lengths: Tensor, steps: int) -> Tensor:

@@ -19,7 +19,7 @@ inputs. Every weight gradient is then one matmul over all T*B rows (e.g. dW_hh =
 the key and value gradients one batched matmul over T. The arithmetic is the same as the step loop's, so the
 two paths agree to float rounding (tested against it, gradients included).
 On float32 CPU tensors the GRU gate arithmetic and the additive energies, forward and backward, run in the
-compiled kernels of :mod:`attnkit.native` (the same arithmetic with a rational tanh, agreeing to about 1e-6).
+compiled kernels of :mod:`attnkit.accel.native` (the same arithmetic with a rational tanh, agreeing to about 1e-6).
 
 Rows whose target has ended are not computed: with the batch sorted longest target first (the batcher's
 order), step t works on the first ``active[t]`` rows only. Their outputs and weights are zero past the end,
@@ -34,24 +34,84 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from attnkit.models.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
+from attnkit.accel.cells import cell_weights, project_inputs
+from attnkit.accel.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
                                      native_gru_applies, tanh_grad)
-from attnkit.native import covers, run_additive_backward, run_additive_energies
+from attnkit.accel.native import covers, run_additive_backward, run_additive_energies
+from attnkit.data.vocab import PAD_ID
 
 
-@dataclass(frozen=True)
+def teacher_force(decoder, spec: "LoopSpec", tgt_in: Tensor, emb: Tensor, state, memory
+                  ) -> tuple[Tensor, Tensor]:
+    """A one-layer decoder's teacher forcing through the loop: tgt_in (B, T), emb (B, T, E) ->
+    logits (B, T, V), weights (B, T, S). ``decoder``: an :class:`attnkit.models.seq2seq.Decoder`
+    whose attention gave ``spec``; state and memory its DecoderState and Memory. Positions past a
+    target's end get the output layer's bias and zero weights (the loss ignores them)."""
+    b, steps = emb.shape[:2]
+    x_proj = project_inputs(decoder.rnn, emb.transpose(0, 1))  # (T, B, G*H), each step contiguous
+    keep = decoder.dropout_masks(b, steps, emb)  # (T, B, H) or None, as the step loop draws them
+    # w_rest: W_ih's columns for h~ (Luong) or c (Bahdanau)
+    ((w_rest, w_hh, _, b_hh),) = cell_weights(decoder.rnn, emb.size(-1))
+    h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
+    keys, projected, mask = memory.states, memory.projected, memory.mask
+    bahdanau = decoder.style == "bahdanau"
+    emb_out = feed0 = None
+    if bahdanau:  # the output layer reads [s_t; c_t; y_{t-1}]: its y part for all steps at once
+        split = decoder.hidden + keys.size(-1)
+        w_sc = decoder.combine.weight[:, :split]
+        emb_out = F.linear(emb.transpose(0, 1), decoder.combine.weight[:, split:],
+                           decoder.combine.bias)  # (T, B, H)
+    else:
+        feed0 = state.feed  # (B, H), h~_0
+    lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
+    order = None
+    if bool((lengths[1:] > lengths[:-1]).any()):  # the loop wants the longest target first
+        order = torch.argsort(lengths, descending=True, stable=True)
+        lengths = lengths[order]
+        x_proj, keep = x_proj[:, order], (None if keep is None else keep[:, order])
+        h0, c0 = h0[order], (None if c0 is None else c0[order])
+        emb_out = None if emb_out is None else emb_out[:, order]
+        feed0 = None if feed0 is None else feed0[order]
+        keys, projected, mask = keys[order], projected[order], mask[order]
+    positions = torch.arange(steps, device=lengths.device).unsqueeze(1)
+    active = (lengths.unsqueeze(0) > positions).sum(1).tolist()
+    w_q, v = spec.query_weight, spec.v
+    if bahdanau:
+        out, weights = run_bahdanau_loop(spec, x_proj, emb_out, h0, c0, keys, projected, mask, keep,
+                                         w_rest, w_hh, b_hh, w_q, v, w_sc, active)
+    else:
+        out, weights = run_loop(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_rest,
+                                w_hh, b_hh, w_q, v, decoder.combine.weight, decoder.combine.bias,
+                                active)
+    if order is not None:
+        restore = torch.argsort(order)
+        out, weights = out[:, restore], weights[:, restore]
+    return decoder.output(out.transpose(0, 1)), weights.transpose(0, 1)
+
+
+@dataclass(frozen=True, eq=False)
 class LoopSpec:
     """What the loop computes, besides its tensors.
 
     lstm: LSTM gate arithmetic (else GRU); additive: ``v . tanh(q + P)`` scores (else ``scale * P q``).
+    query_weight (A, H) and v (A,): the attention's parameters, as its ``loop_spec()`` gives them
+    (:func:`teacher_force` reads them; the run functions take them as arguments).
     """
 
     lstm: bool
     additive: bool
     scale: float = 1.0
+    query_weight: Tensor | None = None
+    v: Tensor | None = None
+
+    @classmethod
+    def of(cls, lstm: bool, score) -> "LoopSpec":
+        """From an attention's :class:`attnkit.attention.modules.ScoreSpec`."""
+        return cls(lstm, score.kind == "additive", score.scale, score.query_weight, score.v)
 
 
 def run_loop(spec: LoopSpec, x_proj: Tensor, h0: Tensor, c0: Tensor | None, feed0: Tensor, keys: Tensor,
@@ -150,8 +210,8 @@ class _Forward:
         self.cells = new(steps, batch, hidden) if spec.lstm else None
         self.queries = zeros(steps, batch, query_dim) if query_dim else None
         self.energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
-        self.kernel: bool | None = None  # additive energies by attnkit.native: decided at the first step
-        self.native_gru: bool | None = None  # GRU steps by attnkit.native: likewise
+        self.kernel: bool | None = None  # additive energies by attnkit.accel.native: decided at the first step
+        self.native_gru: bool | None = None  # GRU steps by attnkit.accel.native: likewise
         self.weights = zeros(steps, batch, keys.size(1))
         self.combined = new(steps, batch, hidden)  # tanh(...) before dropout
         self.out = zeros(steps, batch, hidden)
