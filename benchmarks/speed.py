@@ -396,7 +396,8 @@ def main() -> None:
     peak = matmul_peak_gflops(device)
     cfg, splits, tokenizers, model, batches = build(args, device)
     result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
-              "threads": torch.get_num_threads(), "updates": args.updates, "batch_size": args.batch_size,
+              "threads": torch.get_num_threads(), "updates": args.updates,
+              "batch_size": args.batch_size,
               "attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
               "path": _path_name(args, device),
               "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}

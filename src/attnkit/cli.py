@@ -45,9 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", formatter_class=_formatter, help="train from a YAML experiment file",
                        description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
-                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to runs/<name>). "
-                                   "Under torchrun (torchrun --nproc_per_node N -m attnkit train CONFIG) N "
-                                   "processes train one model data-parallel; rank 0 evaluates and saves.",
+                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to "
+                                   "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
+                                   "-m attnkit train CONFIG) N processes train one model "
+                                   "data-parallel; rank 0 evaluates and saves.",
                        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128")
     p.add_argument("config", type=Path, help="experiment YAML file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",

@@ -110,7 +110,7 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch CPU threads (0 = torch's default)
-    compile: bool = False  # torch.compile the decoder's one-step function (compiling takes a minute)
+    compile: bool = False  # torch.compile the decoder's one-step function (takes a minute)
     progress: bool = True
 
     CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}

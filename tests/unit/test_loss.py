@@ -33,9 +33,10 @@ def _grads(model):
 
 def test_shards_normalised_by_the_whole_batch_add_up_to_its_gradient():
     model, batch = _model(), _batch()
-    loss_one, correct_one, tokens_one = token_loss_backward(model, batch, batch.num_target_tokens, 0.1)
+    total = batch.num_target_tokens
+    loss_one, correct_one, tokens_one = token_loss_backward(model, batch, total, 0.1)
     whole = _grads(model)
-    total, summed, parts = batch.num_target_tokens, None, []
+    summed, parts = None, []
     for rank in range(3):
         parts.append(token_loss_backward(model, shard(batch, rank, 3), total, 0.1))
         grads = _grads(model)

@@ -21,7 +21,8 @@ def token_loss_backward(model: nn.Module, batch: Batch, total_tokens: int, label
     """
     logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
     loss_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1),
-                               ignore_index=PAD_ID, label_smoothing=label_smoothing, reduction="sum")
+                               ignore_index=PAD_ID, label_smoothing=label_smoothing,
+                               reduction="sum")
     loss = loss_sum / total_tokens
     (loss if scale == 1.0 else loss * scale).backward()
     with torch.no_grad():

@@ -118,15 +118,18 @@ class Trainer:
         else:
             _seed_everything(tc.seed)
             if self._is_main:
-                for stale in ("top", "averaged"):  # a fresh run must not average an earlier run's weights
+                for stale in ("top", "averaged"):  # a fresh run must not average old weights
                     shutil.rmtree(self.run_dir / stale, ignore_errors=True)
             d = cfg.data
             with ExitStack() as scratch:
                 tok_dir = self.run_dir / "tokenizers"
                 if not self._is_main:  # only rank 0 writes into the run directory
                     tok_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
-                src_tok = make_tokenizer(d.src_level, d.lowercase, [s for s, _ in self.splits.train], tok_dir, "source", d.vocab_size)
-                tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, [t for _, t in self.splits.train], tok_dir, "target", d.vocab_size)
+                sources, targets = zip(*self.splits.train)
+                src_tok = make_tokenizer(d.src_level, d.lowercase, list(sources), tok_dir, "source",
+                                         d.vocab_size)
+                tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, list(targets), tok_dir, "target",
+                                         d.vocab_size)
             src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in self.splits.train)
             tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in self.splits.train)
             model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(self.device)
@@ -255,9 +258,10 @@ class Trainer:
     def _start_ddp(self, translator: Translator, state: TrainerState, examples) -> None:
         """Check that every rank holds the same data, give each its own dropout, wrap the model."""
         dist, tc = self.dist, self.cfg.train
-        dist.check_same(distributed.digest(translator.src_vocab.to_json(), translator.tgt_vocab.to_json(),
-                                           [(e.src, e.tgt) for e in examples]),
-                        "vocabularies or training examples")
+        fingerprint = distributed.digest(translator.src_vocab.to_json(),
+                                         translator.tgt_vocab.to_json(),
+                                         [(e.src, e.tgt) for e in examples])
+        dist.check_same(fingerprint, "vocabularies or training examples")
         if not dist.is_main:  # rank 0 keeps the seeded (or resumed) generator of a 1-process run
             torch.manual_seed(tc.seed * 1000003 + dist.rank * 7919 + state.step)
         self.train_model = dist.wrap(translator.model)
