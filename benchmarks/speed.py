@@ -7,7 +7,6 @@
     python benchmarks/speed.py --updates 150 --autograd --skip-anchor  # fused cells under autograd, packed encoder
     python benchmarks/speed.py --updates 150 --interleave-autograd --skip-anchor  # both, alternating batch by batch
     python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor  # compiled attention kernel vs torch
-    python benchmarks/speed.py --updates 150 --processes 2     # 2 data-parallel processes, 1 thread each
     python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
     python benchmarks/speed.py --updates 150 --backend reference --skip-anchor  # the textbook model
     python benchmarks/speed.py --updates 150 --matmul-ceiling  # also: the same updates doing only their matmuls
@@ -117,48 +116,34 @@ def build(args, device):
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
 
 
-def _update(model, optimizer, batch, workers=None) -> tuple[float, int]:
+def _update(model, optimizer, batch) -> tuple[float, int]:
     """One training update (Adam, clipping at 1.0) -> (summed loss, target tokens)."""
-    from attnkit.training.data_parallel import shard_loss_backward
+    from attnkit.training.loss import token_loss_backward
 
     optimizer.zero_grad(set_to_none=True)
-    if workers is None:
-        loss_sum, _, n = shard_loss_backward(model, batch, batch.num_target_tokens, 0.0)
-    else:
-        loss_sum, _, n = workers.forward_backward(batch)
+    loss_sum, _, n = token_loss_backward(model, batch, batch.num_target_tokens, 0.0)
     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     optimizer.step()
     return loss_sum, n
 
 
 def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
-    from attnkit.training.data_parallel import GradientWorkers
     from attnkit.training.optim import adam
 
     optimizer = adam(model.parameters(), 1e-3)
     model.train()
     times, tokens, srcs = [], [], []
     batches = [b for _, b in zip(range(args.updates + args.warmup), _cycle(batches))]
-    threads = torch.get_num_threads()
-    workers = None
-    if args.processes > 1:  # the same threads, split over data-parallel processes
-        torch.set_num_threads(max(1, threads // args.processes))
-        workers = GradientWorkers(model, args.processes, seed=42, threads_per_process=torch.get_num_threads())
-    try:
-        for i, batch in enumerate(batches):
-            _sync(device)
-            t = time.perf_counter()
-            batch = batch.to(device)
-            loss_sum, n = _update(model, optimizer, batch, workers)
-            _sync(device)
-            if i >= args.warmup:
-                times.append(time.perf_counter() - t)
-                tokens.append(batch.num_target_tokens)
-                srcs.append(int(batch.src_lengths.sum()))
-    finally:
-        if workers is not None:
-            workers.close()
-        torch.set_num_threads(threads)
+    for i, batch in enumerate(batches):
+        _sync(device)
+        t = time.perf_counter()
+        batch = batch.to(device)
+        loss_sum, n = _update(model, optimizer, batch)
+        _sync(device)
+        if i >= args.warmup:
+            times.append(time.perf_counter() - t)
+            tokens.append(batch.num_target_tokens)
+            srcs.append(int(batch.src_lengths.sum()))
     windows = [sum(tokens[i:i + 10]) / sum(times[i:i + 10]) for i in range(0, len(times) - 9, 10)]
     mean_src = sum(srcs) / len(srcs)
     flops = 3 * useful_flops(cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size)
@@ -401,8 +386,6 @@ def main() -> None:
     ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
-    ap.add_argument("--processes", type=int, default=1,
-                    help="data-parallel CPU processes sharing the threads (train.processes), each doing 1/N of a batch")
     ap.add_argument("--backend", choices=BACKENDS, default="auto",
                     help="train.backend for the timed training (attnkit.accel.backend); "
                          "decoding uses auto")
@@ -427,7 +410,8 @@ def main() -> None:
     peak = matmul_peak_gflops(device)
     cfg, splits, tokenizers, model, batches = build(args, device)
     result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
-              "threads": torch.get_num_threads(), "processes": args.processes, "updates": args.updates, "batch_size": args.batch_size,
+              "threads": torch.get_num_threads(), "updates": args.updates,
+              "batch_size": args.batch_size,
               "attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
               "path": _path_name(args, device),
               "backend": model.backend.describe(args.rnn),

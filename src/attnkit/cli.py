@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", formatter_class=_formatter, help="train from a YAML experiment file",
                        description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
-                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to runs/<name>).",
+                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to "
+                                   "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
+                                   "-m attnkit train CONFIG) N processes train one model "
+                                   "data-parallel; rank 0 evaluates and saves.",
                        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128")
     p.add_argument("config", type=Path, help="experiment YAML file")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
@@ -134,7 +137,10 @@ def cmd_train(args) -> None:
         if args.output_dir is not None:  # a path, never parsed as YAML
             cfg.output_dir = str(args.output_dir)
         best = train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
-    print(f"best checkpoint: {best}")
+    from attnkit.training.distributed import rank
+
+    if rank() == 0:  # under torchrun, rank 0 speaks for the run
+        print(f"best checkpoint: {best}")
 
 
 def _family(model_dir: Path) -> str:

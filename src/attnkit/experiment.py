@@ -111,7 +111,6 @@ class TrainConfig:
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch CPU threads (0 = torch's default)
-    processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
     # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
     backend: str = "auto"
     progress: bool = True
@@ -135,7 +134,6 @@ class TrainConfig:
         "eval_every": at_least(0),
         "max_minutes": above(0, null=True),
         "threads": (lambda v: v >= 0, "at least 1, or 0 for torch's default"),
-        "processes": at_least(1),
         "max_bad_updates": at_least(1),
     }
 
@@ -143,9 +141,6 @@ class TrainConfig:
         if self.batch_size is None and self.max_tokens is None:
             raise ConfigError(f"{where}: set batch_size or max_tokens")
         check_values(self, where, self.RULES)
-        if self.backend == "compile" and self.processes > 1:
-            raise ConfigError(f"{_key(where, 'backend')}: compile needs {_key(where, 'processes')}: 1 "
-                              "(the helper processes would each compile their own copy)")
 
 
 @dataclass
@@ -203,6 +198,7 @@ def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str 
     settings ignore (``model.heads`` with luong-dot attention) are errors.
     """
     data = _replace_compile(apply_overrides(data, overrides), source, user)
+    _drop_processes(data, source, user)
     cfg = from_dict(ExperimentConfig, data, where=source)
     if user:
         _check_user_config(data, cfg, source)
@@ -222,6 +218,24 @@ def _replace_compile(data: dict, source: str, user: bool) -> dict:
                               "write `backend: compile` in the train section instead")
         train.setdefault("backend", "compile")
     return {**data, "train": train}
+
+
+def _drop_processes(data: dict, source: str, user: bool) -> None:
+    """Remove the retired ``train.processes`` from ``data`` (in place).
+
+    Its data-parallel processes are now torchrun's: ``processes: 1`` (every config and
+    checkpoint before the change holds it) means nothing and is dropped, as is any value a
+    checkpoint saved; a user's N > 1 is an error naming the command that does it now.
+    """
+    section = data.get("train")
+    if not isinstance(section, dict) or "processes" not in section:
+        return
+    value = section.pop("processes")
+    if user and value != 1:
+        n = value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else "N"
+        raise ConfigError(f"{_key(_key(source, 'train'), 'processes')}: {value!r} is no longer a "
+                          f"setting; remove it and start {n} data-parallel processes with "
+                          f"torchrun --nproc_per_node {n} -m attnkit train CONFIG")
 
 
 def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:

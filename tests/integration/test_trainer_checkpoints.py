@@ -121,36 +121,6 @@ def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path
     assert isinstance(out.output, str) and "\u2581" not in out.output  # detokenized
 
 
-def test_two_data_parallel_processes_train_like_one(tmp_path):
-    """Without dropout, 2 processes make the updates 1 process makes (up to float rounding)."""
-    data = _write_tsvs(tmp_path, _digits)
-    results = {}
-    for processes in (1, 2):
-        (tmp_path / f"p{processes}").mkdir()
-        cfg = _config(tmp_path / f"p{processes}", data, {"epochs": 2, "lr": 0.01, "processes": processes})
-        messages = []
-        Trainer(cfg, log_fn=messages.append).train()
-        state = json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]
-        results[processes] = (ckpt.read_tensors(cfg.run_dir / "last" / "model.safetensors"), state, messages)
-    (one, state_one, _), (two, state_two, messages) = results[1], results[2]
-    assert any("2 data-parallel processes" in m for m in messages)
-    assert state_two["step"] == state_one["step"] > 0
-    assert state_two["tokens"] == state_one["tokens"]
-    for name in one:
-        torch.testing.assert_close(two[name], one[name], rtol=1e-3, atol=1e-4)
-
-
-def test_data_parallel_processes_are_a_cpu_setting(tmp_path, monkeypatch):
-    import attnkit.training.trainer as trainer_module
-
-    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1, "processes": 2, "device": "cuda"})
-    monkeypatch.setattr(trainer_module, "resolve_device", lambda _: torch.device("cuda"))
-    messages = []
-    trainer = Trainer(cfg, log_fn=messages.append)
-    assert trainer.processes == 1
-    assert any("CPU only" in m for m in messages)
-
-
 def test_cosine_schedule_ends_at_min_lr(tmp_path):
     cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)),
                   {"epochs": 3, "scheduler": "cosine", "lr": 0.01, "min_lr": 1e-4})
@@ -272,17 +242,17 @@ def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
     cfg.output_dir, cfg.train.epochs = str(tmp_path / "run"), 2
     logged = []
     trainer = Trainer(cfg, log_fn=logged.append)
-    real = trainer_module.shard_loss_backward
+    real = trainer_module.token_loss_backward
     calls = []
 
-    def every_third_is_nan(model, batch, total, smoothing):
+    def every_third_is_nan(model, batch, total, smoothing, scale=1.0):
         calls.append(1)
-        loss_sum, correct, tokens = real(model, batch, total, smoothing)
+        loss_sum, correct, tokens = real(model, batch, total, smoothing, scale)
         if len(calls) % 3 == 0:
             next(model.parameters()).grad.fill_(float("nan"))
         return loss_sum, correct, tokens
 
-    monkeypatch.setattr(trainer_module, "shard_loss_backward", every_third_is_nan)
+    monkeypatch.setattr(trainer_module, "token_loss_backward", every_third_is_nan)
     trainer.train()
     state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
     assert state["skipped_updates"] == len(calls) // 3 > 0

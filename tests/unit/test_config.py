@@ -134,15 +134,37 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
     ({"data": {"max_src_len": 0}}, "data.max_src_len"),
     ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
     ({"train": {"batch_size": None}}, "batch_size"),
-    ({"train": {"processes": 0}}, "train.processes"),
     ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
     ({"train": {"patience": 0}}, "train.patience"),
-    ({"train": {"backend": "compile", "processes": 2}}, "train.backend"),
     ({"train": {"backend": "fast"}}, "train.backend"),
     ({"decode": {"backend": "fast"}}, "decode.backend"),
 ])
 def test_bad_values(tmp_path, data, key):
     assert key in _error(tmp_path, data)
+
+
+@pytest.mark.parametrize("given, overrides, n", [
+    ({"processes": 2}, (), "2"),
+    ({}, ("train.processes=4",), "4"),
+    ({"processes": 0}, (), "N"),
+])
+def test_processes_above_one_name_torchrun(tmp_path, given, overrides, n):
+    msg = _error(tmp_path, {"data": {"task": "numbers"}, "train": given}, overrides)
+    assert "train.processes" in msg
+    assert f"torchrun --nproc_per_node {n} -m attnkit train" in msg
+
+
+def test_processes_one_still_loads_and_is_not_saved(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {"data": {"task": "numbers"}, "train": {"processes": 1}}))
+    assert "processes" not in experiment_to_dict(cfg)["train"]
+    assert not hasattr(cfg.train, "processes")
+
+
+def test_a_checkpoint_saved_with_processes_still_loads():
+    """Checkpoints of runs with train.processes: 2 hold it in their config.yaml."""
+    saved = experiment_to_dict(ExperimentConfig())
+    saved["train"]["processes"] = 2
+    assert experiment_from_dict(saved, source="run/last/config.yaml") == ExperimentConfig()
 
 
 def test_unknown_task(tmp_path):

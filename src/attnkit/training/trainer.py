@@ -8,9 +8,10 @@ target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped, once every part
 of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
 An update whose loss or gradient norm is NaN or inf is skipped, and
-``train.max_bad_updates`` of them in a row end the run (:mod:`attnkit.training.guard`). On a CPU,
-``train.processes: N`` shares every batch with N - 1 helper processes
-(:mod:`attnkit.training.data_parallel`); evaluation stays in this process.
+``train.max_bad_updates`` of them in a row end the run (:mod:`attnkit.training.guard`).
+Started by ``torchrun --nproc_per_node N -m attnkit train CONFIG``, N processes share every
+batch through DistributedDataParallel and rank 0 evaluates and saves
+(:mod:`attnkit.training.distributed`).
 
 Checkpoint averaging (``train.average_checkpoints: N``, N >= 2): the weights of
 the N best dev evaluations are kept in ``run_dir/top/step-XXXXXXX`` (pruned to N
@@ -27,7 +28,9 @@ import math
 import random
 import shutil
 import sys
+import tempfile
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,10 +50,11 @@ from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
-from attnkit.training import rundir
+from attnkit.training import distributed, rundir
 from attnkit.training import resume
-from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
+from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard, check_weights
+from attnkit.training.loss import token_loss_backward
 from attnkit.training.optim import adam
 from attnkit.translator import Translator
 
@@ -90,17 +94,11 @@ class Trainer:
         self.run_dir = cfg.run_dir
         self.log = log_fn or _log
         self.signals = rundir.StopSignals()  # entered by train()
+        self.dist: Distributed | None = None  # set by train() under torchrun
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)
         self.device = resolve_device(tc.device)
-        # Data-parallel processes are a CPU remedy: a config that asks for them still runs on a GPU, in one process.
-        self.processes = tc.processes if self.device.type == "cpu" else 1
-        if self.processes != tc.processes:
-            self.log(f"train.processes: {tc.processes} applies to the CPU only; training on {self.device.type} "
-                     "in one process")
-        self.eval_threads = torch.get_num_threads()  # all of them: evaluation runs in this process alone
-        self.update_threads = max(1, self.eval_threads // self.processes)  # each process's share while training
         _, self.family, self.metric, self.higher_is_better = task_info(cfg.data.task)
         self.splits = splits or build_splits(cfg.data)
         for name in ("train", "dev"):
@@ -120,12 +118,19 @@ class Trainer:
                 raise CheckpointError(f"{last}: its model/data config differs from this one; resume needs the same experiment")
         else:
             _seed_everything(tc.seed)
-            for stale in ("top", "averaged"):  # a fresh run must not average an earlier run's weights
-                shutil.rmtree(self.run_dir / stale, ignore_errors=True)
+            if self._is_main:
+                for stale in ("top", "averaged"):  # a fresh run must not average old weights
+                    shutil.rmtree(self.run_dir / stale, ignore_errors=True)
             d = cfg.data
-            tok_dir = self.run_dir / "tokenizers"
-            src_tok = make_tokenizer(d.src_level, d.lowercase, [s for s, _ in self.splits.train], tok_dir, "source", d.vocab_size)
-            tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, [t for _, t in self.splits.train], tok_dir, "target", d.vocab_size)
+            with ExitStack() as scratch:
+                tok_dir = self.run_dir / "tokenizers"
+                if not self._is_main:  # only rank 0 writes into the run directory
+                    tok_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
+                sources, targets = zip(*self.splits.train)
+                src_tok = make_tokenizer(d.src_level, d.lowercase, list(sources), tok_dir, "source",
+                                         d.vocab_size)
+                tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, list(targets), tok_dir, "target",
+                                         d.vocab_size)
             src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in self.splits.train)
             tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in self.splits.train)
             model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(self.device)
@@ -171,21 +176,65 @@ class Trainer:
         ``overwrite``. SIGINT/SIGTERM save ``last`` after the current update and raise
         :class:`attnkit.errors.TrainingInterrupted`.
         """
-        with rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log), \
-                rundir.StopSignals() as signals:
-            self.signals = signals
-            return self._train(resume)
+        with distributed.start(self.cfg.train.device) as self.dist:
+            if self.dist is not None:
+                self.device = self.dist.device
+                if not self.dist.is_main:
+                    self.log = _quiet
+            with self._claim(resume, overwrite), rundir.StopSignals() as signals:
+                self.signals = signals
+                return self._train(resume)
+
+    @property
+    def _is_main(self) -> bool:
+        """True in the process that logs and writes the run directory (rank 0 under DDP)."""
+        return self.dist is None or self.dist.is_main
+
+    @contextmanager
+    def _claim(self, resume: bool, overwrite: bool):
+        """Hold the run directory (rank 0 alone under DDP; the others start once it holds it)."""
+        with ExitStack() as stack:
+            if self.dist is None:
+                stack.enter_context(rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log))
+            else:
+                self._on_main(lambda: stack.enter_context(
+                    rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log)))
+            yield
+
+    def _on_main(self, fn, default=None):
+        """``fn()`` in the main process; under DDP the others wait, and all stop if it fails."""
+        if self.dist is None:
+            return fn()
+        result, error = default, None
+        if self.dist.is_main:
+            try:
+                result = fn()
+            except Exception as exc:  # noqa: BLE001 - re-raised by check() here, reported there
+                error = exc
+        self.dist.check(error)
+        return result
+
+    def _on_all(self, fn):
+        """``fn()`` in every process; under DDP all stop if it fails in any."""
+        if self.dist is None:
+            return fn()
+        try:
+            result = fn()
+        except Exception as exc:  # noqa: BLE001
+            self.dist.check(exc)
+        self.dist.check(None)
+        return result
 
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
-        translator, state, optimizer, scheduler = self._build(resume)
-        rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model))
+        translator, state, optimizer, scheduler = self._on_all(lambda: self._build(resume))
+        self._on_main(lambda: rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model)))
         if state.epoch >= tc.epochs:
             self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
             return self.run_dir / "best"
         state.finished = False
         model = translator.model
-        # resolved before the helper processes take their copies of the model
+        # resolved before DDP wraps the model: every rank runs the same computation
         self.backend = resolve_backend(tc.backend, self.device, next(model.parameters()).dtype)
         model.set_backend(self.backend)
         self.log(self.backend.describe(self.cfg.model.rnn))
@@ -195,24 +244,36 @@ class Trainer:
         self.log(f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / {len(self.splits.test)} test pairs; "
                  f"vocab {len(translator.src_vocab)} -> {len(translator.tgt_vocab)}; "
                  f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}")
+        self.train_model = model
+        if self.dist is not None:
+            self._start_ddp(translator, state, examples)
         start = time.time() - state.elapsed_s
         budget_s = tc.max_minutes * 60 if tc.max_minutes else None
-        workers = None
-        if self.processes > 1:
-            self.log(f"{self.processes} data-parallel processes, {self.update_threads} thread(s) each")
-            workers = GradientWorkers(model, self.processes, tc.label_smoothing, tc.seed, self.update_threads)
-        torch.set_num_threads(self.update_threads)
-        try:
-            interrupted = self._loop(translator, state, optimizer, scheduler, examples, workers,
-                                     start, budget_s)
-        finally:
-            if workers is not None:
-                workers.close()
-            torch.set_num_threads(self.eval_threads)
+        interrupted = self._loop(translator, state, optimizer, scheduler, examples, start, budget_s)
         if interrupted:
             self._save_interrupted(translator, state, optimizer, scheduler, start)
         state.finished = True
         state.elapsed_s = time.time() - start
+        self._on_main(lambda: self._finish(translator, state, optimizer, scheduler))
+        return self.run_dir / "best"
+
+    def _start_ddp(self, translator: Translator, state: TrainerState, examples) -> None:
+        """Check that every rank holds the same data, give each its own dropout, wrap the model."""
+        dist, tc = self.dist, self.cfg.train
+        fingerprint = distributed.digest(translator.src_vocab.to_json(),
+                                         translator.tgt_vocab.to_json(),
+                                         [(e.src, e.tgt) for e in examples])
+        dist.check_same(fingerprint, "vocabularies or training examples")
+        if not dist.is_main:  # rank 0 keeps the seeded (or resumed) generator of a 1-process run
+            torch.manual_seed(tc.seed * 1000003 + dist.rank * 7919 + state.step)
+        self.train_model = dist.wrap(translator.model)
+        backend = "nccl" if dist.device.type == "cuda" else "gloo"
+        self.log(f"DistributedDataParallel: {dist.world} processes ({backend}), "
+                 f"{torch.get_num_threads()} thread(s) each; rank 0 evaluates and saves")
+
+    def _finish(self, translator: Translator, state: TrainerState, optimizer, scheduler) -> None:
+        """The final ``last`` (and ``best`` and ``averaged``) of a run that ran to its end."""
+        tc = self.cfg.train
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
         if not (self.run_dir / "best").exists():
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
@@ -222,9 +283,8 @@ class Trainer:
         self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
                  f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
                  f"checkpoints in {self.run_dir}")
-        return self.run_dir / "best"
 
-    def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples, workers,
+    def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples,
               start: float, budget_s: float | None) -> bool:
         """Epochs of updates with evaluations in between, until epochs, patience or time run out.
 
@@ -235,28 +295,29 @@ class Trainer:
         guard = UpdateGuard(tc.max_bad_updates)
         stop = False
         while state.epoch < tc.epochs and not stop:
-            if self.signals.requested:
+            if self._sync(start)[0]:
                 return True
             batches = make_batches(examples, batch_size=None if tc.max_tokens else tc.batch_size,
                                    max_tokens=tc.max_tokens, shuffle=True, seed=tc.seed * 100003 + state.epoch)
             bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
-                       unit="batch", disable=not tc.progress, dynamic_ncols=True, leave=False)
+                       unit="batch", disable=not (tc.progress and self._is_main), dynamic_ncols=True,
+                       leave=False)
             planned_updates = tc.epochs * len(batches)  # for the cosine schedule
             tokens_seen, t_epoch = 0, time.time()
             evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
             for batch in batches[state.batches_done:]:
-                if self.signals.requested:
+                stop_now, elapsed = self._sync(start)
+                if stop_now:
                     bar.close()
                     return True
                 model.train()
                 if tc.scheduler in ("cosine", "noam"):  # derived from the saved step: a resumed run goes on exactly
-                    lr = (cosine_lr(tc, state.step, planned_updates, time.time() - start, budget_s)
+                    lr = (cosine_lr(tc, state.step, planned_updates, elapsed, budget_s)
                           if tc.scheduler == "cosine" else noam_lr(tc, state.step))
                     for group in optimizer.param_groups:
                         group["lr"] = lr
                 t_update = time.time()
-                loss, correct, n_tokens = self._update(model, optimizer, batch.to(self.device),
-                                                       workers, guard, state.step + 1)
+                loss, correct, n_tokens = self._update(optimizer, batch, guard, state.step + 1)
                 state.train_s += time.time() - t_update
                 if guard.last_reason is not None:  # skipped: the weights are as they were
                     state.skipped_updates += 1
@@ -270,7 +331,7 @@ class Trainer:
                 bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
                                 tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
                                 lr=f"{optimizer.param_groups[0]['lr']:.1e}")
-                out_of_time = budget_s is not None and time.time() - start > budget_s
+                out_of_time = budget_s is not None and self._sync(start)[1] > budget_s
                 if (tc.eval_every and state.step % tc.eval_every == 0) or out_of_time:
                     stop = self._evaluate(translator, state, optimizer, scheduler, start) or out_of_time
                     if stop:
@@ -284,28 +345,45 @@ class Trainer:
             state.batches_done = 0
         return False
 
-    def _update(self, model: Seq2Seq, optimizer, batch, workers: GradientWorkers | None,
-                guard: UpdateGuard, update: int) -> tuple[float, int, int]:
+    def _sync(self, start: float) -> tuple[bool, float]:
+        """(stop for a signal?, seconds since ``start``); under DDP the same on every rank."""
+        elapsed = time.time() - start
+        if self.dist is None:
+            return self.signals.requested, elapsed
+        signum, elapsed = self.dist.agree(self.signals.signum, elapsed)
+        if signum is not None and self.signals.signum is None:
+            self.signals.signum = signum  # another rank's signal: this one stops with it
+        return signum is not None, elapsed
+
+    def _update(self, optimizer, batch, guard: UpdateGuard, update: int) -> tuple[float, int, int]:
         """One optimizer step on the batch's mean token loss: (loss, correct, target tokens).
 
-        The step is skipped (``guard``) when the loss or the gradient norm is not finite.
+        Under DDP ``batch`` is the global batch, of which this rank trains its shard; the
+        figures returned are the global batch's. The step is skipped (``guard``) when the
+        loss or the gradient norm is not finite.
         """
+        tc = self.cfg.train
         optimizer.zero_grad(set_to_none=True)
-        if workers is None:
-            loss_sum, correct, tokens = shard_loss_backward(model, batch, batch.num_target_tokens,
-                                                            self.cfg.train.label_smoothing)
-        else:
-            loss_sum, correct, tokens = workers.forward_backward(batch)
-        guard.step(optimizer, model.parameters(), loss_sum / tokens, self.cfg.train.clip, update)
+        part, scale = (batch, 1.0) if self.dist is None else self.dist.shard(batch)
+        loss_sum, correct, tokens = token_loss_backward(self.train_model, part.to(self.device),
+                                                        batch.num_target_tokens, tc.label_smoothing,
+                                                        scale)
+        if self.dist is not None:  # the global batch's loss: every rank's guard decides alike
+            loss_sum, correct, tokens = self.dist.sum([loss_sum, correct, tokens] if scale else [0, 0, 0])
+            correct, tokens = int(correct), int(tokens)
+        guard.step(optimizer, self.train_model.parameters(), loss_sum / tokens, tc.clip, update)
         return loss_sum / tokens, correct, tokens
 
     def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
-        """Score dev, save checkpoints, step the schedule; True means stop early."""
-        torch.set_num_threads(self.eval_threads)  # data-parallel helpers wait meanwhile: their cores are free
-        try:
-            return self._score_and_save(translator, state, optimizer, scheduler, start)
-        finally:
-            torch.set_num_threads(self.update_threads)
+        """Score dev, save checkpoints, step the schedule (in rank 0); True means stop early."""
+        stop = self._on_main(lambda: self._score_and_save(translator, state, optimizer, scheduler, start),
+                             default=False)
+        if self.dist is not None:  # the plateau schedule's rate and early stopping, as rank 0 decided
+            flag, lr = self.dist.from_main([float(stop), optimizer.param_groups[0]["lr"]])
+            for group in optimizer.param_groups:
+                group["lr"] = lr
+            stop = bool(flag)
+        return stop
 
     def _score_and_save(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         tc = self.cfg.train
@@ -349,7 +427,7 @@ class Trainer:
                           start: float) -> None:
         """Save ``last`` where a signal stopped the loop and raise TrainingInterrupted."""
         state.elapsed_s = time.time() - start
-        self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        self._on_main(lambda: self._save(translator, self.run_dir / "last", state, optimizer, scheduler))
         where = f"update {state.step} (epoch {state.epoch + 1})"
         raise self.signals.interrupted(self.run_dir / "last", where)
 
@@ -459,6 +537,10 @@ def _log(message: str) -> None:
     """Print above any progress bar, at once (also when stdout is a file)."""
     tqdm.write(message)
     sys.stdout.flush()
+
+
+def _quiet(message: str) -> None:
+    """The log of DDP ranks other than 0: rank 0 speaks for the run."""
 
 
 def _seed_everything(seed: int) -> None:

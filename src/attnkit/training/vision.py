@@ -44,7 +44,7 @@ from attnkit.data.tasks.vision import DataConfig, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
-from attnkit.training import rundir
+from attnkit.training import distributed, rundir
 from attnkit.training import resume
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
@@ -384,6 +384,9 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
     update (a resumed run goes on from that batch) and raise TrainingInterrupted.
     """
     cfg = parse_config(config, source)
+    if distributed.world_size() > 1:  # N copies of one run would fight over its directory
+        raise ConfigError(f"{source}: data-parallel training under torchrun is for seq2seq "
+                          "experiments; train a vision model with attnkit train CONFIG")
     out = Path(output_dir) if output_dir is not None else Path(cfg.train.output_dir)
     with rundir.claim_run_dir(out, resume, overwrite, lambda m: _log(cfg.train, m)), \
             rundir.StopSignals() as signals:
