@@ -1151,7 +1151,7 @@ def _native_ready(ctx: Context, folder: Path, cache: Path) -> None:
                 ctx.native_skip = "no C compiler"
             else:
                 probe = subprocess.run(
-                    [sys.executable, "-c", "from attnkit import native; print(native.enabled())"],
+                    [sys.executable, "-c", "from attnkit.accel import native; print(native.enabled())"],
                     env=ctx.env(),
                     capture_output=True,
                     text=True,
