@@ -113,6 +113,7 @@ class TrainConfig:
     processes: int = 1  # CPU only: N data-parallel processes share the threads, each doing 1/N of every batch
     compile: bool = False  # torch.compile the decoder's one-step function (one process only; compiling takes a minute)
     progress: bool = True
+    tensorboard: bool = True  # event files in run_dir/tensorboard: scalars, dev metrics, attention
 
     CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda")}
 

@@ -4,7 +4,9 @@ Adam with gradient clipping; learning-rate schedule ``plateau`` (cut on a
 stalled dev metric), ``cosine`` (down to ``min_lr`` by the end of the epochs or
 of the time budget), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
-target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
+target tokens/s, and the same in TensorBoard (``train.tensorboard``,
+:mod:`attnkit.training.tensorboard`) with dev metrics and attention heatmaps.
+``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped, once every part
 of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
 An update whose loss or gradient norm is NaN or inf is skipped, and
@@ -48,10 +50,12 @@ from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import rundir
 from attnkit.training import resume
+from attnkit.training import tensorboard as tb
 from attnkit.training.data_parallel import GradientWorkers, shard_loss_backward
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.optim import adam
-from attnkit.translator import Translator
+from attnkit.translator import Translation, Translator
+from attnkit.viz.heatmap import plot_heatmap
 
 
 def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int) -> Tokenizer:
@@ -89,6 +93,7 @@ class Trainer:
         self.run_dir = cfg.run_dir
         self.log = log_fn or _log
         self.signals = rundir.StopSignals()  # entered by train()
+        self.board = tb.Board(cfg.run_dir / rundir.LOG_NAME, False, self.log, "tokens")  # off till train()
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)
@@ -171,13 +176,16 @@ class Trainer:
         :class:`attnkit.errors.TrainingInterrupted`.
         """
         with rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log), \
-                rundir.StopSignals() as signals:
-            self.signals = signals
+                rundir.StopSignals() as signals, \
+                tb.Board(self.run_dir / rundir.LOG_NAME, self.cfg.train.tensorboard, self.log,
+                         "tokens") as board:
+            self.signals, self.board = signals, board
             return self._train(resume)
 
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = self._build(resume)
+        self.board.start(state.step)
         rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model))
         if state.epoch >= tc.epochs:
             self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
@@ -232,6 +240,7 @@ class Trainer:
         model = translator.model
         guard = UpdateGuard(tc.max_bad_updates)
         stop = False
+        self.board.window.restart()
         while state.epoch < tc.epochs and not stop:
             if self.signals.requested:
                 return True
@@ -260,10 +269,14 @@ class Trainer:
                     state.skipped_updates += 1
                     self.log(f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
                              f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+                else:
+                    self.board.window.add(loss * n_tokens, correct, n_tokens)
                 state.tokens += n_tokens
                 state.step += 1
                 state.batches_done += 1
                 tokens_seen += n_tokens
+                if state.step % tb.EVERY == 0:
+                    self._log_train(state, optimizer)
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
                                 tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
@@ -299,15 +312,29 @@ class Trainer:
 
     def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         """Score dev, save checkpoints, step the schedule; True means stop early."""
+        if self.board.window.pending:  # the updates since the last log, before the clock stops
+            self._log_train(state, optimizer)
         torch.set_num_threads(self.eval_threads)  # data-parallel helpers wait meanwhile: their cores are free
         try:
             return self._score_and_save(translator, state, optimizer, scheduler, start)
         finally:
             torch.set_num_threads(self.update_threads)
+            self.board.window.restart()  # evaluating and saving are not training time
+
+    def _log_train(self, state: TrainerState, optimizer) -> None:
+        self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
+
+    def _log_dev(self, step: int, metrics: dict, translations: list[Translation],
+                 refs: list[list[str]]) -> None:
+        """Dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard."""
+        self.board.scalars(step, metrics, "dev")
+        self.board.pictures(step, _heatmaps(translations[:tb.EXAMPLES], refs))
 
     def _score_and_save(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         tc = self.cfg.train
-        metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
+        metrics, _, refs, translations = evaluate_translator(translator, self.family,
+                                                             self.splits.dev, beam_size=1)
+        self._log_dev(state.step, metrics, translations, refs)
         value = metrics[self.metric]
         improved = state.best is None or (value > state.best if self.higher_is_better else value < state.best)
         if improved:
@@ -428,6 +455,14 @@ def noam_lr(tc, step: int) -> float:
     sqrt(warm-up / (step + 1))), a linear rise to ``lr`` over ``warmup_steps`` updates, then 1/sqrt decay."""
     warm = max(1, tc.warmup_steps)
     return tc.lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
+
+
+def _heatmaps(translations: list[Translation], refs: list[list[str]]):
+    """(tag, heatmap figure) of each translation's attention (T, S), titled with its result."""
+    for i, (out, options) in enumerate(zip(translations, refs)):
+        mark = "right" if out.output in options else f"expected {options[0]}"
+        title = f"{out.source} -> {out.output} ({mark})"
+        yield f"attention/dev{i}", plot_heatmap(out.record(), title=title[:80].replace("$", r"\$"))
 
 
 def _checkpoint_bytes(model: torch.nn.Module) -> int:
