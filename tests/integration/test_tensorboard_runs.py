@@ -1,4 +1,4 @@
-"""End to end: what `attnkit train` writes for TensorBoard, seq2seq and vision, and train.tensorboard: false.
+"""End to end: what training writes for TensorBoard (seq2seq and vision), and tensorboard: false.
 
 The vision runs read the MNIST copy in ``../shared/data/mnist`` (or ``$ATTNKIT_DATA_DIR/mnist``)
 and are skipped, saying so, where it is missing.

@@ -21,9 +21,8 @@ Without the ``tensorboard`` package the run says so once and goes on without it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -101,7 +100,7 @@ class Board:
             self._writer.close()
             self._writer = None
 
-    def __enter__(self) -> "Board":
+    def __enter__(self) -> Board:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -125,7 +124,7 @@ class Window:
         self.started = time.perf_counter()
 
     def add(self, loss_sum, correct, count: int) -> None:
-        """One finite update: summed loss over its ``count`` items, and the right ones among them."""
+        """One finite update: its loss summed over ``count`` items, and how many were right."""
         self.loss_sum = self.loss_sum + loss_sum
         self.correct = self.correct + correct
         self.count += count

@@ -93,7 +93,8 @@ class Trainer:
         self.run_dir = cfg.run_dir
         self.log = log_fn or _log
         self.signals = rundir.StopSignals()  # entered by train()
-        self.board = tb.Board(cfg.run_dir / rundir.LOG_NAME, False, self.log, "tokens")  # off till train()
+        # off until train() opens the run's own
+        self.board = tb.Board(cfg.run_dir / rundir.LOG_NAME, False, self.log, "tokens")
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)

@@ -191,7 +191,8 @@ class ReaderFamily(SoftFamily):
 
     def maps(self, model, image, label):
         with torch.no_grad():
-            tokens, weights, (h, w) = model.greedy(_image_batch(model, image), _picture_steps(label))
+            x = _image_batch(model, image)  # (1, 1, H, W)
+            tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
         tokens = tokens.cpu()
         names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
         maps = weights[0].reshape(-1, h, w).cpu().numpy()  # (T, h, w)
