@@ -114,6 +114,7 @@ class TrainConfig:
     # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
     backend: str = "auto"
     progress: bool = True
+    tensorboard: bool = True  # event files in run_dir/tensorboard: scalars, dev metrics, attention
 
     CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda"),
                "backend": BACKENDS}

@@ -8,7 +8,8 @@
 * what a crash in the middle of a save left behind is repaired
   (:func:`attnkit.training.checkpoint.recover_interrupted`);
 * a fresh run (no resume) refuses a directory that holds checkpoints unless
-  told to overwrite them, and then removes them first.
+  told to overwrite them, and then removes them first, with the TensorBoard
+  log of the earlier run (a resumed run appends to it).
 
 :class:`StopSignals` turns SIGINT (Ctrl-C) and SIGTERM (what schedulers send)
 into a request that the trainer sees after the current update: it saves
@@ -40,6 +41,7 @@ except ImportError:  # Windows: no advisory locks, runs are not guarded
 LOCK_NAME = ".lock"
 CHECKPOINT_NAMES = ("last", "best", "averaged")  # directly in the run directory
 TOP_NAMES = r"step-\d+"  # in RUN/top (checkpoint averaging)
+LOG_NAME = "tensorboard"  # RUN/tensorboard: event files (attnkit.training.tensorboard)
 
 
 @contextmanager
@@ -55,6 +57,8 @@ def claim_run_dir(
                 log(message)
         if not resume:
             _clear_earlier_run(run_dir, overwrite)
+            # a fresh run's curves start empty, not on top of an earlier run's
+            shutil.rmtree(run_dir / LOG_NAME, ignore_errors=True)
         yield run_dir
 
 

@@ -4,7 +4,9 @@ Adam with gradient clipping; learning-rate schedule ``plateau`` (cut on a
 stalled dev metric), ``cosine`` (down to ``min_lr`` by the end of the epochs or
 of the time budget), ``noam`` (warm-up then 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
-target tokens/s. ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
+target tokens/s, and the same in TensorBoard (``train.tensorboard``,
+:mod:`attnkit.training.tensorboard`) with dev metrics and attention heatmaps.
+``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped, once every part
 of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
 An update whose loss or gradient norm is NaN or inf is skipped, and
@@ -52,11 +54,13 @@ from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import distributed, rundir
 from attnkit.training import resume
+from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.optim import adam
-from attnkit.translator import Translator
+from attnkit.translator import Translation, Translator
+from attnkit.viz.heatmap import plot_heatmap
 
 
 def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int) -> Tokenizer:
@@ -95,6 +99,8 @@ class Trainer:
         self.log = log_fn or _log
         self.signals = rundir.StopSignals()  # entered by train()
         self.dist: Distributed | None = None  # set by train() under torchrun
+        # off until train() opens the run's own
+        self.board = tb.Board(cfg.run_dir / rundir.LOG_NAME, False, self.log, "tokens")
         tc = cfg.train
         if tc.threads:
             torch.set_num_threads(tc.threads)
@@ -181,8 +187,10 @@ class Trainer:
                 self.device = self.dist.device
                 if not self.dist.is_main:
                     self.log = _quiet
-            with self._claim(resume, overwrite), rundir.StopSignals() as signals:
-                self.signals = signals
+            board_on = self.cfg.train.tensorboard and self._is_main  # rank 0 logs for all
+            with self._claim(resume, overwrite), rundir.StopSignals() as signals, \
+                    tb.Board(self.run_dir / rundir.LOG_NAME, board_on, self.log, "tokens") as board:
+                self.signals, self.board = signals, board
                 return self._train(resume)
 
     @property
@@ -228,6 +236,7 @@ class Trainer:
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = self._on_all(lambda: self._build(resume))
+        self.board.start(state.step)
         self._on_main(lambda: rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model)))
         if state.epoch >= tc.epochs:
             self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
@@ -294,6 +303,7 @@ class Trainer:
         model = translator.model
         guard = UpdateGuard(tc.max_bad_updates)
         stop = False
+        self.board.window.restart()
         while state.epoch < tc.epochs and not stop:
             if self._sync(start)[0]:
                 return True
@@ -323,10 +333,14 @@ class Trainer:
                     state.skipped_updates += 1
                     self.log(f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
                              f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+                else:
+                    self.board.window.add(loss * n_tokens, correct, n_tokens)
                 state.tokens += n_tokens
                 state.step += 1
                 state.batches_done += 1
                 tokens_seen += n_tokens
+                if state.step % tb.EVERY == 0:
+                    self._log_train(state, optimizer)
                 bar.update(1)
                 bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
                                 tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
@@ -376,8 +390,14 @@ class Trainer:
 
     def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         """Score dev, save checkpoints, step the schedule (in rank 0); True means stop early."""
-        stop = self._on_main(lambda: self._score_and_save(translator, state, optimizer, scheduler, start),
-                             default=False)
+        if self.board.window.pending:  # the updates since the last log, before the clock stops
+            self._log_train(state, optimizer)
+        try:
+            stop = self._on_main(
+                lambda: self._score_and_save(translator, state, optimizer, scheduler, start),
+                default=False)
+        finally:
+            self.board.window.restart()  # evaluating and saving are not training time
         if self.dist is not None:  # the plateau schedule's rate and early stopping, as rank 0 decided
             flag, lr = self.dist.from_main([float(stop), optimizer.param_groups[0]["lr"]])
             for group in optimizer.param_groups:
@@ -385,9 +405,20 @@ class Trainer:
             stop = bool(flag)
         return stop
 
+    def _log_train(self, state: TrainerState, optimizer) -> None:
+        self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
+
+    def _log_dev(self, step: int, metrics: dict, translations: list[Translation],
+                 refs: list[list[str]]) -> None:
+        """Dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard."""
+        self.board.scalars(step, metrics, "dev")
+        self.board.pictures(step, _heatmaps(translations[:tb.EXAMPLES], refs))
+
     def _score_and_save(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
         tc = self.cfg.train
-        metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
+        metrics, _, refs, translations = evaluate_translator(translator, self.family,
+                                                             self.splits.dev, beam_size=1)
+        self._log_dev(state.step, metrics, translations, refs)
         value = metrics[self.metric]
         improved = state.best is None or (value > state.best if self.higher_is_better else value < state.best)
         if improved:
@@ -508,6 +539,14 @@ def noam_lr(tc, step: int) -> float:
     sqrt(warm-up / (step + 1))), a linear rise to ``lr`` over ``warmup_steps`` updates, then 1/sqrt decay."""
     warm = max(1, tc.warmup_steps)
     return tc.lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
+
+
+def _heatmaps(translations: list[Translation], refs: list[list[str]]):
+    """(tag, heatmap figure) of each translation's attention (T, S), titled with its result."""
+    for i, (out, options) in enumerate(zip(translations, refs)):
+        mark = "right" if out.output in options else f"expected {options[0]}"
+        title = f"{out.source} -> {out.output} ({mark})"
+        yield f"attention/dev{i}", plot_heatmap(out.record(), title=title[:80].replace("$", r"\$"))
 
 
 def _checkpoint_bytes(model: torch.nn.Module) -> int:

@@ -15,7 +15,8 @@ Public entry points (the CLI calls these):
 
 * :func:`train_vision` -- train, keep ``OUT/best`` (lowest dev error) and
   ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
-  first); steps with a NaN/inf loss or gradient norm are skipped;
+  first); steps with a NaN/inf loss or gradient norm are skipped; TensorBoard
+  event files in ``OUT/tensorboard`` (:mod:`attnkit.training.tensorboard`);
 * :func:`evaluate_vision` -- error % on the test (or dev) split;
 * :func:`plot_vision` -- PNG + GIF of where the model looks on test image N.
 
@@ -40,12 +41,13 @@ from torch import Tensor, nn
 from tqdm import tqdm
 
 from attnkit.config import above, at_least, check_values, from_dict, not_below
-from attnkit.data.tasks.vision import DataConfig, VisionData
+from attnkit.data.tasks.vision import DataConfig, Split, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import distributed, rundir
 from attnkit.training import resume
+from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
 
@@ -103,6 +105,8 @@ class TrainConfig:
     """Show a tqdm progress bar (loss, accuracy, images/s) on stderr."""
     verbose: bool = True
     """Print one summary line per epoch on stderr."""
+    tensorboard: bool = True
+    """TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention pictures."""
 
     CHOICES = {"lr_schedule": ("cosine", "step", "constant"), "device": ("auto", "cpu", "cuda")}
     RULES = {
@@ -304,17 +308,16 @@ class EpochStop:
 
 def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
                  state: TrainerState, deadline: float | None,
-                 guard: UpdateGuard, stop: EpochStop | None = None) -> dict:
+                 guard: UpdateGuard, stop: EpochStop, board: tb.Board) -> dict:
     """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled).
 
     With ``stop``: goes on from ``stop.order`` at ``state.batches_done`` (an interrupted epoch), and
     ends before the next update once ``stop.requested()``, leaving the order in ``stop.order``.
     ``guard`` skips the steps whose loss or gradient norm is not finite; they are left out of the
-    statistics.
+    statistics. ``board`` gets the training scalars every :data:`tb.EVERY` steps.
     """
     model.train()
     t_cfg = cfg.train
-    stop = stop or EpochStop()
     skipped_before = state.skipped_updates
     batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True,
                        drop_last=t_cfg.compile, order=stop.order)
@@ -323,6 +326,7 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
     loss_sum = torch.zeros((), device=split.images.device)
     correct = torch.zeros((), device=split.images.device)
     seen, start = 0, time.perf_counter()
+    board.window.restart()
     bar = tqdm(batches[first:], desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
                unit="batch", leave=False, disable=not t_cfg.progress, file=sys.stderr,
                dynamic_ncols=True)
@@ -346,6 +350,9 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
             loss_sum += reported.detach() * len(idx)
             correct += batch_correct
             seen += len(idx)
+            board.window.add(reported.detach() * len(idx), batch_correct, len(idx))
+        if state.step % tb.EVERY == 0:
+            board.train(state.step, lr, state.skipped_updates)
         if t_cfg.progress and seen and (i % 20 == 0 or i == len(batches) - 1):
             rate = seen / max(time.perf_counter() - start, 1e-9)
             bar.set_postfix(loss=f"{float(loss_sum) / seen:.4f}", acc=f"{100 * float(correct) / seen:.2f}%",
@@ -353,8 +360,18 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
         if deadline is not None and time.perf_counter() > deadline:
             break
     bar.close()
+    if board.window.pending:  # the steps since the last log: before the dev evaluation
+        board.train(state.step, lr, state.skipped_updates)
     return {"train_loss": float(loss_sum) / max(seen, 1), "train_accuracy": float(correct) / max(seen, 1),
             "images": seen, "lr": lr, "skipped_updates": state.skipped_updates - skipped_before}
+
+
+def _dev_figures(family: Family, model: nn.Module, dev: Split, model_cfg):
+    """(tag, figure) of where the model looks on each of the first dev images."""
+    model.eval()
+    with tb.forked_rng(next(model.parameters()).device):
+        for i in range(min(tb.EXAMPLES, len(dev.images))):
+            yield f"attention/dev{i}", family.figure(model, dev.images[i], dev.labels[i], model_cfg)
 
 
 def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
@@ -388,13 +405,14 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
         raise ConfigError(f"{source}: data-parallel training under torchrun is for seq2seq "
                           "experiments; train a vision model with attnkit train CONFIG")
     out = Path(output_dir) if output_dir is not None else Path(cfg.train.output_dir)
-    with rundir.claim_run_dir(out, resume, overwrite, lambda m: _log(cfg.train, m)), \
-            rundir.StopSignals() as signals:
-        return _train_vision(cfg, out, resume, source, signals)
+    log = lambda m: _log(cfg.train, m)  # noqa: E731
+    with rundir.claim_run_dir(out, resume, overwrite, log), rundir.StopSignals() as signals, \
+            tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "images") as board:
+        return _train_vision(cfg, out, resume, source, signals, board)
 
 
 def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
-                  signals: rundir.StopSignals) -> Path:
+                  signals: rundir.StopSignals, board: tb.Board) -> Path:
     t_cfg = cfg.train
     if t_cfg.num_threads:
         torch.set_num_threads(t_cfg.num_threads)
@@ -415,13 +433,15 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
             raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
         state = _restore(out / "last", model, optimizer)
         state.stopped, state.planned_epochs = "", t_cfg.epochs  # the config may ask for more epochs now
+    board.start(state.step)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
     resumed_order = _interrupted_order(out / "last", device) if state.batches_done else None
     stop = EpochStop(lambda: signals.requested, resumed_order)
     step = torch.compile(family.train_step) if t_cfg.compile else family.train_step
     data = VisionData(cfg.data)
-    dev = family.to_device(data.split("dev"), device)
+    dev_split = data.split("dev")
+    dev = family.to_device(dev_split, device)
     deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
     epoch_seconds: list[float] = []
     guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
@@ -440,12 +460,15 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
                 train = family.to_device(pending.result(), device)
                 more = redraw and state.epoch + 1 < state.planned_epochs
                 pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
-            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, guard, stop)
+            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, guard, stop,
+                                 board)
             if stop.interrupted:
                 state.elapsed_s += time.perf_counter() - began
                 _save_interrupted(out, model, optimizer, cfg, state, stop, signals)
             state.batches_done, stop.order = 0, None
             dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
+            board.scalars(state.step, dev_stats, "dev")
+            board.pictures(state.step, _dev_figures(family, model, dev_split, cfg.model))
             state.epoch += 1
             seconds = time.perf_counter() - began
             state.elapsed_s += seconds

@@ -9,6 +9,7 @@ its attention pictures. :mod:`attnkit.training.vision` holds the shared loop.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,6 +22,9 @@ from attnkit.models import show_attend_tell as sat
 from attnkit.models.attention_pooling import AttentionPoolingClassifier, PoolingConfig
 from attnkit.models.ram import RAMConfig, RecurrentAttentionModel, hybrid_loss, predict
 from attnkit.viz import visual
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # ---------------------------------------------------------------- data
 
@@ -77,7 +81,18 @@ class Family:
         return None
 
     def picture(self, model, image: np.ndarray, label, stem: Path, m) -> list[Path]:
+        """``stem.png`` (the :meth:`figure`) and ``stem.gif`` (one frame per step) of one image."""
         raise NotImplementedError
+
+    def figure(self, model, image: np.ndarray, label, m) -> "Figure":
+        """Where ``model`` looks on one ``(H, W)`` uint8 image, as one figure (PNG grid)."""
+        raise NotImplementedError
+
+
+def _image_batch(model: nn.Module, image: np.ndarray) -> Tensor:
+    """(H, W) uint8 -> (1, 1, H, W) in [0, 1], on the model's device."""
+    device = next(model.parameters()).device
+    return torch.from_numpy(np.ascontiguousarray(image)).float().div(255.0)[None, None].to(device)
 
 
 def _pred_title(pred, label) -> str:
@@ -106,21 +121,49 @@ class RAMFamily(Family):
     def test_mc(self, m):
         return m.mc_samples
 
-    def picture(self, model, image, label, stem, m):
+    def _path(self, model, image, label):
+        """(centres (G, 2), boxes (G, k, 3), titles, suptitle) of the glimpse path on ``image``."""
         height, width = image.shape
-        x = torch.from_numpy(image).float().div(255.0)[None, None]  # (1, 1, H, W)
         with torch.no_grad():
-            out = model(x, sample=False)  # the policy means: a deterministic path
-        boxes = glimpse_boxes(out.locations[0], height, width, model.sensor.sizes).numpy()  # (G, k, 3)
+            out = model(_image_batch(model, image), sample=False)  # the policy means: one path
+        locations = out.locations[0].cpu()  # (G, 2)
+        boxes = glimpse_boxes(locations, height, width, model.sensor.sizes).numpy()  # (G, k, 3)
         centres = boxes[:, 0, :2] + (boxes[:, 0, 2:] - 1) / 2.0  # (G, 2) pixel (x, y)
         titles = [f"glimpse {g + 1}/{len(boxes)}" for g in range(len(boxes))]
-        top = _pred_title(int(out.log_probs.argmax()), label)
+        return centres, boxes, titles, _pred_title(int(out.log_probs.argmax()), label)
+
+    def figure(self, model, image, label, m):
+        centres, boxes, titles, top = self._path(model, image, label)
+        return visual.glimpse_grid(image, centres, boxes, titles, suptitle=top)
+
+    def picture(self, model, image, label, stem, m):
+        centres, boxes, titles, top = self._path(model, image, label)
         png = stem.with_name(stem.name + ".png")
         visual.glimpse_grid(image, centres, boxes, titles, path=png, suptitle=top)
-        return [png, visual.glimpse_gif(image, centres, boxes, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+        gif = stem.with_name(stem.name + ".gif")
+        return [png, visual.glimpse_gif(image, centres, boxes, titles, gif, suptitle=top)]
 
 
-class ReaderFamily(Family):
+class SoftFamily(Family):
+    """A model whose pictures are attention maps over the image, one per output step."""
+
+    def maps(self, model, image, label) -> tuple[np.ndarray, list[str], str]:
+        """(maps (T, h, w), one title per map, suptitle) on one image."""
+        raise NotImplementedError
+
+    def figure(self, model, image, label, m):
+        maps, titles, top = self.maps(model, image, label)
+        return visual.attention_grid(image, maps, titles, suptitle=top)
+
+    def picture(self, model, image, label, stem, m):
+        maps, titles, top = self.maps(model, image, label)
+        png = stem.with_name(stem.name + ".png")
+        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
+        gif = stem.with_name(stem.name + ".gif")
+        return [png, visual.attention_gif(image, maps, titles, gif, suptitle=top)]
+
+
+class ReaderFamily(SoftFamily):
     config_cls = sat.ReaderConfig
     tasks = ("strips",)
 
@@ -146,16 +189,15 @@ class ReaderFamily(Family):
         tokens = tokens.masked_fill(after_eos, sat.PAD)  # (B, T)
         return (tokens == targets).all(dim=1).sum()
 
-    def picture(self, model, image, label, stem, m):
-        x = torch.from_numpy(image).float().div(255.0)[None, None]
-        tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
+    def maps(self, model, image, label):
+        with torch.no_grad():
+            x = _image_batch(model, image)  # (1, 1, H, W)
+            tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
+        tokens = tokens.cpu()
         names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
-        maps = weights[0].reshape(-1, h, w).numpy()  # (T, h, w)
+        maps = weights[0].reshape(-1, h, w).cpu().numpy()  # (T, h, w)
         titles = [f"step {t + 1}: {name}" for t, name in enumerate(names)]
-        top = _pred_title(sat.decode_tokens(tokens)[0], label)
-        png = stem.with_name(stem.name + ".png")
-        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
-        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+        return maps, titles, _pred_title(sat.decode_tokens(tokens)[0], label)
 
 
 def _picture_steps(label: str) -> int:
@@ -163,7 +205,7 @@ def _picture_steps(label: str) -> int:
     return max(len(str(label)), 5) + 1
 
 
-class PoolingFamily(Family):
+class PoolingFamily(SoftFamily):
     config_cls = PoolingConfig
     tasks = ("mnist", "translated", "cluttered")
 
@@ -178,15 +220,11 @@ class PoolingFamily(Family):
     def count_correct(self, model, batch, m, mc_samples):
         return (model(batch["images"]).log_probs.argmax(-1) == batch["labels"]).sum()
 
-    def picture(self, model, image, label, stem, m):
-        x = torch.from_numpy(image).float().div(255.0)[None, None]
+    def maps(self, model, image, label):
         with torch.no_grad():
-            out = model(x)
-        maps = out.weights.reshape(1, *out.grid).numpy()  # (1, h, w)
-        titles, top = ["attention"], _pred_title(int(out.log_probs.argmax()), label)
-        png = stem.with_name(stem.name + ".png")
-        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
-        return [png, visual.attention_gif(image, maps, titles, stem.with_name(stem.name + ".gif"), suptitle=top)]
+            out = model(_image_batch(model, image))
+        maps = out.weights.reshape(1, *out.grid).cpu().numpy()  # (1, h, w)
+        return maps, ["attention"], _pred_title(int(out.log_probs.argmax()), label)
 
 
 #: model.type -> how to build / train / evaluate / picture it
