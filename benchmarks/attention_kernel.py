@@ -37,7 +37,9 @@ def torch_energies(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.T
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", type=int, default=256, help="decoder rows (batch x beam)")
     ap.add_argument("--source", type=int, default=16, help="source positions")
     ap.add_argument("--width", type=int, default=256, help="attention width A")
@@ -52,19 +54,33 @@ def main() -> None:
     q, k, v = torch.randn(b, 1, a), torch.randn(b, s, a), torch.randn(a) * 0.1
     hidden = torch.empty(b, 1, s, a)
     x, out = torch.randn(b * s * a), torch.empty(b * s * a)
-    result = {"rows": b, "source": s, "width": a, "threads": torch.get_num_threads(), "repeats": args.repeats,
-              "native_kernel_built": lib is not None,
-              "torch_us": median_us(lambda: torch_energies(q, k, v), args.repeats)}
+    result = {
+        "rows": b,
+        "source": s,
+        "width": a,
+        "threads": torch.get_num_threads(),
+        "repeats": args.repeats,
+        "native_kernel_built": lib is not None,
+        "torch_us": median_us(lambda: torch_energies(q, k, v), args.repeats),
+    }
     if lib is not None:
         result["native_us"] = median_us(lambda: native.additive_energies(q, k, v), args.repeats)
-        result["native_keep_tanh_us"] = median_us(lambda: native.additive_energies(q, k, v, hidden), args.repeats)
+        result["native_keep_tanh_us"] = median_us(
+            lambda: native.additive_energies(q, k, v, hidden), args.repeats
+        )
         result["torch_over_native"] = round(result["torch_us"] / result["native_us"], 2)
-        result["max_abs_diff_native_vs_torch"] = float((native.additive_energies(q, k, v)
-                                                        - torch_energies(q, k, v)).abs().max())
-    ops = {"tanh": lambda: torch.tanh(x, out=out), "sigmoid": lambda: torch.sigmoid(x, out=out),
-           "exp": lambda: torch.exp(x, out=out), "mul": lambda: torch.mul(x, x, out=out)}
-    result["elementwise_ns_per_element"] = {name: round(median_us(fn, args.repeats) * 1e3 / x.numel(), 3)
-                                            for name, fn in ops.items()}
+        result["max_abs_diff_native_vs_torch"] = float(
+            (native.additive_energies(q, k, v) - torch_energies(q, k, v)).abs().max()
+        )
+    ops = {
+        "tanh": lambda: torch.tanh(x, out=out),
+        "sigmoid": lambda: torch.sigmoid(x, out=out),
+        "exp": lambda: torch.exp(x, out=out),
+        "mul": lambda: torch.mul(x, x, out=out),
+    }
+    result["elementwise_ns_per_element"] = {
+        name: round(median_us(fn, args.repeats) * 1e3 / x.numel(), 3) for name, fn in ops.items()
+    }
     print(json.dumps(result))
 
 

@@ -32,54 +32,112 @@ def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
     sets = [x for o in overrides for x in ("--set", o)]
     t0 = time.time()
     with open(runs / f"{name}.log", "w") as log:
-        train = subprocess.run([sys.executable, "-m", "attnkit", "train", str(config), "--output-dir", str(out),
-                                "--overwrite", "--set", "train.progress=false", *sets],
-                               stdout=log, stderr=subprocess.STDOUT, env=env)
+        train = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "attnkit",
+                "train",
+                str(config),
+                "--output-dir",
+                str(out),
+                "--overwrite",
+                "--set",
+                "train.progress=false",
+                *sets,
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         if train.returncode != 0:
-            return {"config": str(config), "error": f"train exited {train.returncode}, see {runs / (name + '.log')}"}
+            return {
+                "config": str(config),
+                "error": f"train exited {train.returncode}, see {runs / (name + '.log')}",
+            }
         wall = time.time() - t0
-        ev = subprocess.run([sys.executable, "-m", "attnkit", "evaluate", "--model", str(out / "best"), "--beam",
-                             str(beam), "--out", str(out / "eval-test")], stdout=subprocess.PIPE, stderr=log, env=env,
-                            text=True)
+        ev = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "attnkit",
+                "evaluate",
+                "--model",
+                str(out / "best"),
+                "--beam",
+                str(beam),
+                "--out",
+                str(out / "eval-test"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            env=env,
+            text=True,
+        )
     if ev.returncode != 0:
         return {"config": str(config), "error": f"evaluate exited {ev.returncode}"}
     scores = json.loads(ev.stdout.strip().splitlines()[-1])
     state = json.loads((out / "best" / "trainer.json").read_text())["state"]
     last = json.loads((out / "last" / "trainer.json").read_text())["state"]
-    return {"config": str(config), "attention": scores["attention"], "task": scores["task"],
-            "greedy": scores["greedy"], f"beam{beam}": scores.get(f"beam{beam}"),
-            "train_minutes": round(last["elapsed_s"] / 60, 2), "wall_minutes": round(wall / 60, 2),
-            "updates": last["step"], "best_update": state["best_step"], "overrides": overrides}
+    return {
+        "config": str(config),
+        "attention": scores["attention"],
+        "task": scores["task"],
+        "greedy": scores["greedy"],
+        f"beam{beam}": scores.get(f"beam{beam}"),
+        "train_minutes": round(last["elapsed_s"] / 60, 2),
+        "wall_minutes": round(wall / 60, 2),
+        "updates": last["step"],
+        "best_update": state["best_step"],
+        "overrides": overrides,
+    }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("configs", nargs="+", type=Path)
-    ap.add_argument("--runs", type=Path, default=Path("runs/table"), help="where checkpoints and logs go")
+    ap.add_argument(
+        "--runs", type=Path, default=Path("runs/table"), help="where checkpoints and logs go"
+    )
     ap.add_argument("--jobs", type=int, default=1, help="configs trained at the same time")
     ap.add_argument("--beam", type=int, default=5)
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="override applied to every config (repeatable)")
+    ap.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override applied to every config (repeatable)",
+    )
     args = ap.parse_args()
     args.runs.mkdir(parents=True, exist_ok=True)
     where = one_line()
     rows = []
     with cf.ThreadPoolExecutor(args.jobs) as pool:
-        futures = {pool.submit(run_one, c, args.runs, args.overrides, args.beam): c for c in args.configs}
+        futures = {
+            pool.submit(run_one, c, args.runs, args.overrides, args.beam): c for c in args.configs
+        }
         for fut in cf.as_completed(futures):
             row = {**fut.result(), "machine": where}
             rows.append(row)
             print(json.dumps(row), flush=True)
     metric = "exact_match"
-    print("\n| task | attention | test exact match, greedy | beam %d | train min | updates | machine |" % args.beam)
+    print(
+        f"\n| task | attention | test exact match, greedy | beam {args.beam} | train min | updates "
+        "| machine |"
+    )
     print("|---|---|---|---|---|---|---|")
     for r in sorted(rows, key=lambda r: r["config"]):
         if "error" in r:
             print(f"| {r['config']} | error: {r['error']} | | | | | |")
             continue
         beam = r.get(f"beam{args.beam}") or {}
-        print(f"| {r['task']} | {r['attention']} | {r['greedy'].get(metric)} | {beam.get(metric)} | "
-              f"{r['train_minutes']} | {r['updates']} | {r['machine']} |")
+        print(
+            f"| {r['task']} | {r['attention']} | {r['greedy'].get(metric)} | {beam.get(metric)} | "
+            f"{r['train_minutes']} | {r['updates']} | {r['machine']} |"
+        )
 
 
 if __name__ == "__main__":

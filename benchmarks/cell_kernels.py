@@ -33,8 +33,8 @@ def gru_gates(gates_x: torch.Tensor, gates_h: torch.Tensor, h: torch.Tensor) -> 
     """(..., 3H), (..., 3H), (..., H) -> the new state (..., H), as nn.GRU computes it."""
     hidden = h.size(-1)
     r = torch.sigmoid(gates_x[..., :hidden] + gates_h[..., :hidden])
-    z = torch.sigmoid(gates_x[..., hidden: 2 * hidden] + gates_h[..., hidden: 2 * hidden])
-    n = torch.tanh(gates_x[..., 2 * hidden:] + r * gates_h[..., 2 * hidden:])
+    z = torch.sigmoid(gates_x[..., hidden : 2 * hidden] + gates_h[..., hidden : 2 * hidden])
+    n = torch.tanh(gates_x[..., 2 * hidden :] + r * gates_h[..., 2 * hidden :])
     return n + z * (h - n)
 
 
@@ -50,7 +50,9 @@ def median_us(fn, repeats: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rows", type=int, default=256, help="batch rows")
     ap.add_argument("--hidden", type=int, default=256, help="units per direction")
     ap.add_argument("--inputs", type=int, default=128, help="input width (for the matmul timing)")
@@ -62,8 +64,16 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     d, b, h = args.directions, args.rows, args.hidden
-    gates_x, gates_h, state = torch.randn(d, b, 3 * h), torch.randn(d, b, 3 * h), torch.randn(d, b, h)
-    x, w_ih, w_hh = torch.randn(d, b, args.inputs), torch.randn(d, args.inputs, 3 * h), torch.randn(d, h, 3 * h)
+    gates_x, gates_h, state = (
+        torch.randn(d, b, 3 * h),
+        torch.randn(d, b, 3 * h),
+        torch.randn(d, b, h),
+    )
+    x, w_ih, w_hh = (
+        torch.randn(d, b, args.inputs),
+        torch.randn(d, args.inputs, 3 * h),
+        torch.randn(d, h, 3 * h),
+    )
     gates, out = torch.empty(d, b, 3 * h), torch.empty(d, b, h)
 
     with torch.inference_mode():
@@ -73,13 +83,19 @@ def main() -> None:
         compile_s = time.perf_counter() - t
         cell_forward(False, gates_x, gates_h, state, None, gates, None, out, None)
         result = {
-            "shape": [d, b, h], "threads": torch.get_num_threads(), "repeats": args.repeats,
+            "shape": [d, b, h],
+            "threads": torch.get_num_threads(),
+            "repeats": args.repeats,
             "eager_us": median_us(lambda: gru_gates(gates_x, gates_h, state), args.repeats),
-            "cell_math_us": median_us(lambda: cell_forward(False, gates_x, gates_h, state, None, gates, None, out,
-                                                           None), args.repeats),
+            "cell_math_us": median_us(
+                lambda: cell_forward(False, gates_x, gates_h, state, None, gates, None, out, None),
+                args.repeats,
+            ),
             "compiled_us": median_us(lambda: compiled(gates_x, gates_h, state), args.repeats),
             "compile_s": round(compile_s, 1),
-            "matmuls_us": median_us(lambda: (torch.bmm(x, w_ih), torch.bmm(state, w_hh)), args.repeats),
+            "matmuls_us": median_us(
+                lambda: (torch.bmm(x, w_ih), torch.bmm(state, w_hh)), args.repeats
+            ),
             "max_abs_diff_compiled_vs_cell_math": float((fused - out).abs().max()),
         }
     print(json.dumps(result))

@@ -28,8 +28,12 @@ from attnkit.data.tasks.numbers import make_pairs  # noqa: E402
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", type=Path, required=True, help="a seq2seq checkpoint of the numbers task")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--model", type=Path, required=True, help="a seq2seq checkpoint of the numbers task"
+    )
     ap.add_argument("--lines", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
@@ -42,17 +46,37 @@ def main() -> None:
     for _ in range(args.rounds):
         for beam in (1, 5):
             for threads in args.threads:
-                cmd = [sys.executable, "-m", "attnkit", "translate", "--model", str(args.model), "-",
-                       "--beam", str(beam), "--threads", str(threads)]
+                cmd = [
+                    sys.executable,
+                    "-m",
+                    "attnkit",
+                    "translate",
+                    "--model",
+                    str(args.model),
+                    "-",
+                    "--beam",
+                    str(beam),
+                    "--threads",
+                    str(threads),
+                ]
                 t0 = time.perf_counter()
                 done = subprocess.run(cmd, input=text, capture_output=True, text=True, env=env)
                 wall = time.perf_counter() - t0
                 if done.returncode != 0 or len(done.stdout.splitlines()) != args.lines:
                     sys.exit(f"translate failed: {done.stderr.strip()[-500:]}")
                 times.setdefault(f"beam{beam}_threads{threads}", []).append(round(wall, 2))
-    print(json.dumps({"lines": args.lines, "rounds": args.rounds, "wall_s": times,
-                      "median_s": {k: statistics.median(v) for k, v in times.items()},
-                      "load_avg_1min": round(os.getloadavg()[0], 2), "machine": one_line()}))
+    print(
+        json.dumps(
+            {
+                "lines": args.lines,
+                "rounds": args.rounds,
+                "wall_s": times,
+                "median_s": {k: statistics.median(v) for k, v in times.items()},
+                "load_avg_1min": round(os.getloadavg()[0], 2),
+                "machine": one_line(),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -39,10 +39,10 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
@@ -99,7 +99,7 @@ class Case:
 
     name: str
     item: str
-    run: Callable[["Context", Path], str | None]
+    run: Callable[[Context, Path], str | None]
     needs_model: bool = True
 
 
@@ -287,8 +287,8 @@ def digest(path: Path) -> str:
 
 def finite_checkpoint(directory: Path) -> str | None:
     """None when ``directory/model.safetensors`` holds only finite floating tensors."""
-    from safetensors.numpy import load_file
     import numpy as np
+    from safetensors.numpy import load_file
 
     try:
         tensors = load_file(str(directory / "model.safetensors"))
@@ -1151,7 +1151,11 @@ def _native_ready(ctx: Context, folder: Path, cache: Path) -> None:
                 ctx.native_skip = "no C compiler"
             else:
                 probe = subprocess.run(
-                    [sys.executable, "-c", "from attnkit.accel import native; print(native.enabled())"],
+                    [
+                        sys.executable,
+                        "-c",
+                        "from attnkit.accel import native; print(native.enabled())",
+                    ],
                     env=ctx.env(),
                     capture_output=True,
                     text=True,

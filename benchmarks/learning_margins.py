@@ -32,9 +32,8 @@ def seed_range(text: str) -> list[int]:
 def ratios(seeds: list[int], pooling_steps: list[int]) -> dict:
     """Run in this process: {test: {seed: ratio}} for the kernels torch picked here."""
     sys.path.insert(0, str(REPO / "tests" / "unit"))
-    import torch
-
     import test_visual_models as t
+    import torch
 
     torch.set_num_threads(1)
     out: dict = {"capability": torch.backends.cpu.get_cpu_capability(), "reader": {}, "ram": {}}
@@ -50,9 +49,13 @@ def ratios(seeds: list[int], pooling_steps: list[int]) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--seeds", default="0-5", help="seed range, e.g. 0-5 (default)")
-    ap.add_argument("--pooling-steps", type=int, nargs="+", default=[25], help="attention-pooling run lengths")
+    ap.add_argument(
+        "--pooling-steps", type=int, nargs="+", default=[25], help="attention-pooling run lengths"
+    )
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     seeds = seed_range(args.seeds)
@@ -65,9 +68,18 @@ def main() -> None:
         env.pop("ATEN_CPU_CAPABILITY", None)
         if capability:
             env["ATEN_CPU_CAPABILITY"] = capability
-        cmd = [sys.executable, __file__, "--worker", "--seeds", args.seeds, "--pooling-steps",
-               *map(str, args.pooling_steps)]
-        line = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout.strip()
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            "--seeds",
+            args.seeds,
+            "--pooling-steps",
+            *map(str, args.pooling_steps),
+        ]
+        line = subprocess.run(
+            cmd, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
         print(line, flush=True)
         runs.append(json.loads(line))
     sys.path.insert(0, str(REPO / "tests" / "unit"))
@@ -75,9 +87,15 @@ def main() -> None:
 
     bounds = {"reader": t.READER_RATIO, "ram": t.RAM_RATIO}
     bounds.update({f"pooling_{s}": t.POOLING_RATIO for s in args.pooling_steps})
-    summary = {name: {"worst": max(v for run in runs for v in run[name].values()), "bound": bound}
-               for name, bound in bounds.items()}
-    print(json.dumps({"seeds": seeds, "capabilities": [r["capability"] for r in runs], "summary": summary}))
+    summary = {
+        name: {"worst": max(v for run in runs for v in run[name].values()), "bound": bound}
+        for name, bound in bounds.items()
+    }
+    print(
+        json.dumps(
+            {"seeds": seeds, "capabilities": [r["capability"] for r in runs], "summary": summary}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -23,8 +23,18 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 _aten = torch.ops.aten
-MATMULS = {_aten.mm, _aten.addmm, _aten.addmm_, _aten.bmm, _aten.baddbmm, _aten.baddbmm_, _aten.addbmm,
-           _aten.mv, _aten.addmv, _aten.dot}
+MATMULS = {
+    _aten.mm,
+    _aten.addmm,
+    _aten.addmm_,
+    _aten.bmm,
+    _aten.baddbmm,
+    _aten.baddbmm_,
+    _aten.addbmm,
+    _aten.mv,
+    _aten.addmv,
+    _aten.dot,
+}
 
 
 class MatmulRecorder(TorchDispatchMode):
@@ -38,7 +48,9 @@ class MatmulRecorder(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func.overloadpacket in MATMULS:
-            self.calls.append((func, [_layout(a) for a in args], {k: _layout(v) for k, v in kwargs.items()}))
+            self.calls.append(
+                (func, [_layout(a) for a in args], {k: _layout(v) for k, v in kwargs.items()})
+            )
         return func(*args, **kwargs)
 
 
@@ -65,8 +77,10 @@ def _materialise(x):
 
 def replay_seconds(calls: list, repeats: int, sync) -> float:
     """Median time of running ``calls`` back to back on fresh tensors of their layouts."""
-    ready = [(func, [_materialise(a) for a in args], {k: _materialise(v) for k, v in kw.items()})
-             for func, args, kw in calls]
+    ready = [
+        (func, [_materialise(a) for a in args], {k: _materialise(v) for k, v in kw.items()})
+        for func, args, kw in calls
+    ]
     times = []
     for _ in range(repeats + 1):  # the first run warms the caches and is not counted
         sync()
@@ -93,6 +107,10 @@ def matmul_ceiling(batches: list, update, sync, repeats: int = 3) -> dict:
             update(batch)
         calls += len(recorder.calls)
         replay_s += replay_seconds(recorder.calls, repeats, sync)
-    return {"batches": len(batches), "matmul_calls_per_update": round(calls / len(batches), 1),
-            "real_tokens_per_s": round(tokens / real_s, 1), "matmul_only_tokens_per_s": round(tokens / replay_s, 1),
-            "matmul_share_of_real_time": round(replay_s / real_s, 3)}
+    return {
+        "batches": len(batches),
+        "matmul_calls_per_update": round(calls / len(batches), 1),
+        "real_tokens_per_s": round(tokens / real_s, 1),
+        "matmul_only_tokens_per_s": round(tokens / replay_s, 1),
+        "matmul_share_of_real_time": round(replay_s / real_s, 3),
+    }

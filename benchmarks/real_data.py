@@ -47,8 +47,13 @@ ANCHOR = ROOT.parent / "shared" / "anchors" / "joeynmt_g2p.py"
 
 def _attnkit(args: list[str], log, capture: bool = False) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    return subprocess.run([sys.executable, "-m", "attnkit", *args], env=env, text=True, stderr=log,
-                          stdout=subprocess.PIPE if capture else log)
+    return subprocess.run(
+        [sys.executable, "-m", "attnkit", *args],
+        env=env,
+        text=True,
+        stderr=log,
+        stdout=subprocess.PIPE if capture else log,
+    )
 
 
 def _trainer_json(directory: Path) -> dict:
@@ -71,8 +76,17 @@ def pick_checkpoint(run: Path, higher_is_better: bool) -> tuple[Path, dict]:
 
 def run_anchor(epochs: int, data: Path, log) -> dict:
     """The JoeyNMT reference model for ``epochs`` epochs on CMUdict, greedy and beam 5 (its own JSON line)."""
-    cmd = [sys.executable, str(ANCHOR), "--epochs", str(epochs), "--updates", str(10 ** 9), "--decode",
-           "--data", str(data)]
+    cmd = [
+        sys.executable,
+        str(ANCHOR),
+        "--epochs",
+        str(epochs),
+        "--updates",
+        str(10**9),
+        "--decode",
+        "--data",
+        str(data),
+    ]
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=log, text=True)
     if proc.returncode != 0:
         return {"error": f"anchor exited {proc.returncode}, see the log", "command": " ".join(cmd)}
@@ -81,8 +95,14 @@ def run_anchor(epochs: int, data: Path, log) -> dict:
 
 def _evaluate(models: list[Path], out: Path, args, log) -> dict:
     """``attnkit evaluate`` of one checkpoint (or an ensemble of several) on the test split; its JSON."""
-    evaluate = ["evaluate", *[x for m in models for x in ("--model", str(m))], "--beam", str(args.beam),
-                "--out", str(out)]
+    evaluate = [
+        "evaluate",
+        *[x for m in models for x in ("--model", str(m))],
+        "--beam",
+        str(args.beam),
+        "--out",
+        str(out),
+    ]
     if args.alpha is not None:
         evaluate += ["--alpha", str(args.alpha)]
     ev = _attnkit(evaluate, log, capture=True)
@@ -95,8 +115,19 @@ def _train(config: Path, run: Path, sets: list[str], log_path: Path) -> tuple[in
     """``attnkit train`` into ``run``, its output in ``log_path``: (exit status, wall seconds)."""
     with open(log_path, "w", encoding="utf-8") as log:
         t0 = time.time()
-        train = _attnkit(["train", str(config), "--output-dir", str(run), "--overwrite",
-                          "--set", "train.progress=false", *sets], log)
+        train = _attnkit(
+            [
+                "train",
+                str(config),
+                "--output-dir",
+                str(run),
+                "--overwrite",
+                "--set",
+                "train.progress=false",
+                *sets,
+            ],
+            log,
+        )
         return train.returncode, round(time.time() - t0, 1)
 
 
@@ -106,28 +137,70 @@ def _scored_run(run: Path, wall_s: float, higher_is_better: bool, args, log) -> 
     scores = _evaluate([model], run / "eval-test", args, log)
     state = _trainer_json(run / "last")["state"]
     return model, {
-        "train_wall_s": wall_s, "checkpoint": model.name, "greedy": scores["greedy"],
-        f"beam{args.beam}": scores.get(f"beam{args.beam}"), "dev": dev, "updates": state["step"],
-        "epochs_completed": state["epoch"], "train_minutes": round(state["elapsed_s"] / 60, 2),
-        "train_update_s": round(state.get("train_s", 0.0), 1), "train_target_tokens": state.get("tokens"),
-        "train_tokens_per_s": round(state["tokens"] / state["train_s"], 1) if state.get("train_s") else None,
+        "train_wall_s": wall_s,
+        "checkpoint": model.name,
+        "greedy": scores["greedy"],
+        f"beam{args.beam}": scores.get(f"beam{args.beam}"),
+        "dev": dev,
+        "updates": state["step"],
+        "epochs_completed": state["epoch"],
+        "train_minutes": round(state["elapsed_s"] / 60, 2),
+        "train_update_s": round(state.get("train_s", 0.0), 1),
+        "train_target_tokens": state.get("tokens"),
+        "train_tokens_per_s": round(state["tokens"] / state["train_s"], 1)
+        if state.get("train_s")
+        else None,
     }
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--config", type=Path, required=True, help="experiment YAML (configs/g2p_*.yaml, multi30k_*.yaml)")
-    ap.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="config override passed to attnkit train (repeatable)")
-    ap.add_argument("--runs", type=Path, default=Path("runs/real_data"), help="where checkpoints and logs go")
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--config",
+        type=Path,
+        required=True,
+        help="experiment YAML (configs/g2p_*.yaml, multi30k_*.yaml)",
+    )
+    ap.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config override passed to attnkit train (repeatable)",
+    )
+    ap.add_argument(
+        "--runs", type=Path, default=Path("runs/real_data"), help="where checkpoints and logs go"
+    )
     ap.add_argument("--beam", type=int, default=5, help="beam size of the beam run (default 5)")
-    ap.add_argument("--alpha", type=float, default=None, help="length penalty (default: the config's decode.alpha)")
-    ap.add_argument("--seeds", type=str, default=None, metavar="S1,S2,...",
-                    help="train one run per seed (train.seed), score each, then score all of them as one ensemble")
-    ap.add_argument("--jobs", type=int, default=1,
-                    help="with --seeds: trainings at once (several share a GPU well; on a CPU keep 1)")
-    ap.add_argument("--anchor-epochs", type=int, default=None, metavar="N",
-                    help="G2P only: also train the JoeyNMT reference model for N epochs and decode it")
+    ap.add_argument(
+        "--alpha",
+        type=float,
+        default=None,
+        help="length penalty (default: the config's decode.alpha)",
+    )
+    ap.add_argument(
+        "--seeds",
+        type=str,
+        default=None,
+        metavar="S1,S2,...",
+        help="train one run per seed (train.seed), score each, then score all of them as one ensemble",
+    )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="with --seeds: trainings at once (several share a GPU well; on a CPU keep 1)",
+    )
+    ap.add_argument(
+        "--anchor-epochs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="G2P only: also train the JoeyNMT reference model for N epochs and decode it",
+    )
     args = ap.parse_args()
     try:
         seeds = None if args.seeds is None else [int(x) for x in args.seeds.split(",") if x.strip()]
@@ -153,28 +226,54 @@ def main() -> None:
     if seeds is None:
         jobs = [(args.runs / name, sets)]
     else:
-        jobs = [(args.runs / f"{name}-seed{seed}", sets + ["--set", f"train.seed={seed}"]) for seed in seeds]
+        jobs = [
+            (args.runs / f"{name}-seed{seed}", sets + ["--set", f"train.seed={seed}"])
+            for seed in seeds
+        ]
         result["seeds"] = seeds
     log_path = args.runs / f"{name}.log"
     with open(log_path, "w", encoding="utf-8") as log:
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each thread waits on one training process
-            trained = list(pool.map(lambda job: _train(args.config, job[0], job[1], job[0].parent / f"{job[0].name}.train.log"),
-                                    jobs))
+        with ThreadPoolExecutor(
+            max_workers=args.jobs
+        ) as pool:  # each thread waits on one training process
+            trained = list(
+                pool.map(
+                    lambda job: _train(
+                        args.config, job[0], job[1], job[0].parent / f"{job[0].name}.train.log"
+                    ),
+                    jobs,
+                )
+            )
         failed = [str(run) for (run, _), (code, _) in zip(jobs, trained) if code != 0]
         if failed:
-            print(json.dumps({**result, "error": f"attnkit train failed for {failed}, see their .train.log"}))
+            print(
+                json.dumps(
+                    {**result, "error": f"attnkit train failed for {failed}, see their .train.log"}
+                )
+            )
             sys.exit(1)
         try:
-            scored = [_scored_run(run, wall_s, higher_is_better, args, log)
-                      for (run, _), (_, wall_s) in zip(jobs, trained)]
+            scored = [
+                _scored_run(run, wall_s, higher_is_better, args, log)
+                for (run, _), (_, wall_s) in zip(jobs, trained)
+            ]
             if seeds is None:
                 result.update(scored[0][1])
             else:
-                result["members"] = [{"seed": seed, **part} for seed, (_, part) in zip(seeds, scored)]
-                ensemble = _evaluate([model for model, _ in scored], args.runs / f"{name}-ensemble-eval-test", args,
-                                     log)
-                result["ensemble"] = {"checkpoints": [str(model) for model, _ in scored], "greedy": ensemble["greedy"],
-                                      f"beam{args.beam}": ensemble.get(f"beam{args.beam}")}
+                result["members"] = [
+                    {"seed": seed, **part} for seed, (_, part) in zip(seeds, scored)
+                ]
+                ensemble = _evaluate(
+                    [model for model, _ in scored],
+                    args.runs / f"{name}-ensemble-eval-test",
+                    args,
+                    log,
+                )
+                result["ensemble"] = {
+                    "checkpoints": [str(model) for model, _ in scored],
+                    "greedy": ensemble["greedy"],
+                    f"beam{args.beam}": ensemble.get(f"beam{args.beam}"),
+                }
         except RuntimeError as exc:
             print(json.dumps({**result, "error": str(exc)}))
             sys.exit(1)

@@ -59,7 +59,7 @@ def matmul_peak_gflops(device: torch.device, n: int = 2048, repeats: int = 10) -
         a @ b
         _sync(device)
         best = min(best, time.perf_counter() - t)
-    return 2 * n ** 3 / best / 1e9
+    return 2 * n**3 / best / 1e9
 
 
 def _sync(device: torch.device) -> None:
@@ -67,7 +67,9 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize()
 
 
-def useful_flops(cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt_vocab: int) -> float:
+def useful_flops(
+    cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt_vocab: int
+) -> float:
     """Forward multiply-adds x 2 of the non-pad tokens, counted per token (the same count for both toolkits).
 
     Training costs 3x this (forward + backward for inputs and weights).
@@ -81,9 +83,13 @@ def useful_flops(cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt
         rnn_in, combine_in = e + dk, h + dk + e
     else:  # RNN input [y; h~] (or y), attentional vector from [c; h]
         rnn_in, combine_in = e + (h if cfg.input_feeding else 0), dk + h
-    dec = (gates * h * (rnn_in + h)  # RNN gates
-           + h * a + mean_src_len * (a + dk)  # query projection, scores (v . tanh), context
-           + combine_in * h + h * tgt_vocab)  # attentional vector / output layer, vocabulary projection
+    dec = (
+        gates * h * (rnn_in + h)  # RNN gates
+        + h * a
+        + mean_src_len * (a + dk)  # query projection, scores (v . tanh), context
+        + combine_in * h
+        + h * tgt_vocab
+    )  # attentional vector / output layer, vocabulary projection
     return 2.0 * (enc * src_tokens + dec * tgt_tokens)
 
 
@@ -96,14 +102,31 @@ def build(args, device):
     from attnkit.models.seq2seq import Seq2Seq
 
     splits = g2p.load(args.data)
-    cfg = experiment_from_dict({
-        "name": "speed", "data": {"task": "g2p", "directory": str(args.data), "src_level": "char", "tgt_level": "word"},
-        "model": {"attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "embedding_dim": args.emb,
-                  "encoder_hidden": args.hidden, "decoder_hidden": args.hidden, "attention_dim": args.hidden,
-                  "input_feeding": not args.no_input_feeding, "dropout": args.dropout},
-        "train": {"batch_size": args.batch_size, "lr": 1e-3, "clip": 1.0},
-        "decode": {"batch_size": args.decode_batch_size},
-    }, source="speed benchmark")
+    cfg = experiment_from_dict(
+        {
+            "name": "speed",
+            "data": {
+                "task": "g2p",
+                "directory": str(args.data),
+                "src_level": "char",
+                "tgt_level": "word",
+            },
+            "model": {
+                "attention": args.attention,
+                "decoder": args.decoder,
+                "rnn": args.rnn,
+                "embedding_dim": args.emb,
+                "encoder_hidden": args.hidden,
+                "decoder_hidden": args.hidden,
+                "attention_dim": args.hidden,
+                "input_feeding": not args.no_input_feeding,
+                "dropout": args.dropout,
+            },
+            "train": {"batch_size": args.batch_size, "lr": 1e-3, "clip": 1.0},
+            "decode": {"batch_size": args.decode_batch_size},
+        },
+        source="speed benchmark",
+    )
     src_tok, tgt_tok = CharTokenizer(), WordTokenizer()
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
@@ -112,7 +135,9 @@ def build(args, device):
     # compile: compiled during the untimed warm-up updates
     model.set_backend(resolve(_backend_name(args), device, next(model.parameters()).dtype))
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
-    batches = make_batches(examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing)
+    batches = make_batches(
+        examples, batch_size=args.batch_size, shuffle=True, seed=42, bucket=not args.no_bucketing
+    )
     return cfg, splits, (src_tok, tgt_tok, src_vocab, tgt_vocab), model, batches
 
 
@@ -144,13 +169,20 @@ def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
             times.append(time.perf_counter() - t)
             tokens.append(batch.num_target_tokens)
             srcs.append(int(batch.src_lengths.sum()))
-    windows = [sum(tokens[i:i + 10]) / sum(times[i:i + 10]) for i in range(0, len(times) - 9, 10)]
+    windows = [
+        sum(tokens[i : i + 10]) / sum(times[i : i + 10]) for i in range(0, len(times) - 9, 10)
+    ]
     mean_src = sum(srcs) / len(srcs)
-    flops = 3 * useful_flops(cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size)
-    return {"train_tokens_per_s_median": round(statistics.median(windows), 1),
-            "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
-            "train_useful_gflops_per_s": round(flops / sum(times) / 1e9, 2), "updates_timed": len(times),
-            "final_loss": round(loss_sum / n, 4)}
+    flops = 3 * useful_flops(
+        cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size
+    )
+    return {
+        "train_tokens_per_s_median": round(statistics.median(windows), 1),
+        "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
+        "train_useful_gflops_per_s": round(flops / sum(times) / 1e9, 2),
+        "updates_timed": len(times),
+        "final_loss": round(loss_sum / n, 4),
+    }
 
 
 @torch.inference_mode()
@@ -178,7 +210,9 @@ def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
     from attnkit.models.seq2seq import Seq2Seq
 
     src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
-    dev = make_batches(encode_pairs(splits.dev, src_tok, tgt_tok, src_vocab, tgt_vocab), batch_size=256)
+    dev = make_batches(
+        encode_pairs(splits.dev, src_tok, tgt_tok, src_vocab, tgt_vocab), batch_size=256
+    )
     out = {}
     for name, backend in (("default", "auto"), ("reference_loop", "reference")):
         torch.manual_seed(42)
@@ -206,7 +240,7 @@ def interleaved_comparison(args, model, batches, device, path, names: tuple[str,
     tokens = 0
     for i, batch in zip(range(args.updates), _cycle(batches)):
         batch = batch.to(device)
-        for first in ((True, False) if i % 2 == 0 else (False, True)):
+        for first in (True, False) if i % 2 == 0 else (False, True):
             with path(first):
                 t = time.perf_counter()
                 _update(model, optimizer, batch)
@@ -215,14 +249,18 @@ def interleaved_comparison(args, model, batches, device, path, names: tuple[str,
     ratios = sorted(a / b for a, b in zip(seconds[True], seconds[False]))
     n = len(ratios)
     a, b = names
-    return {"updates_each": n, f"time_ratio_{a}_over_{b}_median": round(statistics.median(ratios), 3),
-            "time_ratio_quartiles": [round(ratios[n // 4], 3), round(ratios[3 * n // 4], 3)],
-            f"{a}_tokens_per_s": round(tokens / sum(seconds[True]), 1),
-            f"{b}_tokens_per_s": round(tokens / sum(seconds[False]), 1)}
+    return {
+        "updates_each": n,
+        f"time_ratio_{a}_over_{b}_median": round(statistics.median(ratios), 3),
+        "time_ratio_quartiles": [round(ratios[n // 4], 3), round(ratios[3 * n // 4], 3)],
+        f"{a}_tokens_per_s": round(tokens / sum(seconds[True]), 1),
+        f"{b}_tokens_per_s": round(tokens / sum(seconds[False]), 1),
+    }
 
 
-def interleaved_decoding(args, cfg, model, tokenizers, splits, device, path, names: tuple[str, str],
-                         rounds: int = 2) -> dict:
+def interleaved_decoding(
+    args, cfg, model, tokenizers, splits, device, path, names: tuple[str, str], rounds: int = 2
+) -> dict:
     """Decode dev+test greedy and with beam 5 on both paths, alternating them ``rounds`` times each (model
     loading not included): entries/s of each path and the ratio of their total times."""
     from attnkit.translator import Translator
@@ -234,15 +272,17 @@ def interleaved_decoding(args, cfg, model, tokenizers, splits, device, path, nam
     for beam in (1, 5):
         seconds = {True: 0.0, False: 0.0}
         for r in range(rounds):
-            for first in ((True, False) if r % 2 == 0 else (False, True)):
+            for first in (True, False) if r % 2 == 0 else (False, True):
                 with path(first):
                     t = time.perf_counter()
                     translator.translate(entries, beam_size=beam, batch_size=args.decode_batch_size)
                     seconds[first] += time.perf_counter() - t
         done = rounds * len(entries)
-        out[f"beam{beam}"] = {f"{a}_entries_per_s": round(done / seconds[True], 1),
-                              f"{b}_entries_per_s": round(done / seconds[False], 1),
-                              f"time_ratio_{a}_over_{b}": round(seconds[True] / seconds[False], 3)}
+        out[f"beam{beam}"] = {
+            f"{a}_entries_per_s": round(done / seconds[True], 1),
+            f"{b}_entries_per_s": round(done / seconds[False], 1),
+            f"time_ratio_{a}_over_{b}": round(seconds[True] / seconds[False], 3),
+        }
     return out
 
 
@@ -311,7 +351,9 @@ def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
     entries = [s for s, _ in splits.dev] + [s for s, _ in splits.test]
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device).save(Path(tmp) / "model")
+        Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device).save(
+            Path(tmp) / "model"
+        )
         for beam in (1, 5):
             _sync(device)
             t = time.perf_counter()
@@ -322,9 +364,12 @@ def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
             hyps = translator.translate(entries, beam_size=beam, batch_size=args.decode_batch_size)
             _sync(device)
             dt = time.perf_counter() - t
-            out[f"beam{beam}"] = {"entries": len(entries), "decode_wall_s": round(dt, 2),
-                                  "entries_per_s": round(len(entries) / dt, 1),
-                                  "test_wer": _wer(hyps[len(splits.dev):], splits.test)}
+            out[f"beam{beam}"] = {
+                "entries": len(entries),
+                "decode_wall_s": round(dt, 2),
+                "entries_per_s": round(len(entries) / dt, 1),
+                "test_wer": _wer(hyps[len(splits.dev) :], splits.test),
+            }
     return out
 
 
@@ -340,14 +385,28 @@ def _wer(hyps, test_pairs) -> float:
 
 def peak_memory_mb(device) -> float:
     if device.type == "cuda":
-        return round(torch.cuda.max_memory_allocated() / 2 ** 20, 1)
+        return round(torch.cuda.max_memory_allocated() / 2**20, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def run_anchor(args) -> dict:
-    cmd = [sys.executable, str(ANCHOR), "--updates", str(args.updates), "--batch-size", str(args.batch_size),
-           "--emb", str(args.emb), "--hidden", str(args.hidden), "--dropout", str(args.dropout), "--decode",
-           "--data", str(args.data)]
+    cmd = [
+        sys.executable,
+        str(ANCHOR),
+        "--updates",
+        str(args.updates),
+        "--batch-size",
+        str(args.batch_size),
+        "--emb",
+        str(args.emb),
+        "--hidden",
+        str(args.hidden),
+        "--dropout",
+        str(args.dropout),
+        "--decode",
+        "--data",
+        str(args.data),
+    ]
     if args.no_input_feeding:
         cmd.append("--no-input-feeding")
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -357,51 +416,98 @@ def run_anchor(args) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--updates", type=int, default=150, help="timed training updates")
     ap.add_argument("--warmup", type=int, default=5, help="untimed updates first")
     ap.add_argument("--data", type=Path, default=DATA)
-    ap.add_argument("--attention", default="bahdanau", help="attention type (default bahdanau scores)")
-    ap.add_argument("--decoder", choices=("luong", "bahdanau"), default="luong",
-                    help="decoder style: luong (JoeyNMT's, the reference) or bahdanau (s_(t-1) queries; needs --skip-anchor)")
-    ap.add_argument("--rnn", choices=("gru", "lstm"), default="gru",
-                    help="encoder and decoder cell (the anchor runs GRUs only: lstm needs --skip-anchor)")
+    ap.add_argument(
+        "--attention", default="bahdanau", help="attention type (default bahdanau scores)"
+    )
+    ap.add_argument(
+        "--decoder",
+        choices=("luong", "bahdanau"),
+        default="luong",
+        help="decoder style: luong (JoeyNMT's, the reference) or bahdanau (s_(t-1) queries; needs --skip-anchor)",
+    )
+    ap.add_argument(
+        "--rnn",
+        choices=("gru", "lstm"),
+        default="gru",
+        help="encoder and decoder cell (the anchor runs GRUs only: lstm needs --skip-anchor)",
+    )
     ap.add_argument("--emb", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--dropout", type=float, default=0.2)
     ap.add_argument("--batch-size", type=int, default=128, help="words per training batch")
     ap.add_argument("--decode-batch-size", type=int, default=256)
-    ap.add_argument("--no-input-feeding", action="store_true", help="Luong path: RNN over the whole target at once")
-    ap.add_argument("--reference-loop", action="store_true", help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the whole-sequence call)")
-    ap.add_argument("--autograd", action="store_true",
-                    help="train through autograd: the fused decoder cells step by step and the packed nn.GRU encoder, "
-                         "not the handwritten-backward loops (the default on a CPU)")
-    ap.add_argument("--interleave-autograd", action="store_true",
-                    help="after the rest, train --updates more batches, each once through the handwritten-backward "
-                         "loops and once through autograd, and report their per-batch time ratio")
-    ap.add_argument("--interleave-native", action="store_true",
-                    help="after the rest, train --updates more batches, each once with the compiled attention "
-                         "kernel (attnkit.accel.native) and once with torch alone, then decode dev+test both ways, "
-                         "alternating; report the time ratios")
-    ap.add_argument("--no-bucketing", action="store_true", help="random batches instead of length buckets")
+    ap.add_argument(
+        "--no-input-feeding",
+        action="store_true",
+        help="Luong path: RNN over the whole target at once",
+    )
+    ap.add_argument(
+        "--reference-loop",
+        action="store_true",
+        help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the whole-sequence call)",
+    )
+    ap.add_argument(
+        "--autograd",
+        action="store_true",
+        help="train through autograd: the fused decoder cells step by step and the packed nn.GRU encoder, "
+        "not the handwritten-backward loops (the default on a CPU)",
+    )
+    ap.add_argument(
+        "--interleave-autograd",
+        action="store_true",
+        help="after the rest, train --updates more batches, each once through the handwritten-backward "
+        "loops and once through autograd, and report their per-batch time ratio",
+    )
+    ap.add_argument(
+        "--interleave-native",
+        action="store_true",
+        help="after the rest, train --updates more batches, each once with the compiled attention "
+        "kernel (attnkit.accel.native) and once with torch alone, then decode dev+test both ways, "
+        "alternating; report the time ratios",
+    )
+    ap.add_argument(
+        "--no-bucketing", action="store_true", help="random batches instead of length buckets"
+    )
     ap.add_argument("--device", default="auto")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0 = default)")
-    ap.add_argument("--backend", choices=BACKENDS, default="auto",
-                    help="train.backend for the timed training (attnkit.accel.backend); "
-                         "decoding uses auto")
-    ap.add_argument("--compile", action="store_true",
-                    help="torch.compile the decoder step for training (train.compile); decoding stays eager")
-    ap.add_argument("--matmul-ceiling", action="store_true",
-                    help="after the rest, train 30 more batches, each once timed, once recording its matmuls, whose "
-                         "replay alone (no other work) is then timed: the ceiling on tokens/s for this model here")
+    ap.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="train.backend for the timed training (attnkit.accel.backend); decoding uses auto",
+    )
+    ap.add_argument(
+        "--compile",
+        action="store_true",
+        help="torch.compile the decoder step for training (train.compile); decoding stays eager",
+    )
+    ap.add_argument(
+        "--matmul-ceiling",
+        action="store_true",
+        help="after the rest, train 30 more batches, each once timed, once recording its matmuls, whose "
+        "replay alone (no other work) is then timed: the ceiling on tokens/s for this model here",
+    )
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
-    ap.add_argument("--same-learning", action="store_true",
-                    help="also train the fused path and the reference loop from one initialisation and compare dev accuracy")
+    ap.add_argument(
+        "--same-learning",
+        action="store_true",
+        help="also train the fused path and the reference loop from one initialisation and compare dev accuracy",
+    )
     args = ap.parse_args()
     if not args.data.is_dir():
-        sys.exit(f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)")
+        sys.exit(
+            f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)"
+        )
     if (args.rnn != "gru" or args.decoder != "luong") and not args.skip_anchor:
-        ap.error("the JoeyNMT anchor script trains its Luong-style GRU model only: add --skip-anchor")
+        ap.error(
+            "the JoeyNMT anchor script trains its Luong-style GRU model only: add --skip-anchor"
+        )
     if args.threads:
         torch.set_num_threads(args.threads)
     from attnkit.device import resolve_device
@@ -409,13 +515,22 @@ def main() -> None:
     device = resolve_device(args.device)
     peak = matmul_peak_gflops(device)
     cfg, splits, tokenizers, model, batches = build(args, device)
-    result = {"toolkit": "attnkit", "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
-              "threads": torch.get_num_threads(), "updates": args.updates,
-              "batch_size": args.batch_size,
-              "attention": args.attention, "decoder": args.decoder, "rnn": args.rnn, "input_feeding": not args.no_input_feeding,
-              "path": _path_name(args, device),
-              "backend": model.backend.describe(args.rnn),
-              "bucketing": not args.no_bucketing, "compile": args.compile, "matmul_peak_gflops": round(peak, 1)}
+    result = {
+        "toolkit": "attnkit",
+        "device": torch.cuda.get_device_name(0) if device.type == "cuda" else "cpu",
+        "threads": torch.get_num_threads(),
+        "updates": args.updates,
+        "batch_size": args.batch_size,
+        "attention": args.attention,
+        "decoder": args.decoder,
+        "rnn": args.rnn,
+        "input_feeding": not args.no_input_feeding,
+        "path": _path_name(args, device),
+        "backend": model.backend.describe(args.rnn),
+        "bucketing": not args.no_bucketing,
+        "compile": args.compile,
+        "matmul_peak_gflops": round(peak, 1),
+    }
     result.update(train_speed(args, cfg, model, batches, device, len(tokenizers[3])))
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
     result.update(decode_speed(args, cfg, model, tokenizers, splits, device))
@@ -423,30 +538,44 @@ def main() -> None:
     if args.same_learning:
         result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
     if args.interleave_autograd:
-        result["interleaved"] = interleaved_comparison(args, model, batches, device,
-                                                       lambda on: _handwritten_path(model, on),
-                                                       ("handwritten", "autograd"))
+        result["interleaved"] = interleaved_comparison(
+            args,
+            model,
+            batches,
+            device,
+            lambda on: _handwritten_path(model, on),
+            ("handwritten", "autograd"),
+        )
     if args.interleave_native:
         from attnkit.accel import native
 
         result["native_kernel_built"] = native.library() is not None
-        result["interleaved_native"] = interleaved_comparison(args, model, batches, device, _native_path,
-                                                              ("native", "torch"))
-        result["interleaved_native_decoding"] = interleaved_decoding(args, cfg, model, tokenizers, splits, device,
-                                                                     _native_path, ("native", "torch"))
+        result["interleaved_native"] = interleaved_comparison(
+            args, model, batches, device, _native_path, ("native", "torch")
+        )
+        result["interleaved_native_decoding"] = interleaved_decoding(
+            args, cfg, model, tokenizers, splits, device, _native_path, ("native", "torch")
+        )
     if args.matmul_ceiling:
         result["matmul_ceiling"] = ceiling(model, batches, device)
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor
         if "error" not in anchor:
-            result["train_tokens_per_s_ratio"] = round(result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2)
+            result["train_tokens_per_s_ratio"] = round(
+                result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2
+            )
             if args.matmul_ceiling:
                 result["matmul_only_train_tokens_per_s_ratio"] = round(
-                    result["matmul_ceiling"]["matmul_only_tokens_per_s"] / anchor["train_tokens_per_s_median"], 2)
+                    result["matmul_ceiling"]["matmul_only_tokens_per_s"]
+                    / anchor["train_tokens_per_s_median"],
+                    2,
+                )
             for beam in (1, 5):
                 result[f"beam{beam}_entries_per_s_ratio"] = round(
-                    result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"], 2)
+                    result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"],
+                    2,
+                )
     print(json.dumps(result))
 
 

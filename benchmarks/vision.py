@@ -36,10 +36,21 @@ from attnkit.config import apply_overrides, read_yaml  # noqa: E402
 from attnkit.training.checkpoint import read_json  # noqa: E402
 from attnkit.training.vision import evaluate_vision, resolve_device, train_vision  # noqa: E402
 
-ALL = ("ram_mnist28", "ram_translated60", "ram_cluttered60", "sat_multidigit", "attnpool_cluttered60")
+ALL = (
+    "ram_mnist28",
+    "ram_translated60",
+    "ram_cluttered60",
+    "sat_multidigit",
+    "attnpool_cluttered60",
+)
 
 #: test error (%) each config should reach (Mnih et al. 2014 for RAM; 98 % whole-string accuracy for strips)
-TARGETS = {"ram_mnist28": 1.2, "ram_translated60": 1.3, "ram_cluttered60": 4.1, "sat_multidigit": 2.0}
+TARGETS = {
+    "ram_mnist28": 1.2,
+    "ram_translated60": 1.3,
+    "ram_cluttered60": 4.1,
+    "sat_multidigit": 2.0,
+}
 
 
 def device_name(device: str) -> str:
@@ -69,8 +80,9 @@ def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -
     config = apply_overrides(config, extra + overrides)  # the user's --set last: they win
     out = Path(args.output_root) / name
     began = time.perf_counter()
-    best = train_vision(config, output_dir=out, resume=False, source=str(config_path),
-                        overwrite=True)  # a benchmark run replaces its previous one
+    best = train_vision(
+        config, output_dir=out, resume=False, source=str(config_path), overwrite=True
+    )  # a benchmark run replaces its previous one
     train_wall = time.perf_counter() - began
     began = time.perf_counter()
     result = evaluate_vision(best, "test", device=args.device)
@@ -105,13 +117,26 @@ def main(argv: list[str] | None = None) -> int:
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--config", type=Path, action="append", help="a vision config (repeatable)")
     which.add_argument("--all", action="store_true", help=f"run {', '.join(ALL)} in sequence")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                        help="override a config key, e.g. --set train.batch_size=256 (repeatable)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set train.batch_size=256 (repeatable)",
+    )
     parser.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    parser.add_argument("--max-minutes", type=float, default=None,
-                        help="training budget per run in minutes (default: each config's train.max_minutes)")
-    parser.add_argument("--output-root", default=str(REPO / "runs" / "benchmarks"),
-                        help="checkpoints go to OUTPUT_ROOT/<config name>")
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="training budget per run in minutes (default: each config's train.max_minutes)",
+    )
+    parser.add_argument(
+        "--output-root",
+        default=str(REPO / "runs" / "benchmarks"),
+        help="checkpoints go to OUTPUT_ROOT/<config name>",
+    )
     parser.add_argument("--progress", action="store_true", help="show progress bars on stderr")
     args = parser.parse_args(argv)
     configs = [REPO / "configs" / f"{name}.yaml" for name in ALL] if args.all else args.config

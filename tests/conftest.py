@@ -21,7 +21,11 @@ def shared_data_dir(name: str) -> Path:
     base = Path(root).expanduser() if root else REPO_ROOT.parent / "shared" / "data"
     path = base / name
     if not path.is_dir():
-        hint = " (from ATTNKIT_DATA_DIR)" if root else " (set ATTNKIT_DATA_DIR to a directory holding it)"
+        hint = (
+            " (from ATTNKIT_DATA_DIR)"
+            if root
+            else " (set ATTNKIT_DATA_DIR to a directory holding it)"
+        )
         pytest.skip(f"data directory {path} is missing{hint}")
     return path
 

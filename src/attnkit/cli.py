@@ -25,98 +25,198 @@ def _formatter(prog):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="attnkit", formatter_class=_formatter,
+        prog="attnkit",
+        formatter_class=_formatter,
         description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong (dot, general, "
-                    "concat), scaled dot-product and multi-head attention; visual soft and hard attention.",
-        epilog="Run 'attnkit COMMAND --help' for the options of each command.")
+        "concat), scaled dot-product and multi-head attention; visual soft and hard attention.",
+        epilog="Run 'attnkit COMMAND --help' for the options of each command.",
+    )
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("demo", formatter_class=_formatter, help="train a number translator and draw its attention",
-                       description="Generate the number-translation task (number words in en/de/fr/es -> digits, "
-                                   "no download), train a Bahdanau-attention model for about 3 minutes on CPU, "
-                                   "print test exact-match and a few translations, and write heatmaps, the "
-                                   "attention as JSON and an HTML report.")
-    p.add_argument("--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)")
-    p.add_argument("--quick", action="store_true", help="a small, fast version for smoke tests (under a minute)")
+    p = sub.add_parser(
+        "demo",
+        formatter_class=_formatter,
+        help="train a number translator and draw its attention",
+        description="Generate the number-translation task (number words in en/de/fr/es -> digits, "
+        "no download), train a Bahdanau-attention model for about 3 minutes on CPU, "
+        "print test exact-match and a few translations, and write heatmaps, the "
+        "attention as JSON and an HTML report.",
+    )
+    p.add_argument(
+        "--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small, fast version for smoke tests (under a minute)",
+    )
     p.add_argument("--attention", default="bahdanau", help="attention type (default: bahdanau)")
-    p.add_argument("--minutes", type=float, default=None, help="training time budget in minutes (default: 2.25)")
+    p.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="training time budget in minutes (default: 2.25)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
-    p = sub.add_parser("train", formatter_class=_formatter, help="train from a YAML experiment file",
-                       description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
-                                   "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to "
-                                   "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
-                                   "-m attnkit train CONFIG) N processes train one model "
-                                   "data-parallel; rank 0 evaluates and saves.",
-                       epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128")
+    p = sub.add_parser(
+        "train",
+        formatter_class=_formatter,
+        help="train from a YAML experiment file",
+        description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
+        "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to "
+        "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
+        "-m attnkit train CONFIG) N processes train one model "
+        "data-parallel; rank 0 evaluates and saves.",
+        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128",
+    )
     p.add_argument("config", type=Path, help="experiment YAML file")
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config key, e.g. --set train.lr=3e-4 (repeatable)")
-    p.add_argument("--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config key, e.g. --set train.lr=3e-4 (repeatable)",
+    )
+    p.add_argument(
+        "--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)"
+    )
     p.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
-    p.add_argument("--overwrite", action="store_true",
-                   help="start afresh in an OUTPUT_DIR that holds checkpoints, deleting them")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start afresh in an OUTPUT_DIR that holds checkpoints, deleting them",
+    )
 
-    p = sub.add_parser("translate", formatter_class=_formatter, help="translate text with a trained model",
-                       description="Translate each TEXT argument, or each line of standard input with '-' (or "
-                                   "no TEXT). Prints one output per line; --attention-out saves every output's "
-                                   "attention matrix as JSON or NPZ.")
-    p.add_argument("--model", type=Path, action="append", required=True, metavar="DIR",
-                   help="checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several seq2seq "
-                        "checkpoints of one task as an ensemble (the mean of their output probabilities at every step)")
-    p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input")
+    p = sub.add_parser(
+        "translate",
+        formatter_class=_formatter,
+        help="translate text with a trained model",
+        description="Translate each TEXT argument, or each line of standard input with '-' (or "
+        "no TEXT). Prints one output per line; --attention-out saves every output's "
+        "attention matrix as JSON or NPZ.",
+    )
+    p.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several seq2seq "
+        "checkpoints of one task as an ensemble (the mean of their output probabilities at every step)",
+    )
+    p.add_argument(
+        "texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input"
+    )
     _decode_options(p)
-    p.add_argument("--n-best", type=int, default=1, help="print the N best outputs of each input, tab-separated")
-    p.add_argument("--attention-out", type=Path, default=None, help="write the attention to FILE (.json or .npz)")
-    p.add_argument("--scores", action="store_true", help="print the log-probability after each output")
+    p.add_argument(
+        "--n-best",
+        type=int,
+        default=1,
+        help="print the N best outputs of each input, tab-separated",
+    )
+    p.add_argument(
+        "--attention-out",
+        type=Path,
+        default=None,
+        help="write the attention to FILE (.json or .npz)",
+    )
+    p.add_argument(
+        "--scores", action="store_true", help="print the log-probability after each output"
+    )
 
-    p = sub.add_parser("evaluate", formatter_class=_formatter, help="score a model on a split, greedy and beam",
-                       description="Decode the split greedily and with beam search and print the task's metrics "
-                                   "(exact match; WER/PER for G2P; BLEU/chrF for translation; error %% for vision). "
-                                   "Writes hypotheses, scores.json and report.html to --out.")
-    p.add_argument("--model", type=Path, action="append", required=True, metavar="DIR",
-                   help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one task (same "
-                        "vocabularies) as an ensemble (the mean of their output probabilities at every step)")
+    p = sub.add_parser(
+        "evaluate",
+        formatter_class=_formatter,
+        help="score a model on a split, greedy and beam",
+        description="Decode the split greedily and with beam search and print the task's metrics "
+        "(exact match; WER/PER for G2P; BLEU/chrF for translation; error %% for vision). "
+        "Writes hypotheses, scores.json and report.html to --out.",
+    )
+    p.add_argument(
+        "--model",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one task (same "
+        "vocabularies) as an ensemble (the mean of their output probabilities at every step)",
+    )
     p.add_argument("--split", choices=("dev", "test"), default="test")
-    p.add_argument("--beam", type=int, default=5, help="beam size for the beam run (default 5; 1 = greedy only)")
-    p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="output directory (default: RUN/eval/CKPT-SPLIT for --model RUN/CKPT)")
+    p.add_argument(
+        "--beam",
+        type=int,
+        default=5,
+        help="beam size for the beam run (default 5; 1 = greedy only)",
+    )
+    p.add_argument(
+        "--alpha", type=float, default=None, help="length penalty exponent (default: the config's)"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: RUN/eval/CKPT-SPLIT for --model RUN/CKPT)",
+    )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--mc-samples", type=int, default=None, help="vision RAM models: glimpse paths averaged at test")
+    p.add_argument(
+        "--mc-samples",
+        type=int,
+        default=None,
+        help="vision RAM models: glimpse paths averaged at test",
+    )
     _threads_option(p)
 
-    p = sub.add_parser("plot", formatter_class=_formatter, help="draw the attention of one input",
-                       description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
-                                   "to -o (.png or .svg). For vision models, --image N draws test image N.")
+    p = sub.add_parser(
+        "plot",
+        formatter_class=_formatter,
+        help="draw the attention of one input",
+        description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
+        "to -o (.png or .svg). For vision models, --image N draws test image N.",
+    )
     p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
     p.add_argument("--image", type=int, default=None, help="vision models: index of the test image")
-    p.add_argument("-o", "--output", type=Path, required=True, help="output file (.png or .svg; vision: .png)")
+    p.add_argument(
+        "-o", "--output", type=Path, required=True, help="output file (.png or .svg; vision: .png)"
+    )
     _decode_options(p)
     return parser
 
 
 def _decode_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beam", type=int, default=1, help="beam size (default 1: greedy)")
-    p.add_argument("--alpha", type=float, default=None, help="length penalty exponent (default: the config's)")
+    p.add_argument(
+        "--alpha", type=float, default=None, help="length penalty exponent (default: the config's)"
+    )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     _threads_option(p)
 
 
 def _threads_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threads", type=int, default=None, metavar="N",
-                   help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: "
-                        "decoding's small per-step matmuls ran fastest on one thread, see README)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        metavar="N",
+        help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: "
+        "decoding's small per-step matmuls ran fastest on one thread, see README)",
+    )
 
 
 # ---- commands -----------------------------------------------------------------
 def cmd_demo(args) -> None:
     from attnkit.demo import run_demo
 
-    run_demo(args.out, quick=args.quick, attention=args.attention, minutes=args.minutes,
-             progress=not args.no_progress)
+    run_demo(
+        args.out,
+        quick=args.quick,
+        attention=args.attention,
+        minutes=args.minutes,
+        progress=not args.no_progress,
+    )
 
 
 def cmd_train(args) -> None:
@@ -127,8 +227,13 @@ def cmd_train(args) -> None:
         from attnkit.training.vision import train_vision
 
         data = apply_overrides(data, args.overrides)
-        best = train_vision(data, output_dir=args.output_dir, resume=args.resume,
-                            source=str(args.config), overwrite=args.overwrite)
+        best = train_vision(
+            data,
+            output_dir=args.output_dir,
+            resume=args.resume,
+            source=str(args.config),
+            overwrite=args.overwrite,
+        )
     else:
         from attnkit.experiment import experiment_from_dict
         from attnkit.training.trainer import train_experiment
@@ -167,7 +272,9 @@ def cmd_translate(args) -> None:
     texts = args.texts
     if not texts or texts == ["-"]:
         if sys.stdin is None or sys.stdin.isatty() and not texts:
-            raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
+            raise AttnkitError(
+                "no input: give TEXT arguments or pipe lines into 'attnkit translate -'"
+            )
         texts = read_inputs(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded, not trusted
     if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
@@ -178,7 +285,9 @@ def cmd_translate(args) -> None:
         print("\t".join(outputs))
     if args.attention_out is not None:
         save_records([t.record() for t in results], args.attention_out)
-        print(f"attention of {len(results)} outputs written to {args.attention_out}", file=sys.stderr)
+        print(
+            f"attention of {len(results)} outputs written to {args.attention_out}", file=sys.stderr
+        )
 
 
 def cmd_evaluate(args) -> None:
@@ -186,9 +295,16 @@ def cmd_evaluate(args) -> None:
         from attnkit.training.vision import evaluate_vision
 
         if len(args.model) > 1:
-            raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one vision checkpoint")
-        print(json.dumps(evaluate_vision(args.model[0], split=args.split, mc_samples=args.mc_samples,
-                                         device=args.device)))
+            raise AttnkitError(
+                "--model: ensembles are for seq2seq checkpoints; give one vision checkpoint"
+            )
+        print(
+            json.dumps(
+                evaluate_vision(
+                    args.model[0], split=args.split, mc_samples=args.mc_samples, device=args.device
+                )
+            )
+        )
         return
     from attnkit.evaluation.report import evaluate_model
 
@@ -220,8 +336,13 @@ def cmd_plot(args) -> None:
     print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
 
 
-COMMANDS = {"demo": cmd_demo, "train": cmd_train, "translate": cmd_translate, "evaluate": cmd_evaluate,
-            "plot": cmd_plot}
+COMMANDS = {
+    "demo": cmd_demo,
+    "train": cmd_train,
+    "translate": cmd_translate,
+    "evaluate": cmd_evaluate,
+    "plot": cmd_plot,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,9 @@ import dataclasses
 import math
 import types
 import typing
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, TypeVar
 
 import yaml
 
@@ -41,7 +42,9 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
                 return _coerce(value, arg, where)
             except ConfigError:
                 continue
-        raise ConfigError(f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}")
+        raise ConfigError(
+            f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}"
+        )
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{where}: expected a list, got {value!r}")
@@ -94,7 +97,9 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{where}: expected a mapping of keys to values, got {type(data).__name__}")
+        raise ConfigError(
+            f"{where}: expected a mapping of keys to values, got {type(data).__name__}"
+        )
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers or null
@@ -109,7 +114,9 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
         key = join_key(where, name)
         value = _coerce(value, hints[name], key)
         if name in choices and value is not None and value not in choices[name]:
-            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, choices[name]))}")
+            raise ConfigError(
+                f"{key}: {value!r} is not one of {', '.join(map(str, choices[name]))}"
+            )
         kwargs[name] = value
     obj = cls(**kwargs)
     if hasattr(obj, "validate"):
@@ -123,20 +130,26 @@ Rule = tuple[Callable[[Any], bool], str]
 
 def at_least(low: int, null: bool = False) -> Rule:
     """An integer (or, with ``null``, None) >= ``low``."""
-    return (lambda v: (null and v is None) or (v is not None and v >= low),
-            f"at least {low}" + (" (or null)" if null else ""))
+    return (
+        lambda v: (null and v is None) or (v is not None and v >= low),
+        f"at least {low}" + (" (or null)" if null else ""),
+    )
 
 
 def above(low: float, null: bool = False) -> Rule:
     """A finite number (or, with ``null``, None) > ``low``."""
-    return (lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v > low),
-            f"a finite number > {low:g}" + (" (or null)" if null else ""))
+    return (
+        lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v > low),
+        f"a finite number > {low:g}" + (" (or null)" if null else ""),
+    )
 
 
 def not_below(low: float, null: bool = False) -> Rule:
     """A finite number (or, with ``null``, None) >= ``low``."""
-    return (lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v >= low),
-            f"a finite number >= {low:g}" + (" (or null)" if null else ""))
+    return (
+        lambda v: (null and v is None) or (v is not None and math.isfinite(v) and v >= low),
+        f"a finite number >= {low:g}" + (" (or null)" if null else ""),
+    )
 
 
 def between(low: float, high: float) -> Rule:
@@ -172,8 +185,10 @@ def check_applicable(obj: Any, given: Any, where: str) -> None:
             attribute, values, *label = applies[name]
             actual = getattr(obj, attribute)
             if actual not in values:
-                raise ConfigError(f"{key}: applies only to {label[0] if label else attribute} "
-                                  f"{' or '.join(map(str, values))}, not {actual}")
+                raise ConfigError(
+                    f"{key}: applies only to {label[0] if label else attribute} "
+                    f"{' or '.join(map(str, values))}, not {actual}"
+                )
         child = getattr(obj, name, None)
         if dataclasses.is_dataclass(child):
             check_applicable(child, value, key)

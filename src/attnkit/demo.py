@@ -19,44 +19,73 @@ from attnkit.translator import Translator
 from attnkit.viz import save_heatmap, save_records, write_report
 
 #: shown in every demo: compounds whose digits come out in the opposite order of their words
-SHOWCASE = ["siebenundneunzig", "dreihundertvierundzwanzig", "quatre-vingt-dix-sept", "ninety-seven",
-            "setecientos cuarenta y dos"]
+SHOWCASE = [
+    "siebenundneunzig",
+    "dreihundertvierundzwanzig",
+    "quatre-vingt-dix-sept",
+    "ninety-seven",
+    "setecientos cuarenta y dos",
+]
 
 
-def demo_config(out_dir: Path, quick: bool, attention: str, minutes: float | None) -> ExperimentConfig:
+def demo_config(
+    out_dir: Path, quick: bool, attention: str, minutes: float | None
+) -> ExperimentConfig:
     overrides = [f"model.attention={attention}"]
     if quick:
         # a smoke test: smaller numbers and model, a few epochs
-        overrides += ["data.max_number=199", "model.encoder_hidden=64", "model.decoder_hidden=128",
-                      "model.attention_dim=64", "train.epochs=4"]
+        overrides += [
+            "data.max_number=199",
+            "model.encoder_hidden=64",
+            "model.decoder_hidden=128",
+            "model.attention_dim=64",
+            "train.epochs=4",
+        ]
     if minutes is not None:
         overrides.append(f"train.max_minutes={minutes}")
     base = {
         "name": "demo",
         "output_dir": str(out_dir / "model"),
         "data": {"task": "numbers", "direction": "words2digits", "max_number": 999},
-        "model": {"embedding_dim": 64, "encoder_hidden": 128, "decoder_hidden": 256, "attention_dim": 128,
-                  "dropout": 0.1},
+        "model": {
+            "embedding_dim": 64,
+            "encoder_hidden": 128,
+            "decoder_hidden": 256,
+            "attention_dim": 128,
+            "dropout": 0.1,
+        },
         "train": {"epochs": 60, "batch_size": 32, "lr": 0.001, "patience": 4, "max_minutes": 2.25},
     }
     return experiment_from_dict(base, overrides, source="demo")
 
 
-def run_demo(out_dir: str | Path = "runs/demo", quick: bool = False, attention: str = "bahdanau",
-             minutes: float | None = None, progress: bool = True) -> dict:
+def run_demo(
+    out_dir: str | Path = "runs/demo",
+    quick: bool = False,
+    attention: str = "bahdanau",
+    minutes: float | None = None,
+    progress: bool = True,
+) -> dict:
     out = Path(out_dir)
     cfg = demo_config(out, quick, attention, minutes)
     cfg.train.progress = progress
-    print(f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU auto; "
-          f"output in {out}/", flush=True)
+    print(
+        f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU auto; "
+        f"output in {out}/",
+        flush=True,
+    )
     t0 = time.time()
     trainer = Trainer(cfg)
     best = trainer.train(overwrite=True)  # a demo run replaces the previous demo's model
     train_s = time.time() - t0
     translator = Translator.load(best)
-    metrics, sources, refs, hyps = evaluate_translator(translator, "exact", trainer.splits.test, progress=progress)
-    print(f"\ntest exact match: {metrics['exact_match']:.2f}% of {metrics['items']} held-out numbers "
-          f"(trained {train_s / 60:.1f} min)")
+    metrics, sources, refs, hyps = evaluate_translator(
+        translator, "exact", trainer.splits.test, progress=progress
+    )
+    print(
+        f"\ntest exact match: {metrics['exact_match']:.2f}% of {metrics['items']} held-out numbers "
+        f"(trained {train_s / 60:.1f} min)"
+    )
 
     shown = translator.translate(SHOWCASE)
     print("\nsome translations:")
@@ -68,12 +97,24 @@ def run_demo(out_dir: str | Path = "runs/demo", quick: bool = False, attention: 
         paths.append(save_heatmap(t.record(), heat_dir / f"{i:02d}_{_slug(t.source)}.png"))
     records = [t.record() for t in shown] + [h.record(r[0]) for h, r in zip(hyps[:30], refs[:30])]
     save_records(records, out / "attention.json")
-    summary = {"task": "numbers", "attention": attention, "test": metrics, "train_minutes": round(train_s / 60, 2),
-               "updates": json.loads((best / "trainer.json").read_text())["state"]["step"]}
-    report = write_report(out / "report.html", f"attnkit demo: numbers, {attention} attention", summary, records,
-                          config=_config_dict(best))
+    summary = {
+        "task": "numbers",
+        "attention": attention,
+        "test": metrics,
+        "train_minutes": round(train_s / 60, 2),
+        "updates": json.loads((best / "trainer.json").read_text())["state"]["step"],
+    }
+    report = write_report(
+        out / "report.html",
+        f"attnkit demo: numbers, {attention} attention",
+        summary,
+        records,
+        config=_config_dict(best),
+    )
     (out / "metrics.json").write_text(json.dumps(summary, indent=1))
-    print(f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\nattention data: {out / 'attention.json'}\nreport: {report}")
+    print(
+        f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\nattention data: {out / 'attention.json'}\nreport: {report}"
+    )
     return summary
 
 

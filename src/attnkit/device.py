@@ -15,7 +15,9 @@ def resolve_device(name: str = "auto") -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise AttnkitError("device 'cuda' was asked for but torch sees no CUDA device (use auto or cpu)")
+        raise AttnkitError(
+            "device 'cuda' was asked for but torch sees no CUDA device (use auto or cpu)"
+        )
     try:
         return torch.device(name)
     except RuntimeError:

@@ -7,10 +7,11 @@ key named. ``configs/*.yaml`` document every key.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
+from attnkit.accel.backend import BACKENDS
 from attnkit.config import (
     above,
     apply_overrides,
@@ -23,7 +24,6 @@ from attnkit.config import (
     read_yaml,
     to_dict,
 )
-from attnkit.accel.backend import BACKENDS
 from attnkit.config import join_key as _key
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2SeqConfig
@@ -82,11 +82,15 @@ class DataConfig:
         if self.task == "parallel" and not (self.train and self.dev and self.test):
             raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
         if self.task in ("g2p", "multi30k") and not self.directory:
-            raise ConfigError(f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files")
+            raise ConfigError(
+                f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files"
+            )
         sizes = ("max_tgt_len", "vocab_size", "max_number", "train_size", "dev_size", "test_size")
         check_values(self, where, {name: at_least(1) for name in sizes})
         if self.max_src_len < 2:
-            raise ConfigError(f"{_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)")
+            raise ConfigError(
+                f"{_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)"
+            )
 
 
 @dataclass
@@ -103,9 +107,15 @@ class TrainConfig:
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
     lr_patience: int = 1  # ... after this many evaluations without improvement
     min_lr: float = 1.0e-5  # plateau: never below this; cosine: where it ends
-    warmup_steps: int = 0  # noam and cosine: linear warm-up over this many updates (noam then decays as 1/sqrt)
-    patience: int | None = 5  # early stopping: evaluations without improvement (None = never stop early)
-    average_checkpoints: int = 0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
+    warmup_steps: int = (
+        0  # noam and cosine: linear warm-up over this many updates (noam then decays as 1/sqrt)
+    )
+    patience: int | None = (
+        5  # early stopping: evaluations without improvement (None = never stop early)
+    )
+    average_checkpoints: int = (
+        0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
+    )
     eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)
     max_minutes: float | None = None  # time budget for training
     seed: int = 1
@@ -116,8 +126,11 @@ class TrainConfig:
     progress: bool = True
     tensorboard: bool = True  # event files in run_dir/tensorboard: scalars, dev metrics, attention
 
-    CHOICES = {"scheduler": ("plateau", "cosine", "constant", "noam"), "device": ("auto", "cpu", "cuda"),
-               "backend": BACKENDS}
+    CHOICES = {
+        "scheduler": ("plateau", "cosine", "constant", "noam"),
+        "device": ("auto", "cpu", "cuda"),
+        "backend": BACKENDS,
+    }
 
     RULES = {
         "epochs": at_least(1),
@@ -189,8 +202,9 @@ class ExperimentConfig:
         return Path(self.output_dir) if self.output_dir else Path("runs") / self.name
 
 
-def experiment_from_dict(data: dict, overrides: Iterable[str] = (), source: str = "config",
-                         user: bool = False) -> ExperimentConfig:
+def experiment_from_dict(
+    data: dict, overrides: Iterable[str] = (), source: str = "config", user: bool = False
+) -> ExperimentConfig:
     """A mapping + ``--set`` overrides -> a validated ExperimentConfig.
 
     ``user=True`` for what a person wrote (an experiment file, ``--set``), not
@@ -215,8 +229,10 @@ def _replace_compile(data: dict, source: str, user: bool) -> dict:
     train = dict(train)
     if train.pop("compile") is True:
         if user:
-            raise ConfigError(f"{_key(_key(source, 'train'), 'compile')}: replaced by train.backend; "
-                              "write `backend: compile` in the train section instead")
+            raise ConfigError(
+                f"{_key(_key(source, 'train'), 'compile')}: replaced by train.backend; "
+                "write `backend: compile` in the train section instead"
+            )
         train.setdefault("backend", "compile")
     return {**data, "train": train}
 
@@ -234,20 +250,26 @@ def _drop_processes(data: dict, source: str, user: bool) -> None:
     value = section.pop("processes")
     if user and value != 1:
         n = value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else "N"
-        raise ConfigError(f"{_key(_key(source, 'train'), 'processes')}: {value!r} is no longer a "
-                          f"setting; remove it and start {n} data-parallel processes with "
-                          f"torchrun --nproc_per_node {n} -m attnkit train CONFIG")
+        raise ConfigError(
+            f"{_key(_key(source, 'train'), 'processes')}: {value!r} is no longer a "
+            f"setting; remove it and start {n} data-parallel processes with "
+            f"torchrun --nproc_per_node {n} -m attnkit train CONFIG"
+        )
 
 
 def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
     section = data.get("data")
     if not isinstance(section, dict) or "task" not in section:
-        raise ConfigError(f"{_key(_key(source, 'data'), 'task')}: missing; name the task to learn "
-                          f"({' | '.join(TASKS)})")
+        raise ConfigError(
+            f"{_key(_key(source, 'data'), 'task')}: missing; name the task to learn "
+            f"({' | '.join(TASKS)})"
+        )
     name = cfg.name
     if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
-        raise ConfigError(f"{_key(source, 'name')}: {name!r} is not a plain directory name "
-                          "(runs go to runs/<name>; set output_dir to write anywhere else)")
+        raise ConfigError(
+            f"{_key(source, 'name')}: {name!r} is not a plain directory name "
+            "(runs go to runs/<name>; set output_dir to write anywhere else)"
+        )
     check_applicable(cfg, data, source)
 
 

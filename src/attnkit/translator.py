@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, Vocab
 from attnkit.decoding import beam_search, greedy_decode, max_output_length
-from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
@@ -42,17 +42,31 @@ class Translation:
     output_tokens: list[str]  # what the decoder emitted, "</s>" included when it ended
     weights: np.ndarray
     score: float
-    nbest: list["Translation"] = field(default_factory=list)  # all n-best, this one first
+    nbest: list[Translation] = field(default_factory=list)  # all n-best, this one first
 
     def record(self, reference: str | None = None) -> AttentionRecord:
-        return AttentionRecord(source=self.source, source_tokens=self.source_tokens, output=self.output,
-                               output_tokens=self.output_tokens, weights=self.weights, reference=reference,
-                               score=self.score)
+        return AttentionRecord(
+            source=self.source,
+            source_tokens=self.source_tokens,
+            output=self.output,
+            output_tokens=self.output_tokens,
+            weights=self.weights,
+            reference=reference,
+            score=self.score,
+        )
 
 
 class Translator:
-    def __init__(self, model: Seq2Seq, config: ExperimentConfig, src_tokenizer: Tokenizer, tgt_tokenizer: Tokenizer,
-                 src_vocab: Vocab, tgt_vocab: Vocab, device: torch.device | None = None):
+    def __init__(
+        self,
+        model: Seq2Seq,
+        config: ExperimentConfig,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        src_vocab: Vocab,
+        tgt_vocab: Vocab,
+        device: torch.device | None = None,
+    ):
         self.model = model
         self.config = config
         self.src_tokenizer, self.tgt_tokenizer = src_tokenizer, tgt_tokenizer
@@ -60,15 +74,24 @@ class Translator:
         self.device = device or next(model.parameters()).device
 
     # ---- checkpoint directory ----------------------------------------------
-    def save(self, directory: str | Path, trainer_state: dict | None = None,
-             trainer_tensors: dict[str, torch.Tensor] | None = None) -> Path:
+    def save(
+        self,
+        directory: str | Path,
+        trainer_state: dict | None = None,
+        trainer_tensors: dict[str, torch.Tensor] | None = None,
+    ) -> Path:
         if not isinstance(self.model, Seq2Seq):
-            raise AttnkitError("an ensemble has no checkpoint of its own: its members' directories are its checkpoint")
+            raise AttnkitError(
+                "an ensemble has no checkpoint of its own: its members' directories are its checkpoint"
+            )
 
         def extra(tmp: Path) -> None:
             self.src_vocab.save(tmp / "src_vocab.json")
             self.tgt_vocab.save(tmp / "tgt_vocab.json")
-            tokenizers = {"source": self.src_tokenizer.to_json(), "target": self.tgt_tokenizer.to_json()}
+            tokenizers = {
+                "source": self.src_tokenizer.to_json(),
+                "target": self.tgt_tokenizer.to_json(),
+            }
             for tok in (self.src_tokenizer, self.tgt_tokenizer):
                 if hasattr(tok, "copy_to"):
                     tok.copy_to(tmp)
@@ -76,33 +99,48 @@ class Translator:
 
             (tmp / "tokenizers.json").write_text(json.dumps(tokenizers, indent=1), encoding="utf-8")
 
-        return ckpt.write_checkpoint(directory, FAMILY, self.model.state_dict(), experiment_to_dict(self.config),
-                                     trainer_state, trainer_tensors, extra)
+        return ckpt.write_checkpoint(
+            directory,
+            FAMILY,
+            self.model.state_dict(),
+            experiment_to_dict(self.config),
+            trainer_state,
+            trainer_tensors,
+            extra,
+        )
 
     @classmethod
-    def load(cls, directory: str | Path, device: str | torch.device = "auto") -> "Translator":
+    def load(cls, directory: str | Path, device: str | torch.device = "auto") -> Translator:
         directory = Path(directory)
         ckpt.read_meta(directory, FAMILY)
         try:
-            config = experiment_from_dict(ckpt.read_config(directory), source=str(directory / "config.yaml"))
+            config = experiment_from_dict(
+                ckpt.read_config(directory), source=str(directory / "config.yaml")
+            )
         except AttnkitError as exc:
             raise CheckpointError(str(exc)) from None
         src_vocab = Vocab.load(_need(directory / "src_vocab.json"))
         tgt_vocab = Vocab.load(_need(directory / "tgt_vocab.json"))
         tokenizers = ckpt.read_json(directory / "tokenizers.json")
         if not isinstance(tokenizers, dict) or not {"source", "target"} <= set(tokenizers):
-            raise CheckpointError(f"{directory / 'tokenizers.json'}: expected 'source' and 'target' tokenizers")
+            raise CheckpointError(
+                f"{directory / 'tokenizers.json'}: expected 'source' and 'target' tokenizers"
+            )
         src_tok = tokenizer_from_json(tokenizers["source"], directory)
         tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
         device = device if isinstance(device, torch.device) else resolve_device(device)
         model = Seq2Seq(config.model, len(src_vocab), len(tgt_vocab))
         ckpt.load_model_state(model, directory)
         model.to(device).eval()
-        model.set_backend(resolve_backend(config.decode.backend, device, next(model.parameters()).dtype))
+        model.set_backend(
+            resolve_backend(config.decode.backend, device, next(model.parameters()).dtype)
+        )
         return cls(model, config, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
 
     @classmethod
-    def load_ensemble(cls, directories: Sequence[str | Path], device: str | torch.device = "auto") -> "Translator":
+    def load_ensemble(
+        cls, directories: Sequence[str | Path], device: str | torch.device = "auto"
+    ) -> Translator:
         """Checkpoints that decode as one model (:class:`attnkit.models.ensemble.Ensemble`).
 
         They must share the task, the vocabularies and the tokenizers (their sizes and attention may
@@ -117,17 +155,35 @@ class Translator:
         first, *rest = [cls.load(d, device) for d in directories]
         for directory, other in zip(directories[1:], rest):
             for what, mine, theirs in (
-                    ("task", first.config.data.task, other.config.data.task),
-                    ("source vocabulary", first.src_vocab.itos, other.src_vocab.itos),
-                    ("target vocabulary", first.tgt_vocab.itos, other.tgt_vocab.itos),
-                    ("source tokenizer", _identity(first.src_tokenizer), _identity(other.src_tokenizer)),
-                    ("target tokenizer", _identity(first.tgt_tokenizer), _identity(other.tgt_tokenizer))):
+                ("task", first.config.data.task, other.config.data.task),
+                ("source vocabulary", first.src_vocab.itos, other.src_vocab.itos),
+                ("target vocabulary", first.tgt_vocab.itos, other.tgt_vocab.itos),
+                (
+                    "source tokenizer",
+                    _identity(first.src_tokenizer),
+                    _identity(other.src_tokenizer),
+                ),
+                (
+                    "target tokenizer",
+                    _identity(first.tgt_tokenizer),
+                    _identity(other.tgt_tokenizer),
+                ),
+            ):
                 if mine != theirs:
-                    raise CheckpointError(f"{directory}: its {what} differs from that of {directories[0]}, "
-                                          "so the two cannot decode as an ensemble")
+                    raise CheckpointError(
+                        f"{directory}: its {what} differs from that of {directories[0]}, "
+                        "so the two cannot decode as an ensemble"
+                    )
         model = Ensemble([first.model] + [t.model for t in rest]).eval()
-        return cls(model, first.config, first.src_tokenizer, first.tgt_tokenizer, first.src_vocab, first.tgt_vocab,
-                   device)
+        return cls(
+            model,
+            first.config,
+            first.src_tokenizer,
+            first.tgt_tokenizer,
+            first.src_vocab,
+            first.tgt_vocab,
+            device,
+        )
 
     # ---- text -> text + attention -------------------------------------------
     def encode_sources(self, texts: Sequence[str]) -> tuple[list[Example], list[list[str]]]:
@@ -144,42 +200,66 @@ class Translator:
                 raise AttnkitError(f"input {i + 1} is empty: nothing to translate")
             if len(tokens) > cap:
                 if self.config.data.overlong == "error":
-                    raise AttnkitError(f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}")
+                    raise AttnkitError(
+                        f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}"
+                    )
                 n_long += 1
                 tokens = tokens[:cap]
             examples.append(Example(self.src_vocab.encode(tokens) + [EOS_ID], [], i))
             token_lists.append(list(tokens) + [EOS])
         if n_long:
-            warnings.warn(f"{n_long} input(s) longer than {cap} tokens were truncated (data.max_src_len)", stacklevel=2)
+            warnings.warn(
+                f"{n_long} input(s) longer than {cap} tokens were truncated (data.max_src_len)",
+                stacklevel=2,
+            )
         return examples, token_lists
 
-    def translate(self, texts: Sequence[str], beam_size: int = 1, alpha: float | None = None, n_best: int = 1,
-                  batch_size: int | None = None, progress: bool = False) -> list[Translation]:
+    def translate(
+        self,
+        texts: Sequence[str],
+        beam_size: int = 1,
+        alpha: float | None = None,
+        n_best: int = 1,
+        batch_size: int | None = None,
+        progress: bool = False,
+    ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in order."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
         if beam_size < 1 or not 1 <= n_best <= beam_size:
-            raise AttnkitError(f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best {n_best}")
+            raise AttnkitError(
+                f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best {n_best}"
+            )
         dec = self.config.decode
         alpha = dec.alpha if alpha is None else alpha
         if not (math.isfinite(alpha) and alpha >= 0):
             raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
         examples, token_lists = self.encode_sources(texts)
-        order = sorted(range(len(examples)), key=lambda i: len(examples[i].src))  # similar lengths together
+        order = sorted(
+            range(len(examples)), key=lambda i: len(examples[i].src)
+        )  # similar lengths together
         results: list[Translation | None] = [None] * len(texts)
         self.model.eval()
-        chunks = [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+        chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         for chunk in tqdm(chunks, desc="decoding", unit="batch", disable=not progress, leave=False):
             batch = collate([examples[i] for i in chunk]).to(self.device)
-            max_len = max_output_length(batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap)
+            max_len = max_output_length(
+                batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
+            )
             if beam_size == 1:
-                hyps = [[h] for h in greedy_decode(self.model, batch.src, batch.src_lengths, max_len)]
+                hyps = [
+                    [h] for h in greedy_decode(self.model, batch.src, batch.src_lengths, max_len)
+                ]
             else:
-                hyps = beam_search(self.model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best)
+                hyps = beam_search(
+                    self.model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best
+                )
             for row, index in enumerate(batch.indices):
-                options = [self._translation(texts[index], token_lists[index], h) for h in hyps[row]]
+                options = [
+                    self._translation(texts[index], token_lists[index], h) for h in hyps[row]
+                ]
                 options[0].nbest = options
                 results[index] = options[0]
         return results  # type: ignore[return-value]
@@ -191,7 +271,9 @@ class Translator:
         return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
 
 
-def load_translator(directories: Sequence[str | Path], device: str | torch.device = "auto") -> Translator:
+def load_translator(
+    directories: Sequence[str | Path], device: str | torch.device = "auto"
+) -> Translator:
     """One checkpoint directory (the model itself), or several that decode as an ensemble."""
     if len(directories) == 1:
         return Translator.load(directories[0], device)
@@ -240,6 +322,9 @@ def _as_utf8(items: Iterable[str | bytes], what: str) -> list[str]:
     if bad:
         more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
         shown = ", ".join(map(str, bad[:10])) + more
-        warnings.warn(f"{what}{'s' if len(bad) > 1 else ''} {shown}: bytes that are not UTF-8 were "
-                      "replaced by U+FFFD", stacklevel=3)
+        warnings.warn(
+            f"{what}{'s' if len(bad) > 1 else ''} {shown}: bytes that are not UTF-8 were "
+            "replaced by U+FFFD",
+            stacklevel=3,
+        )
     return texts

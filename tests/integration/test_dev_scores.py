@@ -8,12 +8,11 @@ without bumping their version counters) once made these differ.
 
 import pytest
 import torch
+from test_trainer_checkpoints import _config, _digits, _write_tsvs
 
 from attnkit.training import trainer as trainer_module
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
-
-from test_trainer_checkpoints import _config, _digits, _write_tsvs
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +30,9 @@ PATHS = [
 
 
 @pytest.mark.parametrize("attention,decoder,feeding,rnn,layers", PATHS)
-def test_logged_dev_scores_equal_the_saved_weights_scores(tmp_path, monkeypatch, attention, decoder,
-                                                          feeding, rnn, layers):
+def test_logged_dev_scores_equal_the_saved_weights_scores(
+    tmp_path, monkeypatch, attention, decoder, feeding, rnn, layers
+):
     data = _write_tsvs(tmp_path, _digits, sizes=(120, 24, 4))
     cfg = _config(tmp_path, data, {"epochs": 2, "eval_every": 4, "lr": 0.02, "batch_size": 16})
     cfg.model.attention, cfg.model.decoder, cfg.model.input_feeding = attention, decoder, feeding

@@ -9,18 +9,29 @@ import sys
 import time
 
 import pytest
-from safetensors.torch import load_file
 import torch
-
+from safetensors.torch import load_file
 from test_learning import _reversal_data, _write_config
 
 pytestmark = pytest.mark.slow
 
-MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8,
-         "dropout": 0.0}  # dropout draws differ between ranks; without it the runs must agree
+MODEL = {
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "attention_dim": 8,
+    "dropout": 0.0,
+}  # dropout draws differ between ranks; without it the runs must agree
 # 30 global batches an epoch; the plateau schedule halves the rate on the way (rank 0 decides)
-TRAIN = {"epochs": 2, "batch_size": 20, "eval_every": 7, "patience": 100, "lr": 0.01,
-         "scheduler": "plateau", "lr_patience": 0}
+TRAIN = {
+    "epochs": 2,
+    "batch_size": 20,
+    "eval_every": 7,
+    "patience": 100,
+    "lr": 0.01,
+    "scheduler": "plateau",
+    "lr_patience": 0,
+}
 
 
 def _env():
@@ -31,13 +42,25 @@ def _command(config, ranks, *extra):
     if ranks == 1:
         return [sys.executable, "-m", "attnkit", "train", str(config), *extra]
     # --standalone: a free local port, so runs side by side do not meet
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-            str(ranks), "-m", "attnkit", "train", str(config), *extra]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        "-m",
+        "attnkit",
+        "train",
+        str(config),
+        *extra,
+    ]
 
 
 def _train(config, ranks, *extra):
-    return subprocess.run(_command(config, ranks, *extra), env=_env(), capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        _command(config, ranks, *extra), env=_env(), capture_output=True, text=True, timeout=600
+    )
 
 
 def _state(run):
@@ -81,8 +104,9 @@ def test_sigterm_stops_both_ranks_at_one_update_and_resume_goes_on(reference, tm
     tmp, data = reference
     run = tmp_path / "two"
     config = _write_config(tmp_path / "two.yaml", data, run, MODEL, TRAIN)
-    proc = subprocess.Popen(_command(config, 2), env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _command(config, 2), env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.time() + 300
         while not (run / "last" / "trainer.json").exists() and proc.poll() is None:

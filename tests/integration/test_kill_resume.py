@@ -12,15 +12,26 @@ import time
 import pytest
 import torch
 from safetensors.torch import load_file
-
 from test_learning import _reversal_data, _write_config
 
 pytestmark = pytest.mark.slow
 
-MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8,
-         "dropout": 0.2}  # dropout on: the resumed run must continue the random stream too
-TRAIN = {"epochs": 3, "batch_size": 20, "eval_every": 7, "patience": 100, "scheduler": "plateau",
-         "lr_patience": 1, "lr": 0.01}
+MODEL = {
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "attention_dim": 8,
+    "dropout": 0.2,
+}  # dropout on: the resumed run must continue the random stream too
+TRAIN = {
+    "epochs": 3,
+    "batch_size": 20,
+    "eval_every": 7,
+    "patience": 100,
+    "scheduler": "plateau",
+    "lr_patience": 1,
+    "lr": 0.01,
+}
 
 
 def _env():
@@ -28,8 +39,13 @@ def _env():
 
 
 def _train(config, *extra):
-    return subprocess.run([sys.executable, "-m", "attnkit", "train", str(config), *extra], env=_env(),
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "attnkit", "train", str(config), *extra],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def _step(run):
@@ -50,8 +66,12 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     killed_run = tmp_path / "b"
     killed = _write_config(tmp_path / "b.yaml", data, killed_run, MODEL, TRAIN)
     delay = random.uniform(0.0, 0.4)
-    proc = subprocess.Popen([sys.executable, "-m", "attnkit", "train", str(killed)], env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnkit", "train", str(killed)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.time() + 300
         while _step(killed_run) is None and proc.poll() is None and time.time() < deadline:
@@ -71,4 +91,6 @@ def test_sigkill_then_resume_equals_an_uninterrupted_run(tmp_path):
     b = load_file(str(killed_run / "last" / "model.safetensors"))
     assert a.keys() == b.keys()
     differ = [name for name in a if not torch.equal(a[name], b[name])]
-    assert not differ, f"killed at update >= {stopped_at} ({delay:.3f} s after the first checkpoint): {differ}"
+    assert not differ, (
+        f"killed at update >= {stopped_at} ({delay:.3f} s after the first checkpoint): {differ}"
+    )

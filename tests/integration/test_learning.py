@@ -34,8 +34,14 @@ def _reversal_data(tmp, n_train, n_dev=100, n_test=50, seed=0):
 
 
 def _write_config(path, data, run_dir, model, train):
-    cfg = {"name": "test", "output_dir": str(run_dir), "data": data, "model": model,
-           "train": {"threads": 1, "progress": False, "seed": 1, **train}, "decode": {"beam_size": 3}}
+    cfg = {
+        "name": "test",
+        "output_dir": str(run_dir),
+        "data": data,
+        "model": model,
+        "train": {"threads": 1, "progress": False, "seed": 1, **train},
+        "decode": {"beam_size": 3},
+    }
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return path
 
@@ -46,10 +52,20 @@ def _state(run_dir, name="last"):
 
 def test_tiny_model_learns_to_reverse_digit_strings(tmp_path, capsys):
     data = _reversal_data(tmp_path, 1500)
-    cfg = _write_config(tmp_path / "reverse.yaml", data, tmp_path / "run",
-                        {"attention": "bahdanau", "embedding_dim": 16, "encoder_hidden": 32, "decoder_hidden": 64,
-                         "attention_dim": 32, "dropout": 0.0},
-                        {"epochs": 6, "batch_size": 32, "lr": 0.005, "scheduler": "constant"})
+    cfg = _write_config(
+        tmp_path / "reverse.yaml",
+        data,
+        tmp_path / "run",
+        {
+            "attention": "bahdanau",
+            "embedding_dim": 16,
+            "encoder_hidden": 32,
+            "decoder_hidden": 64,
+            "attention_dim": 32,
+            "dropout": 0.0,
+        },
+        {"epochs": 6, "batch_size": 32, "lr": 0.005, "scheduler": "constant"},
+    )
     assert main(["train", str(cfg)]) == 0
     assert "best checkpoint" in capsys.readouterr().out
     translator = Translator.load(tmp_path / "run" / "best", "cpu")
@@ -80,14 +96,22 @@ def test_demo_quick(tmp_path, capsys):
     pngs = sorted((out / "heatmaps").glob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
     records = load_records(out / "attention.json")
-    assert records and all(r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records)
+    assert records and all(
+        r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records
+    )
     assert "<html" in (out / "report.html").read_text().lower()
     assert json.loads((out / "metrics.json").read_text())["updates"] >= 1
     assert (out / "model" / "best" / "model.safetensors").is_file()
 
 
 # ---- --resume ------------------------------------------------------------------------------------------------
-TINY_MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8, "dropout": 0.0}
+TINY_MODEL = {
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "attention_dim": 8,
+    "dropout": 0.0,
+}
 
 
 @pytest.fixture
@@ -97,7 +121,9 @@ def small_task(tmp_path):
 
 def test_resume_to_more_epochs_continues_the_step_count(tmp_path, small_task):
     run = tmp_path / "run"
-    cfg = _write_config(tmp_path / "exp.yaml", small_task, run, TINY_MODEL, {"epochs": 2, "batch_size": 20})
+    cfg = _write_config(
+        tmp_path / "exp.yaml", small_task, run, TINY_MODEL, {"epochs": 2, "batch_size": 20}
+    )
     assert main(["train", str(cfg)]) == 0
     first = _state(run)
     assert first["step"] == 20 and first["epoch"] == 2
@@ -109,9 +135,12 @@ def test_resume_to_more_epochs_continues_the_step_count(tmp_path, small_task):
 
 
 @pytest.mark.parametrize("patience, evaluations", [(2, 3), (None, 6)])
-def test_patience_stops_early_and_null_never_does(tmp_path, small_task, monkeypatch, patience, evaluations):
+def test_patience_stops_early_and_null_never_does(
+    tmp_path, small_task, monkeypatch, patience, evaluations
+):
     """A dev score that never improves after the first evaluation: patience 2 stops at the third, null runs on."""
     import attnkit.training.trainer as trainer_module
+
     original = trainer_module.evaluate_translator
 
     def flat_dev_scores(*args, **kwargs):
@@ -122,7 +151,9 @@ def test_patience_stops_early_and_null_never_does(tmp_path, small_task, monkeypa
     train = {"epochs": 3, "batch_size": 20, "eval_every": 5, "patience": patience}
     cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
     assert main(["train", str(cfg)]) == 0
-    assert [h["step"] for h in _state(tmp_path / "run")["history"]] == [5 * (i + 1) for i in range(evaluations)]
+    assert [h["step"] for h in _state(tmp_path / "run")["history"]] == [
+        5 * (i + 1) for i in range(evaluations)
+    ]
 
 
 def _interrupt_after(step):
@@ -142,7 +173,9 @@ def _params(run):
     return Translator.load(run / "last", "cpu").model.state_dict()
 
 
-@pytest.mark.parametrize("schedule", [{"scheduler": "plateau"}, {"scheduler": "noam", "warmup_steps": 8}])
+@pytest.mark.parametrize(
+    "schedule", [{"scheduler": "plateau"}, {"scheduler": "noam", "warmup_steps": 8}]
+)
 def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, schedule):
     """Weights and learning rates of an interrupted and resumed run equal those of a straight one (noam's warm-up
     does not start again)."""
@@ -162,16 +195,22 @@ def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, s
     state = _state(tmp_path / "b")
     assert state["step"] == 20 and state["finished"]
     assert [h["step"] for h in state["history"]] == [5, 10, 15, 20]
-    assert [(h["step"], h["lr"]) for h in state["history"]] == [(h["step"], h["lr"]) for h in _state(tmp_path / "a")["history"]]
+    assert [(h["step"], h["lr"]) for h in state["history"]] == [
+        (h["step"], h["lr"]) for h in _state(tmp_path / "a")["history"]
+    ]
     a, b = _params(tmp_path / "a"), _params(tmp_path / "b")
     for name in a:
         torch.testing.assert_close(b[name], a[name], msg=name)
 
 
-def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(tmp_path, small_task, monkeypatch):
+def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(
+    tmp_path, small_task, monkeypatch
+):
     train = {"epochs": 3, "batch_size": 20, "patience": 100}
     cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
-    monkeypatch.setattr(Trainer, "_evaluate", _interrupt_after(20))  # killed right after epoch 2's checkpoint
+    monkeypatch.setattr(
+        Trainer, "_evaluate", _interrupt_after(20)
+    )  # killed right after epoch 2's checkpoint
     with pytest.raises(KeyboardInterrupt):
         Trainer(load_experiment(cfg)).train()
     monkeypatch.undo()
@@ -184,14 +223,21 @@ def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(tmp_path,
 
 
 def test_resume_without_a_previous_run_is_an_error(tmp_path, small_task, capsys):
-    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, {"epochs": 1})
+    cfg = _write_config(
+        tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, {"epochs": 1}
+    )
     assert main(["train", str(cfg), "--resume"]) == 2
     assert "nothing to resume" in capsys.readouterr().err
 
 
 def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys):
-    cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, {"epochs": 1,
-                                                                                          "batch_size": 50})
+    cfg = _write_config(
+        tmp_path / "exp.yaml",
+        small_task,
+        tmp_path / "run",
+        TINY_MODEL,
+        {"epochs": 1, "batch_size": 50},
+    )
     assert main(["train", str(cfg)]) == 0
     assert main(["train", str(cfg), "--resume", "--set", "model.decoder_hidden=24"]) == 2
     assert "differs" in capsys.readouterr().err

@@ -17,9 +17,17 @@ from attnkit.translator import Translator
 
 pytestmark = pytest.mark.slow
 
-TINY_MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8, "dropout": 0.0}
-WORDS = ("a dog runs in the park . two men play ball on green grass while a small child is watching them "
-         "with her mother near the old red house by a river").split()
+TINY_MODEL = {
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "attention_dim": 8,
+    "dropout": 0.0,
+}
+WORDS = (
+    "a dog runs in the park . two men play ball on green grass while a small child is watching them "
+    "with her mother near the old red house by a river"
+).split()
 
 
 def _write_tsvs(tmp, make_pair, sizes=(200, 20, 10), seed=0):
@@ -48,17 +56,32 @@ def _sentence(rng):
 
 
 def _config(tmp, data, train, **data_extra):
-    cfg = {"name": "test", "output_dir": str(tmp / "run"), "data": {**data, **data_extra}, "model": TINY_MODEL,
-           "train": {"threads": 1, "progress": False, "seed": 1, "batch_size": 20, "patience": 100, **train},
-           "decode": {"beam_size": 2, "max_len_cap": 20}}
+    cfg = {
+        "name": "test",
+        "output_dir": str(tmp / "run"),
+        "data": {**data, **data_extra},
+        "model": TINY_MODEL,
+        "train": {
+            "threads": 1,
+            "progress": False,
+            "seed": 1,
+            "batch_size": 20,
+            "patience": 100,
+            **train,
+        },
+        "decode": {"beam_size": 2, "max_len_cap": 20},
+    }
     path = tmp / "exp.yaml"
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
     return load_experiment(path)
 
 
 def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
-    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1, "eval_every": 2, "average_checkpoints": 3,
-                                                             "lr": 0.01})
+    cfg = _config(
+        tmp_path,
+        _write_tsvs(tmp_path, _digits),
+        {"epochs": 1, "eval_every": 2, "average_checkpoints": 3, "lr": 0.01},
+    )
     Trainer(cfg, log_fn=lambda m: None).train()
     run = tmp_path / "run"
     history = json.loads((run / "last" / "trainer.json").read_text())["state"]["history"]
@@ -66,19 +89,32 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
     kept = sorted(int(p.name.split("-")[1]) for p in (run / "top").iterdir())
     assert len(kept) == 3 and set(kept) <= {h["step"] for h in history}
     score = {h["step"]: h["dev"]["exact_match"] for h in history}
-    assert min(score[s] for s in kept) >= max(score[s] for s in score if s not in kept)  # the best ones stayed
+    assert min(score[s] for s in kept) >= max(
+        score[s] for s in score if s not in kept
+    )  # the best ones stayed
 
     info = json.loads((run / "averaged" / "trainer.json").read_text())
     # the best single checkpoint and the means of the 2 and 3 best were scored; the best of them was kept
     candidates = info["candidates"]
     assert [len(c["steps"]) for c in candidates] == [1, 2, 3]
     assert all(set(c["steps"]) <= set(kept) for c in candidates)
-    assert candidates[0]["dev"]["exact_match"] == max(score[s] for s in kept)  # the best single, re-scored
+    assert candidates[0]["dev"]["exact_match"] == max(
+        score[s] for s in kept
+    )  # the best single, re-scored
     best = max(c["dev"]["exact_match"] for c in candidates)
-    chosen = next(c for c in candidates if c["dev"]["exact_match"] == best)  # ties go to fewer weights
+    chosen = next(
+        c for c in candidates if c["dev"]["exact_match"] == best
+    )  # ties go to fewer weights
     assert info["averaged_steps"] == chosen["steps"] and info["dev"] == chosen["dev"]
-    assert info["choice"] == ("best single" if len(chosen["steps"]) == 1 else f"average of the {len(chosen['steps'])} best")
-    states = [ckpt.read_tensors(run / "top" / f"step-{s:07d}" / "model.safetensors") for s in chosen["steps"]]
+    assert info["choice"] == (
+        "best single"
+        if len(chosen["steps"]) == 1
+        else f"average of the {len(chosen['steps'])} best"
+    )
+    states = [
+        ckpt.read_tensors(run / "top" / f"step-{s:07d}" / "model.safetensors")
+        for s in chosen["steps"]
+    ]
     averaged = Translator.load(run / "averaged", "cpu")
     for name, tensor in averaged.model.state_dict().items():
         torch.testing.assert_close(tensor, sum(s[name] for s in states) / len(states), msg=name)
@@ -96,7 +132,9 @@ def test_tokens_and_update_seconds_are_recorded(tmp_path):
     cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)), {"epochs": 1})
     Trainer(cfg, log_fn=lambda m: None).train()
     state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
-    targets = [line.split("\t")[1].strip() for line in (tmp_path / "train.tsv").read_text().splitlines()]
+    targets = [
+        line.split("\t")[1].strip() for line in (tmp_path / "train.tsv").read_text().splitlines()
+    ]
     assert state["tokens"] == sum(len(t) + 1 for t in targets)  # characters + </s>
     assert 0 < state["train_s"] <= state["elapsed_s"]
     assert state["history"][-1]["tokens"] == state["tokens"]
@@ -104,7 +142,14 @@ def test_tokens_and_update_seconds_are_recorded(tmp_path):
 
 def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path):
     data = _write_tsvs(tmp_path, _sentence)
-    cfg = _config(tmp_path, data, {"epochs": 1}, src_level="sentencepiece", tgt_level="sentencepiece", vocab_size=200)
+    cfg = _config(
+        tmp_path,
+        data,
+        {"epochs": 1},
+        src_level="sentencepiece",
+        tgt_level="sentencepiece",
+        vocab_size=200,
+    )
     best = Trainer(cfg, log_fn=lambda m: None).train()
     assert {"source.model", "target.model"} <= {p.name for p in best.iterdir()}
     tokenizers = json.loads((best / "tokenizers.json").read_text())
@@ -122,12 +167,20 @@ def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path
 
 
 def test_cosine_schedule_ends_at_min_lr(tmp_path):
-    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)),
-                  {"epochs": 3, "scheduler": "cosine", "lr": 0.01, "min_lr": 1e-4})
+    cfg = _config(
+        tmp_path,
+        _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)),
+        {"epochs": 3, "scheduler": "cosine", "lr": 0.01, "min_lr": 1e-4},
+    )
     Trainer(cfg, log_fn=lambda m: None).train()
-    lrs = [h["lr"] for h in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]["history"]]
+    lrs = [
+        h["lr"]
+        for h in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]["history"]
+    ]
     assert len(lrs) == 3 and lrs[0] > lrs[1] > lrs[2]
-    assert lrs[2] < 1e-3  # the last update ran near the floor (5 updates an epoch: one step short of it)
+    assert (
+        lrs[2] < 1e-3
+    )  # the last update ran near the floor (5 updates an epoch: one step short of it)
 
 
 def test_train_backend_is_set_logged_and_recorded(tmp_path, monkeypatch):
@@ -136,13 +189,18 @@ def test_train_backend_is_set_logged_and_recorded(tmp_path, monkeypatch):
     backend is logged at the start and written into trainer.json."""
     compiled = []
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(fn) or fn)
-    cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)),
-                  {"epochs": 1, "backend": "compile"})
+    cfg = _config(
+        tmp_path,
+        _write_tsvs(tmp_path, _digits, sizes=(40, 10, 10)),
+        {"epochs": 1, "backend": "compile"},
+    )
     lines = []
     Trainer(cfg, log_fn=lines.append).train()
     assert len(compiled) == 1
-    assert any(line.startswith("backend: compile (fused cells), torch.compile'd decoder step")
-               for line in lines), lines
+    assert any(
+        line.startswith("backend: compile (fused cells), torch.compile'd decoder step")
+        for line in lines
+    ), lines
     saved = json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["backend"]
     assert saved["name"] == "compile" and saved["describe"].startswith("backend: compile")
 
@@ -178,6 +236,7 @@ def _damage_tensors(change):
         tensors = ckpt.read_tensors(last / "trainer.safetensors")
         change(tensors)
         save_file(tensors, str(last / "trainer.safetensors"))
+
     return damage, "trainer.safetensors"
 
 
@@ -186,6 +245,7 @@ def _damage_json(change):
         info = json.loads((last / "trainer.json").read_text())
         change(info)
         (last / "trainer.json").write_text(json.dumps(info))
+
     return damage, "trainer.json"
 
 
@@ -194,17 +254,25 @@ def _put(key, value):
 
 
 DAMAGE = {  # name -> ((damage, file), what the error line names)
-    "moment broadcasts": (_damage_tensors(_put("optimizer.0.exp_avg", torch.zeros(8))),
-                          "optimizer.0.exp_avg"),
-    "moment too short": (_damage_tensors(_put("optimizer.2.exp_avg_sq", torch.ones(2))),
-                         "optimizer.2.exp_avg_sq"),
+    "moment broadcasts": (
+        _damage_tensors(_put("optimizer.0.exp_avg", torch.zeros(8))),
+        "optimizer.0.exp_avg",
+    ),
+    "moment too short": (
+        _damage_tensors(_put("optimizer.2.exp_avg_sq", torch.ones(2))),
+        "optimizer.2.exp_avg_sq",
+    ),
     "moment int64": (_damage_tensors(_put("optimizer.1.exp_avg", torch.Tensor.long)), "int64"),
-    "moment NaN": (_damage_tensors(_put("optimizer.3.exp_avg", lambda t: t.fill_(float("nan")))),
-                   "optimizer.3.exp_avg"),
+    "moment NaN": (
+        _damage_tensors(_put("optimizer.3.exp_avg", lambda t: t.fill_(float("nan")))),
+        "optimizer.3.exp_avg",
+    ),
     "no rng.torch": (_damage_tensors(lambda t: t.pop("rng.torch")), "'rng.torch' is missing"),
     "no optimizer": (_damage_json(lambda i: i.pop("optimizer")), "'optimizer' is missing"),
-    "unknown state field": (_damage_json(lambda i: i["state"].update(bogus=1)),
-                            "unknown key 'bogus'"),
+    "unknown state field": (
+        _damage_json(lambda i: i["state"].update(bogus=1)),
+        "unknown key 'bogus'",
+    ),
     "step not a number": (_damage_json(lambda i: i["state"].update(step="x")), "state.step"),
 }
 
@@ -217,22 +285,43 @@ def test_resume_refuses_damaged_trainer_state_in_one_line(capsys, cli_run, tmp_p
     (damage, file), needle = DAMAGE[name]
     damage(last)
     before = {p.name: p.read_bytes() for p in last.iterdir()}
-    _cli_fails(capsys, ["train", config, "--output-dir", tmp_path / "run", "--resume",
-                        "--set", "train.epochs=2"], last / file, needle)
+    _cli_fails(
+        capsys,
+        ["train", config, "--output-dir", tmp_path / "run", "--resume", "--set", "train.epochs=2"],
+        last / file,
+        needle,
+    )
     assert {p.name: p.read_bytes() for p in last.iterdir()} == before  # `last` is not overwritten
 
 
-@pytest.mark.parametrize("eval_every, needles", [
-    (0, ("update 3: ", "best not written: ", "NaN or infinite")),  # 3 updates an epoch
-    (1000, ("update 21: 20 updates in a row", "train.max_bad_updates: 20")),  # no evaluation
-])
-def test_a_diverging_run_stops_naming_the_update_and_writes_no_nan(capsys, cli_run, tmp_path,
-                                                                   eval_every, needles):
+@pytest.mark.parametrize(
+    "eval_every, needles",
+    [
+        (0, ("update 3: ", "best not written: ", "NaN or infinite")),  # 3 updates an epoch
+        (1000, ("update 21: 20 updates in a row", "train.max_bad_updates: 20")),  # no evaluation
+    ],
+)
+def test_a_diverging_run_stops_naming_the_update_and_writes_no_nan(
+    capsys, cli_run, tmp_path, eval_every, needles
+):
     config, _ = cli_run
     run = tmp_path / "run"
-    _cli_fails(capsys, ["train", config, "--output-dir", run, "--set", "train.lr=1e38",
-                        "--set", "train.epochs=10", "--set", f"train.eval_every={eval_every}"],
-               *needles)
+    _cli_fails(
+        capsys,
+        [
+            "train",
+            config,
+            "--output-dir",
+            run,
+            "--set",
+            "train.lr=1e38",
+            "--set",
+            "train.epochs=10",
+            "--set",
+            f"train.eval_every={eval_every}",
+        ],
+        *needles,
+    )
     assert not list(run.rglob("meta.json"))  # the first update already overflowed: nothing to save
 
 

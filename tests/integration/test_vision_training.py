@@ -28,7 +28,13 @@ from attnkit.training.vision import (
 )
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIGS = ["ram_mnist28", "ram_translated60", "ram_cluttered60", "sat_multidigit", "attnpool_cluttered60"]
+CONFIGS = [
+    "ram_mnist28",
+    "ram_translated60",
+    "ram_cluttered60",
+    "sat_multidigit",
+    "attnpool_cluttered60",
+]
 
 
 def mnist_dir() -> Path:
@@ -38,11 +44,20 @@ def mnist_dir() -> Path:
     return REPO.parent / "shared" / "data" / "mnist"
 
 
-needs_mnist = pytest.mark.skipif(not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing")
+needs_mnist = pytest.mark.skipif(
+    not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing"
+)
 
 
 def quiet_train(**train) -> dict:
-    return {"batch_size": 32, "lr": 3e-3, "device": "cpu", "progress": False, "verbose": False, **train}
+    return {
+        "batch_size": 32,
+        "lr": 3e-3,
+        "device": "cpu",
+        "progress": False,
+        "verbose": False,
+        **train,
+    }
 
 
 # ---------------------------------------------------------------- configs (no data needed)
@@ -60,9 +75,13 @@ def test_shipped_configs_parse_and_comment_every_key(name):
 
 def test_config_errors_name_the_key_and_list_valid_ones():
     base = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}, "train": {}}
-    with pytest.raises(ConfigError, match=r"unknown key 'optimiser'; valid keys: family, data, model, train"):
+    with pytest.raises(
+        ConfigError, match=r"unknown key 'optimiser'; valid keys: family, data, model, train"
+    ):
         parse_config({**base, "optimiser": {}}, "x.yaml")
-    with pytest.raises(ConfigError, match=r"x.yaml: model: unknown key 'glimpse'.*valid keys: glimpses"):
+    with pytest.raises(
+        ConfigError, match=r"x.yaml: model: unknown key 'glimpse'.*valid keys: glimpses"
+    ):
         parse_config({**base, "model": {"type": "ram", "glimpse": 4}}, "x.yaml")
     with pytest.raises(ConfigError, match=r"model.type: 'rma' is not one of ram, show_attend_tell"):
         parse_config({**base, "model": {"type": "rma"}}, "x.yaml")
@@ -74,7 +93,9 @@ def test_config_errors_name_the_key_and_list_valid_ones():
         parse_config({**base, "model": {"type": "ram", "core": "transformer"}}, "x.yaml")
     with pytest.raises(ConfigError, match=r"train.batch_size: expected an integer"):
         parse_config({**base, "train": {"batch_size": "big"}}, "x.yaml")
-    with pytest.raises(ConfigError, match=r"x.yaml: train.max_bad_updates: must be at least 1, got 0"):
+    with pytest.raises(
+        ConfigError, match=r"x.yaml: train.max_bad_updates: must be at least 1, got 0"
+    ):
         parse_config({**base, "train": {"max_bad_updates": 0}}, "x.yaml")
     with pytest.raises(ConfigError, match=r"not a vision config"):
         parse_config({**base, "family": "seq2seq"}, "x.yaml")
@@ -87,10 +108,23 @@ def test_config_errors_name_the_key_and_list_valid_ones():
 def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     config = {
         "family": "vision",
-        "data": {"task": "mnist", "directory": str(mnist_dir()), "train_size": 600, "dev_size": 200,
-                 "test_size": 200, "verify": False},
-        "model": {"type": "ram", "glimpses": 4, "hidden": 64, "glimpse_hidden": 64, "location_hidden": 32,
-                  "core": "lstm", "mc_samples": 2},
+        "data": {
+            "task": "mnist",
+            "directory": str(mnist_dir()),
+            "train_size": 600,
+            "dev_size": 200,
+            "test_size": 200,
+            "verify": False,
+        },
+        "model": {
+            "type": "ram",
+            "glimpses": 4,
+            "hidden": 64,
+            "glimpse_hidden": 64,
+            "location_hidden": 32,
+            "core": "lstm",
+            "mc_samples": 2,
+        },
         "train": quiet_train(epochs=4, lr_schedule="constant"),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
@@ -101,9 +135,13 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     assert history[-1]["train_loss"] < 0.85 * history[0]["train_loss"]  # cross entropy goes down
     assert history[-1]["train_accuracy"] > history[0]["train_accuracy"]
 
-    result = evaluate_vision(tmp_path / "run", "test", device="cpu")  # the run dir works: best/ inside
+    result = evaluate_vision(
+        tmp_path / "run", "test", device="cpu"
+    )  # the run dir works: best/ inside
     assert result["images"] == 200 and result["mc_samples"] == 2
-    assert 0 <= result["error_pct"] < 90.0 and result["accuracy"] == pytest.approx(1 - result["error_pct"] / 100)
+    assert 0 <= result["error_pct"] < 90.0 and result["accuracy"] == pytest.approx(
+        1 - result["error_pct"] / 100
+    )
     assert evaluate_vision(best, "test", device="cpu") == result  # Monte Carlo paths are seeded
 
     png, gif = plot_vision(best, 5, tmp_path / "pics")
@@ -123,10 +161,24 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
 def test_reader_learns_a_handful_of_strips(tmp_path):
     config = {
         "family": "vision",
-        "data": {"task": "strips", "directory": str(mnist_dir()), "max_digits": 3, "train_size": 96,
-                 "dev_size": 32, "test_size": 32, "resample": False, "verify": False},
-        "model": {"type": "show_attend_tell", "channels": [8, 16, 32], "embed": 16, "hidden": 64,
-                  "attention_dim": 32, "dropout": 0.0},
+        "data": {
+            "task": "strips",
+            "directory": str(mnist_dir()),
+            "max_digits": 3,
+            "train_size": 96,
+            "dev_size": 32,
+            "test_size": 32,
+            "resample": False,
+            "verify": False,
+        },
+        "model": {
+            "type": "show_attend_tell",
+            "channels": [8, 16, 32],
+            "embed": 16,
+            "hidden": 64,
+            "attention_dim": 32,
+            "dropout": 0.0,
+        },
         "train": quiet_train(epochs=6, batch_size=16, lr=5e-3, lr_schedule="constant"),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
@@ -144,8 +196,14 @@ def test_reader_learns_a_handful_of_strips(tmp_path):
 def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path):
     config = {
         "family": "vision",
-        "data": {"task": "cluttered", "directory": str(mnist_dir()), "train_size": 256, "dev_size": 64,
-                 "test_size": 64, "verify": False},
+        "data": {
+            "task": "cluttered",
+            "directory": str(mnist_dir()),
+            "train_size": 256,
+            "dev_size": 64,
+            "test_size": 64,
+            "verify": False,
+        },
         "model": {"type": "attention_pooling", "channels": [8, 16], "attention_hidden": 8},
         "train": quiet_train(epochs=50, max_minutes=0.001),
     }
@@ -160,8 +218,12 @@ def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path):
 def test_missing_checkpoint_and_resume_errors(tmp_path):
     with pytest.raises(CheckpointError, match="no such checkpoint directory"):
         evaluate_vision(tmp_path / "nothing")
-    config = {"family": "vision", "data": {"task": "mnist", "directory": str(tmp_path)}, "model": {"type": "ram"},
-              "train": quiet_train()}
+    config = {
+        "family": "vision",
+        "data": {"task": "mnist", "directory": str(tmp_path)},
+        "model": {"type": "ram"},
+        "train": quiet_train(),
+    }
     with pytest.raises(CheckpointError, match="nothing to resume"):
         train_vision(config, output_dir=tmp_path / "run", resume=True)
 
@@ -170,19 +232,30 @@ def test_missing_checkpoint_and_resume_errors(tmp_path):
 
 
 def _pooling_config(tmp_path, **train) -> dict:
-    return {"family": "vision",
-            "data": {"task": "mnist", "directory": str(mnist_dir()), "train_size": 96,
-                     "dev_size": 32, "test_size": 32, "verify": False},
-            "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
-            "train": quiet_train(**train)}
+    return {
+        "family": "vision",
+        "data": {
+            "task": "mnist",
+            "directory": str(mnist_dir()),
+            "train_size": 96,
+            "dev_size": 32,
+            "test_size": 32,
+            "verify": False,
+        },
+        "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
+        "train": quiet_train(**train),
+    }
 
 
 @needs_mnist
-@pytest.mark.parametrize("tensor, value, needle", [
-    ("optimizer.0.exp_avg", torch.zeros(2), "optimizer.0.exp_avg is float32 (2,)"),
-    ("optimizer.1.exp_avg_sq", None, "optimizer.1.exp_avg_sq is float64"),
-    ("rng.torch", torch.zeros(3, dtype=torch.uint8), "rng.torch is uint8 (3,)"),
-])
+@pytest.mark.parametrize(
+    "tensor, value, needle",
+    [
+        ("optimizer.0.exp_avg", torch.zeros(2), "optimizer.0.exp_avg is float32 (2,)"),
+        ("optimizer.1.exp_avg_sq", None, "optimizer.1.exp_avg_sq is float64"),
+        ("rng.torch", torch.zeros(3, dtype=torch.uint8), "rng.torch is uint8 (3,)"),
+    ],
+)
 def test_resume_refuses_damaged_trainer_state(tmp_path, tensor, value, needle):
     config = _pooling_config(tmp_path, epochs=1)
     train_vision(config, output_dir=tmp_path / "run")
@@ -203,13 +276,20 @@ def test_resume_refuses_damaged_trainer_state(tmp_path, tensor, value, needle):
 
 
 @needs_mnist
-@pytest.mark.parametrize("lr, needle", [
-    (1e38, r"^update 1: the optimizer's step overflowed"),  # lr / (1 - beta1) > float32's largest
-    (1e30, r"^update \d+: 4 updates in a row had a non-finite loss or gradient norm"),
-])
+@pytest.mark.parametrize(
+    "lr, needle",
+    [
+        (
+            1e38,
+            r"^update 1: the optimizer's step overflowed",
+        ),  # lr / (1 - beta1) > float32's largest
+        (1e30, r"^update \d+: 4 updates in a row had a non-finite loss or gradient norm"),
+    ],
+)
 def test_a_diverging_vision_run_stops_naming_the_update(tmp_path, lr, needle):
-    config = _pooling_config(tmp_path, epochs=10, batch_size=16, lr=lr, max_bad_updates=4,
-                             lr_schedule="constant")
+    config = _pooling_config(
+        tmp_path, epochs=10, batch_size=16, lr=lr, max_bad_updates=4, lr_schedule="constant"
+    )
     with pytest.raises(TrainingError, match=needle):
         train_vision(config, output_dir=tmp_path / "run")
     for meta in (tmp_path / "run").rglob("meta.json"):

@@ -6,7 +6,6 @@ import torch
 from attnkit.attention.modules import ATTENTION_TYPES, MultiHeadAttention, build_attention
 from attnkit.errors import ConfigError
 
-
 B, T, S, DQ, DK, A, H = 3, 4, 6, 8, 8, 12, 3
 LENGTHS = torch.tensor([S, 4, 1])
 
@@ -116,7 +115,9 @@ def test_context_is_weighted_sum_of_keys(name):
     att = _module(name)
     query, keys, mask = _inputs()
     context, weights = att(query, keys, mask=mask)
-    ref = torch.stack([sum(weights[:, t, s, None] * keys[:, s] for s in range(S)) for t in range(T)], 1)
+    ref = torch.stack(
+        [sum(weights[:, t, s, None] * keys[:, s] for s in range(S)) for t in range(T)], 1
+    )
     torch.testing.assert_close(context, ref, atol=1e-5, rtol=1e-5)
 
 
@@ -177,9 +178,14 @@ def test_loop_spec_declared_by_each_scoring_class_and_dropped_by_overriding_subc
 
     kinds = {name: build(16, 16, 12, 2).loop_spec() for name, build in ATTENTION_TYPES.items()}
     assert {n: (s.kind if s else None) for n, s in kinds.items()} == {
-        "bahdanau": "additive", "luong-dot": "dot", "luong-general": "dot",
-        "luong-concat": "additive", "scaled-dot": "dot", "multihead": None}
-    assert kinds["scaled-dot"].scale == pytest.approx(12 ** -0.5)
+        "bahdanau": "additive",
+        "luong-dot": "dot",
+        "luong-general": "dot",
+        "luong-concat": "additive",
+        "scaled-dot": "dot",
+        "multihead": None,
+    }
+    assert kinds["scaled-dot"].scale == pytest.approx(12**-0.5)
     concat = ATTENTION_TYPES["luong-concat"](16, 16, 12, 2)
     assert concat.loop_spec().query_weight is concat.query_proj.weight
 

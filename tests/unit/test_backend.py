@@ -15,13 +15,24 @@ def test_auto_is_native_on_the_cpu_and_fused_on_cuda():
     assert (cuda.name, cuda.cell, cuda.handwritten_loop, cuda.note) == ("fused", "fused", False, "")
 
 
-@pytest.mark.parametrize("name, cell, loop, compiled", [
-    ("reference", "nn", False, False), ("fused", "fused", False, False), ("compile", "fused", False, True),
-])
+@pytest.mark.parametrize(
+    "name, cell, loop, compiled",
+    [
+        ("reference", "nn", False, False),
+        ("fused", "fused", False, False),
+        ("compile", "fused", False, True),
+    ],
+)
 def test_explicit_backends(name, cell, loop, compiled):
     for device in ("cpu", "cuda"):
         b = resolve(name, device)
-        assert (b.name, b.cell, b.handwritten_loop, b.compiled, b.kernels) == (name, cell, loop, compiled, False)
+        assert (b.name, b.cell, b.handwritten_loop, b.compiled, b.kernels) == (
+            name,
+            cell,
+            loop,
+            compiled,
+            False,
+        )
         assert b.describe().startswith(f"backend: {name} (")
 
 
@@ -57,9 +68,17 @@ def test_unknown_name_is_refused():
 def test_kernels_decline_inside_a_backend_without_them(monkeypatch):
     """With reference, fused or compile, the model's calls run with the kernels declining."""
     calls = []
-    monkeypatch.setattr(native, "_declining", lambda real=native._declining: calls.append(real()) or real())
-    cfg = Seq2SeqConfig(attention="bahdanau", embedding_dim=8, encoder_hidden=8, decoder_hidden=16,
-                        attention_dim=12, dropout=0.0)
+    monkeypatch.setattr(
+        native, "_declining", lambda real=native._declining: calls.append(real()) or real()
+    )
+    cfg = Seq2SeqConfig(
+        attention="bahdanau",
+        embedding_dim=8,
+        encoder_hidden=8,
+        decoder_hidden=16,
+        attention_dim=12,
+        dropout=0.0,
+    )
     model = Seq2Seq(cfg, 11, 11).eval()
     src = torch.tensor([[5, 6, 2]])
     for b, declining in ((accel.FUSED, True), (resolve("native", "cpu"), False)):
@@ -74,7 +93,9 @@ def test_kernels_decline_inside_a_backend_without_them(monkeypatch):
 def test_set_backend_compiles_and_restores_the_step(monkeypatch):
     compiled = []
     monkeypatch.setattr(torch, "compile", lambda fn, **kw: compiled.append(fn) or fn)
-    model = Seq2Seq(Seq2SeqConfig(embedding_dim=4, encoder_hidden=4, decoder_hidden=8, attention_dim=4), 9, 9)
+    model = Seq2Seq(
+        Seq2SeqConfig(embedding_dim=4, encoder_hidden=4, decoder_hidden=8, attention_dim=4), 9, 9
+    )
     model.set_backend(accel.COMPILE)
     assert len(compiled) == 1 and "_step" in vars(model.decoder) and model.backend is accel.COMPILE
     model.set_backend(accel.REFERENCE)

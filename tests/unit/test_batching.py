@@ -28,8 +28,11 @@ def _encode(pairs, **kw):
 def _random_examples(n, seed=0, max_len=30):
     rng = random.Random(seed)
     return [
-        Example(src=[rng.randint(4, 20) for _ in range(rng.randint(0, max_len))] + [EOS_ID],
-                tgt=[rng.randint(4, 20) for _ in range(rng.randint(1, max_len))], index=i)
+        Example(
+            src=[rng.randint(4, 20) for _ in range(rng.randint(0, max_len))] + [EOS_ID],
+            tgt=[rng.randint(4, 20) for _ in range(rng.randint(1, max_len))],
+            index=i,
+        )
         for i in range(n)
     ]
 
@@ -51,15 +54,25 @@ def test_unknown_characters_become_unk():
 
 
 def test_collate_pads_and_places_bos_eos():
-    examples = [Example(src=[5, 6, EOS_ID], tgt=[7], index=0), Example(src=[5, 6, 8, 9, EOS_ID], tgt=[7, 8, 9], index=1)]
+    examples = [
+        Example(src=[5, 6, EOS_ID], tgt=[7], index=0),
+        Example(src=[5, 6, 8, 9, EOS_ID], tgt=[7, 8, 9], index=1),
+    ]
     batch = collate(examples)
     assert batch.src.shape == (2, 5) and batch.tgt_in.shape == batch.tgt_out.shape == (2, 4)
     assert batch.src.dtype == batch.src_lengths.dtype == batch.tgt_in.dtype == torch.long
     # rows sorted longest target first; indices tell which example each row is
     assert batch.indices == [1, 0]
-    shorter_target_longer_source = collate([Example(src=[5, 6, 8, EOS_ID], tgt=[7], index=0),
-                                            Example(src=[5, EOS_ID], tgt=[7, 8], index=1)])
-    assert shorter_target_longer_source.indices == [1, 0] and shorter_target_longer_source.src.shape == (2, 4)
+    shorter_target_longer_source = collate(
+        [
+            Example(src=[5, 6, 8, EOS_ID], tgt=[7], index=0),
+            Example(src=[5, EOS_ID], tgt=[7, 8], index=1),
+        ]
+    )
+    assert shorter_target_longer_source.indices == [
+        1,
+        0,
+    ] and shorter_target_longer_source.src.shape == (2, 4)
     assert batch.src_lengths.tolist() == [5, 3]
     assert batch.src.tolist() == [[5, 6, 8, 9, EOS_ID], [5, 6, EOS_ID, PAD_ID, PAD_ID]]
     assert batch.tgt_in.tolist() == [[BOS_ID, 7, 8, 9], [BOS_ID, 7, PAD_ID, PAD_ID]]
@@ -67,13 +80,21 @@ def test_collate_pads_and_places_bos_eos():
     assert batch.num_target_tokens == 6 == int((batch.tgt_out != PAD_ID).sum())
     assert len(batch) == 2
     moved = batch.to("cpu")
-    assert isinstance(moved, Batch) and torch.equal(moved.src, batch.src) and moved.indices == batch.indices
+    assert (
+        isinstance(moved, Batch)
+        and torch.equal(moved.src, batch.src)
+        and moved.indices == batch.indices
+    )
 
 
 def test_src_lengths_match_padding_in_every_batch():
     for batch in make_batches(_random_examples(200), batch_size=16, shuffle=True):
         for row, length in zip(batch.src, batch.src_lengths.tolist()):
-            assert row[length - 1] == EOS_ID and (row[length:] == PAD_ID).all() and (row[:length] != PAD_ID).all()
+            assert (
+                row[length - 1] == EOS_ID
+                and (row[length:] == PAD_ID).all()
+                and (row[:length] != PAD_ID).all()
+            )
         tgt_lengths = (batch.tgt_out != PAD_ID).sum(1)
         assert (batch.tgt_out.gather(1, (tgt_lengths - 1)[:, None]) == EOS_ID).all()
         assert (batch.tgt_in[:, 0] == BOS_ID).all()
@@ -100,7 +121,9 @@ def test_max_tokens_bounds_padded_positions():
 
 
 def test_max_tokens_gives_an_overlong_example_its_own_batch():
-    examples = [Example(src=[5] * 50 + [EOS_ID], tgt=[5], index=0)] + _random_examples(20, max_len=5)[1:]
+    examples = [Example(src=[5] * 50 + [EOS_ID], tgt=[5], index=0)] + _random_examples(
+        20, max_len=5
+    )[1:]
     batches = make_batches(examples, max_tokens=30)
     (big,) = [b for b in batches if 0 in b.indices]
     assert len(big) == 1
@@ -114,7 +137,9 @@ def test_bucketing_reduces_padding():
         return sum(len(b) * max(b.src.size(1), b.tgt_out.size(1)) for b in batches) / used - 1
 
     bucketed = waste(make_batches(examples, batch_size=20, bucket=True, shuffle=True))
-    assert bucketed < 0.05 < waste(make_batches(examples, batch_size=20, bucket=False, shuffle=True))
+    assert (
+        bucketed < 0.05 < waste(make_batches(examples, batch_size=20, bucket=False, shuffle=True))
+    )
 
 
 def test_shuffle_is_deterministic_from_seed():
@@ -165,7 +190,14 @@ def test_overlong_skip_drops_and_warns_once():
 def test_empty_side_after_tokenization_is_an_error():
     src_vocab = Vocab.build([["a"]])
     with pytest.raises(DataError, match=r"test\.tsv.*example 2.*empty target"):
-        encode_pairs([("a", "a"), ("a", "   ")], CHAR, WordTokenizer(), src_vocab, src_vocab, source_name="test.tsv")
+        encode_pairs(
+            [("a", "a"), ("a", "   ")],
+            CHAR,
+            WordTokenizer(),
+            src_vocab,
+            src_vocab,
+            source_name="test.tsv",
+        )
 
 
 def test_bad_overlong_mode():

@@ -22,17 +22,33 @@ from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.translator import Translator
 
-PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo", "ol"), ("he", "eh")]
+PAIRS = [
+    ("abc", "cba"),
+    ("hello", "olleh"),
+    ("ab", "ba"),
+    ("cab", "bac"),
+    ("lo", "ol"),
+    ("he", "eh"),
+]
 INPUTS = ["abc", "hello", "bca", "l"]
 
 
 def _tiny_translator(attention="bahdanau", steps=2, seed=0) -> Translator:
     """A tiny char model trained for ``steps`` Adam updates on PAIRS."""
-    cfg = experiment_from_dict({
-        "model": {"attention": attention, "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
-                  "attention_dim": 8, "heads": 2, "dropout": 0.0},
-        "decode": {"max_len_cap": 12},
-    })
+    cfg = experiment_from_dict(
+        {
+            "model": {
+                "attention": attention,
+                "embedding_dim": 8,
+                "encoder_hidden": 8,
+                "decoder_hidden": 16,
+                "attention_dim": 8,
+                "heads": 2,
+                "dropout": 0.0,
+            },
+            "decode": {"max_len_cap": 12},
+        }
+    )
     tok = CharTokenizer()
     src_vocab = Vocab.build(tok.tokenize(s) for s, _ in PAIRS)
     tgt_vocab = Vocab.build(tok.tokenize(t) for _, t in PAIRS)
@@ -42,7 +58,9 @@ def _tiny_translator(attention="bahdanau", steps=2, seed=0) -> Translator:
     opt = torch.optim.Adam(model.parameters(), lr=0.01)
     for _ in range(steps):
         logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-        loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID)
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=PAD_ID
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -63,7 +81,11 @@ def saved(translator, tmp_path):
 def _same_translations(a, b):
     assert len(a) == len(b)
     for x, y in zip(a, b):
-        assert x.output == y.output and x.output_tokens == y.output_tokens and x.source_tokens == y.source_tokens
+        assert (
+            x.output == y.output
+            and x.output_tokens == y.output_tokens
+            and x.source_tokens == y.source_tokens
+        )
         assert x.score == y.score
         np.testing.assert_array_equal(x.weights, y.weights)
         assert [n.output for n in x.nbest] == [n.output for n in y.nbest]
@@ -74,11 +96,16 @@ def test_save_load_round_trip(translator, saved):
     for name, tensor in translator.model.state_dict().items():
         assert torch.equal(tensor, loaded.model.state_dict()[name]), name
     assert loaded.config == translator.config
-    assert loaded.src_vocab.itos == translator.src_vocab.itos and loaded.tgt_vocab.itos == translator.tgt_vocab.itos
+    assert (
+        loaded.src_vocab.itos == translator.src_vocab.itos
+        and loaded.tgt_vocab.itos == translator.tgt_vocab.itos
+    )
     assert not loaded.model.training
     _same_translations(translator.translate(INPUTS), loaded.translate(INPUTS))
-    _same_translations(translator.translate(INPUTS, beam_size=3, n_best=2),
-                       loaded.translate(INPUTS, beam_size=3, n_best=2))
+    _same_translations(
+        translator.translate(INPUTS, beam_size=3, n_best=2),
+        loaded.translate(INPUTS, beam_size=3, n_best=2),
+    )
 
 
 @pytest.mark.parametrize("attention", ["luong-general", "multihead"])
@@ -90,8 +117,16 @@ def test_round_trip_other_attention(tmp_path, attention):
 
 def test_directory_contents(saved):
     names = {p.name for p in saved.iterdir()}
-    assert {"model.safetensors", "config.yaml", "meta.json", "trainer.json", "trainer.safetensors",
-            "src_vocab.json", "tgt_vocab.json", "tokenizers.json"} <= names
+    assert {
+        "model.safetensors",
+        "config.yaml",
+        "meta.json",
+        "trainer.json",
+        "trainer.safetensors",
+        "src_vocab.json",
+        "tgt_vocab.json",
+        "tokenizers.json",
+    } <= names
     meta = json.loads((saved / "meta.json").read_text())
     assert meta == {"format": "attnkit-checkpoint", "version": 1, "family": "seq2seq"}
     assert yaml.safe_load((saved / "config.yaml").read_text())["model"]["decoder_hidden"] == 16
@@ -119,15 +154,20 @@ def test_missing_meta(saved):
     assert "meta.json" in msg and str(saved) in msg
 
 
-@pytest.mark.parametrize("name", ["model.safetensors", "config.yaml", "src_vocab.json", "tgt_vocab.json",
-                                  "tokenizers.json"])
+@pytest.mark.parametrize(
+    "name",
+    ["model.safetensors", "config.yaml", "src_vocab.json", "tgt_vocab.json", "tokenizers.json"],
+)
 def test_missing_file(saved, name):
     (saved / name).unlink()
     assert str(saved / name) in _load_error(saved)
 
 
-@pytest.mark.parametrize("data", [b"garbage bytes \x00\xff" * 10, b"", b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\": 1}"],
-                         ids=["garbage", "empty", "bad-header"])
+@pytest.mark.parametrize(
+    "data",
+    [b"garbage bytes \x00\xff" * 10, b"", b'\x10\x00\x00\x00\x00\x00\x00\x00{"a": 1}'],
+    ids=["garbage", "empty", "bad-header"],
+)
 def test_corrupt_model_safetensors(saved, data):
     (saved / "model.safetensors").write_bytes(data)
     msg = _load_error(saved)
@@ -141,12 +181,15 @@ def test_truncated_model_safetensors(saved):
     assert str(path) in _load_error(saved)
 
 
-@pytest.mark.parametrize("meta, what", [
-    ({"format": "joeynmt", "version": 1, "family": "seq2seq"}, "joeynmt"),
-    ({"format": "attnkit-checkpoint", "version": 99, "family": "seq2seq"}, "99"),
-    ({"format": "attnkit-checkpoint", "version": 1, "family": "vision"}, "vision"),
-    (["not", "a", "dict"], "not an attnkit checkpoint"),
-])
+@pytest.mark.parametrize(
+    "meta, what",
+    [
+        ({"format": "joeynmt", "version": 1, "family": "seq2seq"}, "joeynmt"),
+        ({"format": "attnkit-checkpoint", "version": 99, "family": "seq2seq"}, "99"),
+        ({"format": "attnkit-checkpoint", "version": 1, "family": "vision"}, "vision"),
+        (["not", "a", "dict"], "not an attnkit checkpoint"),
+    ],
+)
 def test_foreign_meta(saved, meta, what):
     (saved / "meta.json").write_text(json.dumps(meta))
     msg = _load_error(saved)
@@ -209,8 +252,9 @@ def test_failed_write_keeps_previous_checkpoint(translator, saved, monkeypatch):
     monkeypatch.setattr(Vocab, "save", boom)  # raises inside write_checkpoint's extra callback
     with pytest.raises(CheckpointError) as err:
         translator.save(saved, {"state": {"step": 99}})
-    assert str(err.value) == (f"{saved}: could not save the checkpoint: disk full "
-                              "(the previous one is kept)")
+    assert str(err.value) == (
+        f"{saved}: could not save the checkpoint: disk full (the previous one is kept)"
+    )
     after = {p.name: p.read_bytes() for p in saved.iterdir()}
     assert after == before
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
@@ -221,7 +265,9 @@ def test_failed_write_keeps_previous_checkpoint(translator, saved, monkeypatch):
 def test_overwrite_replaces_and_cleans_up(translator, saved):
     translator.save(saved, {"state": {"step": 7}})
     assert json.loads((saved / "trainer.json").read_text()) == {"state": {"step": 7}}
-    assert not (saved / "trainer.safetensors").exists()  # nothing stale from the previous checkpoint
+    assert not (
+        saved / "trainer.safetensors"
+    ).exists()  # nothing stale from the previous checkpoint
     assert [p.name for p in saved.parent.iterdir()] == [saved.name]
 
 
@@ -326,8 +372,9 @@ class _Killed(BaseException):
     """A stand-in for SIGKILL: no except or finally block may clean up after it."""
 
 
-def test_a_kill_at_any_point_of_a_replacement_leaves_a_complete_checkpoint(translator, tmp_path,
-                                                                          swap_mode, monkeypatch):
+def test_a_kill_at_any_point_of_a_replacement_leaves_a_complete_checkpoint(
+    translator, tmp_path, swap_mode, monkeypatch
+):
     """Kill the save of a new checkpoint over an old one at each of its file-system steps: the
     checkpoint loads (at once where the OS swaps atomically; after the trainer's recovery elsewhere)
     and is the old or the new one, with no temporaries left."""
@@ -339,10 +386,11 @@ def test_a_kill_at_any_point_of_a_replacement_leaves_a_complete_checkpoint(trans
 
         def step(real):
             def wrapper(*args, **kwargs):
-                calls.append(real)
-                if len(calls) >= kill_at:  # this step and every later one never happen
+                calls.append(real)  # noqa: B023 - used within this iteration only
+                if len(calls) >= kill_at:  # noqa: B023 - this step and every later one never happen
                     raise _Killed
                 return real(*args, **kwargs)
+
             return wrapper
 
         with monkeypatch.context() as patch:
@@ -375,8 +423,9 @@ def test_recovery_restores_a_checkpoint_moved_aside_and_removes_temporaries(tran
     translator.save(tmp_path / ".best.k2j3h4g5", {"state": {"step": 0}})  # an earlier version's
     (tmp_path / ".keep.tmp-x").mkdir()  # not a checkpoint name asked for: left alone
     messages = ckpt.recover_interrupted(tmp_path, "last|best")
-    assert messages == [f"{tmp_path / 'last'}: restored from {new.name}, left by an interrupted "
-                        "save"]
+    assert messages == [
+        f"{tmp_path / 'last'}: restored from {new.name}, left by an interrupted save"
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == [".keep.tmp-x", "best", "last"]
     assert _step(tmp_path / "last") == 2 and _step(tmp_path / "best") == 1
     assert not old.exists()
@@ -392,8 +441,9 @@ def test_recovery_falls_back_to_the_old_checkpoint(translator, tmp_path):
 
 def test_safetensors_write_error_is_a_checkpoint_error(translator, saved, monkeypatch):
     def full(*args, **kwargs):
-        raise SafetensorError("Error while serializing: IoError(No space left on device "
-                              "(os error 28))")
+        raise SafetensorError(
+            "Error while serializing: IoError(No space left on device (os error 28))"
+        )
 
     monkeypatch.setattr(ckpt, "save_file", full)
     with pytest.raises(CheckpointError, match="No space left on device") as err:
@@ -415,8 +465,16 @@ def test_unwritable_parent_is_a_checkpoint_error(translator, tmp_path, monkeypat
 
 # ---- checkpoint averaging ------------------------------------------------------------------------------------
 def test_average_of_two_known_state_dicts():
-    a = {"w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]), "b": torch.tensor([0.0, -2.0]), "n": torch.tensor(3)}
-    b = {"w": torch.tensor([[3.0, 2.0], [1.0, 0.0]]), "b": torch.tensor([1.0, 2.0]), "n": torch.tensor(5)}
+    a = {
+        "w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]),
+        "b": torch.tensor([0.0, -2.0]),
+        "n": torch.tensor(3),
+    }
+    b = {
+        "w": torch.tensor([[3.0, 2.0], [1.0, 0.0]]),
+        "b": torch.tensor([1.0, 2.0]),
+        "n": torch.tensor(5),
+    }
     out = ckpt.average_tensors([a, b])
     assert torch.equal(out["w"], torch.tensor([[2.0, 2.0], [2.0, 2.0]]))
     assert torch.equal(out["b"], torch.tensor([0.5, 0.0]))
@@ -436,7 +494,10 @@ def test_average_needs_matching_checkpoints():
 
 def test_averaged_directory_loads_and_translates(tmp_path):
     one, two = _tiny_translator(steps=1, seed=0), _tiny_translator(steps=3, seed=1)
-    states = [ckpt.read_tensors(t.save(tmp_path / name) / "model.safetensors") for t, name in ((one, "a"), (two, "b"))]
+    states = [
+        ckpt.read_tensors(t.save(tmp_path / name) / "model.safetensors")
+        for t, name in ((one, "a"), (two, "b"))
+    ]
     one.model.load_state_dict(ckpt.average_tensors(states))
     one.save(tmp_path / "averaged", {"averaged_steps": [1, 3]})
     loaded = Translator.load(tmp_path / "averaged", "cpu")

@@ -20,8 +20,14 @@ from attnkit.viz import load_records
 
 REPO = Path(__file__).resolve().parents[2]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-TINY_MODEL = {"attention": "bahdanau", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
-              "attention_dim": 8, "dropout": 0.0}
+TINY_MODEL = {
+    "attention": "bahdanau",
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "attention_dim": 8,
+    "dropout": 0.0,
+}
 TINY_TRAIN = {"epochs": 2, "batch_size": 16, "threads": 1, "progress": False, "lr": 0.01}
 
 
@@ -39,8 +45,13 @@ def _reversal_tsv(path, n, seed, exclude=()):
 
 
 def _config(path, data, **sections):
-    cfg = {"name": "tiny", "data": data, "model": dict(TINY_MODEL), "train": dict(TINY_TRAIN),
-           "decode": {"beam_size": 2, "max_len_cap": 8}}
+    cfg = {
+        "name": "tiny",
+        "data": data,
+        "model": dict(TINY_MODEL),
+        "train": dict(TINY_TRAIN),
+        "decode": {"beam_size": 2, "max_len_cap": 8},
+    }
     for name, values in sections.items():
         cfg[name] = {**cfg.get(name, {}), **values} if isinstance(values, dict) else values
     path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
@@ -51,8 +62,12 @@ def _parallel_data(tmp):
     seen = _reversal_tsv(tmp / "train.tsv", 60, 1)
     seen = _reversal_tsv(tmp / "dev.tsv", 10, 2, seen)
     _reversal_tsv(tmp / "test.tsv", 10, 3, seen)
-    return {"task": "parallel", "train": str(tmp / "train.tsv"), "dev": str(tmp / "dev.tsv"),
-            "test": str(tmp / "test.tsv")}
+    return {
+        "task": "parallel",
+        "train": str(tmp / "train.tsv"),
+        "dev": str(tmp / "dev.tsv"),
+        "test": str(tmp / "test.tsv"),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -87,15 +102,29 @@ def _fails(capsys, argv, *needles) -> str:
 
 
 # ---- help -------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("command, options", [
-    ([], ["demo", "train", "translate", "evaluate", "plot"]),
-    (["demo"], ["--out", "--quick", "--attention", "--minutes", "--no-progress"]),
-    (["train"], ["--set", "--output-dir", "--resume", "config"]),
-    (["translate"], ["--model", "--beam", "--alpha", "--n-best", "--attention-out", "--scores",
-                     "--device", "--threads"]),
-    (["evaluate"], ["--model", "--split", "--beam", "--alpha", "--out", "--threads"]),
-    (["plot"], ["--model", "--output", "--beam", "text", "--threads"]),
-])
+@pytest.mark.parametrize(
+    "command, options",
+    [
+        ([], ["demo", "train", "translate", "evaluate", "plot"]),
+        (["demo"], ["--out", "--quick", "--attention", "--minutes", "--no-progress"]),
+        (["train"], ["--set", "--output-dir", "--resume", "config"]),
+        (
+            ["translate"],
+            [
+                "--model",
+                "--beam",
+                "--alpha",
+                "--n-best",
+                "--attention-out",
+                "--scores",
+                "--device",
+                "--threads",
+            ],
+        ),
+        (["evaluate"], ["--model", "--split", "--beam", "--alpha", "--out", "--threads"]),
+        (["plot"], ["--model", "--output", "--beam", "text", "--threads"]),
+    ],
+)
 def test_help(capsys, command, options):
     with pytest.raises(SystemExit) as exit_:
         main(command + ["--help"])
@@ -177,8 +206,12 @@ def test_train_parallel_missing_file(capsys, tmp_path):
 
 
 def test_attention_out_with_bad_suffix(capsys, trained, tmp_path):
-    _fails(capsys, ["translate", "--model", trained / "best", "abc", "--attention-out", tmp_path / "a.txt"],
-           "a.txt", ".json")
+    _fails(
+        capsys,
+        ["translate", "--model", trained / "best", "abc", "--attention-out", tmp_path / "a.txt"],
+        "a.txt",
+        ".json",
+    )
 
 
 def test_train_with_max_src_len_one_is_a_clean_error(capsys, tmp_path):
@@ -187,26 +220,35 @@ def test_train_with_max_src_len_one_is_a_clean_error(capsys, tmp_path):
 
 
 def test_train_output_dir_named_like_a_number(capsys, tmp_path, monkeypatch):
-    cfg = _config(tmp_path / "exp.yaml", _parallel_data(tmp_path), train={**TINY_TRAIN, "epochs": 1})
+    cfg = _config(
+        tmp_path / "exp.yaml", _parallel_data(tmp_path), train={**TINY_TRAIN, "epochs": 1}
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["train", str(cfg), "--output-dir", "2024"]) == 0, capsys.readouterr().err
     assert (tmp_path / "2024" / "best" / "model.safetensors").is_file()
 
 
-@pytest.mark.parametrize("argv, needle", [
-    (["--beam", "0"], "--beam"),
-    (["--beam", "2", "--n-best", "3"], "--n-best"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["--beam", "0"], "--beam"),
+        (["--beam", "2", "--n-best", "3"], "--n-best"),
+    ],
+)
 def test_bad_decode_options(capsys, trained, argv, needle):
     _fails(capsys, ["translate", "--model", trained / "best", "abc", *argv], needle)
 
 
-@pytest.mark.parametrize("command", [["translate", "abc"], ["evaluate"],
-                                     ["plot", "abc", "-o", "x.png"]])
+@pytest.mark.parametrize(
+    "command", [["translate", "abc"], ["evaluate"], ["plot", "abc", "-o", "x.png"]]
+)
 def test_threads_below_one_is_a_one_line_error(capsys, trained, command):
     name, *rest = command
-    _fails(capsys, [name, "--model", trained / "best", *rest, "--threads", "0"],
-           "--threads must be at least 1, got 0")
+    _fails(
+        capsys,
+        [name, "--model", trained / "best", *rest, "--threads", "0"],
+        "--threads must be at least 1, got 0",
+    )
 
 
 def test_translate_runs_on_the_threads_asked_for(capsys, trained, monkeypatch):
@@ -225,16 +267,26 @@ def test_plot_bad_suffix_and_empty_input(capsys, trained, tmp_path):
     _fails(capsys, ["translate", "--model", trained / "best", ""], "empty")
 
 
-@pytest.mark.parametrize("override, key", [
-    ("train.lr=-0.001", "train.lr"), ("train.lr=0", "train.lr"), ("train.lr=nan", "train.lr"),
-    ("train.batch_size=0", "train.batch_size"), ("train.threads=-1", "train.threads"),
-    ("train.max_minutes=0", "train.max_minutes"), ("train.max_minutes=-1", "train.max_minutes"),
-    ("train.clip=-1", "train.clip"), ("decode.alpha=nan", "decode.alpha"),
-    ("model.heads=8", "model.heads: applies only to attention multihead, not bahdanau"),
-    ("model.input_feeding=false",
-     "model.input_feeding: applies only to decoder luong, not bahdanau"),
-    ("data.max_number=99", "data.max_number: applies only to task numbers, not parallel"),
-])
+@pytest.mark.parametrize(
+    "override, key",
+    [
+        ("train.lr=-0.001", "train.lr"),
+        ("train.lr=0", "train.lr"),
+        ("train.lr=nan", "train.lr"),
+        ("train.batch_size=0", "train.batch_size"),
+        ("train.threads=-1", "train.threads"),
+        ("train.max_minutes=0", "train.max_minutes"),
+        ("train.max_minutes=-1", "train.max_minutes"),
+        ("train.clip=-1", "train.clip"),
+        ("decode.alpha=nan", "decode.alpha"),
+        ("model.heads=8", "model.heads: applies only to attention multihead, not bahdanau"),
+        (
+            "model.input_feeding=false",
+            "model.input_feeding: applies only to decoder luong, not bahdanau",
+        ),
+        ("data.max_number=99", "data.max_number: applies only to task numbers, not parallel"),
+    ],
+)
 def test_train_bad_value_is_one_line_and_writes_nothing(capsys, tmp_path, override, key):
     cfg = _config(tmp_path / "exp.yaml", _parallel_data(tmp_path), output_dir=str(tmp_path / "run"))
     _fails(capsys, ["train", cfg, "--set", override], key, cfg)
@@ -264,16 +316,22 @@ def test_checkpoint_meta_without_family(capsys, trained, tmp_path):
     meta = json.loads((broken / "meta.json").read_text())
     del meta["family"]
     (broken / "meta.json").write_text(json.dumps(meta))
-    for argv in (["evaluate", "--model", broken], ["translate", "--model", broken, "abc"],
-                 ["plot", "--model", broken, "abc", "-o", tmp_path / "x.png"]):
+    for argv in (
+        ["evaluate", "--model", broken],
+        ["translate", "--model", broken, "abc"],
+        ["plot", "--model", broken, "abc", "-o", tmp_path / "x.png"],
+    ):
         _fails(capsys, argv, broken / "meta.json", "family")
 
 
 @pytest.mark.parametrize("command", ["translate", "plot", "evaluate"])
 @pytest.mark.parametrize("alpha", ["nan", "-1", "inf"])
 def test_bad_alpha_is_one_line(capsys, trained, tmp_path, command, alpha):
-    argv = {"translate": ["abc"], "plot": ["abc", "-o", tmp_path / "x.png"],
-            "evaluate": ["--beam", "2"]}[command]
+    argv = {
+        "translate": ["abc"],
+        "plot": ["abc", "-o", tmp_path / "x.png"],
+        "evaluate": ["--beam", "2"],
+    }[command]
     model = ["--model", trained / "best"]
     _fails(capsys, [command, *model, *argv, "--alpha", alpha], "--alpha", alpha)
     assert not (tmp_path / "x.png").exists()
@@ -287,8 +345,9 @@ def test_translate_stdin_bytes_that_are_not_utf8(capsys, trained, tmp_path, monk
     out_json = tmp_path / "att.json"
     warning = r"lines 2, 3: bytes that are not UTF-8 were replaced by U\+FFFD"
     with pytest.warns(UserWarning, match=warning):
-        code = main(["translate", "--model", str(trained / "best"), "-", "--attention-out",
-                     str(out_json)])
+        code = main(
+            ["translate", "--model", str(trained / "best"), "-", "--attention-out", str(out_json)]
+        )
     assert code == 0, capsys.readouterr().err
     assert len(capsys.readouterr().out.splitlines()) == 3
     sources = [r["source"] for r in json.loads(out_json.read_bytes().decode("utf-8"))["records"]]
@@ -300,8 +359,20 @@ def test_argv_bytes_that_are_not_utf8(capsys, trained, tmp_path):
     bad = b"a\xffb".decode("utf-8", "surrogateescape")
     out_json, png = tmp_path / "att.json", tmp_path / "x.png"
     with pytest.warns(UserWarning, match=r"input 2: bytes that are not UTF-8"):
-        assert main(["translate", "--model", str(trained / "best"), "abc", bad, "--attention-out",
-                     str(out_json)]) == 0
+        assert (
+            main(
+                [
+                    "translate",
+                    "--model",
+                    str(trained / "best"),
+                    "abc",
+                    bad,
+                    "--attention-out",
+                    str(out_json),
+                ]
+            )
+            == 0
+        )
     records = json.loads(out_json.read_bytes().decode("utf-8"))["records"]
     assert [r["source"] for r in records] == ["abc", "a\ufffdb"]
     with pytest.warns(UserWarning, match=r"input 1: bytes that are not UTF-8"):
@@ -311,28 +382,52 @@ def test_argv_bytes_that_are_not_utf8(capsys, trained, tmp_path):
 
 
 def test_real_process_with_bytes_that_are_not_utf8(trained, tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "OMP_NUM_THREADS": "1",
-           "LC_ALL": "C.UTF-8"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "OMP_NUM_THREADS": "1",
+        "LC_ALL": "C.UTF-8",
+    }
     out_json = tmp_path / "att.json"
-    command = [sys.executable.encode(), b"-m", b"attnkit", b"translate", b"--model",
-               bytes(trained / "best")]
-    done = subprocess.run(command + [b"ab\xfe", b"--attention-out", bytes(out_json)], check=False,
-                          env=env, capture_output=True, timeout=300)
+    command = [
+        sys.executable.encode(),
+        b"-m",
+        b"attnkit",
+        b"translate",
+        b"--model",
+        bytes(trained / "best"),
+    ]
+    done = subprocess.run(
+        command + [b"ab\xfe", b"--attention-out", bytes(out_json)],
+        check=False,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"Traceback" not in done.stderr
     assert b"attnkit: warning: input 1: bytes that are not UTF-8" in done.stderr
     json.loads(out_json.read_bytes().decode("utf-8"))
-    stdin_run = subprocess.run(command + [b"-"], check=False, input=b"ab\xfe\nabc\n", env=env,
-                               capture_output=True, timeout=300)
+    stdin_run = subprocess.run(
+        command + [b"-"],
+        check=False,
+        input=b"ab\xfe\nabc\n",
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     assert stdin_run.returncode == 0, stdin_run.stderr.decode(errors="replace")
     assert b"attnkit: warning: line 1: bytes that are not UTF-8" in stdin_run.stderr
     assert len(stdin_run.stdout.decode("utf-8").splitlines()) == 2
 
 
-@pytest.mark.parametrize("change, needle", [
-    (lambda w: w.fill_(float("nan")), "holds NaN or infinite values"),
-    (lambda w: w.long(), "dtype int64"),
-])
+@pytest.mark.parametrize(
+    "change, needle",
+    [
+        (lambda w: w.fill_(float("nan")), "holds NaN or infinite values"),
+        (lambda w: w.long(), "dtype int64"),
+    ],
+)
 def test_translate_refuses_nan_or_integer_weights(capsys, trained, tmp_path, change, needle):
     from safetensors.torch import load_file, save_file
 
@@ -341,8 +436,13 @@ def test_translate_refuses_nan_or_integer_weights(capsys, trained, tmp_path, cha
     state = load_file(str(path))
     state["decoder.output.weight"] = change(state["decoder.output.weight"])
     save_file(state, str(path))
-    _fails(capsys, ["translate", "--model", tmp_path / "best", "abc"], path,
-           "decoder.output.weight", needle)
+    _fails(
+        capsys,
+        ["translate", "--model", tmp_path / "best", "abc"],
+        path,
+        "decoder.output.weight",
+        needle,
+    )
 
 
 # ---- commands on a trained model -------------------------------------------------------------------------
@@ -356,8 +456,22 @@ def test_train_wrote_checkpoints(trained):
 
 def test_translate_prints_outputs_and_writes_attention(capsys, trained, tmp_path):
     out_json = tmp_path / "att.json"
-    assert main(["translate", "--model", str(trained / "best"), "abc", "de", "--attention-out", str(out_json),
-                 "--device", "cpu"]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(trained / "best"),
+                "abc",
+                "de",
+                "--attention-out",
+                str(out_json),
+                "--device",
+                "cpu",
+            ]
+        )
+        == 0
+    )
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 2
     assert "att.json" in captured.err
@@ -371,8 +485,24 @@ def test_translate_prints_outputs_and_writes_attention(capsys, trained, tmp_path
 
 def test_translate_n_best_scores_and_npz(capsys, trained, tmp_path):
     out_npz = tmp_path / "att.npz"
-    assert main(["translate", "--model", str(trained / "best"), "abc", "--beam", "3", "--n-best", "2", "--scores",
-                 "--attention-out", str(out_npz)]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(trained / "best"),
+                "abc",
+                "--beam",
+                "3",
+                "--n-best",
+                "2",
+                "--scores",
+                "--attention-out",
+                str(out_npz),
+            ]
+        )
+        == 0
+    )
     (line,) = capsys.readouterr().out.splitlines()
     fields = line.split("\t")
     assert len(fields) == 4  # two outputs, each followed by its score
@@ -399,14 +529,30 @@ def test_plot_writes_png(capsys, trained, tmp_path):
 
 def test_plot_writes_svg(trained, tmp_path):
     svg = tmp_path / "heat.svg"
-    assert main(["plot", "--model", str(trained / "best"), "ab", "-o", str(svg), "--beam", "2"]) == 0
+    assert (
+        main(["plot", "--model", str(trained / "best"), "ab", "-o", str(svg), "--beam", "2"]) == 0
+    )
     assert "<svg" in svg.read_text()
 
 
 def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     out = tmp_path / "eval"
-    assert main(["evaluate", "--model", str(trained / "best"), "--split", "dev", "--beam", "2", "--out",
-                 str(out)]) == 0
+    assert (
+        main(
+            [
+                "evaluate",
+                "--model",
+                str(trained / "best"),
+                "--split",
+                "dev",
+                "--beam",
+                "2",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     scores = json.loads((out / "scores.json").read_text())
     assert scores["split"] == "dev" and scores["task"] == "parallel"
@@ -419,7 +565,9 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     records = load_records(out / "attention.json")
     assert len(records) == 10 and all(r.reference is not None for r in records)
     assert "<html" in (out / "report.html").read_text().lower()
-    assert np.all([r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records])
+    assert np.all(
+        [r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records]
+    )
 
 
 def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(capsys, trained):

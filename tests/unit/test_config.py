@@ -42,8 +42,12 @@ def _valid_keys(cls):
 
 
 def test_defaults_and_a_full_round_trip(tmp_path):
-    cfg = load_experiment(_write(tmp_path, {"name": "x", "data": {"task": "numbers"},
-                                            "model": {"attention": "luong-general"}}))
+    cfg = load_experiment(
+        _write(
+            tmp_path,
+            {"name": "x", "data": {"task": "numbers"}, "model": {"attention": "luong-general"}},
+        )
+    )
     assert isinstance(cfg, ExperimentConfig)
     assert cfg.name == "x" and cfg.model.attention == "luong-general" and cfg.model.rnn == "gru"
     assert cfg.train == TrainConfig() and cfg.decode == DecodeConfig()
@@ -72,8 +76,15 @@ def test_unknown_top_level_key(tmp_path):
         assert key in msg
 
 
-@pytest.mark.parametrize("section, cls", [("data", DataConfig), ("model", Seq2SeqConfig), ("train", TrainConfig),
-                                          ("decode", DecodeConfig)])
+@pytest.mark.parametrize(
+    "section, cls",
+    [
+        ("data", DataConfig),
+        ("model", Seq2SeqConfig),
+        ("train", TrainConfig),
+        ("decode", DecodeConfig),
+    ],
+)
 def test_unknown_key_in_each_section(tmp_path, section, cls):
     msg = _error(tmp_path, {section: {"hiden": 3}})
     assert "'hiden'" in msg and section in msg
@@ -86,35 +97,41 @@ def test_several_unknown_keys_are_all_named(tmp_path):
     assert "'foo'" in msg and "'bar'" in msg
 
 
-@pytest.mark.parametrize("data, key", [
-    ({"model": {"decoder_hidden": "big"}}, "model.decoder_hidden"),
-    ({"model": {"decoder_hidden": 2.5}}, "model.decoder_hidden"),
-    ({"model": {"decoder_hidden": True}}, "model.decoder_hidden"),
-    ({"model": {"bidirectional": "yes please"}}, "model.bidirectional"),
-    ({"model": {"bidirectional": 1}}, "model.bidirectional"),
-    ({"train": {"lr": "fast"}}, "train.lr"),
-    ({"train": {"lr": True}}, "train.lr"),
-    ({"data": {"languages": "en"}}, "data.languages"),
-    ({"data": {"languages": ["en", 3]}}, "data.languages[1]"),
-    ({"data": {"train": 5}}, "data.train"),
-    ({"name": 7}, "name"),
-    ({"model": ["not", "a", "mapping"]}, "model"),
-])
+@pytest.mark.parametrize(
+    "data, key",
+    [
+        ({"model": {"decoder_hidden": "big"}}, "model.decoder_hidden"),
+        ({"model": {"decoder_hidden": 2.5}}, "model.decoder_hidden"),
+        ({"model": {"decoder_hidden": True}}, "model.decoder_hidden"),
+        ({"model": {"bidirectional": "yes please"}}, "model.bidirectional"),
+        ({"model": {"bidirectional": 1}}, "model.bidirectional"),
+        ({"train": {"lr": "fast"}}, "train.lr"),
+        ({"train": {"lr": True}}, "train.lr"),
+        ({"data": {"languages": "en"}}, "data.languages"),
+        ({"data": {"languages": ["en", 3]}}, "data.languages[1]"),
+        ({"data": {"train": 5}}, "data.train"),
+        ({"name": 7}, "name"),
+        ({"model": ["not", "a", "mapping"]}, "model"),
+    ],
+)
 def test_bad_types(tmp_path, data, key):
     msg = _error(tmp_path, data)
     assert key in msg
 
 
-@pytest.mark.parametrize("data, key, bad", [
-    ({"model": {"attention": "cosine"}}, "model.attention", "cosine"),
-    ({"model": {"rnn": "transformer"}}, "model.rnn", "transformer"),
-    ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
-    ({"train": {"scheduler": "linear"}}, "train.scheduler", "linear"),
-    ({"train": {"device": "tpu"}}, "train.device", "tpu"),
-    ({"data": {"overlong": "ignore"}}, "data.overlong", "ignore"),
-    ({"data": {"src_level": "byte"}}, "data.src_level", "byte"),
-    ({"family": "vision2"}, "family", "vision2"),
-])
+@pytest.mark.parametrize(
+    "data, key, bad",
+    [
+        ({"model": {"attention": "cosine"}}, "model.attention", "cosine"),
+        ({"model": {"rnn": "transformer"}}, "model.rnn", "transformer"),
+        ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
+        ({"train": {"scheduler": "linear"}}, "train.scheduler", "linear"),
+        ({"train": {"device": "tpu"}}, "train.device", "tpu"),
+        ({"data": {"overlong": "ignore"}}, "data.overlong", "ignore"),
+        ({"data": {"src_level": "byte"}}, "data.src_level", "byte"),
+        ({"family": "vision2"}, "family", "vision2"),
+    ],
+)
 def test_bad_choices_list_the_valid_ones(tmp_path, data, key, bad):
     msg = _error(tmp_path, data)
     assert key in msg and bad in msg
@@ -122,32 +139,45 @@ def test_bad_choices_list_the_valid_ones(tmp_path, data, key, bad):
 
 def test_bad_attention_choice_lists_every_attention(tmp_path):
     msg = _error(tmp_path, {"model": {"attention": "cosine"}})
-    for name in ("bahdanau", "luong-dot", "luong-general", "luong-concat", "scaled-dot", "multihead"):
+    for name in (
+        "bahdanau",
+        "luong-dot",
+        "luong-general",
+        "luong-concat",
+        "scaled-dot",
+        "multihead",
+    ):
         assert name in msg
 
 
-@pytest.mark.parametrize("data, key", [
-    ({"model": {"dropout": 1.0}}, "model.dropout"),
-    ({"model": {"heads": 0}}, "model.heads"),
-    ({"train": {"epochs": 0}}, "train.epochs"),
-    ({"train": {"label_smoothing": 1.5}}, "train.label_smoothing"),
-    ({"data": {"max_src_len": 0}}, "data.max_src_len"),
-    ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
-    ({"train": {"batch_size": None}}, "batch_size"),
-    ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
-    ({"train": {"patience": 0}}, "train.patience"),
-    ({"train": {"backend": "fast"}}, "train.backend"),
-    ({"decode": {"backend": "fast"}}, "decode.backend"),
-])
+@pytest.mark.parametrize(
+    "data, key",
+    [
+        ({"model": {"dropout": 1.0}}, "model.dropout"),
+        ({"model": {"heads": 0}}, "model.heads"),
+        ({"train": {"epochs": 0}}, "train.epochs"),
+        ({"train": {"label_smoothing": 1.5}}, "train.label_smoothing"),
+        ({"data": {"max_src_len": 0}}, "data.max_src_len"),
+        ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
+        ({"train": {"batch_size": None}}, "batch_size"),
+        ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
+        ({"train": {"patience": 0}}, "train.patience"),
+        ({"train": {"backend": "fast"}}, "train.backend"),
+        ({"decode": {"backend": "fast"}}, "decode.backend"),
+    ],
+)
 def test_bad_values(tmp_path, data, key):
     assert key in _error(tmp_path, data)
 
 
-@pytest.mark.parametrize("given, overrides, n", [
-    ({"processes": 2}, (), "2"),
-    ({}, ("train.processes=4",), "4"),
-    ({"processes": 0}, (), "N"),
-])
+@pytest.mark.parametrize(
+    "given, overrides, n",
+    [
+        ({"processes": 2}, (), "2"),
+        ({}, ("train.processes=4",), "4"),
+        ({"processes": 0}, (), "N"),
+    ],
+)
 def test_processes_above_one_name_torchrun(tmp_path, given, overrides, n):
     msg = _error(tmp_path, {"data": {"task": "numbers"}, "train": given}, overrides)
     assert "train.processes" in msg
@@ -155,7 +185,9 @@ def test_processes_above_one_name_torchrun(tmp_path, given, overrides, n):
 
 
 def test_processes_one_still_loads_and_is_not_saved(tmp_path):
-    cfg = load_experiment(_write(tmp_path, {"data": {"task": "numbers"}, "train": {"processes": 1}}))
+    cfg = load_experiment(
+        _write(tmp_path, {"data": {"task": "numbers"}, "train": {"processes": 1}})
+    )
     assert "processes" not in experiment_to_dict(cfg)["train"]
     assert not hasattr(cfg.train, "processes")
 
@@ -182,8 +214,19 @@ def test_parallel_task_without_files(tmp_path):
 
 
 def test_parallel_task_with_files_and_file_pairs(tmp_path):
-    cfg = load_experiment(_write(tmp_path, {"data": {"task": "parallel", "train": "t.tsv", "dev": ["d.src", "d.tgt"],
-                                                     "test": "x.tsv"}}))
+    cfg = load_experiment(
+        _write(
+            tmp_path,
+            {
+                "data": {
+                    "task": "parallel",
+                    "train": "t.tsv",
+                    "dev": ["d.src", "d.tgt"],
+                    "test": "x.tsv",
+                }
+            },
+        )
+    )
     assert cfg.data.train == "t.tsv" and cfg.data.dev == ["d.src", "d.tgt"]
 
 
@@ -194,9 +237,19 @@ def test_g2p_needs_directory(tmp_path):
 # ---- --set overrides -----------------------------------------------------------------------------------
 def test_overrides_nested_floats_lists_and_bools(tmp_path):
     path = _write(tmp_path, {"data": {"task": "numbers"}, "model": {"decoder_hidden": 64}})
-    cfg = load_experiment(path, ["model.decoder_hidden=32", "train.lr=3e-4", "train.min_lr=1.0e-6",
-                                 "data.languages=[en, de]", "model.bidirectional=false", "name=run 2",
-                                 "train.max_minutes=1.5", "output_dir=out/dir"])
+    cfg = load_experiment(
+        path,
+        [
+            "model.decoder_hidden=32",
+            "train.lr=3e-4",
+            "train.min_lr=1.0e-6",
+            "data.languages=[en, de]",
+            "model.bidirectional=false",
+            "name=run 2",
+            "train.max_minutes=1.5",
+            "output_dir=out/dir",
+        ],
+    )
     assert cfg.model.decoder_hidden == 32
     assert cfg.train.lr == pytest.approx(3e-4) and isinstance(cfg.train.lr, float)
     assert cfg.train.min_lr == pytest.approx(1e-6)
@@ -208,8 +261,9 @@ def test_overrides_nested_floats_lists_and_bools(tmp_path):
 
 
 def test_override_later_wins_and_null_resets():
-    cfg = experiment_from_dict({}, ["train.epochs=3", "train.epochs=4", "train.max_tokens=500",
-                                    "train.batch_size=null"])
+    cfg = experiment_from_dict(
+        {}, ["train.epochs=3", "train.epochs=4", "train.max_tokens=500", "train.batch_size=null"]
+    )
     assert cfg.train.epochs == 4 and cfg.train.batch_size is None and cfg.train.max_tokens == 500
 
 
@@ -257,12 +311,14 @@ def test_override_bad_type_names_the_key(tmp_path):
 
 # ---- YAML files -----------------------------------------------------------------------------------------
 def test_invalid_yaml_reports_file_and_line(tmp_path):
-    path = _write(tmp_path, "name: x\nmodel:\n  rnn: gru\n  attention: [bahdanau\ntrain:\n  epochs: 3\n")
+    path = _write(
+        tmp_path, "name: x\nmodel:\n  rnn: gru\n  attention: [bahdanau\ntrain:\n  epochs: 3\n"
+    )
     with pytest.raises(ConfigError) as err:
         load_experiment(path)
     msg = str(err.value)
     assert msg.startswith(f"{path}:")
-    line = int(msg[len(str(path)) + 1:].split(":")[0])
+    line = int(msg[len(str(path)) + 1 :].split(":")[0])
     assert 4 <= line <= 6
     assert "invalid YAML" in msg
 
@@ -303,28 +359,54 @@ REPO = Path(__file__).resolve().parents[2]
 TASK = {"data": {"task": "numbers"}}
 
 
-@pytest.mark.parametrize("section, key, value", [
-    ("train", "lr", -0.001), ("train", "lr", 0), ("train", "lr", float("nan")),
-    ("train", "lr", float("inf")),
-    ("train", "batch_size", 0), ("train", "max_tokens", 0), ("train", "threads", -1),
-    ("train", "max_minutes", 0), ("train", "max_minutes", -1), ("train", "clip", -0.5),
-    ("train", "lr_factor", 1.5), ("train", "lr_patience", -1), ("train", "min_lr", -1e-5),
-    ("train", "warmup_steps", -1), ("train", "eval_every", -1),
-    ("train", "average_checkpoints", -1),
-    ("decode", "alpha", float("nan")), ("decode", "alpha", -1.0), ("decode", "beam_size", 0),
-    ("decode", "max_len_ratio", -1.0), ("decode", "max_len_extra", -1),
-    ("decode", "max_len_cap", 0),
-    ("decode", "batch_size", 0), ("data", "max_number", 0),
-])
+@pytest.mark.parametrize(
+    "section, key, value",
+    [
+        ("train", "lr", -0.001),
+        ("train", "lr", 0),
+        ("train", "lr", float("nan")),
+        ("train", "lr", float("inf")),
+        ("train", "batch_size", 0),
+        ("train", "max_tokens", 0),
+        ("train", "threads", -1),
+        ("train", "max_minutes", 0),
+        ("train", "max_minutes", -1),
+        ("train", "clip", -0.5),
+        ("train", "lr_factor", 1.5),
+        ("train", "lr_patience", -1),
+        ("train", "min_lr", -1e-5),
+        ("train", "warmup_steps", -1),
+        ("train", "eval_every", -1),
+        ("train", "average_checkpoints", -1),
+        ("decode", "alpha", float("nan")),
+        ("decode", "alpha", -1.0),
+        ("decode", "beam_size", 0),
+        ("decode", "max_len_ratio", -1.0),
+        ("decode", "max_len_extra", -1),
+        ("decode", "max_len_cap", 0),
+        ("decode", "batch_size", 0),
+        ("data", "max_number", 0),
+    ],
+)
 def test_out_of_range_values_name_their_key(tmp_path, section, key, value):
     data = {"data": {"task": "numbers"}}
     data.setdefault(section, {})[key] = value
     assert f"{section}.{key}" in _error(tmp_path, data)
 
 
-@pytest.mark.parametrize("item", ["train.lr=nan", "train.lr=.nan", "train.lr=-1",
-                                  "train.batch_size=0", "train.threads=-1", "train.max_minutes=0",
-                                  "train.clip=-1", "decode.alpha=nan"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "train.lr=nan",
+        "train.lr=.nan",
+        "train.lr=-1",
+        "train.batch_size=0",
+        "train.threads=-1",
+        "train.max_minutes=0",
+        "train.clip=-1",
+        "decode.alpha=nan",
+    ],
+)
 def test_out_of_range_overrides_name_their_key(tmp_path, item):
     assert item.split("=")[0] in _error(tmp_path, TASK, [item])
 
@@ -334,23 +416,54 @@ def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
     assert cfg.train.threads == 0 and cfg.train.max_minutes is None
 
 
-@pytest.mark.parametrize("data, overrides, key, because", [
-    ({"data": {"task": "dates", "max_number": 99}}, [], "data.max_number",
-     "task numbers, not dates"),
-    ({"data": {"task": "numbers", "train_size": 99}}, [], "data.train_size",
-     "task dates, not numbers"),
-    ({"data": {"task": "numbers", "src_lang": "en"}}, [], "data.src_lang",
-     "task multi30k, not numbers"),
-    ({**TASK, "model": {"attention": "luong-dot", "heads": 8}}, [], "model.heads",
-     "attention multihead, not luong-dot"),
-    ({**TASK, "model": {"attention": "bahdanau", "input_feeding": False}}, [], "model.input_feeding",
-     "decoder luong, not bahdanau"),
-    ({**TASK, "model": {"attention": "multihead", "decoder": "bahdanau"}},
-     ["model.input_feeding=false"], "model.input_feeding", "decoder luong, not bahdanau"),
-    ({"data": {"task": "dates", "max_number": 999, "train_size": 50}}, ["data.max_number=99"],
-     "data.max_number", "task numbers, not dates"),
-    (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
-])
+@pytest.mark.parametrize(
+    "data, overrides, key, because",
+    [
+        (
+            {"data": {"task": "dates", "max_number": 99}},
+            [],
+            "data.max_number",
+            "task numbers, not dates",
+        ),
+        (
+            {"data": {"task": "numbers", "train_size": 99}},
+            [],
+            "data.train_size",
+            "task dates, not numbers",
+        ),
+        (
+            {"data": {"task": "numbers", "src_lang": "en"}},
+            [],
+            "data.src_lang",
+            "task multi30k, not numbers",
+        ),
+        (
+            {**TASK, "model": {"attention": "luong-dot", "heads": 8}},
+            [],
+            "model.heads",
+            "attention multihead, not luong-dot",
+        ),
+        (
+            {**TASK, "model": {"attention": "bahdanau", "input_feeding": False}},
+            [],
+            "model.input_feeding",
+            "decoder luong, not bahdanau",
+        ),
+        (
+            {**TASK, "model": {"attention": "multihead", "decoder": "bahdanau"}},
+            ["model.input_feeding=false"],
+            "model.input_feeding",
+            "decoder luong, not bahdanau",
+        ),
+        (
+            {"data": {"task": "dates", "max_number": 999, "train_size": 50}},
+            ["data.max_number=99"],
+            "data.max_number",
+            "task numbers, not dates",
+        ),
+        (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
+    ],
+)
 def test_keys_that_do_not_apply_are_rejected(tmp_path, data, overrides, key, because):
     msg = _error(tmp_path, data, overrides)
     assert f"{key}: applies only to {because}" in msg
@@ -364,8 +477,10 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
     assert experiment_from_dict(full, source="ckpt/config.yaml") == cfg
     # training again from a saved config: every key is written, those that do not apply at their defaults
     assert load_experiment(_write(tmp_path, full, "saved.yaml")) == cfg
-    applicable = {**given, "model": {"attention": "multihead", "decoder": "luong", "heads": 2,
-                                     "input_feeding": False}}
+    applicable = {
+        **given,
+        "model": {"attention": "multihead", "decoder": "luong", "heads": 2, "input_feeding": False},
+    }
     assert load_experiment(_write(tmp_path, applicable, "ok.yaml")).model.heads == 2
 
 
@@ -392,7 +507,9 @@ def test_every_shipped_config_loads(path):
         load_experiment(path)
 
 
-@pytest.mark.parametrize("data", [{1: "x", "bogus": "y"}, {None: 1, "zz": 2}, {"data": {2: 3, "xx": 1}}])
+@pytest.mark.parametrize(
+    "data", [{1: "x", "bogus": "y"}, {None: 1, "zz": 2}, {"data": {2: 3, "xx": 1}}]
+)
 def test_keys_that_are_not_strings_are_named_in_a_config_error(data):
     """Unknown YAML keys ``1:`` or ``~:`` beside string ones: a ConfigError, not a TypeError."""
     with pytest.raises(ConfigError, match="unknown key"):

@@ -11,7 +11,6 @@ from attnkit.decoding import beam_search, greedy_decode, max_output_length
 from attnkit.decoding.beam import length_penalty
 from attnkit.models.seq2seq import DecoderState, Memory, Seq2Seq, Seq2SeqConfig
 
-
 SRC_V, TGT_V = 12, 9
 
 
@@ -35,7 +34,9 @@ class _StubDecoder(nn.Module):
 
     def __init__(self):
         super().__init__()
-        table = torch.stack([_row(t0=0.999)] * STUB_V)  # PAD/UNK rows: never reached in a useful way
+        table = torch.stack(
+            [_row(t0=0.999)] * STUB_V
+        )  # PAD/UNK rows: never reached in a useful way
         table[BOS_ID] = _row(**{f"t{A}": 0.55, f"t{B_}": 0.40})  # greedy takes A ...
         table[A] = _row(**{f"t{C}": 0.40, f"t{EOS_ID}": 0.35})  # ... then C (0.55 * 0.40 = 0.22)
         table[C] = _row(**{f"t{EOS_ID}": 0.99})  # A C </s>: 0.218
@@ -117,8 +118,16 @@ def test_max_len_is_respected_and_unfinished_hypotheses_are_marked():
 def _random_model(attention="bahdanau", rnn="gru", seed=0, sharpen=4.0):
     """A tiny random model whose output layer is sharpened so outputs look trained (and end with </s>)."""
     torch.manual_seed(seed)
-    cfg = Seq2SeqConfig(attention=attention, rnn=rnn, embedding_dim=8, encoder_hidden=8, decoder_hidden=16,
-                        attention_dim=8, heads=2, dropout=0.0)
+    cfg = Seq2SeqConfig(
+        attention=attention,
+        rnn=rnn,
+        embedding_dim=8,
+        encoder_hidden=8,
+        decoder_hidden=16,
+        attention_dim=8,
+        heads=2,
+        dropout=0.0,
+    )
     model = Seq2Seq(cfg, SRC_V, TGT_V).eval()
     with torch.no_grad():
         model.decoder.output.weight.mul_(sharpen)
@@ -146,7 +155,9 @@ def _rescore(model, src, lengths, i, hyp):
     return float(logp[torch.arange(len(out)), torch.tensor(out)].sum()), weights[0]
 
 
-@pytest.mark.parametrize("attention, rnn", [("bahdanau", "gru"), ("luong-general", "lstm"), ("multihead", "gru")])
+@pytest.mark.parametrize(
+    "attention, rnn", [("bahdanau", "gru"), ("luong-general", "lstm"), ("multihead", "gru")]
+)
 def test_beam_one_equals_greedy(attention, rnn):
     model = _random_model(attention, rnn)
     src, lengths = _src()
@@ -195,7 +206,10 @@ def test_beam_results_sorted_best_first_with_n_best_count(alpha):
     assert len(results) == 4
     for i, hyps in enumerate(results):
         assert len(hyps) == 3
-        ranked = [h.score / float(length_penalty(torch.tensor(len(h.tokens) + h.finished), alpha)) for h in hyps]
+        ranked = [
+            h.score / float(length_penalty(torch.tensor(len(h.tokens) + h.finished), alpha))
+            for h in hyps
+        ]
         assert ranked == sorted(ranked, reverse=True)
         for h in hyps:
             rows = len(h.tokens) + 1 if h.finished else len(h.tokens)

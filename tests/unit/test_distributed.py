@@ -17,8 +17,12 @@ TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT
 
 def _batch(n, seed=0):
     rng = random.Random(seed)
-    return collate([Example(src=[5] * rng.randint(1, 9) + [2], tgt=[6] * rng.randint(1, 7), index=i)
-                    for i in range(n)])
+    return collate(
+        [
+            Example(src=[5] * rng.randint(1, 9) + [2], tgt=[6] * rng.randint(1, 7), index=i)
+            for i in range(n)
+        ]
+    )
 
 
 @pytest.mark.parametrize("rows, world", [(7, 2), (8, 3), (3, 3), (5, 1)])
@@ -31,7 +35,7 @@ def test_shards_partition_the_rows_and_are_trimmed(rows, world):
         assert part.indices == batch.indices[r::world]
         assert part.src.size(1) == int(part.src_lengths.max())  # no all-padding columns
         assert bool((part.tgt_out[:, -1] != PAD_ID).any())
-        assert torch.equal(part.src, batch.src[r::world, :part.src.size(1)])
+        assert torch.equal(part.src, batch.src[r::world, : part.src.size(1)])
 
 
 def test_a_rank_without_rows_runs_one_row_with_zero_weight():

@@ -3,7 +3,13 @@ import hashlib
 
 import pytest
 
-from attnkit.data.download import download_file, ensure_files, md5_of_content, sha256_file, verify_file
+from attnkit.data.download import (
+    download_file,
+    ensure_files,
+    md5_of_content,
+    sha256_file,
+    verify_file,
+)
 from attnkit.errors import DataError
 
 
@@ -83,5 +89,10 @@ def test_download_failure_names_url(tmp_path):
 
 def test_ensure_files_downloads_missing_when_asked(tmp_path, sample):
     target = tmp_path / "data"
-    ensure_files(target, {"sample.txt": sha256_file(sample)}, base_url=sample.parent.as_uri() + "/", download=True)
+    ensure_files(
+        target,
+        {"sample.txt": sha256_file(sample)},
+        base_url=sample.parent.as_uri() + "/",
+        download=True,
+    )
     assert (target / "sample.txt").read_bytes() == sample.read_bytes()

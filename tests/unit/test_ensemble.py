@@ -6,20 +6,21 @@ import math
 
 import pytest
 import torch
+from test_decoding import _random_model, _src
+from test_translator import _translator
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
 from attnkit.decoding import beam_search, greedy_decode
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.models.ensemble import Ensemble
 
-from test_decoding import _random_model, _src
-from test_translator import _translator
-
 
 def _members():
     """Two members that differ in cell, attention and decoder style."""
-    return [_random_model("bahdanau", "gru", seed=0, sharpen=2.0), _random_model("luong-general", "lstm", seed=7,
-                                                                                   sharpen=2.0)]
+    return [
+        _random_model("bahdanau", "gru", seed=0, sharpen=2.0),
+        _random_model("luong-general", "lstm", seed=7, sharpen=2.0),
+    ]
 
 
 def _ensemble_rescore(members, src, lengths, i, hyp):
@@ -30,7 +31,7 @@ def _ensemble_rescore(members, src, lengths, i, hyp):
     log_probs, weights = [], []
     with torch.no_grad():
         for model in members:
-            logits, w = model(src[i: i + 1, :n], lengths[i: i + 1], tgt_in)
+            logits, w = model(src[i : i + 1, :n], lengths[i : i + 1], tgt_in)
             log_probs.append(torch.log_softmax(logits.double(), -1)[0])
             weights.append(w[0])
     mean_p = torch.stack(log_probs).exp().mean(0)  # (T, V)
@@ -42,12 +43,16 @@ def test_one_member_decodes_as_the_model_alone():
     model = _random_model("luong-concat", "lstm", seed=3)
     ensemble = Ensemble([model]).eval()
     src, lengths = _src()
-    for alone, together in zip(greedy_decode(model, src, lengths, 12), greedy_decode(ensemble, src, lengths, 12)):
+    for alone, together in zip(
+        greedy_decode(model, src, lengths, 12), greedy_decode(ensemble, src, lengths, 12)
+    ):
         assert together.tokens == alone.tokens and together.finished == alone.finished
         assert together.score == pytest.approx(alone.score, abs=1e-5)
         torch.testing.assert_close(together.weights, alone.weights)
-    for alone, together in zip(beam_search(model, src, lengths, 12, beam_size=4, n_best=4),
-                               beam_search(ensemble, src, lengths, 12, beam_size=4, n_best=4)):
+    for alone, together in zip(
+        beam_search(model, src, lengths, 12, beam_size=4, n_best=4),
+        beam_search(ensemble, src, lengths, 12, beam_size=4, n_best=4),
+    ):
         assert [h.tokens for h in together] == [h.tokens for h in alone]
         assert [h.score for h in together] == pytest.approx([h.score for h in alone], abs=1e-5)
 
@@ -67,11 +72,15 @@ def test_step_is_the_log_of_the_mean_probability_and_the_mean_weights():
             logits, member_new, w = member.decoder.step(prev, member_state, member_memory)
             expected_p += torch.softmax(logits, -1) / 2
             expected_w += w / 2
-            torch.testing.assert_close(new_state[m].rnn, member_new.rnn)  # each member keeps its own state
+            torch.testing.assert_close(
+                new_state[m].rnn, member_new.rnn
+            )  # each member keeps its own state
     torch.testing.assert_close(log_p, expected_p.log(), atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(log_p.exp().sum(-1), torch.ones(4))
     torch.testing.assert_close(weights, expected_w)
-    assert not torch.allclose(log_p, torch.log_softmax(member.decoder.step(prev, member_state, member_memory)[0], -1))
+    assert not torch.allclose(
+        log_p, torch.log_softmax(member.decoder.step(prev, member_state, member_memory)[0], -1)
+    )
 
 
 def test_row_selection_applies_to_every_member():
@@ -96,7 +105,9 @@ def test_greedy_and_beam_scores_rescore_under_the_ensemble():
         assert hyp.score == pytest.approx(score, abs=1e-4)
         torch.testing.assert_close(hyp.weights, weights, atol=1e-5, rtol=1e-5)
     finished = 0
-    for i, hyps in enumerate(beam_search(ensemble, src, lengths, max_len=12, beam_size=4, alpha=0.0, n_best=4)):
+    for i, hyps in enumerate(
+        beam_search(ensemble, src, lengths, max_len=12, beam_size=4, alpha=0.0, n_best=4)
+    ):
         for hyp in hyps:
             score, weights = _ensemble_rescore(members, src, lengths, i, hyp)
             assert hyp.score == pytest.approx(score, abs=1e-4), (i, hyp.tokens)

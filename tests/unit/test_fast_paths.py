@@ -10,8 +10,16 @@ from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 def _model(rnn: str = "gru") -> Seq2Seq:
     torch.manual_seed(0)
-    cfg = Seq2SeqConfig(attention="bahdanau", decoder="luong", rnn=rnn, embedding_dim=8, encoder_hidden=8,
-                        decoder_hidden=16, attention_dim=8, dropout=0.0)
+    cfg = Seq2SeqConfig(
+        attention="bahdanau",
+        decoder="luong",
+        rnn=rnn,
+        embedding_dim=8,
+        encoder_hidden=8,
+        decoder_hidden=16,
+        attention_dim=8,
+        dropout=0.0,
+    )
     return Seq2Seq(cfg, 12, 10).eval()
 
 

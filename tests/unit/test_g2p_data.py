@@ -7,7 +7,12 @@ from attnkit.errors import DataError
 def test_load_cmudict_file_parses_pairs(tmp_path):
     path = tmp_path / "x.txt"
     path.write_bytes(b"'CAUSE  K AH Z\nA  AH\nA  EY\n\nABS  AE B Z\n")
-    assert g2p.load_cmudict_file(path) == [("'CAUSE", "K AH Z"), ("A", "AH"), ("A", "EY"), ("ABS", "AE B Z")]
+    assert g2p.load_cmudict_file(path) == [
+        ("'CAUSE", "K AH Z"),
+        ("A", "AH"),
+        ("A", "EY"),
+        ("ABS", "AE B Z"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,9 @@ from attnkit.attention.hard import (
 from attnkit.models.ram import RecurrentAttentionModel, hybrid_loss, predict
 
 
-def slow_glimpse(image: torch.Tensor, x: float, y: float, base: int, scales: int, factor: int) -> torch.Tensor:
+def slow_glimpse(
+    image: torch.Tensor, x: float, y: float, base: int, scales: int, factor: int
+) -> torch.Tensor:
     """Reference: one image (C, H, W), per-pixel loops, zeros outside -> (k, C, base, base)."""
     c, h, w = image.shape
     cx = min(max(math.floor((x + 1) * w / 2), 0), w - 1)
@@ -109,7 +111,9 @@ def test_location_policy_samples_detached_actions_with_gaussian_log_prob():
     torch.testing.assert_close(log_prob[inside], expected[inside])
     mean_loc, _, _ = policy(state, sample=False)
     torch.testing.assert_close(mean_loc, mean.detach())
-    assert gaussian_log_prob(torch.zeros(1, 2), torch.zeros(1, 2), 1.0).item() == pytest.approx(-math.log(2 * math.pi))
+    assert gaussian_log_prob(torch.zeros(1, 2), torch.zeros(1, 2), 1.0).item() == pytest.approx(
+        -math.log(2 * math.pi)
+    )
 
 
 def test_reinforce_loss_scale_and_detached_baseline():
@@ -133,8 +137,16 @@ def _grads(module: torch.nn.Module) -> float:
 
 
 def _ram(detach_policy_state: bool = True) -> RecurrentAttentionModel:
-    return RecurrentAttentionModel(glimpses=3, patch=4, scales=2, glimpse_hidden=16, location_hidden=8, hidden=32,
-                                   std=0.2, detach_policy_state=detach_policy_state)
+    return RecurrentAttentionModel(
+        glimpses=3,
+        patch=4,
+        scales=2,
+        glimpse_hidden=16,
+        location_hidden=8,
+        hidden=32,
+        std=0.2,
+        detach_policy_state=detach_policy_state,
+    )
 
 
 @pytest.mark.parametrize("detach_policy_state", [True, False])
@@ -156,9 +168,15 @@ def test_policy_learns_only_from_reinforce_and_baseline_only_from_its_mse(detach
     for name, term in terms.items():
         model.zero_grad(set_to_none=True)
         term.backward(retain_graph=True)
-        got[name] = {"policy": _grads(model.policy), "baseline": _grads(model.baseline),
-                     "core": _grads(model.core), "classifier": _grads(model.classifier)}
-    assert got["classification"]["policy"] == 0.0  # no path from the class through the sampled locations
+        got[name] = {
+            "policy": _grads(model.policy),
+            "baseline": _grads(model.baseline),
+            "core": _grads(model.core),
+            "classifier": _grads(model.classifier),
+        }
+    assert (
+        got["classification"]["policy"] == 0.0
+    )  # no path from the class through the sampled locations
     assert got["classification"]["baseline"] == 0.0
     assert got["classification"]["core"] > 0 and got["classification"]["classifier"] > 0
     assert got["reinforce"]["policy"] > 0

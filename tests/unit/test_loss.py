@@ -12,16 +12,22 @@ from attnkit.training.loss import token_loss_backward
 
 def _batch(n=7, seed=0):
     rng = random.Random(seed)
-    examples = [Example(src=[rng.randrange(4, 12) for _ in range(rng.randint(1, 6))] + [2],
-                        tgt=[rng.randrange(4, 10) for _ in range(rng.randint(1, 5))], index=i)
-                for i in range(n)]
+    examples = [
+        Example(
+            src=[rng.randrange(4, 12) for _ in range(rng.randint(1, 6))] + [2],
+            tgt=[rng.randrange(4, 10) for _ in range(rng.randint(1, 5))],
+            index=i,
+        )
+        for i in range(n)
+    ]
     return collate(examples)
 
 
 def _model():
     torch.manual_seed(0)
-    cfg = Seq2SeqConfig(embedding_dim=8, encoder_hidden=8, decoder_hidden=16, attention_dim=8,
-                        dropout=0.0)
+    cfg = Seq2SeqConfig(
+        embedding_dim=8, encoder_hidden=8, decoder_hidden=16, attention_dim=8, dropout=0.0
+    )
     return Seq2Seq(cfg, 12, 10).train()
 
 

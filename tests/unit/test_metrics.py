@@ -5,7 +5,14 @@ import sacrebleu
 
 from attnkit.errors import ConfigError
 from attnkit.evaluation import metrics
-from attnkit.evaluation.metrics import bleu, chrf, edit_distance, exact_match, g2p_scores, sequence_metrics
+from attnkit.evaluation.metrics import (
+    bleu,
+    chrf,
+    edit_distance,
+    exact_match,
+    g2p_scores,
+    sequence_metrics,
+)
 
 
 def test_exact_match_fraction():
@@ -16,7 +23,13 @@ def test_exact_match_fraction():
 
 @pytest.mark.parametrize(
     "a, b, d",
-    [("", "", 0), ("abc", "", 3), ("kitten", "sitting", 3), ("flaw", "lawn", 2), (["AH", "B"], ["AH", "K", "B"], 1)],
+    [
+        ("", "", 0),
+        ("abc", "", 3),
+        ("kitten", "sitting", 3),
+        ("flaw", "lawn", 2),
+        (["AH", "B"], ["AH", "K", "B"], 1),
+    ],
 )
 def test_edit_distance_known_cases(a, b, d):
     assert edit_distance(list(a), list(b)) == d
@@ -58,8 +71,16 @@ def test_g2p_dict_needs_every_word():
         g2p_scores({"A": "AH"}, {"A": ["AH"], "B": ["B IY"]})
 
 
-HYPS = ["A dog runs across the green field.", "Two men are playing soccer.", "A woman sits on a bench."]
-REFS = ["A dog is running across a green field.", "Two men play soccer.", "A woman is sitting on a bench."]
+HYPS = [
+    "A dog runs across the green field.",
+    "Two men are playing soccer.",
+    "A woman sits on a bench.",
+]
+REFS = [
+    "A dog is running across a green field.",
+    "Two men play soccer.",
+    "A woman is sitting on a bench.",
+]
 
 
 def test_bleu_and_chrf_equal_sacrebleu():

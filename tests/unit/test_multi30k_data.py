@@ -15,7 +15,10 @@ def write_gz(path, data: bytes):
 def test_read_parallel_pairs_lines(tmp_path):
     de = write_gz(tmp_path / "a.de.gz", "Ein Hund läuft.\n Zwei Katzen. \n".encode())
     en = write_gz(tmp_path / "a.en.gz", b"A dog runs.\nTwo cats.\n")
-    assert multi30k.read_parallel(de, en) == [("Ein Hund läuft.", "A dog runs."), ("Zwei Katzen.", "Two cats.")]
+    assert multi30k.read_parallel(de, en) == [
+        ("Ein Hund läuft.", "A dog runs."),
+        ("Zwei Katzen.", "Two cats."),
+    ]
 
 
 def test_count_mismatch_names_both_files(tmp_path):

@@ -16,9 +16,11 @@ from attnkit.decoding.beam import beam_search
 from attnkit.decoding.greedy import greedy_decode
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
-needs_kernel = pytest.mark.skipif(native.library() is None,
-                                  reason="the native kernel cannot be built here (needs x86-64 with AVX2 and a C "
-                                         "compiler, and ATTNKIT_NATIVE not 0)")
+needs_kernel = pytest.mark.skipif(
+    native.library() is None,
+    reason="the native kernel cannot be built here (needs x86-64 with AVX2 and a C "
+    "compiler, and ATTNKIT_NATIVE not 0)",
+)
 
 
 def _torch_energies(q, k, v):
@@ -27,12 +29,17 @@ def _torch_energies(q, k, v):
 
 def _inputs(b, t, s, a, scale=2.0, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(b, t, a, generator=g) * scale, torch.randn(b, s, a, generator=g) * scale,
-            torch.randn(a, generator=g))
+    return (
+        torch.randn(b, t, a, generator=g) * scale,
+        torch.randn(b, s, a, generator=g) * scale,
+        torch.randn(a, generator=g),
+    )
 
 
 @needs_kernel
-@pytest.mark.parametrize("shape", [(3, 1, 7, 256), (2, 4, 5, 13), (1, 1, 1, 8), (5, 2, 3, 3), (64, 1, 17, 40)])
+@pytest.mark.parametrize(
+    "shape", [(3, 1, 7, 256), (2, 4, 5, 13), (1, 1, 1, 8), (5, 2, 3, 3), (64, 1, 17, 40)]
+)
 def test_kernel_equals_torch(shape):
     """Scores and the kept tanh equal torch's, for widths with and without a remainder after the 8-wide
     vector loop, several queries per row (T > 1) and a single source position."""
@@ -42,8 +49,12 @@ def test_kernel_equals_torch(shape):
     scores = native.additive_energies(q, k, v, hidden)
     assert scores.shape == (b, t, s)
     torch.testing.assert_close(scores, _torch_energies(q, k, v), atol=3e-6, rtol=1e-5)
-    torch.testing.assert_close(hidden, torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3)), atol=4e-7, rtol=0)
-    torch.testing.assert_close(native.additive_energies(q, k, v), scores, atol=0, rtol=0)  # same without hidden
+    torch.testing.assert_close(
+        hidden, torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3)), atol=4e-7, rtol=0
+    )
+    torch.testing.assert_close(
+        native.additive_energies(q, k, v), scores, atol=0, rtol=0
+    )  # same without hidden
 
 
 @needs_kernel
@@ -80,14 +91,20 @@ def test_kernel_propagates_nan_and_saturates_infinities(width):
 @needs_kernel
 def test_kernel_declines_what_it_does_not_cover():
     q, k, v = _inputs(2, 1, 3, 8)
-    assert native.additive_energies(q.double(), k.double(), v.double()) is None  # float64: torch keeps its precision
-    assert native.additive_energies(q.transpose(0, 1).contiguous().transpose(0, 1), k, v) is not None
+    assert (
+        native.additive_energies(q.double(), k.double(), v.double()) is None
+    )  # float64: torch keeps its precision
+    assert (
+        native.additive_energies(q.transpose(0, 1).contiguous().transpose(0, 1), k, v) is not None
+    )
     assert native.additive_energies(q.expand(2, 2, 8), k, v) is None  # not contiguous
     assert native.additive_energies(q, k[:1], v) is None  # keys for another batch size
     assert native.additive_energies(q, k, v[:4]) is None  # width mismatch
     assert native.additive_energies(q, k, v, torch.empty(2, 1, 3, 7)) is None  # wrong hidden shape
     with torch.enable_grad():
-        assert native.additive_energies(q, k, v.requires_grad_()) is None  # autograd must see the computation
+        assert (
+            native.additive_energies(q, k, v.requires_grad_()) is None
+        )  # autograd must see the computation
     with torch.no_grad():
         assert native.additive_energies(q, k, v) is not None  # ... unless it is not recording
 
@@ -108,7 +125,9 @@ def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shap
             else:
                 with native.disabled():
                     scores = additive_scores(q, k, v)
-            weights = torch.linspace(-1, 1, scores.numel()).view_as(scores)  # every score weighed differently
+            weights = torch.linspace(-1, 1, scores.numel()).view_as(
+                scores
+            )  # every score weighed differently
             (scores * weights).sum().backward()
         results.append((scores.detach(), q.grad, k.grad, v.grad))
     for name, got, want in zip("sqkv", *results):
@@ -132,7 +151,9 @@ def test_no_compiler_falls_back_to_torch(monkeypatch, tmp_path):
         assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
     assert native.additive_energies(q, k, v) is None
     with torch.no_grad():
-        torch.testing.assert_close(additive_scores(q, k, v), _torch_energies(q, k, v), atol=1e-6, rtol=1e-6)
+        torch.testing.assert_close(
+            additive_scores(q, k, v), _torch_energies(q, k, v), atol=1e-6, rtol=1e-6
+        )
 
 
 @needs_kernel
@@ -144,7 +165,9 @@ def test_a_broken_cached_library_is_built_again(monkeypatch, tmp_path):
     assert native.library() is not None
     assert target.read_bytes() != b"not a shared library"
     q, k, v = _inputs(2, 1, 5, 8)
-    torch.testing.assert_close(native.additive_energies(q, k, v), _torch_energies(q, k, v), atol=2e-6, rtol=1e-5)
+    torch.testing.assert_close(
+        native.additive_energies(q, k, v), _torch_energies(q, k, v), atol=2e-6, rtol=1e-5
+    )
 
 
 @needs_kernel
@@ -198,8 +221,16 @@ def test_switched_off_by_environment(monkeypatch):
 
 
 def _model(decoder="luong", rnn="gru"):
-    cfg = Seq2SeqConfig(attention="bahdanau", decoder=decoder, rnn=rnn, embedding_dim=16, encoder_hidden=16,
-                        decoder_hidden=24, attention_dim=20, dropout=0.0)
+    cfg = Seq2SeqConfig(
+        attention="bahdanau",
+        decoder=decoder,
+        rnn=rnn,
+        embedding_dim=16,
+        encoder_hidden=16,
+        decoder_hidden=24,
+        attention_dim=20,
+        dropout=0.0,
+    )
     torch.manual_seed(0)
     return Seq2Seq(cfg, 15, 13)
 
@@ -230,10 +261,13 @@ def kernel_calls(monkeypatch):
             out = real(*args, **kwargs)
             calls[counter] += out is not None
             return out
+
         return wrapped
 
     monkeypatch.setattr(loop, "run_additive_energies", spy("loop", loop.run_additive_energies))
-    monkeypatch.setattr(native, "run_additive_energies", spy("scores", native.run_additive_energies))
+    monkeypatch.setattr(
+        native, "run_additive_energies", spy("scores", native.run_additive_energies)
+    )
     return calls
 
 
@@ -243,7 +277,9 @@ def _train_step(model, batch):
     logits, weights = model(src, lengths, tgt_in)
     real = tgt_in != PAD_ID
     (logits.logsumexp(-1) * real).sum().backward()
-    return logits.detach()[real], {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return logits.detach()[real], {
+        n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None
+    }
 
 
 @needs_kernel
@@ -269,11 +305,17 @@ def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn, kernel_
 def test_decoding_with_the_kernel_equals_torch(kernel_calls):
     model = _model().eval()
     src, lengths, _ = _batch()
-    kernel = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+    kernel = (
+        greedy_decode(model, src, lengths, 12),
+        beam_search(model, src, lengths, 12, beam_size=3),
+    )
     used = kernel_calls["scores"]
     assert used >= 2  # every step of both searches
     with native.disabled():
-        plain = (greedy_decode(model, src, lengths, 12), beam_search(model, src, lengths, 12, beam_size=3))
+        plain = (
+            greedy_decode(model, src, lengths, 12),
+            beam_search(model, src, lengths, 12, beam_size=3),
+        )
     assert kernel_calls["scores"] == used
     for hyps_k, hyps_t in zip(kernel, plain):
         hyps_k = [h for row in hyps_k for h in (row if isinstance(row, list) else [row])]
@@ -294,6 +336,7 @@ def gru_kernel_calls(monkeypatch):
         def wrapped(*args, _real=real, _key=key):
             calls[_key] += 1
             return _real(*args)
+
         monkeypatch.setattr(native, name, wrapped)
     return calls
 
@@ -332,8 +375,19 @@ def _plant(target, marker, mode):
 
     source = target.parent / "planted.c"
     source.write_text(PLANTED_C)
-    subprocess.run([*native._compiler(), "-shared", "-fPIC", f'-DMARKER="{marker}"', str(source),
-                    "-o", str(target)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *native._compiler(),
+            "-shared",
+            "-fPIC",
+            f'-DMARKER="{marker}"',
+            str(source),
+            "-o",
+            str(target),
+        ],
+        check=True,
+        capture_output=True,
+    )
     source.unlink()
     os.chmod(target, mode)
     return _sha256(target)
@@ -365,7 +419,9 @@ def private_cache(monkeypatch, tmp_path):
 
 
 @needs_kernel
-@pytest.mark.parametrize("case", ["writable by others", "no record", "wrong record", "garbled record"])
+@pytest.mark.parametrize(
+    "case", ["writable by others", "no record", "wrong record", "garbled record"]
+)
 def test_a_planted_library_is_never_loaded(private_cache, tmp_path, case):
     """A library at the cache's path is loaded only if it is this user's, only this user may write
     it, and its bytes are those recorded when it was built; else its constructor never runs and the
@@ -376,8 +432,11 @@ def test_a_planted_library_is_never_loaded(private_cache, tmp_path, case):
     digest = _plant(target, marker, 0o777 if case == "writable by others" else 0o700)
     record = _record(target)
     if case != "no record":
-        contents = {"writable by others": digest.encode(), "wrong record": b"0" * 64,
-                    "garbled record": b"\xff\xfe\x00"}
+        contents = {
+            "writable by others": digest.encode(),
+            "wrong record": b"0" * 64,
+            "garbled record": b"\xff\xfe\x00",
+        }
         record.write_bytes(contents[case])
         os.chmod(record, 0o600)
     native.library()
@@ -443,14 +502,17 @@ def _status(mode, uid):
     return os.stat_result((mode, 0, 0, 1, uid, uid, 0, 0, 0, 0))
 
 
-@pytest.mark.parametrize("mode,uid,reason", [
-    (stat.S_IFDIR | 0o700, 1000, None),
-    (stat.S_IFREG | 0o755, 1000, None),
-    (stat.S_IFDIR | 0o700, 65534, "owned by uid 65534, not by uid 1000"),
-    (stat.S_IFREG | 0o644, 0, "owned by uid 0, not by uid 1000"),
-    (stat.S_IFDIR | 0o775, 1000, "writable by group or others (mode 0775)"),
-    (stat.S_IFREG | 0o602, 1000, "writable by group or others (mode 0602)"),
-    (stat.S_IFDIR | 0o1777, 1000, "writable by group or others (mode 1777)"),
-])
+@pytest.mark.parametrize(
+    "mode,uid,reason",
+    [
+        (stat.S_IFDIR | 0o700, 1000, None),
+        (stat.S_IFREG | 0o755, 1000, None),
+        (stat.S_IFDIR | 0o700, 65534, "owned by uid 65534, not by uid 1000"),
+        (stat.S_IFREG | 0o644, 0, "owned by uid 0, not by uid 1000"),
+        (stat.S_IFDIR | 0o775, 1000, "writable by group or others (mode 0775)"),
+        (stat.S_IFREG | 0o602, 1000, "writable by group or others (mode 0602)"),
+        (stat.S_IFDIR | 0o1777, 1000, "writable by group or others (mode 1777)"),
+    ],
+)
 def test_distrust_checks_owner_then_mode(mode, uid, reason):
     assert native.distrust(_status(mode, uid), 1000) == reason

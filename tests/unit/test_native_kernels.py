@@ -5,14 +5,15 @@ seed alone."""
 import pytest
 import torch
 
-from attnkit.accel import native
-from attnkit.accel import cell_math
+from attnkit.accel import cell_math, native
 from attnkit.accel.cell_math import cell_backward, cell_forward, native_gru_applies, tanh_grad
 from attnkit.models.dropout import keep_mask
 
-needs_kernel = pytest.mark.skipif(native.library() is None,
-                                  reason="the native kernels cannot be built here (need x86-64 with AVX2 and a C "
-                                         "compiler, and ATTNKIT_NATIVE not 0)")
+needs_kernel = pytest.mark.skipif(
+    native.library() is None,
+    reason="the native kernels cannot be built here (need x86-64 with AVX2 and a C "
+    "compiler, and ATTNKIT_NATIVE not 0)",
+)
 
 
 def _gru_inputs(dirs, batch, hidden, seed=0):
@@ -41,11 +42,17 @@ def test_gru_kernels_equal_the_torch_arithmetic(dirs, batch, hidden):
     for use_kernel in (True, False):
         gates = torch.full(gates_h.shape, float("nan"))
         h_out = torch.full(d_h.shape, float("nan"))
-        cell_forward(False, gates_x, gates_h, h_prev, None, gates, None, h_out, None, native_gru=use_kernel)
+        cell_forward(
+            False, gates_x, gates_h, h_prev, None, gates, None, h_out, None, native_gru=use_kernel
+        )
         d_gx, d_gh = torch.full_like(gates, float("nan")), torch.full_like(gates, float("nan"))
-        direct, _ = cell_backward(False, d_h, None, gates, gates_h, h_prev, None, d_gx, d_gh, native_gru=use_kernel)
+        direct, _ = cell_backward(
+            False, d_h, None, gates, gates_h, h_prev, None, d_gx, d_gh, native_gru=use_kernel
+        )
         out[use_kernel] = (gates, h_out, d_gx, d_gh, direct)
-    for name, got, want in zip(("gates", "h", "d_gates_x", "d_gates_h", "direct"), out[True], out[False]):
+    for name, got, want in zip(
+        ("gates", "h", "d_gates_x", "d_gates_h", "direct"), out[True], out[False]
+    ):
         torch.testing.assert_close(got, want, atol=1e-6, rtol=1e-5, msg=name)
 
 
@@ -60,12 +67,26 @@ def test_gru_kernel_adds_the_hidden_bias_into_the_hidden_gates(dirs):
     want_gates, want_h = torch.empty_like(gates_h), torch.empty(h_prev.shape)
     cell_forward(False, gates_x, gates_h, h_prev, None, want_gates, None, want_h, None)
     gates, h_out = torch.empty_like(gates_h), torch.empty(h_prev.shape)
-    cell_forward(False, gates_x, unbiased, h_prev, None, gates, None, h_out, None, native_gru=True, hidden_bias=bias)
+    cell_forward(
+        False,
+        gates_x,
+        unbiased,
+        h_prev,
+        None,
+        gates,
+        None,
+        h_out,
+        None,
+        native_gru=True,
+        hidden_bias=bias,
+    )
     torch.testing.assert_close(unbiased, gates_h, atol=1e-6, rtol=0)
     torch.testing.assert_close(gates, want_gates, atol=1e-6, rtol=1e-5)
     torch.testing.assert_close(h_out, want_h, atol=1e-6, rtol=1e-5)
     with pytest.raises(ValueError, match="hidden_bias"):  # torch's path takes b_hh inside gates_h
-        cell_forward(False, gates_x, unbiased, h_prev, None, gates, None, h_out, None, hidden_bias=bias)
+        cell_forward(
+            False, gates_x, unbiased, h_prev, None, gates, None, h_out, None, hidden_bias=bias
+        )
 
 
 @needs_kernel
@@ -84,7 +105,9 @@ def test_gru_kernel_propagates_nan():
 def test_row_kernels_decline_what_they_do_not_cover():
     gates_x, gates_h, h_prev, _ = _gru_inputs(1, 4, 8)
     assert native.fits_rows(gates_x, gates_h, h_prev)
-    assert not native.fits_rows(gates_x.double(), gates_h, h_prev)  # float64: torch keeps its precision
+    assert not native.fits_rows(
+        gates_x.double(), gates_h, h_prev
+    )  # float64: torch keeps its precision
     assert not native.fits_rows(gates_x.t(), gates_h, h_prev)  # rows not contiguous
     assert not native.fits_rows(gates_x.unsqueeze(0).unsqueeze(0))  # 4 dims
     assert not native_gru_applies(True, gates_x, gates_h, h_prev)  # an LSTM
@@ -117,7 +140,9 @@ def test_kernel_masks_have_the_rate_and_no_pattern(p):
     torch.manual_seed(0)
     mask = native.keep_mask((1000, 1000), p)
     values = mask.unique()
-    assert values.numel() == 2 and values[0] == 0 and values[1] == pytest.approx(1 / (1 - p), rel=1e-6)
+    assert (
+        values.numel() == 2 and values[0] == 0 and values[1] == pytest.approx(1 / (1 - p), rel=1e-6)
+    )
     kept = (mask > 0).float()
     assert kept.mean().item() == pytest.approx(1 - p, abs=5 * (p * (1 - p) / 1e6) ** 0.5)
     flat = kept.view(-1)
@@ -157,12 +182,23 @@ def test_float32_masks_come_from_the_kernel_where_it_is_built(monkeypatch):
     for m in (mask, torch_mask):
         assert m.dtype == torch.float32 and m.unique().tolist() == [0.0, pytest.approx(4 / 3)]
     assert keep_mask((4, 5), 0.25, torch.empty(0, dtype=torch.float64)).dtype == torch.float64
-    assert len(calls) == 2  # the float64 mask did not ask the kernel (the disabled call did, and declined)
+    assert (
+        len(calls) == 2
+    )  # the float64 mask did not ask the kernel (the disabled call did, and declined)
 
 
 def test_cell_math_uses_the_kernel_only_when_asked(monkeypatch):
     """native_gru=False (the default) never calls the kernel, so float64 and LSTM steps stay torch's."""
     monkeypatch.setattr(native, "run_gru_forward", lambda *a: pytest.fail("kernel called"))
     gates_x, gates_h, h_prev, _ = _gru_inputs(1, 3, 8)
-    cell_math.cell_forward(False, gates_x, gates_h, h_prev, None, torch.empty_like(gates_h), None,
-                           torch.empty(3, 8), None)
+    cell_math.cell_forward(
+        False,
+        gates_x,
+        gates_h,
+        h_prev,
+        None,
+        torch.empty_like(gates_h),
+        None,
+        torch.empty(3, 8),
+        None,
+    )

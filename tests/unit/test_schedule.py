@@ -18,7 +18,9 @@ def test_cosine_runs_from_lr_to_min_lr_over_the_planned_updates():
     assert cosine_lr(tc, 0, 100, 0.0, None) == pytest.approx(1e-3)
     assert cosine_lr(tc, 50, 100, 0.0, None) == pytest.approx((1e-3 + 1e-5) / 2)
     assert cosine_lr(tc, 100, 100, 0.0, None) == pytest.approx(1e-5)
-    assert cosine_lr(tc, 250, 100, 0.0, None) == pytest.approx(1e-5)  # past the plan: stays at the floor
+    assert cosine_lr(tc, 250, 100, 0.0, None) == pytest.approx(
+        1e-5
+    )  # past the plan: stays at the floor
     lrs = [cosine_lr(tc, s, 100, 0.0, None) for s in range(101)]
     assert all(a >= b for a, b in zip(lrs, lrs[1:]))
 
@@ -33,8 +35,12 @@ def test_a_time_budget_ends_the_schedule_when_it_comes_first():
 
 def test_warmup_scales_the_first_updates():
     tc = _tc(warmup_steps=10)
-    assert cosine_lr(tc, 0, 1000, 0.0, None) == pytest.approx(cosine_lr(_tc(), 0, 1000, 0.0, None) / 10)
-    assert cosine_lr(tc, 10, 1000, 0.0, None) == pytest.approx(cosine_lr(_tc(), 10, 1000, 0.0, None))
+    assert cosine_lr(tc, 0, 1000, 0.0, None) == pytest.approx(
+        cosine_lr(_tc(), 0, 1000, 0.0, None) / 10
+    )
+    assert cosine_lr(tc, 10, 1000, 0.0, None) == pytest.approx(
+        cosine_lr(_tc(), 10, 1000, 0.0, None)
+    )
 
 
 def test_noam_rises_to_lr_over_the_warmup_then_decays_as_one_over_sqrt():

@@ -15,7 +15,6 @@ from attnkit.attention.scores import (
     scaled_dot_scores,
 )
 
-
 B, T, S, D, DK, A = 2, 3, 5, 4, 6, 7
 
 
@@ -49,7 +48,12 @@ def test_dot_scores_match_loop(gen):
 def test_general_scores_match_loop(gen):
     # score = h_t^T W_a h_s with W_a (Dq, Dk)
     q, k, w = _randn(gen, B, T, D), _randn(gen, B, S, DK), _randn(gen, D, DK)
-    ref = _loop(lambda i, j, s: sum(q[i, j, a] * w[a, c] * k[i, s, c] for a in range(D) for c in range(DK)), B, T, S)
+    ref = _loop(
+        lambda i, j, s: sum(q[i, j, a] * w[a, c] * k[i, s, c] for a in range(D) for c in range(DK)),
+        B,
+        T,
+        S,
+    )
     out = general_scores(q, k, w)
     assert out.shape == (B, T, S)
     torch.testing.assert_close(out, ref)
@@ -60,7 +64,9 @@ def test_general_scores_match_loop(gen):
 @pytest.mark.parametrize("fn", [additive_scores, concat_scores], ids=["additive", "concat"])
 def test_additive_and_concat_scores_match_loop(gen, fn):
     qp, kp, v = _randn(gen, B, T, A), _randn(gen, B, S, A), _randn(gen, A)
-    ref = _loop(lambda i, j, s: sum(v[a] * math.tanh(qp[i, j, a] + kp[i, s, a]) for a in range(A)), B, T, S)
+    ref = _loop(
+        lambda i, j, s: sum(v[a] * math.tanh(qp[i, j, a] + kp[i, s, a]) for a in range(A)), B, T, S
+    )
     out = fn(qp, kp, v)
     assert out.shape == (B, T, S)
     torch.testing.assert_close(out, ref)
@@ -68,7 +74,13 @@ def test_additive_and_concat_scores_match_loop(gen, fn):
 
 def test_concat_equals_tanh_of_concatenated_projection(gen):
     # Luong concat: v^T tanh(W_a [h_t; h_s]) with W_a = [W_q | W_k]
-    q, k, wq, wk, v = _randn(gen, B, T, D), _randn(gen, B, S, DK), _randn(gen, A, D), _randn(gen, A, DK), _randn(gen, A)
+    q, k, wq, wk, v = (
+        _randn(gen, B, T, D),
+        _randn(gen, B, S, DK),
+        _randn(gen, A, D),
+        _randn(gen, A, DK),
+        _randn(gen, A),
+    )
     w = torch.cat([wq, wk], dim=1)  # (A, D + DK)
 
     def one(i, j, s):
@@ -79,7 +91,9 @@ def test_concat_equals_tanh_of_concatenated_projection(gen):
 
 def test_scaled_dot_scores_match_loop(gen):
     q, k = _randn(gen, B, T, D), _randn(gen, B, S, D)
-    ref = _loop(lambda i, j, s: sum(q[i, j, d] * k[i, s, d] for d in range(D)) / math.sqrt(D), B, T, S)
+    ref = _loop(
+        lambda i, j, s: sum(q[i, j, d] * k[i, s, d] for d in range(D)) / math.sqrt(D), B, T, S
+    )
     torch.testing.assert_close(scaled_dot_scores(q, k), ref)
 
 

@@ -11,7 +11,6 @@ from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
-
 SRC_V, TGT_V = 13, 11
 STYLES = {
     "bahdanau": dict(decoder="bahdanau"),
@@ -22,10 +21,20 @@ STYLES = {
 
 def _cfg(attention, rnn="gru", style="bahdanau", layers=1, bidirectional=True, **kw):
     enc_hidden = 8 if bidirectional else 16  # memory width 16 == decoder width, so luong-dot works
-    return Seq2SeqConfig(attention=attention, rnn=rnn, embedding_dim=8, encoder_hidden=enc_hidden,
-                         encoder_layers=layers, bidirectional=bidirectional, decoder_hidden=16,
-                         decoder_layers=layers, attention_dim=12, heads=2, dropout=0.0,
-                         **{**STYLES[style], **kw})
+    return Seq2SeqConfig(
+        attention=attention,
+        rnn=rnn,
+        embedding_dim=8,
+        encoder_hidden=enc_hidden,
+        encoder_layers=layers,
+        bidirectional=bidirectional,
+        decoder_hidden=16,
+        decoder_layers=layers,
+        attention_dim=12,
+        heads=2,
+        dropout=0.0,
+        **{**STYLES[style], **kw},
+    )
 
 
 def _model(cfg, seed=0):
@@ -65,8 +74,13 @@ CASES = [
 
 
 def _case_cfg(att, rnn, style):
-    return _cfg(att, rnn, style, layers=2 if rnn == "lstm" else 1,
-                bidirectional=not (rnn == "gru" and style == "luong-nofeed"))
+    return _cfg(
+        att,
+        rnn,
+        style,
+        layers=2 if rnn == "lstm" else 1,
+        bidirectional=not (rnn == "gru" and style == "luong-nofeed"),
+    )
 
 
 @pytest.mark.parametrize("att, rnn, style", CASES)
@@ -93,9 +107,13 @@ def test_padding_changes_nothing_and_gets_zero_attention(att, rnn, style):
         assert torch.all(weights[pad] == 0.0)
         torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
         for i, n in enumerate(lengths.tolist()):
-            alone_logits, alone_weights = model(src[i : i + 1, :n], lengths[i : i + 1], tgt_in[i : i + 1])
+            alone_logits, alone_weights = model(
+                src[i : i + 1, :n], lengths[i : i + 1], tgt_in[i : i + 1]
+            )
             torch.testing.assert_close(logits[i : i + 1], alone_logits, atol=1e-5, rtol=1e-5)
-            torch.testing.assert_close(weights[i : i + 1, :, :n], alone_weights, atol=1e-5, rtol=1e-5)
+            torch.testing.assert_close(
+                weights[i : i + 1, :, :n], alone_weights, atol=1e-5, rtol=1e-5
+            )
         # extra PAD columns on the whole batch change nothing either
         wider = torch.cat([src, torch.full((3, 4), PAD_ID)], 1)
         wide_logits, wide_weights = model(wider, lengths, tgt_in)
@@ -138,8 +156,15 @@ def test_decoder_style_auto():
 
 
 def test_luong_dot_with_mismatched_widths_is_config_error():
-    cfg = Seq2SeqConfig(attention="luong-dot", encoder_hidden=8, bidirectional=True, decoder_hidden=12,
-                        embedding_dim=4, attention_dim=4, dropout=0.0)
+    cfg = Seq2SeqConfig(
+        attention="luong-dot",
+        encoder_hidden=8,
+        bidirectional=True,
+        decoder_hidden=12,
+        embedding_dim=4,
+        attention_dim=4,
+        dropout=0.0,
+    )
     with pytest.raises(ConfigError, match="luong-dot"):
         Seq2Seq(cfg, SRC_V, TGT_V)
 
@@ -154,23 +179,36 @@ def test_gradients_flow_to_encoder_and_attention():
         assert grad is not None and grad.abs().sum() > 0, name
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (the fused CUDA cell path)")
-@pytest.mark.parametrize("att, rnn, style", [
-    ("bahdanau", "gru", "bahdanau"), ("luong-general", "lstm", "luong-feed"), ("luong-general", "gru", "luong-feed"),
-    ("bahdanau", "lstm", "luong-nofeed"),
-])
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA device (the fused CUDA cell path)"
+)
+@pytest.mark.parametrize(
+    "att, rnn, style",
+    [
+        ("bahdanau", "gru", "bahdanau"),
+        ("luong-general", "lstm", "luong-feed"),
+        ("luong-general", "gru", "luong-feed"),
+        ("bahdanau", "lstm", "luong-nofeed"),
+    ],
+)
 @pytest.mark.parametrize("layers", [1, 2])
 def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
     """On CUDA the fused cells take the hoisted projection through the input gates: same loss and gradients as on CPU."""
     results = []
     for device in ("cpu", "cuda"):
-        model = _model(_cfg(att, rnn, style, layers=layers)).train().to(device)  # dropout 0: deterministic
+        model = (
+            _model(_cfg(att, rnn, style, layers=layers)).train().to(device)
+        )  # dropout 0: deterministic
         model.set_backend(resolve("auto", device))
         src, lengths, tgt_in = (x.to(device) for x in _batch())
         logits, _ = model(src, lengths, tgt_in)
         logits.logsumexp(-1).sum().backward()
-        results.append((logits.detach().cpu(), {n: p.grad.cpu() for n, p in model.named_parameters()
-                                                if p.grad is not None}))
+        results.append(
+            (
+                logits.detach().cpu(),
+                {n: p.grad.cpu() for n, p in model.named_parameters() if p.grad is not None},
+            )
+        )
     (cpu_logits, cpu_grads), (cuda_logits, cuda_grads) = results
     torch.testing.assert_close(cuda_logits, cpu_logits, atol=2e-3, rtol=2e-3)
     assert cuda_grads.keys() == cpu_grads.keys() and "decoder.rnn.weight_hh_l0" in cuda_grads
@@ -191,10 +229,15 @@ def test_initial_state_shapes():
     assert torch.all(memory.states[2, 1:] == 0)
 
 
-@pytest.mark.parametrize("att, rnn, style", [
-    ("bahdanau", "gru", "bahdanau"), ("luong-general", "lstm", "luong-feed"), ("multihead", "lstm", "bahdanau"),
-    ("luong-concat", "gru", "luong-nofeed"),
-])
+@pytest.mark.parametrize(
+    "att, rnn, style",
+    [
+        ("bahdanau", "gru", "bahdanau"),
+        ("luong-general", "lstm", "luong-feed"),
+        ("multihead", "lstm", "bahdanau"),
+        ("luong-concat", "gru", "luong-nofeed"),
+    ],
+)
 @pytest.mark.parametrize("layers", [1, 2])
 def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
     """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per step."""
@@ -234,7 +277,12 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
     for src, lengths, tgt_in in batches:
         logits, _ = model(src, lengths, tgt_in)
         logits.logsumexp(-1).sum().backward()
-        eager.append((logits.detach(), {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}))
+        eager.append(
+            (
+                logits.detach(),
+                {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+            )
+        )
         model.zero_grad()
     model.set_backend(COMPILE)
     assert model.decoder.loop_spec() is None  # the compiled step, not the loop
@@ -243,13 +291,16 @@ def test_compiled_step_gives_the_eager_loss_and_gradients():
         logits.logsumexp(-1).sum().backward()
         torch.testing.assert_close(logits, logits_e, atol=1e-5, rtol=1e-5)
         for name, grad in grads_e.items():
-            torch.testing.assert_close(dict(model.named_parameters())[name].grad, grad, atol=1e-5, rtol=1e-5, msg=name)
+            torch.testing.assert_close(
+                dict(model.named_parameters())[name].grad, grad, atol=1e-5, rtol=1e-5, msg=name
+            )
         model.zero_grad()
 
 
 #: the registered attentions that declare their scores to the handwritten-backward loop
-LOOP_ATTENTIONS = [name for name, build in ATTENTION_TYPES.items()
-                   if build(16, 16, 12, 2).loop_spec() is not None]
+LOOP_ATTENTIONS = [
+    name for name, build in ATTENTION_TYPES.items() if build(16, 16, 12, 2).loop_spec() is not None
+]
 
 
 def _native():
@@ -273,10 +324,18 @@ def _train_once(model, batch, seed=5):
     torch.manual_seed(seed)
     logits, weights = model(src, lengths, tgt_in)
     # a loss that weighs every position differently, so a gradient sent to the wrong step shows
-    position_weights = torch.arange(logits.size(0) * logits.size(1), dtype=logits.dtype).view(logits.shape[:2]).sin()
+    position_weights = (
+        torch.arange(logits.size(0) * logits.size(1), dtype=logits.dtype)
+        .view(logits.shape[:2])
+        .sin()
+    )
     position_weights = position_weights * (tgt_in != PAD_ID)
     (logits.logsumexp(-1) * position_weights).sum().backward()
-    return logits.detach(), weights, {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    return (
+        logits.detach(),
+        weights,
+        {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
+    )
 
 
 @pytest.mark.parametrize("style", ["luong-feed", "bahdanau"])
@@ -297,7 +356,9 @@ def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
             assert (model.decoder.loop_spec() is not None) == handwritten
             results.append(_train_once(model, (src, lengths, tgt_in)))
     (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
-    real = tgt_in != PAD_ID  # past a target's end the loop computes nothing; the loss ignores those positions
+    real = (
+        tgt_in != PAD_ID
+    )  # past a target's end the loop computes nothing; the loss ignores those positions
     torch.testing.assert_close(logits_a[real], logits_b[real], atol=1e-12, rtol=1e-10)
     torch.testing.assert_close(weights_a[real], weights_b[real], atol=1e-12, rtol=1e-10)
     assert torch.all(weights_a[~real] == 0)
@@ -305,7 +366,9 @@ def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
     for name, grad in grads_b.items():
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
     # masked source positions got exactly zero weight
-    assert torch.all(weights_a.masked_select((src == PAD_ID).unsqueeze(1).expand_as(weights_a)) == 0)
+    assert torch.all(
+        weights_a.masked_select((src == PAD_ID).unsqueeze(1).expand_as(weights_a)) == 0
+    )
 
 
 def test_loop_rejects_active_rows_that_grow():
@@ -313,15 +376,37 @@ def test_loop_rejects_active_rows_that_grow():
 
     h = torch.zeros(2, 4)
     with pytest.raises(ValueError, match="must not increase"):
-        run_loop(LoopSpec(lstm=False, additive=False), torch.zeros(2, 2, 12), h, None, h, torch.zeros(2, 3, 4),
-                 torch.zeros(2, 3, 4), torch.ones(2, 3, dtype=torch.bool), None, torch.zeros(12, 4),
-                 torch.zeros(12, 4), torch.zeros(12), None, None, torch.zeros(4, 8), torch.zeros(4), [1, 2])
+        run_loop(
+            LoopSpec(lstm=False, additive=False),
+            torch.zeros(2, 2, 12),
+            h,
+            None,
+            h,
+            torch.zeros(2, 3, 4),
+            torch.zeros(2, 3, 4),
+            torch.ones(2, 3, dtype=torch.bool),
+            None,
+            torch.zeros(12, 4),
+            torch.zeros(12, 4),
+            torch.zeros(12),
+            None,
+            None,
+            torch.zeros(4, 8),
+            torch.zeros(4),
+            [1, 2],
+        )
 
 
-@pytest.mark.parametrize("att, rnn, style, layers", [
-    ("multihead", "gru", "luong-feed", 1), ("bahdanau", "lstm", "luong-feed", 2), ("multihead", "gru", "bahdanau", 1),
-    ("bahdanau", "gru", "bahdanau", 2), ("luong-general", "gru", "luong-nofeed", 1),
-])
+@pytest.mark.parametrize(
+    "att, rnn, style, layers",
+    [
+        ("multihead", "gru", "luong-feed", 1),
+        ("bahdanau", "lstm", "luong-feed", 2),
+        ("multihead", "gru", "bahdanau", 1),
+        ("bahdanau", "gru", "bahdanau", 2),
+        ("luong-general", "gru", "luong-nofeed", 1),
+    ],
+)
 def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
     model = _model(_cfg(att, rnn, style, layers=layers))
     model.set_backend(_native())
@@ -365,15 +450,28 @@ def test_handwritten_encoder_equals_packed_rnn(rnn, layers, bidirectional):
         torch.manual_seed(5)
         states, final = model.encoder(src, lengths)
         g = torch.Generator().manual_seed(7)
-        (states * torch.randn(states.shape, generator=g, dtype=states.dtype)).sum().backward(retain_graph=True)
+        (states * torch.randn(states.shape, generator=g, dtype=states.dtype)).sum().backward(
+            retain_graph=True
+        )
         (final * torch.randn(final.shape, generator=g, dtype=final.dtype)).sum().backward()
-        results.append((states.detach(), final.detach(),
-                        {n: p.grad.clone() for n, p in model.encoder.named_parameters() if p.grad is not None}))
+        results.append(
+            (
+                states.detach(),
+                final.detach(),
+                {
+                    n: p.grad.clone()
+                    for n, p in model.encoder.named_parameters()
+                    if p.grad is not None
+                },
+            )
+        )
     (states_a, final_a, grads_a), (states_b, final_b, grads_b) = results
     torch.testing.assert_close(states_a, states_b, atol=1e-12, rtol=1e-10)
     torch.testing.assert_close(final_a, final_b, atol=1e-12, rtol=1e-10)
     assert torch.all(states_a[src == PAD_ID] == 0)
-    assert grads_a.keys() == grads_b.keys() and len(grads_a) == len(list(model.encoder.parameters()))
+    assert grads_a.keys() == grads_b.keys() and len(grads_a) == len(
+        list(model.encoder.parameters())
+    )
     for name, grad in grads_b.items():
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
 
@@ -394,8 +492,11 @@ def test_subclassed_attention_trains_its_own_function_on_the_native_backend(styl
     src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
     tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
     results = {}
-    for name, backend, subclass in (("native", _native(), True), ("reference", REFERENCE, True),
-                                    ("plain", REFERENCE, False)):
+    for name, backend, subclass in (
+        ("native", _native(), True),
+        ("reference", REFERENCE, True),
+        ("plain", REFERENCE, False),
+    ):
         model = _model(cfg).double().train()
         if subclass:
             plain = model.decoder.attention

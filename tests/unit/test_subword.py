@@ -12,8 +12,10 @@ from attnkit.errors import CheckpointError, DataError
 def corpus() -> list[str]:
     """~200 Multi30k German lines, or synthetic sentences when the data is absent."""
     root = os.environ.get("ATTNKIT_DATA_DIR")
-    base = os.path.join(root, "multi30k") if root else os.path.join(
-        os.path.dirname(__file__), "..", "..", "..", "shared", "data", "multi30k"
+    base = (
+        os.path.join(root, "multi30k")
+        if root
+        else os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "multi30k")
     )
     path = os.path.join(base, "train.de.gz")
     if os.path.isfile(path):
@@ -21,14 +23,21 @@ def corpus() -> list[str]:
             return [" ".join(next(f).split()) for _ in range(200)]
     rng = random.Random(0)
     words = "ein zwei Hund Katze läuft springt über den großen kleinen Ball im Park Mann Frau spielt".split()
-    return [" ".join(rng.choice(words) for _ in range(rng.randint(3, 12))).capitalize() + "." for _ in range(200)]
+    return [
+        " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))).capitalize() + "."
+        for _ in range(200)
+    ]
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     directory = tmp_path_factory.mktemp("spm")
     texts = corpus()
-    return SentencePieceTokenizer.train(iter(texts), directory, "de", vocab_size=500), texts, directory
+    return (
+        SentencePieceTokenizer.train(iter(texts), directory, "de", vocab_size=500),
+        texts,
+        directory,
+    )
 
 
 def test_train_writes_only_the_model_file(trained):
@@ -76,7 +85,9 @@ def test_from_json_missing_or_corrupt_model(trained, tmp_path):
     with pytest.raises(CheckpointError, match="de.model"):
         SentencePieceTokenizer.from_json(tok.to_json(), tmp_path)
     with pytest.raises(CheckpointError):
-        SentencePieceTokenizer.from_json({"kind": "sentencepiece", "model_file": "../x.model"}, tmp_path)
+        SentencePieceTokenizer.from_json(
+            {"kind": "sentencepiece", "model_file": "../x.model"}, tmp_path
+        )
 
 
 def test_train_on_nothing_is_a_data_error(tmp_path):

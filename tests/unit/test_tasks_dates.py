@@ -81,7 +81,13 @@ def test_collisions_drawn_twice_are_dropped_even_without_the_parser(monkeypatch)
 
 def test_two_digit_years_only_in_a_100_year_window():
     samples = dates.sample(seed=0, n=500, start_year=1900, end_year=2049, formats=("short", "long"))
-    assert {s.target[:4] for s in samples} & {"1901", "1902", "1903", "1904", "1905"}  # range honoured
+    assert {s.target[:4] for s in samples} & {
+        "1901",
+        "1902",
+        "1903",
+        "1904",
+        "1905",
+    }  # range honoured
     for s in samples:  # every numeric source writes all four year digits
         if not any(c.isalpha() for c in s.source):
             assert s.target[:4] in s.source, s
@@ -97,4 +103,6 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="day, a month and a year"):
         dates.generate(formats=("MMMM y",), n_train=10, n_dev=0, n_test=0)
     with pytest.raises(ValueError, match="found only"):
-        dates.generate(start_year=2000, end_year=2000, formats=("dd.MM.y",), n_train=400, n_dev=0, n_test=0)
+        dates.generate(
+            start_year=2000, end_year=2000, formats=("dd.MM.y",), n_train=400, n_dev=0, n_test=0
+        )

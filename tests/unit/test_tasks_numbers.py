@@ -45,7 +45,9 @@ def test_digits2words_and_both():
     d2w = _all(numbers.generate(languages=("de",), direction="digits2words", max_number=120))
     assert ("de: 97", "siebenundneunzig") in d2w
     assert len(d2w) == 121
-    both = _all(numbers.generate(languages=("de", "en"), direction="both", max_number=99, n_dev=5, n_test=5))
+    both = _all(
+        numbers.generate(languages=("de", "en"), direction="both", max_number=99, n_dev=5, n_test=5)
+    )
     assert ("de: 97", "siebenundneunzig") in both and ("siebenundneunzig", "97") in both
     assert ("en: 42", "forty-two") in both and ("forty-two", "42") in both
     assert len(both) == 2 * 2 * 100

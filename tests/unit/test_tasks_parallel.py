@@ -23,7 +23,7 @@ def test_tsv_without_final_newline_and_with_inner_spaces(tmp_path):
 
 
 def test_parallel_files_load(tmp_path):
-    src = _write(tmp_path / "x.de", "eins\nzwei\n".encode())
+    src = _write(tmp_path / "x.de", b"eins\nzwei\n")
     tgt = _write(tmp_path / "x.en", b"one\ntwo\n")
     assert load_parallel(src, tgt) == [("eins", "one"), ("zwei", "two")]
 

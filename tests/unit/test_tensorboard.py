@@ -15,8 +15,9 @@ event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.ev
 
 def events(directory):
     """Everything TensorBoard would show for ``directory``."""
-    accumulator = event_accumulator.EventAccumulator(str(directory),
-                                                     size_guidance={"scalars": 0, "images": 0})
+    accumulator = event_accumulator.EventAccumulator(
+        str(directory), size_guidance={"scalars": 0, "images": 0}
+    )
     accumulator.Reload()
     return accumulator
 
@@ -53,8 +54,13 @@ def test_scalars_leave_counts_out_and_pictures_become_images(tmp_path):
         board.pictures(3, [("attention/dev0", small_figure(0.2))])
     logged = events(tmp_path / "tb")
     assert set(logged.Tags()["scalars"]) == {
-        "dev/exact_match", "train/loss", "train/accuracy", "train/tokens_per_s", "train/lr",
-        "train/skipped_updates"}
+        "dev/exact_match",
+        "train/loss",
+        "train/accuracy",
+        "train/tokens_per_s",
+        "train/lr",
+        "train/skipped_updates",
+    }
     assert logged.Scalars("train/loss")[0].value == pytest.approx(0.5)
     (image,) = logged.Images("attention/dev0")
     assert image.step == 3 and image.encoded_image_string[:8] == b"\x89PNG\r\n\x1a\n"

@@ -14,16 +14,31 @@ from attnkit.models.seq2seq import Seq2Seq
 from attnkit.translator import Translation, Translator, read_inputs
 from attnkit.viz.records import AttentionRecord
 
-PAIRS = [("abc", "cba"), ("hello", "olleh"), ("ab", "ba"), ("cab", "bac"), ("lo", "ol"), ("he", "eh")]
+PAIRS = [
+    ("abc", "cba"),
+    ("hello", "olleh"),
+    ("ab", "ba"),
+    ("cab", "bac"),
+    ("lo", "ol"),
+    ("he", "eh"),
+]
 
 
 def _translator(**data) -> Translator:
-    cfg = experiment_from_dict({
-        "data": data,
-        "model": {"attention": "luong-general", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
-                  "attention_dim": 8, "dropout": 0.0},
-        "decode": {"max_len_cap": 10, "batch_size": 2},
-    })
+    cfg = experiment_from_dict(
+        {
+            "data": data,
+            "model": {
+                "attention": "luong-general",
+                "embedding_dim": 8,
+                "encoder_hidden": 8,
+                "decoder_hidden": 16,
+                "attention_dim": 8,
+                "dropout": 0.0,
+            },
+            "decode": {"max_len_cap": 10, "batch_size": 2},
+        }
+    )
     tok = CharTokenizer()
     src_vocab = Vocab.build(tok.tokenize(s) for s, _ in PAIRS)
     tgt_vocab = Vocab.build(tok.tokenize(t) for _, t in PAIRS)

@@ -33,7 +33,9 @@ def mnist_dir() -> Path:
 
 def block_digits(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Digit i: a solid 28x28 square of value i + 1 (unique), label i % 10."""
-    images = np.repeat((np.arange(n, dtype=np.uint8) + 1)[:, None, None], 28, axis=1).repeat(28, axis=2)
+    images = np.repeat((np.arange(n, dtype=np.uint8) + 1)[:, None, None], 28, axis=1).repeat(
+        28, axis=2
+    )
     return images, np.arange(n) % 10
 
 
@@ -60,7 +62,7 @@ def test_translated_places_each_digit_whole_and_is_deterministic():
     assert canvas.shape == (20, 60, 60) and canvas.dtype == np.uint8
     np.testing.assert_array_equal(out_labels, labels)
     for i in range(20):
-        (top, left), = find_window(canvas[i], images[i])
+        ((top, left),) = find_window(canvas[i], images[i])
         assert canvas[i].sum() == images[i].astype(np.int64).sum()  # nothing else on the canvas
     again, _ = tasks.translated(images, labels, size=60, seed=3)
     other, _ = tasks.translated(images, labels, size=60, seed=4)
@@ -159,7 +161,11 @@ def test_generate_registry():
 
 
 def write_idx(path: Path, array: np.ndarray, magic: int, compress: bool) -> str:
-    data = struct.pack(">I", magic) + struct.pack(f">{array.ndim}I", *array.shape) + array.astype(np.uint8).tobytes()
+    data = (
+        struct.pack(">I", magic)
+        + struct.pack(f">{array.ndim}I", *array.shape)
+        + array.astype(np.uint8).tobytes()
+    )
     if compress:
         with gzip.open(path, "wb") as f:
             f.write(data)
@@ -174,8 +180,12 @@ def fake_mnist(tmp_path, monkeypatch):
     images = rng.integers(0, 256, size=(7, 28, 28), dtype=np.uint8)
     labels = rng.integers(0, 10, size=7).astype(np.uint8)
     sums = {
-        "t10k-images-idx3-ubyte": write_idx(tmp_path / "t10k-images-idx3-ubyte.gz", images, 2051, True),
-        "t10k-labels-idx1-ubyte": write_idx(tmp_path / "t10k-labels-idx1-ubyte", labels, 2049, False),
+        "t10k-images-idx3-ubyte": write_idx(
+            tmp_path / "t10k-images-idx3-ubyte.gz", images, 2051, True
+        ),
+        "t10k-labels-idx1-ubyte": write_idx(
+            tmp_path / "t10k-labels-idx1-ubyte", labels, 2049, False
+        ),
     }
     monkeypatch.setattr(mnist, "MD5_CONTENT", {**mnist.MD5_CONTENT, **sums})
     return tmp_path, images, labels
@@ -214,7 +224,9 @@ def test_checksums_and_urls_are_the_canonical_ones():
     assert len(mnist.BASE_URLS) >= 2 and all(u.endswith("/") for u in mnist.BASE_URLS)
 
 
-@pytest.mark.skipif(not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing")
+@pytest.mark.skipif(
+    not mnist_dir().is_dir(), reason=f"MNIST copy not found: {mnist_dir()} is missing"
+)
 def test_real_mnist_test_split_verifies():
     x, y = mnist.load(mnist_dir(), "test", verify=True)
     assert x.shape == (10000, 28, 28) and y.shape == (10000,)

@@ -7,13 +7,17 @@ import pytest
 import torch
 from PIL import Image
 
-from attnkit.attention.spatial import AttentionPooling, SpatialAttention, flatten_regions, regions_to_grid
+from attnkit.attention.spatial import (
+    AttentionPooling,
+    SpatialAttention,
+    flatten_regions,
+    regions_to_grid,
+)
 from attnkit.data.tasks.vision import StripLayout, strips, translated
 from attnkit.models import show_attend_tell as sat
 from attnkit.models.attention_pooling import AttentionPoolingClassifier
 from attnkit.models.ram import RecurrentAttentionModel, hybrid_loss
 from attnkit.viz import visual
-
 
 # The learning tests run on several seeds; each bound holds with a margin on every seed of
 # benchmarks/learning_margins.py's sweep, with torch's AVX-512 and AVX2 kernels alike
@@ -86,7 +90,9 @@ def test_attention_pooling_is_a_weighted_average_of_cells(hidden):
 
 
 def small_reader() -> sat.ShowAttendTell:
-    return sat.ShowAttendTell(channels=[8, 16, 16], embed=8, hidden=32, attention_dim=16, gate=True, dropout=0.0)
+    return sat.ShowAttendTell(
+        channels=[8, 16, 16], embed=8, hidden=32, attention_dim=16, gate=True, dropout=0.0
+    )
 
 
 def test_encode_decode_strings():
@@ -160,8 +166,9 @@ def test_doubly_stochastic_term_counts_real_steps_only():
 
 def test_ram_shapes_and_locations_in_range():
     torch.manual_seed(0)
-    model = RecurrentAttentionModel(glimpses=4, patch=6, scales=3, hidden=32, glimpse_hidden=16,
-                                    location_hidden=8, core="lstm")
+    model = RecurrentAttentionModel(
+        glimpses=4, patch=6, scales=3, hidden=32, glimpse_hidden=16, location_hidden=8, core="lstm"
+    )
     out = model(torch.rand(5, 1, 60, 60))
     assert out.log_probs.shape == (5, 10)
     assert out.locations.shape == out.means.shape == (5, 4, 2)
@@ -172,11 +179,17 @@ def test_ram_shapes_and_locations_in_range():
 def ram_losses(seed: int, steps: int = 80) -> list[float]:
     """Classification losses of a small RAM on ten random 7x7-cell patterns (hybrid loss, Adam 3e-3)."""
     torch.manual_seed(seed)
-    cells = np.random.default_rng(seed).random((10, 7, 7)) > 0.5  # ten random 7x7 patterns, 4x4 px per cell
+    cells = (
+        np.random.default_rng(seed).random((10, 7, 7)) > 0.5
+    )  # ten random 7x7 patterns, 4x4 px per cell
     digits = (cells.repeat(4, axis=1).repeat(4, axis=2) * 255).astype(np.uint8)
-    images = torch.from_numpy(digits).float().div(255).unsqueeze(1).repeat(3, 1, 1, 1)  # (30, 1, 28, 28)
+    images = (
+        torch.from_numpy(digits).float().div(255).unsqueeze(1).repeat(3, 1, 1, 1)
+    )  # (30, 1, 28, 28)
     targets = torch.arange(10).repeat(3)
-    model = RecurrentAttentionModel(glimpses=3, patch=8, scales=2, hidden=64, glimpse_hidden=32, location_hidden=16)
+    model = RecurrentAttentionModel(
+        glimpses=3, patch=8, scales=2, hidden=64, glimpse_hidden=32, location_hidden=16
+    )
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
     losses = []
     for _ in range(steps):
@@ -238,7 +251,9 @@ def test_attention_pictures_are_written(tmp_path):
     image = np.zeros((32, 120), dtype=np.uint8)
     image[4:28, 10:30] = 255
     maps = np.random.default_rng(0).random((3, 4, 15))
-    fig = visual.attention_grid(image, maps, ["1", "2", "<eos>"], path=tmp_path / "a.png", suptitle="pred 12")
+    fig = visual.attention_grid(
+        image, maps, ["1", "2", "<eos>"], path=tmp_path / "a.png", suptitle="pred 12"
+    )
     assert len([ax for ax in fig.axes if ax.images]) == 4  # the image + one overlay per step
     check_png(tmp_path / "a.png")
     gif = visual.attention_gif(image, maps, None, tmp_path / "a.gif")
@@ -249,7 +264,9 @@ def test_attention_pictures_are_written(tmp_path):
 def test_glimpse_pictures_are_written(tmp_path):
     image = np.random.default_rng(0).random((60, 60))
     centres = np.array([[30, 30], [10, 50], [55, 5]], dtype=float)
-    boxes = np.array([[[c[0] - 6, c[1] - 6, 12], [c[0] - 12, c[1] - 12, 24]] for c in centres])  # (G, k, 3)
+    boxes = np.array(
+        [[[c[0] - 6, c[1] - 6, 12], [c[0] - 12, c[1] - 12, 24]] for c in centres]
+    )  # (G, k, 3)
     visual.glimpse_grid(image, centres, boxes, path=tmp_path / "g.png")
     check_png(tmp_path / "g.png")
     check_gif(visual.glimpse_gif(image, centres, boxes, None, tmp_path / "g.gif"), 3)

@@ -41,7 +41,7 @@ def make_record(source="forty two", output="42", reference="42", seed=0, **kw) -
 def records():
     return [
         make_record(score=-0.25),
-        make_record("a <b> & \"c\"", "x</script><y>", reference="zz", seed=1),
+        make_record('a <b> & "c"', "x</script><y>", reference="zz", seed=1),
         make_record("seven", "7", reference=None, seed=2),
     ]
 
@@ -170,8 +170,9 @@ def test_png_written(tmp_path):
 
 
 def test_svg_keeps_token_text(tmp_path):
-    record = AttentionRecord("hello world", ["hello", "world"], "hallo", ["hallo"],
-                             np.array([[0.3, 0.7]]))
+    record = AttentionRecord(
+        "hello world", ["hello", "world"], "hallo", ["hallo"], np.array([[0.3, 0.7]])
+    )
     path = save_heatmap(record, tmp_path / "h.svg")
     svg = path.read_text()
     assert svg.lstrip().startswith(("<?xml", "<svg"))
@@ -293,7 +294,8 @@ def test_threads_do_not_interfere(tmp_path):
 
 def embedded_data(page: str) -> dict:
     match = re.search(
-        r'<script type="application/json" id="attnkit-data">(.*?)</script>', page, re.S)
+        r'<script type="application/json" id="attnkit-data">(.*?)</script>', page, re.S
+    )
     assert match, "no embedded JSON"
     return json.loads(match.group(1))
 
@@ -303,13 +305,15 @@ def report_page(tmp_path_factory):
     """One report shared by the tests below (rendering its PNGs is the slow part)."""
     records = [
         make_record(score=-0.25),
-        make_record("a <b> & \"c\"", "x</script><y>", reference="zz", seed=1),
+        make_record('a <b> & "c"', "x</script><y>", reference="zz", seed=1),
         make_record("seven", "7", reference=None, seed=2),
     ]
     path = write_report(
-        tmp_path_factory.mktemp("report") / "out/report.html", "Run <1> & co",
+        tmp_path_factory.mktemp("report") / "out/report.html",
+        "Run <1> & co",
         {"bleu": 31.234567, "acc": 0.5, "dev": {"loss": 1.25}, "steps": 1200},
-        records, config={"model": {"hidden": 64, "attention": "bahdanau"}},
+        records,
+        config={"model": {"hidden": 64, "attention": "bahdanau"}},
         notes="tiny <i>run</i>",
     )
     return records, path.read_text(encoding="utf-8")
@@ -319,8 +323,8 @@ def test_report_escapes_user_text(report_page):
     _, page = report_page
     assert page.startswith("<!DOCTYPE html>")
     assert "<title>Run &lt;1&gt; &amp; co</title>" in page
-    assert "a &lt;b&gt; &amp; &quot;c&quot;" in page          # source, escaped
-    assert "x&lt;/script&gt;&lt;y&gt;" in page                # output, escaped
+    assert "a &lt;b&gt; &amp; &quot;c&quot;" in page  # source, escaped
+    assert "x&lt;/script&gt;&lt;y&gt;" in page  # output, escaped
     assert "<b>" not in page and "<i>run" not in page
     # exactly one </script> per script tag: user text cannot break out
     assert page.count("</script>") == 2
@@ -330,7 +334,7 @@ def test_report_shows_metrics_config_and_marks(report_page):
     _, page = report_page
     assert "31.23" in page and "dev.loss" in page and "1,200" in page
     assert "<details>" in page and "&quot;bahdanau&quot;" in page
-    assert page.count("✓ right") == 1 and page.count("✗ wrong") == 1   # third has no reference
+    assert page.count("✓ right") == 1 and page.count("✗ wrong") == 1  # third has no reference
     assert page.count('class="ex"') == 3
     assert "score -0.250" in page
 

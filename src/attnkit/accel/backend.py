@@ -59,8 +59,11 @@ class Backend:
     def describe(self, rnn: str | None = None) -> str:
         """One line for the log, e.g. "backend: native (AVX2/FMA kernels), handwritten backward
         loop, GRU"."""
-        kind = {"nn": "nn.GRU/nn.LSTM per step", "fused": "fused cells",
-                "native": "AVX2/FMA kernels"}[self.cell]
+        kind = {
+            "nn": "nn.GRU/nn.LSTM per step",
+            "fused": "fused cells",
+            "native": "AVX2/FMA kernels",
+        }[self.cell]
         parts = [f"backend: {self.name} ({kind})"]
         if self.handwritten_loop:
             parts.append("handwritten backward loop")
@@ -73,8 +76,11 @@ class Backend:
 
     def record(self) -> dict:
         """What checkpoints and metrics keep of it."""
-        return {"name": self.name, "requested": self.requested or self.name,
-                "describe": self.describe()}
+        return {
+            "name": self.name,
+            "requested": self.requested or self.name,
+            "describe": self.describe(),
+        }
 
 
 REFERENCE = Backend("reference")
@@ -84,8 +90,9 @@ COMPILE = Backend("compile", cell="fused", compiled=True)
 DEFAULT = Backend("native", cell="native", handwritten_loop=True, requested="auto")
 
 
-def resolve(requested: str, device: torch.device | str = "cpu",
-            dtype: torch.dtype = torch.float32) -> Backend:
+def resolve(
+    requested: str, device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32
+) -> Backend:
     """The backend ``requested`` (one of :data:`BACKENDS`) becomes on ``device`` for weights of
     ``dtype``. ``native`` off a CPU falls back to ``fused``, and without its kernels (another
     CPU, no compiler, ATTNKIT_NATIVE=0, float64) keeps the handwritten loops in torch; the
@@ -104,12 +111,21 @@ def resolve(requested: str, device: torch.device | str = "cpu",
     if chosen == "compile":
         return Backend("compile", cell="fused", compiled=True, requested=requested)
     if device.type != "cpu":
-        return Backend("fused", cell="fused", requested=requested,
-                       note=f"native runs on the CPU only; fused on {device.type}")
+        return Backend(
+            "fused",
+            cell="fused",
+            requested=requested,
+            note=f"native runs on the CPU only; fused on {device.type}",
+        )
     why = native.unavailable()
     if why is None and dtype != torch.float32:
         why = f"the kernels take float32, the weights are {str(dtype).replace('torch.', '')}"
     if why is not None:
-        return Backend("native", cell="fused", handwritten_loop=True, requested=requested,
-                       note=f"C kernels not used: {why}")
+        return Backend(
+            "native",
+            cell="fused",
+            handwritten_loop=True,
+            requested=requested,
+            note=f"C kernels not used: {why}",
+        )
     return Backend("native", cell="native", handwritten_loop=True, requested=requested)

@@ -30,7 +30,9 @@ def add_hidden_matmul(direct: Tensor | None, d_gates_h: Tensor, w_hh: Tensor) ->
     """d h_prev = the elementwise part (or nothing) + d_gates_h W_hh; batched over a leading direction dim
     when ``w_hh`` is (D, G*H, H)."""
     if w_hh.dim() == 3:
-        return torch.bmm(d_gates_h, w_hh) if direct is None else torch.baddbmm(direct, d_gates_h, w_hh)
+        return (
+            torch.bmm(d_gates_h, w_hh) if direct is None else torch.baddbmm(direct, d_gates_h, w_hh)
+        )
     return torch.mm(d_gates_h, w_hh) if direct is None else torch.addmm(direct, d_gates_h, w_hh)
 
 
@@ -50,9 +52,19 @@ def native_gru_applies(lstm: bool, *tensors: Tensor) -> bool:
     return not lstm and native.fits_rows(*tensors)
 
 
-def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c_prev: Tensor | None,
-                 gates: Tensor, extra: Tensor, h_out: Tensor, c_out: Tensor | None, native_gru: bool = False,
-                 hidden_bias: Tensor | None = None) -> None:
+def cell_forward(
+    lstm: bool,
+    gates_x: Tensor,
+    gates_h: Tensor,
+    h_prev: Tensor,
+    c_prev: Tensor | None,
+    gates: Tensor,
+    extra: Tensor,
+    h_out: Tensor,
+    c_out: Tensor | None,
+    native_gru: bool = False,
+    hidden_bias: Tensor | None = None,
+) -> None:
     """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM, the new
     c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra`` (pass None): its
     backward reads h_n from ``gates_h``, which the caller keeps. ``native_gru``: the compiled kernel
@@ -63,27 +75,40 @@ def cell_forward(lstm: bool, gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, c
         native.run_gru_forward(gates_x, gates_h, h_prev, gates, h_out, hidden_bias)
         return
     if hidden_bias is not None:
-        raise ValueError("hidden_bias is for the native GRU kernel; torch's path takes b_hh inside gates_h")
+        raise ValueError(
+            "hidden_bias is for the native GRU kernel; torch's path takes b_hh inside gates_h"
+        )
     hidden = h_out.size(-1)
     if lstm:
         torch.add(gates_x, gates_h, out=gates)
         gates[..., : 2 * hidden].sigmoid_()  # i, f
-        gates[..., 2 * hidden: 3 * hidden].tanh_()  # g
-        gates[..., 3 * hidden:].sigmoid_()  # o
+        gates[..., 2 * hidden : 3 * hidden].tanh_()  # g
+        gates[..., 3 * hidden :].sigmoid_()  # o
         i, f, g, o = gates.chunk(4, -1)
         torch.addcmul(f * c_prev, i, g, out=c_out)
         torch.tanh(c_out, out=extra)
         torch.mul(o, extra, out=h_out)
         return
-    torch.add(gates_x[..., : 2 * hidden], gates_h[..., : 2 * hidden], out=gates[..., : 2 * hidden]).sigmoid_()
+    torch.add(
+        gates_x[..., : 2 * hidden], gates_h[..., : 2 * hidden], out=gates[..., : 2 * hidden]
+    ).sigmoid_()
     r, z, n = gates.chunk(3, -1)
-    torch.addcmul(gates_x[..., 2 * hidden:], r, gates_h[..., 2 * hidden:], out=n).tanh_()
+    torch.addcmul(gates_x[..., 2 * hidden :], r, gates_h[..., 2 * hidden :], out=n).tanh_()
     torch.addcmul(n, z, h_prev - n, out=h_out)  # (1 - z) n + z h
 
 
-def cell_backward(lstm: bool, d_h: Tensor, d_c: Tensor | None, gates: Tensor, extra: Tensor, h_prev: Tensor,
-                  c_prev: Tensor | None, d_gates_x: Tensor, d_gates_h: Tensor, native_gru: bool = False
-                  ) -> tuple[Tensor, Tensor | None]:
+def cell_backward(
+    lstm: bool,
+    d_h: Tensor,
+    d_c: Tensor | None,
+    gates: Tensor,
+    extra: Tensor,
+    h_prev: Tensor,
+    c_prev: Tensor | None,
+    d_gates_x: Tensor,
+    d_gates_h: Tensor,
+    native_gru: bool = False,
+) -> tuple[Tensor, Tensor | None]:
     """Backward of one step given d_h (and d_c, LSTM) with respect to the new state.
 
     ``extra``: tanh(c') for an LSTM, the hidden gates (..., G*H) of the step for a GRU. Writes the
@@ -108,10 +133,12 @@ def cell_backward(lstm: bool, d_h: Tensor, d_c: Tensor | None, gates: Tensor, ex
     hidden = d_h.size(-1)
     r, z, n = gates.chunk(3, -1)
     dr, dz, dn = d_gates_x.chunk(3, -1)
-    d_h_z = d_h * z  # the part that reaches h_prev directly, and d_h (1 - z) = d_h - d_h_z reaches n
+    d_h_z = (
+        d_h * z
+    )  # the part that reaches h_prev directly, and d_h (1 - z) = d_h - d_h_z reaches n
     tanh_grad(d_h - d_h_z, n, dn)
-    sigmoid_grad(dn * extra[..., 2 * hidden:], r, dr)
+    sigmoid_grad(dn * extra[..., 2 * hidden :], r, dr)
     sigmoid_grad(d_h * (h_prev - n), z, dz)
     d_gates_h[..., : 2 * hidden] = d_gates_x[..., : 2 * hidden]
-    torch.mul(dn, r, out=d_gates_h[..., 2 * hidden:])
+    torch.mul(dn, r, out=d_gates_h[..., 2 * hidden :])
     return d_h_z, None

@@ -46,8 +46,14 @@ def cell_weights(rnn: nn.RNNBase, embedding_dim: int) -> CellWeights:
     return out
 
 
-def fused_step(rnn: nn.RNNBase, x_proj_t: Tensor, extra: Tensor | None, rnn_state: Any,
-               weights: CellWeights, training: bool) -> tuple[Tensor, Any]:
+def fused_step(
+    rnn: nn.RNNBase,
+    x_proj_t: Tensor,
+    extra: Tensor | None,
+    rnn_state: Any,
+    weights: CellWeights,
+    training: bool,
+) -> tuple[Tensor, Any]:
     """One step of ``rnn`` on [emb_t; extra] given x_proj_t = project_inputs(emb_t) (B, G*H)
     -> (top layer's output (B, H), new state: (L, B, H), or a pair of them for an LSTM)."""
     if extra is None:  # nothing depends on the previous step: zero-width input
@@ -74,8 +80,16 @@ def fused_step(rnn: nn.RNNBase, x_proj_t: Tensor, extra: Tensor | None, rnn_stat
     return new_h[-1], ((h_stack, torch.stack(new_c)) if lstm else h_stack)
 
 
-def _cuda_cell_step(lstm: bool, inp: Tensor, x_proj: Tensor, h: Tensor, c: Tensor | None,
-                    w_ih: Tensor, w_hh: Tensor, b_hh: Tensor) -> tuple[Tensor, Tensor | None]:
+def _cuda_cell_step(
+    lstm: bool,
+    inp: Tensor,
+    x_proj: Tensor,
+    h: Tensor,
+    c: Tensor | None,
+    w_ih: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor,
+) -> tuple[Tensor, Tensor | None]:
     """One LSTM/GRU cell step on CUDA whose input gates get a per-row bias x_proj (B, G*H).
 
     ``torch.lstm_cell``/``gru_cell`` on CUDA require 1-D biases, so the gates are formed here and

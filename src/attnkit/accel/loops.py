@@ -38,15 +38,22 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
+from attnkit.accel.cell_math import (
+    add_hidden_matmul,
+    cell_backward,
+    cell_forward,
+    gate_count,
+    native_gru_applies,
+    tanh_grad,
+)
 from attnkit.accel.cells import cell_weights, project_inputs
-from attnkit.accel.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
-                                     native_gru_applies, tanh_grad)
 from attnkit.accel.native import covers, run_additive_backward, run_additive_energies
 from attnkit.data.vocab import PAD_ID
 
 
-def teacher_force(decoder, spec: "LoopSpec", tgt_in: Tensor, emb: Tensor, state, memory
-                  ) -> tuple[Tensor, Tensor]:
+def teacher_force(
+    decoder, spec: LoopSpec, tgt_in: Tensor, emb: Tensor, state, memory
+) -> tuple[Tensor, Tensor]:
     """A one-layer decoder's teacher forcing through the loop: tgt_in (B, T), emb (B, T, E) ->
     logits (B, T, V), weights (B, T, S). ``decoder``: an :class:`attnkit.models.seq2seq.Decoder`
     whose attention gave ``spec``; state and memory its DecoderState and Memory. Positions past a
@@ -63,8 +70,9 @@ def teacher_force(decoder, spec: "LoopSpec", tgt_in: Tensor, emb: Tensor, state,
     if bahdanau:  # the output layer reads [s_t; c_t; y_{t-1}]: its y part for all steps at once
         split = decoder.hidden + keys.size(-1)
         w_sc = decoder.combine.weight[:, :split]
-        emb_out = F.linear(emb.transpose(0, 1), decoder.combine.weight[:, split:],
-                           decoder.combine.bias)  # (T, B, H)
+        emb_out = F.linear(
+            emb.transpose(0, 1), decoder.combine.weight[:, split:], decoder.combine.bias
+        )  # (T, B, H)
     else:
         feed0 = state.feed  # (B, H), h~_0
     lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
@@ -81,12 +89,44 @@ def teacher_force(decoder, spec: "LoopSpec", tgt_in: Tensor, emb: Tensor, state,
     active = (lengths.unsqueeze(0) > positions).sum(1).tolist()
     w_q, v = spec.query_weight, spec.v
     if bahdanau:
-        out, weights = run_bahdanau_loop(spec, x_proj, emb_out, h0, c0, keys, projected, mask, keep,
-                                         w_rest, w_hh, b_hh, w_q, v, w_sc, active)
+        out, weights = run_bahdanau_loop(
+            spec,
+            x_proj,
+            emb_out,
+            h0,
+            c0,
+            keys,
+            projected,
+            mask,
+            keep,
+            w_rest,
+            w_hh,
+            b_hh,
+            w_q,
+            v,
+            w_sc,
+            active,
+        )
     else:
-        out, weights = run_loop(spec, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_rest,
-                                w_hh, b_hh, w_q, v, decoder.combine.weight, decoder.combine.bias,
-                                active)
+        out, weights = run_loop(
+            spec,
+            x_proj,
+            h0,
+            c0,
+            feed0,
+            keys,
+            projected,
+            mask,
+            keep,
+            w_rest,
+            w_hh,
+            b_hh,
+            w_q,
+            v,
+            decoder.combine.weight,
+            decoder.combine.bias,
+            active,
+        )
     if order is not None:
         restore = torch.argsort(order)
         out, weights = out[:, restore], weights[:, restore]
@@ -109,15 +149,30 @@ class LoopSpec:
     v: Tensor | None = None
 
     @classmethod
-    def of(cls, lstm: bool, score) -> "LoopSpec":
+    def of(cls, lstm: bool, score) -> LoopSpec:
         """From an attention's :class:`attnkit.attention.modules.ScoreSpec`."""
         return cls(lstm, score.kind == "additive", score.scale, score.query_weight, score.v)
 
 
-def run_loop(spec: LoopSpec, x_proj: Tensor, h0: Tensor, c0: Tensor | None, feed0: Tensor, keys: Tensor,
-             projected: Tensor, mask: Tensor, keep: Tensor | None, w_feed: Tensor, w_hh: Tensor, b_hh: Tensor,
-             w_q: Tensor | None, v: Tensor | None, w_c: Tensor, b_c: Tensor, active: list[int]
-             ) -> tuple[Tensor, Tensor]:
+def run_loop(
+    spec: LoopSpec,
+    x_proj: Tensor,
+    h0: Tensor,
+    c0: Tensor | None,
+    feed0: Tensor,
+    keys: Tensor,
+    projected: Tensor,
+    mask: Tensor,
+    keep: Tensor | None,
+    w_feed: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor,
+    w_q: Tensor | None,
+    v: Tensor | None,
+    w_c: Tensor,
+    b_c: Tensor,
+    active: list[int],
+) -> tuple[Tensor, Tensor]:
     """The whole teacher-forced loop.
 
     x_proj (T, B, G*H) with b_ih inside; h0, c0, feed0 (B, H) (c0 None for a GRU); keys (B, S, Dk) the values
@@ -128,15 +183,45 @@ def run_loop(spec: LoopSpec, x_proj: Tensor, h0: Tensor, c0: Tensor | None, feed
     the rows past their target.
     """
     _check_active(active)
-    return _TeacherForcingLoop.apply(spec, tuple(active), x_proj, h0, _or_empty(c0, h0), feed0, keys, projected,
-                                     mask, _or_empty(keep, h0), w_feed, w_hh, b_hh, _or_empty(w_q, h0),
-                                     _or_empty(v, h0), w_c, b_c)
+    return _TeacherForcingLoop.apply(
+        spec,
+        tuple(active),
+        x_proj,
+        h0,
+        _or_empty(c0, h0),
+        feed0,
+        keys,
+        projected,
+        mask,
+        _or_empty(keep, h0),
+        w_feed,
+        w_hh,
+        b_hh,
+        _or_empty(w_q, h0),
+        _or_empty(v, h0),
+        w_c,
+        b_c,
+    )
 
 
-def run_bahdanau_loop(spec: LoopSpec, x_proj: Tensor, comb_x: Tensor, h0: Tensor, c0: Tensor | None, keys: Tensor,
-                      projected: Tensor, mask: Tensor, keep: Tensor | None, w_ctx: Tensor, w_hh: Tensor,
-                      b_hh: Tensor, w_q: Tensor | None, v: Tensor | None, w_sc: Tensor, active: list[int]
-                      ) -> tuple[Tensor, Tensor]:
+def run_bahdanau_loop(
+    spec: LoopSpec,
+    x_proj: Tensor,
+    comb_x: Tensor,
+    h0: Tensor,
+    c0: Tensor | None,
+    keys: Tensor,
+    projected: Tensor,
+    mask: Tensor,
+    keep: Tensor | None,
+    w_ctx: Tensor,
+    w_hh: Tensor,
+    b_hh: Tensor,
+    w_q: Tensor | None,
+    v: Tensor | None,
+    w_sc: Tensor,
+    active: list[int],
+) -> tuple[Tensor, Tensor]:
     """The whole teacher-forced loop of the Bahdanau-style decoder (one layer):
 
         a_t, c_t = attention(s_{t-1});  s_t = cell([y_{t-1}; c_t], s_{t-1});  out_t = tanh(W [s_t; c_t; y_{t-1}] + b)
@@ -147,8 +232,24 @@ def run_bahdanau_loop(spec: LoopSpec, x_proj: Tensor, comb_x: Tensor, h0: Tensor
     (dropout applied) and the attention weights (T, B, S), zero past each target.
     """
     _check_active(active)
-    return _BahdanauLoop.apply(spec, tuple(active), x_proj, comb_x, h0, _or_empty(c0, h0), keys, projected, mask,
-                               _or_empty(keep, h0), w_ctx, w_hh, b_hh, _or_empty(w_q, h0), _or_empty(v, h0), w_sc)
+    return _BahdanauLoop.apply(
+        spec,
+        tuple(active),
+        x_proj,
+        comb_x,
+        h0,
+        _or_empty(c0, h0),
+        keys,
+        projected,
+        mask,
+        _or_empty(keep, h0),
+        w_ctx,
+        w_hh,
+        b_hh,
+        _or_empty(w_q, h0),
+        _or_empty(v, h0),
+        w_sc,
+    )
 
 
 def _check_active(active: list[int]) -> None:
@@ -197,8 +298,16 @@ class _Forward:
     h_{t-1} W_hh^T + b_hh, whose n part r multiplies.
     """
 
-    def __init__(self, spec: LoopSpec, x_proj: Tensor, keys: Tensor, projected: Tensor, hidden: int,
-                 query_dim: int, active: tuple[int, ...]):
+    def __init__(
+        self,
+        spec: LoopSpec,
+        x_proj: Tensor,
+        keys: Tensor,
+        projected: Tensor,
+        hidden: int,
+        query_dim: int,
+        active: tuple[int, ...],
+    ):
         steps, batch, _ = x_proj.shape
         new = x_proj.new_empty
 
@@ -209,50 +318,108 @@ class _Forward:
         self.extra = new(steps, batch, hidden if spec.lstm else self.gates.size(-1))
         self.cells = new(steps, batch, hidden) if spec.lstm else None
         self.queries = zeros(steps, batch, query_dim) if query_dim else None
-        self.energies = new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
-        self.kernel: bool | None = None  # additive energies by attnkit.accel.native: decided at the first step
+        self.energies = (
+            new(steps, batch, keys.size(1), projected.size(-1)) if spec.additive else None
+        )
+        self.kernel: bool | None = (
+            None  # additive energies by attnkit.accel.native: decided at the first step
+        )
         self.native_gru: bool | None = None  # GRU steps by attnkit.accel.native: likewise
         self.weights = zeros(steps, batch, keys.size(1))
         self.combined = new(steps, batch, hidden)  # tanh(...) before dropout
         self.out = zeros(steps, batch, hidden)
 
-    def cell(self, spec: LoopSpec, t: int, gates_x: Tensor, h: Tensor, c: Tensor | None, w_hh_t: Tensor,
-             b_hh: Tensor, states: Tensor) -> None:
+    def cell(
+        self,
+        spec: LoopSpec,
+        t: int,
+        gates_x: Tensor,
+        h: Tensor,
+        c: Tensor | None,
+        w_hh_t: Tensor,
+        b_hh: Tensor,
+        states: Tensor,
+    ) -> None:
         """Step t of the RNN cell for the n = len(h) active rows: writes states[t, :n] (and cells[t, :n])."""
         n = h.size(0)
         if spec.lstm:
             gates_h = torch.addmm(b_hh, h, w_hh_t)
-            cell_forward(True, gates_x, gates_h, h, c[:n], self.gates[t, :n], self.extra[t, :n], states[t, :n],
-                         self.cells[t, :n])
+            cell_forward(
+                True,
+                gates_x,
+                gates_h,
+                h,
+                c[:n],
+                self.gates[t, :n],
+                self.extra[t, :n],
+                states[t, :n],
+                self.cells[t, :n],
+            )
         else:
-            if self.native_gru is None:  # the buffers keep their layout over the steps: checked once
-                self.native_gru = native_gru_applies(False, gates_x, h, self.extra[t, :n], self.gates[t, :n],
-                                                     states[t, :n], b_hh)
+            if (
+                self.native_gru is None
+            ):  # the buffers keep their layout over the steps: checked once
+                self.native_gru = native_gru_applies(
+                    False, gates_x, h, self.extra[t, :n], self.gates[t, :n], states[t, :n], b_hh
+                )
             if self.native_gru:  # the kernel adds b_hh: addmm would first copy it into its output
                 gates_h = torch.mm(h, w_hh_t, out=self.extra[t, :n])
-                cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None,
-                             native_gru=True, hidden_bias=b_hh)
+                cell_forward(
+                    False,
+                    gates_x,
+                    gates_h,
+                    h,
+                    None,
+                    self.gates[t, :n],
+                    None,
+                    states[t, :n],
+                    None,
+                    native_gru=True,
+                    hidden_bias=b_hh,
+                )
             else:
                 gates_h = torch.addmm(b_hh, h, w_hh_t, out=self.extra[t, :n])
-                cell_forward(False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None)
+                cell_forward(
+                    False, gates_x, gates_h, h, None, self.gates[t, :n], None, states[t, :n], None
+                )
 
-    def attend(self, spec: LoopSpec, t: int, h: Tensor, w_q_t: Tensor | None, keys: Tensor, projected: Tensor,
-               v: Tensor, blocked: Tensor, allowed: Tensor) -> Tensor:
+    def attend(
+        self,
+        spec: LoopSpec,
+        t: int,
+        h: Tensor,
+        w_q_t: Tensor | None,
+        keys: Tensor,
+        projected: Tensor,
+        v: Tensor,
+        blocked: Tensor,
+        allowed: Tensor,
+    ) -> Tensor:
         """Step t's attention for the n = len(h) active rows queried by h (n, H): writes the weights and
         returns the context (n, Dk)."""
         n = h.size(0)
         q = h if w_q_t is None else torch.mm(h, w_q_t, out=self.queries[t, :n])
         if spec.additive:
             e = self.energies[t, :n]  # (n, S, A): tanh(q + P), kept for the backward
-            if self.kernel is None:  # dtype, device and buffers stay the same over the steps: checked once
+            if (
+                self.kernel is None
+            ):  # dtype, device and buffers stay the same over the steps: checked once
                 self.kernel = covers(q.unsqueeze(1), projected[:n], v)
-            if self.kernel and q.is_contiguous():  # (without w_q, the Bahdanau loop's query is a strided view)
-                scores = run_additive_energies(q.unsqueeze(1), projected[:n], v, e.unsqueeze(1)).squeeze(1)
+            if (
+                self.kernel and q.is_contiguous()
+            ):  # (without w_q, the Bahdanau loop's query is a strided view)
+                scores = run_additive_energies(
+                    q.unsqueeze(1), projected[:n], v, e.unsqueeze(1)
+                ).squeeze(1)
             else:
-                scores = torch.matmul(torch.add(projected[:n], q.unsqueeze(1), out=e).tanh_(), v)  # (n, S)
+                scores = torch.matmul(
+                    torch.add(projected[:n], q.unsqueeze(1), out=e).tanh_(), v
+                )  # (n, S)
         else:
             scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(spec.scale)
-        a = torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(allowed[:n])
+        a = torch.softmax(scores.masked_fill_(blocked[:n], torch.finfo(q.dtype).min), -1).mul_(
+            allowed[:n]
+        )
         self.weights[t, :n] = a
         return torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
 
@@ -278,24 +445,45 @@ class _Backward:
     """The gradient buffers both loops fill step by step, then reduce with one matmul each (rows past a target
     are zero)."""
 
-    def __init__(self, spec: LoopSpec, fwd: _Forward, projected: Tensor, context_dim: int, active: tuple[int, ...]):
+    def __init__(
+        self,
+        spec: LoopSpec,
+        fwd: _Forward,
+        projected: Tensor,
+        context_dim: int,
+        active: tuple[int, ...],
+    ):
         steps, batch, hidden = fwd.out.shape
 
         def zeros(*shape):
             return _zeros_past_targets(fwd.out.new_empty, shape, active)
 
         self.gates_x = zeros(*fwd.gates.shape)  # also the gradient of x_proj
-        self.gates_h = self.gates_x if spec.lstm else zeros(*fwd.gates.shape)  # GRU: the n part differs (times r)
+        self.gates_h = (
+            self.gates_x if spec.lstm else zeros(*fwd.gates.shape)
+        )  # GRU: the n part differs (times r)
         self.combined = zeros(steps, batch, hidden)  # before tanh
         self.context = zeros(steps, batch, context_dim)
         self.scores = zeros(*fwd.weights.shape)
         self.queries = zeros(*fwd.queries.shape) if fwd.queries is not None else None
-        self.projected = torch.zeros_like(projected) if spec.additive else None  # accumulated over the steps
+        self.projected = (
+            torch.zeros_like(projected) if spec.additive else None
+        )  # accumulated over the steps
         self.v = projected.new_zeros(1, projected.size(-1)) if spec.additive else None
         self.e_grad = torch.empty_like(projected) if spec.additive and not fwd.kernel else None
 
-    def cell(self, spec: LoopSpec, fwd: _Forward, t: int, d_state: Tensor, d_c: Tensor | None, states: Tensor,
-             h0: Tensor, c0: Tensor, w_hh: Tensor) -> Tensor:
+    def cell(
+        self,
+        spec: LoopSpec,
+        fwd: _Forward,
+        t: int,
+        d_state: Tensor,
+        d_c: Tensor | None,
+        states: Tensor,
+        h0: Tensor,
+        c0: Tensor,
+        w_hh: Tensor,
+    ) -> Tensor:
         """Backward through step t's cell for the n = len(d_state) active rows, given d_state (n, H) with
         respect to its new state: writes the gate gradients, updates d_c[:n] (LSTM) in place and returns
         d h_{t-1} (n, H) through the cell."""
@@ -304,22 +492,43 @@ class _Backward:
         c_prev = (fwd.cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
         dgx = self.gates_x[t, :n]
         dgh = dgx if spec.lstm else self.gates_h[t, :n]
-        direct, d_c_prev = cell_backward(spec.lstm, d_state, d_c[:n] if spec.lstm else None, fwd.gates[t, :n],
-                                         fwd.extra[t, :n], h_prev, c_prev, dgx, dgh,
-                                         native_gru=bool(fwd.native_gru))  # d_state: a fresh, contiguous tensor
+        direct, d_c_prev = cell_backward(
+            spec.lstm,
+            d_state,
+            d_c[:n] if spec.lstm else None,
+            fwd.gates[t, :n],
+            fwd.extra[t, :n],
+            h_prev,
+            c_prev,
+            dgx,
+            dgh,
+            native_gru=bool(fwd.native_gru),
+        )  # d_state: a fresh, contiguous tensor
         if spec.lstm:
             d_c[:n] = d_c_prev
         return add_hidden_matmul(direct, dgh, w_hh)
 
-    def attend(self, spec: LoopSpec, fwd: _Forward, t: int, d_context: Tensor, d_query_state: Tensor,
-               w_q: Tensor | None, keys: Tensor, projected: Tensor, v: Tensor) -> Tensor:
+    def attend(
+        self,
+        spec: LoopSpec,
+        fwd: _Forward,
+        t: int,
+        d_context: Tensor,
+        d_query_state: Tensor,
+        w_q: Tensor | None,
+        keys: Tensor,
+        projected: Tensor,
+        v: Tensor,
+    ) -> Tensor:
         """Backward of step t's attention from d_context (n, Dk): adds d(query state) to ``d_query_state``
         (n, H) and returns it. Writes the score gradients (zero where masked); for additive scores, adds this
         step's part of d P and d v. The key gradients through the contexts wait for :meth:`memory`."""
         n = d_context.size(0)
         a = fwd.weights[t, :n]
         d_a = torch.bmm(keys[:n], d_context.unsqueeze(-1)).squeeze(-1)  # (n, S)
-        d_s = torch.mul(a, d_a - (a * d_a).sum(-1, keepdim=True), out=self.scores[t, :n])  # softmax backward
+        d_s = torch.mul(
+            a, d_a - (a * d_a).sum(-1, keepdim=True), out=self.scores[t, :n]
+        )  # softmax backward
         if spec.additive:
             e = fwd.energies[t, :n]
             if fwd.kernel:  # the forward's kernel checks hold for these buffers too
@@ -338,14 +547,20 @@ class _Backward:
             self.queries[t, :n] = d_q
         return torch.addmm(d_query_state, d_q, w_q)
 
-    def memory(self, spec: LoopSpec, fwd: _Forward, query_states: Tensor) -> tuple[Tensor, Tensor, Tensor | None]:
+    def memory(
+        self, spec: LoopSpec, fwd: _Forward, query_states: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor | None]:
         """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each one
         batched matmul over all steps. query_states (T, B, H): what queried at each step."""
         d_keys = torch.bmm(fwd.weights.permute(1, 2, 0), self.context.transpose(0, 1))
         if spec.additive:
             return d_keys, self.projected, self.v.view(-1)
         queries = fwd.queries if fwd.queries is not None else query_states
-        return d_keys, torch.bmm(self.scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale), None
+        return (
+            d_keys,
+            torch.bmm(self.scores.permute(1, 2, 0), queries.transpose(0, 1)).mul_(spec.scale),
+            None,
+        )
 
     def hidden_weights(self, h0: Tensor, states: Tensor) -> tuple[Tensor, Tensor]:
         """d W_hh (G*H, H) and d b_hh (G*H,) over all steps, from the initial state h0 (B, H) and the states
@@ -358,16 +573,35 @@ class _Backward:
 
 
 class _TeacherForcingLoop(torch.autograd.Function):
-
     @staticmethod
-    def forward(ctx, spec: LoopSpec, active, x_proj, h0, c0, feed0, keys, projected, mask, keep, w_feed, w_hh,
-                b_hh, w_q, v, w_c, b_c):
+    def forward(
+        ctx,
+        spec: LoopSpec,
+        active,
+        x_proj,
+        h0,
+        c0,
+        feed0,
+        keys,
+        projected,
+        mask,
+        keep,
+        w_feed,
+        w_hh,
+        b_hh,
+        w_q,
+        v,
+        w_c,
+        b_c,
+    ):
         steps, batch, _ = x_proj.shape
         hidden, dk = h0.size(-1), keys.size(-1)
         keep_or_none = keep if keep.numel() else None
         w_q_t = w_q.t() if w_q.numel() else None
         w_feed_t, w_hh_t, w_c_t = w_feed.t(), w_hh.t(), w_c.t()
-        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active)
+        fwd = _Forward(
+            spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active
+        )
         # [c_t; h_t] for every step: the combine layer's input, and h_t (a view) for the next step.
         ctx_h = _zeros_past_targets(x_proj.new_empty, (steps, batch, dk + hidden), active)
         states = ctx_h[..., dk:]  # (T, B, H)
@@ -378,13 +612,17 @@ class _TeacherForcingLoop(torch.autograd.Function):
             gates_x = torch.addmm(x_proj[t, :n], feed[:n], w_feed_t)
             fwd.cell(spec, t, gates_x, h[:n], c, w_hh_t, b_hh, states)
             h, c = states[t], fwd.cells[t] if spec.lstm else None
-            ctx_h[t, :n, :dk] = fwd.attend(spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed)
+            ctx_h[t, :n, :dk] = fwd.attend(
+                spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed
+            )
             u = torch.addmm(b_c, ctx_h[t, :n], w_c_t, out=fwd.combined[t, :n]).tanh_()
             fwd.output(t, u, keep_or_none)
             feed = fwd.out[t]
         out, weights = fwd.release_outputs()
         ctx.spec, ctx.active, ctx.fwd, ctx.ctx_h = spec, active, fwd, ctx_h
-        ctx.save_for_backward(h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights)
+        ctx.save_for_backward(
+            h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights
+        )
         ctx.mark_non_differentiable(weights)
         return out, weights
 
@@ -392,7 +630,9 @@ class _TeacherForcingLoop(torch.autograd.Function):
     @once_differentiable  # the backward is not itself differentiated
     def backward(ctx, grad_out, _grad_weights):
         spec, active, fwd, ctx_h = ctx.spec, ctx.active, ctx.fwd, ctx.ctx_h
-        h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights = ctx.saved_tensors
+        h0, c0, feed0, keys, projected, keep, w_feed, w_hh, w_q, v, w_c, out, weights = (
+            ctx.saved_tensors
+        )
         fwd.restore_outputs(out, weights)
         steps, batch, hidden = grad_out.shape
         dk = keys.size(-1)
@@ -412,7 +652,9 @@ class _TeacherForcingLoop(torch.autograd.Function):
             d_u = tanh_grad(d_o, fwd.combined[t, :n], bwd.combined[t, :n])
             d_ch = torch.mm(d_u, w_c)  # (n, Dk + H)
             bwd.context[t, :n] = d_ch[:, :dk]
-            d_h_t = bwd.attend(spec, fwd, t, d_ch[:, :dk], d_h[:n] + d_ch[:, dk:], w_q, keys, projected, v)
+            d_h_t = bwd.attend(
+                spec, fwd, t, d_ch[:, :dk], d_h[:n] + d_ch[:, dk:], w_q, keys, projected, v
+            )
             d_h[:n] = bwd.cell(spec, fwd, t, d_h_t, d_c, states, h0, c0, w_hh)
             torch.mm(bwd.gates_x[t, :n], w_feed, out=d_feed[:n])
         # weight and memory gradients: one matmul over all steps each
@@ -422,37 +664,80 @@ class _TeacherForcingLoop(torch.autograd.Function):
         d_b_c = _flat(bwd.combined).sum(0)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, states)  # h_t queries
         d_c0 = d_c if spec.lstm else None
-        return (None, None, bwd.gates_x, d_h, d_c0, d_feed, d_keys, d_projected, None, None, d_w_feed, d_w_hh,
-                d_b_hh, bwd.query_weight(states), d_v, d_w_c, d_b_c)
+        return (
+            None,
+            None,
+            bwd.gates_x,
+            d_h,
+            d_c0,
+            d_feed,
+            d_keys,
+            d_projected,
+            None,
+            None,
+            d_w_feed,
+            d_w_hh,
+            d_b_hh,
+            bwd.query_weight(states),
+            d_v,
+            d_w_c,
+            d_b_c,
+        )
 
 
 class _BahdanauLoop(torch.autograd.Function):
-
     @staticmethod
-    def forward(ctx, spec: LoopSpec, active, x_proj, comb_x, h0, c0, keys, projected, mask, keep, w_ctx, w_hh,
-                b_hh, w_q, v, w_sc):
+    def forward(
+        ctx,
+        spec: LoopSpec,
+        active,
+        x_proj,
+        comb_x,
+        h0,
+        c0,
+        keys,
+        projected,
+        mask,
+        keep,
+        w_ctx,
+        w_hh,
+        b_hh,
+        w_q,
+        v,
+        w_sc,
+    ):
         steps, batch, _ = x_proj.shape
         hidden = h0.size(-1)
         keep_or_none = keep if keep.numel() else None
         w_q_t = w_q.t() if w_q.numel() else None
         w_ctx_t, w_hh_t, w_sc_t = w_ctx.t(), w_hh.t(), w_sc.t()
-        fwd = _Forward(spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active)
+        fwd = _Forward(
+            spec, x_proj, keys, projected, hidden, w_q.size(0) if w_q.numel() else 0, active
+        )
         # [s_t; c_t] for every step: the output layer's input; s_t and c_t are views of it
-        state_ctx = _zeros_past_targets(x_proj.new_empty, (steps, batch, hidden + keys.size(-1)), active)
+        state_ctx = _zeros_past_targets(
+            x_proj.new_empty, (steps, batch, hidden + keys.size(-1)), active
+        )
         states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
         blocked, allowed = ~mask, mask.to(x_proj.dtype)
         h, c = h0, c0
         for t in range(steps):
             n = active[t]
-            contexts[t, :n] = fwd.attend(spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed)  # s_{t-1}
+            contexts[t, :n] = fwd.attend(
+                spec, t, h[:n], w_q_t, keys, projected, v, blocked, allowed
+            )  # s_{t-1}
             gates_x = torch.addmm(x_proj[t, :n], contexts[t, :n], w_ctx_t)
             fwd.cell(spec, t, gates_x, h[:n], c, w_hh_t, b_hh, states)
             h, c = states[t], fwd.cells[t] if spec.lstm else None
-            u = torch.addmm(comb_x[t, :n], state_ctx[t, :n], w_sc_t, out=fwd.combined[t, :n]).tanh_()
+            u = torch.addmm(
+                comb_x[t, :n], state_ctx[t, :n], w_sc_t, out=fwd.combined[t, :n]
+            ).tanh_()
             fwd.output(t, u, keep_or_none)
         out, weights = fwd.release_outputs()
         ctx.spec, ctx.active, ctx.fwd, ctx.state_ctx = spec, active, fwd, state_ctx
-        ctx.save_for_backward(h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, out, weights)
+        ctx.save_for_backward(
+            h0, c0, keys, projected, keep, w_ctx, w_hh, w_q, v, w_sc, out, weights
+        )
         ctx.mark_non_differentiable(weights)
         return out, weights
 
@@ -465,7 +750,9 @@ class _BahdanauLoop(torch.autograd.Function):
         steps, batch, hidden = grad_out.shape
         w_q = w_q if w_q.numel() else None
         states, contexts = state_ctx[..., :hidden], state_ctx[..., hidden:]
-        bwd = _Backward(spec, fwd, projected, keys.size(-1), active)  # bwd.combined is also the gradient of comb_x
+        bwd = _Backward(
+            spec, fwd, projected, keys.size(-1), active
+        )  # bwd.combined is also the gradient of comb_x
         d_h = grad_out.new_zeros(batch, hidden)  # d s_t from step t+1 (its cell and its query)
         d_c = grad_out.new_zeros(batch, hidden) if spec.lstm else None
         for t in reversed(range(steps)):
@@ -475,7 +762,9 @@ class _BahdanauLoop(torch.autograd.Function):
             d_sc = torch.mm(d_u, w_sc)  # (n, H + Dk)
             d_h_prev = bwd.cell(spec, fwd, t, d_h[:n] + d_sc[:, :hidden], d_c, states, h0, c0, w_hh)
             gates_x = bwd.gates_x[t, :n]
-            d_ctx = torch.addmm(d_sc[:, hidden:], gates_x, w_ctx, out=bwd.context[t, :n])  # output layer + RNN
+            d_ctx = torch.addmm(
+                d_sc[:, hidden:], gates_x, w_ctx, out=bwd.context[t, :n]
+            )  # output layer + RNN
             d_h[:n] = bwd.attend(spec, fwd, t, d_ctx, d_h_prev, w_q, keys, projected, v)
         h_prev_all = _previous_states(h0, states)  # s_{t-1}, which also queried at step t
         d_w_ctx = _flat(bwd.gates_x).t() @ _flat(contexts)
@@ -483,5 +772,21 @@ class _BahdanauLoop(torch.autograd.Function):
         d_w_sc = _flat(bwd.combined).t() @ _flat(state_ctx)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, h_prev_all)
         d_c0 = d_c if spec.lstm else None
-        return (None, None, bwd.gates_x, bwd.combined, d_h, d_c0, d_keys, d_projected, None, None, d_w_ctx, d_w_hh,
-                d_b_hh, bwd.query_weight(h_prev_all), d_v, d_w_sc)
+        return (
+            None,
+            None,
+            bwd.gates_x,
+            bwd.combined,
+            d_h,
+            d_c0,
+            d_keys,
+            d_projected,
+            None,
+            None,
+            d_w_ctx,
+            d_w_hh,
+            d_b_hh,
+            bwd.query_weight(h_prev_all),
+            d_v,
+            d_w_sc,
+        )

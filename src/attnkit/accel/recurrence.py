@@ -26,8 +26,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from attnkit.accel.cell_math import (add_hidden_matmul, cell_backward, cell_forward, gate_count,
-                                     native_gru_applies)
+from attnkit.accel.cell_math import (
+    add_hidden_matmul,
+    cell_backward,
+    cell_forward,
+    gate_count,
+    native_gru_applies,
+)
 from attnkit.models.dropout import dropout
 
 
@@ -58,8 +63,15 @@ def over_target(rnn: nn.RNNBase, valid: Tensor, emb: Tensor, rnn_state, training
     for layer in range(rnn.num_layers):
         if layer > 0:  # between layers, as nn.GRU/nn.LSTM apply their dropout
             x = dropout(x, rnn.dropout, training)
-        x, _ = rnn_layer(rnn, layer, x, valid, None, h0[layer: layer + 1],
-                         None if c0 is None else c0[layer: layer + 1])
+        x, _ = rnn_layer(
+            rnn,
+            layer,
+            x,
+            valid,
+            None,
+            h0[layer : layer + 1],
+            None if c0 is None else c0[layer : layer + 1],
+        )
     return x.transpose(0, 1)
 
 
@@ -73,8 +85,15 @@ def reversal_index(lengths: Tensor, steps: int) -> Tensor:
     return torch.where(t < lengths, lengths - 1 - t, t)
 
 
-def rnn_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Tensor | None,
-              h0: Tensor | None = None, c0: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def rnn_layer(
+    rnn: nn.RNNBase,
+    layer: int,
+    x: Tensor,
+    valid: Tensor,
+    reverse: Tensor | None,
+    h0: Tensor | None = None,
+    c0: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """Layer ``layer`` of ``rnn`` (its own parameters) over time-major x (S, B, In).
 
     valid (S, B) float, 1 where t < length; reverse (S, B) from :func:`reversal_index` (None for a
@@ -84,8 +103,10 @@ def rnn_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Te
     """
     lstm = isinstance(rnn, nn.LSTM)
     suffixes = ["", "_reverse"] if rnn.bidirectional else [""]
-    params = [[getattr(rnn, f"{name}_l{layer}{sfx}") for sfx in suffixes]
-              for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+    params = [
+        [getattr(rnn, f"{name}_l{layer}{sfx}") for sfx in suffixes]
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    ]
     w_ih, w_hh, b_ih, b_hh = params
     gates_x = [F.linear(x, w_ih[0], b_ih[0])]  # (S, B, G*H): every step at once
     if reverse is not None:
@@ -96,8 +117,15 @@ def rnn_layer(rnn: nn.RNNBase, layer: int, x: Tensor, valid: Tensor, reverse: Te
         h0 = x.new_zeros(gates_x.size(0), x.size(1), w_hh[0].size(1))
     if c0 is None and lstm:
         c0 = torch.zeros_like(h0)
-    out, final = _Recurrence.apply(lstm, gates_x, torch.stack(w_hh), torch.stack(b_hh), valid, h0,
-                                   h0.new_empty(0) if c0 is None else c0)
+    out, final = _Recurrence.apply(
+        lstm,
+        gates_x,
+        torch.stack(w_hh),
+        torch.stack(b_hh),
+        valid,
+        h0,
+        h0.new_empty(0) if c0 is None else c0,
+    )
     outputs = out.unbind(0)  # (S, B, H) per direction, left aligned
     if reverse is not None:
         backward = outputs[1].gather(0, reverse.unsqueeze(-1).expand_as(outputs[1]))
@@ -127,17 +155,23 @@ class _Recurrence(torch.autograd.Function):
         bias = b_hh.unsqueeze(1)  # (D, 1, G*H)
         keep = valid.unsqueeze(-1)  # (S, B, 1): 1 up to each sequence's end
         carry = 1 - keep  # 1 past the end, where the state is carried unchanged
-        native_gru = native_gru_applies(lstm, gates_x[:, 0], extra[0], states[0], gates[0], out[:, 0], b_hh)
+        native_gru = native_gru_applies(
+            lstm, gates_x[:, 0], extra[0], states[0], gates[0], out[:, 0], b_hh
+        )
         for t in range(steps):
             h_prev = states[t]
             h_new = out[:, t]
             if lstm:
                 gh = torch.baddbmm(bias, h_prev, w_hh_t)  # (D, B, G*H)
                 c_new = new(dirs, batch, hidden)
-                cell_forward(True, gates_x[:, t], gh, h_prev, cells[t], gates[t], extra[t], h_new, c_new)
+                cell_forward(
+                    True, gates_x[:, t], gh, h_prev, cells[t], gates[t], extra[t], h_new, c_new
+                )
             elif native_gru:  # the kernel adds b_hh: baddbmm would first copy it into its output
                 gh = torch.bmm(h_prev, w_hh_t, out=extra[t])
-                cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, True, b_hh)
+                cell_forward(
+                    False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, True, b_hh
+                )
             else:
                 gh = torch.baddbmm(bias, h_prev, w_hh_t, out=extra[t])
                 cell_forward(False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None)
@@ -161,18 +195,34 @@ class _Recurrence(torch.autograd.Function):
         # (D, S, B, G*H), the layout of gates_x and of the weight-gradient matmuls: no copies after the loop
         d_gates_x = grad_out.new_empty(dirs, steps, batch, gates.size(-1))
         d_gates_h = d_gates_x if lstm else torch.empty_like(d_gates_x)
-        d_h = grad_final.clone() if grad_final is not None else grad_out.new_zeros(dirs, batch, hidden)
+        d_h = (
+            grad_final.clone()
+            if grad_final is not None
+            else grad_out.new_zeros(dirs, batch, hidden)
+        )
         d_c = grad_out.new_zeros(dirs, batch, hidden) if lstm else None
         keep = valid.unsqueeze(-1)
         carry = 1 - keep
         for t in reversed(range(steps)):
-            carried = d_h * carry[t]  # the part of d h_t that reaches h_{t-1} unchanged past the end
+            carried = (
+                d_h * carry[t]
+            )  # the part of d h_t that reaches h_{t-1} unchanged past the end
             d_new = (d_h + grad_out[:, t]) * keep[t]
             dgx = d_gates_x[:, t]
             dgh = dgx if lstm else d_gates_h[:, t]
             d_c_new = d_c * keep[t] if lstm else None
-            direct, d_c_prev = cell_backward(lstm, d_new, d_c_new, gates[t], extra[t], states[t],
-                                             cells[t] if lstm else None, dgx, dgh, ctx.native_gru)
+            direct, d_c_prev = cell_backward(
+                lstm,
+                d_new,
+                d_c_new,
+                gates[t],
+                extra[t],
+                states[t],
+                cells[t] if lstm else None,
+                dgx,
+                dgh,
+                ctx.native_gru,
+            )
             d_h = add_hidden_matmul(direct, dgh, w_hh) + carried
             if lstm:
                 d_c = d_c_prev + d_c * carry[t]

@@ -20,7 +20,18 @@ from attnkit.attention.scores import (
 )
 
 __all__ = [
-    "ATTENTION_TYPES", "Attention", "BahdanauAttention", "LuongAttention", "MultiHeadAttention",
-    "ScaledDotAttention", "build_attention", "additive_scores", "attend", "concat_scores",
-    "dot_scores", "general_scores", "masked_softmax", "scaled_dot_scores",
+    "ATTENTION_TYPES",
+    "Attention",
+    "BahdanauAttention",
+    "LuongAttention",
+    "MultiHeadAttention",
+    "ScaledDotAttention",
+    "build_attention",
+    "additive_scores",
+    "attend",
+    "concat_scores",
+    "dot_scores",
+    "general_scores",
+    "masked_softmax",
+    "scaled_dot_scores",
 ]

@@ -43,7 +43,9 @@ _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 def patch_sizes(base: int, scales: int, factor: int) -> list[int]:
     """Widths of the ``scales`` patches: ``base, base*factor, base*factor**2, ...``."""
     if base < 1 or scales < 1 or factor < 1:
-        raise ValueError(f"patch base, scales and factor must be >= 1, got {base}, {scales}, {factor}")
+        raise ValueError(
+            f"patch base, scales and factor must be >= 1, got {base}, {scales}, {factor}"
+        )
     return [base * factor**i for i in range(scales)]
 
 
@@ -105,10 +107,14 @@ class GlimpseSensor(nn.Module):
         before, after = big // 2, big - big // 2
         return F.pad(images, (before, after, before, after)), before
 
-    def extract(self, padded: Tensor, pad: int, height: int, width: int, locations: Tensor) -> Tensor:
+    def extract(
+        self, padded: Tensor, pad: int, height: int, width: int, locations: Tensor
+    ) -> Tensor:
         """Glimpses from a padded batch: ``(B, C, H+P, W+P)``, ``(B, 2)`` -> ``(B, k, C, base, base)``."""
         b, c = padded.shape[:2]
-        centre = location_to_pixel(locations.detach(), height, width) + pad  # (B, 2) in padded pixels
+        centre = (
+            location_to_pixel(locations.detach(), height, width) + pad
+        )  # (B, 2) in padded pixels
         batch_index = torch.arange(b, device=padded.device)[:, None, None]  # (B, 1, 1)
         channels_last = padded.permute(0, 2, 3, 1)  # (B, H+P, W+P, C)
         out = []
@@ -150,7 +156,9 @@ class LocationPolicy(nn.Module):
     stabler choice on MNIST); ``False`` lets REINFORCE reach the core as in the paper.
     """
 
-    def __init__(self, state_dim: int, std: float, hidden: int | None = None, detach_state: bool = True):
+    def __init__(
+        self, state_dim: int, std: float, hidden: int | None = None, detach_state: bool = True
+    ):
         super().__init__()
         if std <= 0:
             raise ValueError(f"location std must be > 0, got {std}")
@@ -164,7 +172,9 @@ class LocationPolicy(nn.Module):
             state = state.detach()
         mean = torch.tanh(self.net(state))  # (B, 2)
         if sample:
-            raw = (mean + self.std * torch.randn_like(mean)).detach()  # the action: no reparameterisation path
+            raw = (
+                mean + self.std * torch.randn_like(mean)
+            ).detach()  # the action: no reparameterisation path
         else:
             raw = mean.detach()
         log_prob = gaussian_log_prob(raw, mean, self.std)  # (B,)

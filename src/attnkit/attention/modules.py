@@ -18,8 +18,8 @@ the models and configs use.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 from torch import Tensor, nn
@@ -170,7 +170,7 @@ class ScaledDotAttention(Attention):
         return scaled_dot_scores(self.query_proj(query), projected)
 
     def loop_spec(self) -> ScoreSpec:
-        return ScoreSpec("dot", self.query_proj.weight, scale=self.query_proj.out_features ** -0.5)
+        return ScoreSpec("dot", self.query_proj.weight, scale=self.query_proj.out_features**-0.5)
 
 
 class MultiHeadAttention(Attention):
@@ -184,7 +184,9 @@ class MultiHeadAttention(Attention):
     def __init__(self, query_dim: int, key_dim: int, attn_dim: int, heads: int):
         super().__init__()
         if attn_dim % heads:
-            raise ConfigError(f"model.attention_dim ({attn_dim}) must be divisible by model.heads ({heads})")
+            raise ConfigError(
+                f"model.attention_dim ({attn_dim}) must be divisible by model.heads ({heads})"
+            )
         self.heads = heads
         self.query_proj = nn.Linear(query_dim, attn_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, attn_dim, bias=False)
@@ -235,10 +237,14 @@ ATTENTION_TYPES: dict[str, AttentionBuilder] = {
 }
 
 
-def build_attention(name: str, query_dim: int, key_dim: int, attn_dim: int, heads: int = 1) -> Attention:
+def build_attention(
+    name: str, query_dim: int, key_dim: int, attn_dim: int, heads: int = 1
+) -> Attention:
     """Registry lookup; an unknown name is a ConfigError listing the valid ones."""
     try:
         builder = ATTENTION_TYPES[name]
     except KeyError:
-        raise ConfigError(f"unknown attention {name!r}; valid: {', '.join(ATTENTION_TYPES)}") from None
+        raise ConfigError(
+            f"unknown attention {name!r}; valid: {', '.join(ATTENTION_TYPES)}"
+        ) from None
     return builder(query_dim, key_dim, attn_dim, heads)

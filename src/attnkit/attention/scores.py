@@ -58,7 +58,9 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     torch does.
     """
     if native.covers(query_proj, keys_proj, v):
-        if torch.is_grad_enabled() and (query_proj.requires_grad or keys_proj.requires_grad or v.requires_grad):
+        if torch.is_grad_enabled() and (
+            query_proj.requires_grad or keys_proj.requires_grad or v.requires_grad
+        ):
             return _KernelAdditiveScores.apply(query_proj, keys_proj, v)
         return native.run_additive_energies(query_proj, keys_proj, v)
     hidden = query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3)  # (B, T, S, A)
@@ -75,7 +77,9 @@ class _KernelAdditiveScores(torch.autograd.Function):
     def forward(ctx, query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
         b, t, a = query_proj.shape
         hidden = query_proj.new_empty(b, t, keys_proj.size(1), a)
-        scores = native.run_additive_energies(query_proj, keys_proj, v, hidden)  # additive_scores checked covers()
+        scores = native.run_additive_energies(
+            query_proj, keys_proj, v, hidden
+        )  # additive_scores checked covers()
         ctx.save_for_backward(hidden, v)
         return scores
 
@@ -89,7 +93,11 @@ class _KernelAdditiveScores(torch.autograd.Function):
             d_pre = torch.ops.aten.tanh_backward(d_scores.unsqueeze(-1) * v, hidden)  # (B, T, S, A)
             d_q = d_pre.sum(2) if need_q else None  # (B, T, A)
             d_k = d_pre.sum(1) if need_k else None  # (B, S, A)
-        d_v = (d_scores.reshape(1, -1) @ hidden.reshape(-1, hidden.size(-1))).view(-1) if need_v else None
+        d_v = (
+            (d_scores.reshape(1, -1) @ hidden.reshape(-1, hidden.size(-1))).view(-1)
+            if need_v
+            else None
+        )
         return d_q, d_k, d_v
 
 

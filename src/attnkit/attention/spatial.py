@@ -59,7 +59,9 @@ class AttentionPooling(nn.Module):
     def __init__(self, channels: int, hidden: int | None = None):
         super().__init__()
         if hidden:
-            self.score = nn.Sequential(nn.Conv2d(channels, hidden, 1), nn.Tanh(), nn.Conv2d(hidden, 1, 1))
+            self.score = nn.Sequential(
+                nn.Conv2d(channels, hidden, 1), nn.Tanh(), nn.Conv2d(hidden, 1, 1)
+            )
         else:
             self.score = nn.Conv2d(channels, 1, 1)
 

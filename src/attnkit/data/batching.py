@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import random
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 from torch import Tensor
@@ -66,7 +66,7 @@ class Batch:
     indices: list[int]
     _num_target_tokens: int | None = field(default=None, repr=False)
 
-    def to(self, device: torch.device | str) -> "Batch":
+    def to(self, device: torch.device | str) -> Batch:
         """A copy with every tensor on ``device`` (pass ``src_lengths.cpu()`` to packing)."""
         return Batch(
             src=self.src.to(device),
@@ -113,7 +113,9 @@ def encode_pairs(
     ``Example.index`` is the 0-based position in ``pairs``, also after skipping.
     """
     if overlong not in OVERLONG_MODES:
-        raise ValueError(f"unknown overlong mode {overlong!r}; valid modes: {', '.join(OVERLONG_MODES)}")
+        raise ValueError(
+            f"unknown overlong mode {overlong!r}; valid modes: {', '.join(OVERLONG_MODES)}"
+        )
     if max_src_len is not None and max_src_len < 2:
         raise ValueError(f"max_src_len must be >= 2 (one token + EOS), got {max_src_len}")
     if max_tgt_len is not None and max_tgt_len < 1:
@@ -125,14 +127,19 @@ def encode_pairs(
         tgt = tgt_vocab.encode(tgt_tokenizer.tokenize(tgt_text))
         for side, ids in (("source", src), ("target", tgt)):
             if not ids:
-                raise DataError(f"example {i + 1} has an empty {side} after tokenization", path=source_name)
+                raise DataError(
+                    f"example {i + 1} has an empty {side} after tokenization", path=source_name
+                )
         too_long_src = src_cap is not None and len(src) > src_cap
         too_long_tgt = max_tgt_len is not None and len(tgt) > max_tgt_len
         if too_long_src or too_long_tgt:
             n_overlong += 1
             if overlong == "error":
-                what = f"source has {len(src) + 1} ids (max_src_len={max_src_len})" if too_long_src else (
-                    f"target has {len(tgt)} tokens (max_tgt_len={max_tgt_len})")
+                what = (
+                    f"source has {len(src) + 1} ids (max_src_len={max_src_len})"
+                    if too_long_src
+                    else (f"target has {len(tgt)} tokens (max_tgt_len={max_tgt_len})")
+                )
                 raise DataError(f"example {i + 1} is too long: {what}", path=source_name)
             if overlong == "skip":
                 continue
@@ -171,7 +178,9 @@ def collate(examples: Sequence[Example]) -> Batch:
     )
 
 
-def _chunk(pool: list[Example], batch_size: int | None, max_tokens: int | None) -> list[list[Example]]:
+def _chunk(
+    pool: list[Example], batch_size: int | None, max_tokens: int | None
+) -> list[list[Example]]:
     """Consecutive groups of ``batch_size`` examples, or of at most ``max_tokens`` padded positions."""
     if batch_size is not None:
         return [pool[i : i + batch_size] for i in range(0, len(pool), batch_size)]
@@ -187,7 +196,9 @@ def _chunk(pool: list[Example], batch_size: int | None, max_tokens: int | None) 
     return groups
 
 
-def _pools(examples: list[Example], batch_size: int | None, max_tokens: int | None) -> list[list[Example]]:
+def _pools(
+    examples: list[Example], batch_size: int | None, max_tokens: int | None
+) -> list[list[Example]]:
     """Consecutive pools of about ``POOL_BATCHES`` batches' worth of examples."""
     if batch_size is not None:
         size = POOL_BATCHES * batch_size

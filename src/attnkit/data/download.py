@@ -14,8 +14,8 @@ import hashlib
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from attnkit.errors import DataError
 
@@ -73,7 +73,9 @@ def verify_file(path: str | Path, expected: str, algorithm: str = "sha256") -> N
         )
 
 
-def download_file(url: str, dest: str | Path, expected: str | None = None, algorithm: str = "sha256") -> Path:
+def download_file(
+    url: str, dest: str | Path, expected: str | None = None, algorithm: str = "sha256"
+) -> Path:
     """Fetch ``url`` to ``dest`` (via ``dest.part`` then rename) and verify it when ``expected`` is given.
 
     Returns ``dest``. A network failure or a checksum mismatch raises

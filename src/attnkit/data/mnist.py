@@ -64,7 +64,9 @@ def fetch(directory: str | Path, name: str) -> Path:
     errors = []
     for base in BASE_URLS:
         try:
-            return download_file(base + f"{name}.gz", dest, MD5_CONTENT[name], algorithm="md5-content")
+            return download_file(
+                base + f"{name}.gz", dest, MD5_CONTENT[name], algorithm="md5-content"
+            )
         except DataError as exc:
             errors.append(str(exc))
     raise DataError("could not download MNIST: " + "; ".join(errors), path=dest)
@@ -85,11 +87,16 @@ def parse_idx(data: bytes, path: str | Path, expect_images: bool) -> np.ndarray:
     magic_wanted, ndim = (_IMAGE_MAGIC, 3) if expect_images else (_LABEL_MAGIC, 1)
     header = 4 + 4 * ndim
     if len(data) < header:
-        raise DataError(f"truncated IDX file ({len(data)} bytes, the header alone is {header})", path=path)
+        raise DataError(
+            f"truncated IDX file ({len(data)} bytes, the header alone is {header})", path=path
+        )
     (magic,) = struct.unpack(">I", data[:4])
     if magic != magic_wanted:
         kind = "images" if expect_images else "labels"
-        raise DataError(f"bad IDX magic number {magic:#010x} for {kind} (expected {magic_wanted:#010x})", path=path)
+        raise DataError(
+            f"bad IDX magic number {magic:#010x} for {kind} (expected {magic_wanted:#010x})",
+            path=path,
+        )
     dims = struct.unpack(f">{ndim}I", data[4:header])
     count = int(np.prod(dims))
     if len(data) - header != count:

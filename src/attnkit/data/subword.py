@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import sentencepiece as spm
 
@@ -37,9 +37,13 @@ class SentencePieceTokenizer:
                 model_proto = self.model_file.read_bytes()
             self._sp = spm.SentencePieceProcessor(model_proto=model_proto)
         except OSError as exc:
-            raise CheckpointError(f"{self.model_file}: cannot read sentencepiece model ({exc.strerror or exc})") from None
+            raise CheckpointError(
+                f"{self.model_file}: cannot read sentencepiece model ({exc.strerror or exc})"
+            ) from None
         except (RuntimeError, TypeError, ValueError) as exc:
-            raise CheckpointError(f"{self.model_file}: not a valid sentencepiece model ({exc})") from None
+            raise CheckpointError(
+                f"{self.model_file}: not a valid sentencepiece model ({exc})"
+            ) from None
         self._proto = bytes(model_proto)
 
     @classmethod
@@ -51,7 +55,7 @@ class SentencePieceTokenizer:
         vocab_size: int = 8000,
         model_type: str = "bpe",
         character_coverage: float = 1.0,
-    ) -> "SentencePieceTokenizer":
+    ) -> SentencePieceTokenizer:
         """Train on ``texts`` (one sentence each) in memory and write ``directory/<name>.model``.
 
         ``vocab_size`` is an upper bound: a small corpus yields fewer pieces
@@ -59,7 +63,9 @@ class SentencePieceTokenizer:
         seed, no sampling of the input). No temporary files are left behind.
         """
         if model_type not in _MODEL_TYPES:
-            raise ConfigError(f"unknown sentencepiece model_type {model_type!r} (expected one of {_MODEL_TYPES})")
+            raise ConfigError(
+                f"unknown sentencepiece model_type {model_type!r} (expected one of {_MODEL_TYPES})"
+            )
         if not name or Path(name).name != name:
             raise ConfigError(f"sentencepiece model name must be a plain file name, got {name!r}")
         sentences = [t for t in (str(t).strip() for t in texts) if t]
@@ -126,13 +132,17 @@ class SentencePieceTokenizer:
         return {"kind": self.kind, "model_file": self.model_file.name}
 
     @classmethod
-    def from_json(cls, obj: dict, directory: str | Path | None) -> "SentencePieceTokenizer":
+    def from_json(cls, obj: dict, directory: str | Path | None) -> SentencePieceTokenizer:
         """Rebuild from :meth:`to_json` output; ``directory`` holds the model file it names."""
         model_file = obj.get("model_file") if isinstance(obj, dict) else None
         if not isinstance(model_file, str) or not model_file or Path(model_file).name != model_file:
-            raise CheckpointError(f"sentencepiece tokenizer entry needs a plain 'model_file' name, got {model_file!r}")
+            raise CheckpointError(
+                f"sentencepiece tokenizer entry needs a plain 'model_file' name, got {model_file!r}"
+            )
         if directory is None:
-            raise CheckpointError(f"sentencepiece model {model_file!r}: no checkpoint directory given to read it from")
+            raise CheckpointError(
+                f"sentencepiece model {model_file!r}: no checkpoint directory given to read it from"
+            )
         path = Path(directory) / model_file
         if not path.is_file():
             raise CheckpointError(f"{path}: sentencepiece model file is missing")

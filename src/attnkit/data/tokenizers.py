@@ -8,8 +8,9 @@ a model file). Subword tokenizers live in :mod:`attnkit.data.subword`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, Sequence
+from typing import Protocol
 
 from attnkit.errors import CheckpointError
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from attnkit.errors import CheckpointError
 
@@ -29,12 +29,16 @@ class Vocab:
             raise ValueError("duplicate tokens in vocabulary")
 
     @classmethod
-    def build(cls, sequences: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None) -> "Vocab":
+    def build(
+        cls, sequences: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None
+    ) -> Vocab:
         """Most frequent tokens first (ties broken alphabetically, so the result is deterministic)."""
         counts = Counter(tok for seq in sequences for tok in seq)
         for special in SPECIALS:
             counts.pop(special, None)
-        ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        ranked = sorted(
+            (t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t)
+        )
         if max_size is not None:
             ranked = ranked[: max(0, max_size - len(SPECIALS))]
         return cls(list(SPECIALS) + ranked)
@@ -42,7 +46,9 @@ class Vocab:
     def __len__(self) -> int:
         return len(self.itos)
 
-    def encode(self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False) -> list[int]:
+    def encode(
+        self, tokens: Sequence[str], add_bos: bool = False, add_eos: bool = False
+    ) -> list[int]:
         ids = [self.stoi.get(t, UNK_ID) for t in tokens]
         if add_bos:
             ids = [BOS_ID] + ids
@@ -67,7 +73,7 @@ class Vocab:
         return {"tokens": self.itos}
 
     @classmethod
-    def from_json(cls, obj: dict, source: str = "vocabulary") -> "Vocab":
+    def from_json(cls, obj: dict, source: str = "vocabulary") -> Vocab:
         try:
             return cls(obj["tokens"])
         except (KeyError, TypeError, ValueError) as exc:
@@ -77,7 +83,7 @@ class Vocab:
         Path(path).write_text(json.dumps(self.to_json(), ensure_ascii=False), encoding="utf-8")
 
     @classmethod
-    def load(cls, path: Path) -> "Vocab":
+    def load(cls, path: Path) -> Vocab:
         try:
             obj = json.loads(Path(path).read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -23,15 +23,25 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
 
 
 @torch.inference_mode()
-def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size: int = 5,
-                alpha: float = 1.0, n_best: int = 1) -> list[list[Hypothesis]]:
+def beam_search(
+    model,
+    src: Tensor,
+    src_lengths: Tensor,
+    max_len: int,
+    beam_size: int = 5,
+    alpha: float = 1.0,
+    n_best: int = 1,
+) -> list[list[Hypothesis]]:
     """src (B, S) -> for each input its ``n_best`` hypotheses, best first."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best ({n_best}) must be between 1 and the beam size ({beam_size})")
     b, k, device = src.size(0), beam_size, src.device
     memory, state = model.encode(src, src_lengths)
     rows = torch.arange(b, device=device).repeat_interleave(k)  # (B*K,) which input each beam reads
-    memory, state = memory.index_select(rows), state.index_select(rows)  # memory never needs reordering again
+    memory, state = (
+        memory.index_select(rows),
+        state.index_select(rows),
+    )  # memory never needs reordering again
 
     scores = torch.full((b, k), float("-inf"), device=device)
     scores[:, 0] = 0.0  # one live beam at the start, so the first step does not pick K copies
@@ -73,7 +83,20 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
         if t == max_len - 1:
             done[:] = True
         if bool(done.any()):
-            _collect(results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best)
+            _collect(
+                results,
+                inputs,
+                done,
+                history,
+                attn,
+                scores,
+                lengths,
+                finished,
+                src_lengths,
+                alpha,
+                k,
+                n_best,
+            )
             keep = (~done).nonzero().squeeze(1)
             if keep.numel() == 0:
                 break
@@ -87,7 +110,9 @@ def beam_search(model, src: Tensor, src_lengths: Tensor, max_len: int, beam_size
     return results  # type: ignore[return-value]
 
 
-def _collect(results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best) -> None:
+def _collect(
+    results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best
+) -> None:
     """Store the ``n_best`` hypotheses of every input marked ``done``, best first."""
     idx = done.nonzero().squeeze(1)  # (D,) only these inputs' rows leave the device
     rows = (idx.unsqueeze(1) * k + torch.arange(k, device=idx.device)).view(-1)  # (D*K,)
@@ -102,6 +127,12 @@ def _collect(results, inputs, done, history, attn, scores, lengths, finished, sr
             ended = bool(finished[d, j])
             n = row.index(EOS_ID) if ended else len(row)
             length = n + 1 if ended else n  # attention rows: the tokens and </s>
-            hyps.append(Hypothesis(row[:n], attn[d * k + j, :length, : int(src_lengths[source])],
-                                   float(scores[d, j]), ended))
+            hyps.append(
+                Hypothesis(
+                    row[:n],
+                    attn[d * k + j, :length, : int(src_lengths[source])],
+                    float(scores[d, j]),
+                    ended,
+                )
+            )
         results[source] = hyps

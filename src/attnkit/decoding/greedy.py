@@ -76,15 +76,25 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
     return _collect(tokens, weights, scores, src_lengths, finished)
 
 
-def _collect(tokens: Tensor, weights: Tensor, scores: Tensor, src_lengths: Tensor,
-             finished: Tensor) -> list[Hypothesis]:
+def _collect(
+    tokens: Tensor, weights: Tensor, scores: Tensor, src_lengths: Tensor, finished: Tensor
+) -> list[Hypothesis]:
     """tokens (B, T), weights (B, T, S) -> hypotheses cut at their first </s>."""
-    tokens, weights, scores, finished = tokens.cpu(), weights.float().cpu(), scores.cpu(), finished.cpu()
+    tokens, weights, scores, finished = (
+        tokens.cpu(),
+        weights.float().cpu(),
+        scores.cpu(),
+        finished.cpu(),
+    )
     out = []
     for i in range(tokens.size(0)):
         row = tokens[i].tolist()
         finished_i = bool(finished[i])
         n = row.index(EOS_ID) if finished_i else len(row)
         rows = n + 1 if finished_i else n
-        out.append(Hypothesis(row[:n], weights[i, :rows, : int(src_lengths[i])], float(scores[i]), finished_i))
+        out.append(
+            Hypothesis(
+                row[:n], weights[i, :rows, : int(src_lengths[i])], float(scores[i]), finished_i
+            )
+        )
     return out

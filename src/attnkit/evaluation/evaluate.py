@@ -10,12 +10,12 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Sequence
+from collections.abc import Sequence
 
 from attnkit.evaluation.metrics import bleu, chrf, g2p_scores
 
 
-def group_references(pairs: Sequence[tuple[str, str]]) -> "OrderedDict[str, list[str]]":
+def group_references(pairs: Sequence[tuple[str, str]]) -> OrderedDict[str, list[str]]:
     """source -> every reference target, sources in first-seen order."""
     refs: OrderedDict[str, list[str]] = OrderedDict()
     for src, tgt in pairs:
@@ -25,7 +25,9 @@ def group_references(pairs: Sequence[tuple[str, str]]) -> "OrderedDict[str, list
     return refs
 
 
-def evaluation_inputs(family: str, pairs: Sequence[tuple[str, str]]) -> tuple[list[str], list[list[str]]]:
+def evaluation_inputs(
+    family: str, pairs: Sequence[tuple[str, str]]
+) -> tuple[list[str], list[list[str]]]:
     """The sources to decode and their reference lists, for a metric family."""
     if family == "bleu":
         return [s for s, _ in pairs], [[t] for _, t in pairs]
@@ -37,17 +39,29 @@ def score(family: str, hyps: Sequence[str], refs: Sequence[list[str]]) -> dict:
     """Metrics (percentages) for outputs ``hyps`` against reference lists ``refs``."""
     if family == "bleu":
         first = [r[0] for r in refs]
-        return {"bleu": round(bleu(hyps, first), 2), "chrf": round(chrf(hyps, first), 2), "sentences": len(hyps)}
+        return {
+            "bleu": round(bleu(hyps, first), 2),
+            "chrf": round(chrf(hyps, first), 2),
+            "sentences": len(hyps),
+        }
     if family == "g2p":
         return g2p_scores(list(hyps), [list(r) for r in refs])
     right = sum(h in r for h, r in zip(hyps, refs))
     return {"exact_match": round(100.0 * right / max(1, len(hyps)), 2), "items": len(hyps)}
 
 
-def evaluate_translator(translator, family: str, pairs, beam_size: int = 1, alpha: float | None = None,
-                        progress: bool = False):
+def evaluate_translator(
+    translator,
+    family: str,
+    pairs,
+    beam_size: int = 1,
+    alpha: float | None = None,
+    progress: bool = False,
+):
     """Decode ``pairs``' sources -> (metrics, sources, references, translations)."""
     sources, refs = evaluation_inputs(family, pairs)
-    translations = translator.translate(sources, beam_size=beam_size, alpha=alpha, progress=progress)
+    translations = translator.translate(
+        sources, beam_size=beam_size, alpha=alpha, progress=progress
+    )
     metrics = score(family, [t.output for t in translations], refs)
     return metrics, sources, refs, translations

@@ -8,7 +8,7 @@ unrounded so that they equal what sacrebleu prints.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import sacrebleu
 
@@ -56,12 +56,15 @@ def edit_distance(a: Sequence, b: Sequence) -> int:
 
 
 def _as_lists(
-    hyps: Mapping[str, str] | Sequence[str], refs: Mapping[str, Sequence[str]] | Sequence[Sequence[str]]
+    hyps: Mapping[str, str] | Sequence[str],
+    refs: Mapping[str, Sequence[str]] | Sequence[Sequence[str]],
 ) -> tuple[list[str], list[list[str]]]:
     """Align hypotheses and reference lists, by word for dicts or by position for lists."""
     if isinstance(refs, Mapping):
         if not isinstance(hyps, Mapping):
-            raise TypeError("g2p_scores: references are a dict (word -> pronunciations), so hypotheses must be one too")
+            raise TypeError(
+                "g2p_scores: references are a dict (word -> pronunciations), so hypotheses must be one too"
+            )
         missing = [w for w in refs if w not in hyps]
         extra = [w for w in hyps if w not in refs]
         if missing or extra:
@@ -81,7 +84,8 @@ def _as_lists(
 
 
 def g2p_scores(
-    hyps: Mapping[str, str] | Sequence[str], refs: Mapping[str, Sequence[str]] | Sequence[Sequence[str]]
+    hyps: Mapping[str, str] | Sequence[str],
+    refs: Mapping[str, Sequence[str]] | Sequence[Sequence[str]],
 ) -> dict:
     """Word and phone error rates over WORDS, each scored against all of its pronunciations.
 
@@ -142,5 +146,7 @@ def sequence_metrics(task: str, hyps, refs) -> dict:
     try:
         metric = METRICS[task]
     except KeyError:
-        raise ConfigError(f"unknown metric family {task!r} (expected one of {sorted(METRICS)})") from None
+        raise ConfigError(
+            f"unknown metric family {task!r} (expected one of {sorted(METRICS)})"
+        ) from None
     return metric(hyps, refs)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.evaluation.evaluate import evaluate_translator
@@ -29,14 +29,22 @@ def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
     return first.parent / "eval" / f"{first.name}-{split}{suffix}"
 
 
-def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam: int = 5, alpha: float | None = None,
-                   out_dir: Path | None = None, device: str = "auto") -> dict:
+def evaluate_model(
+    model_dirs: Path | Sequence[Path],
+    split: str = "test",
+    beam: int = 5,
+    alpha: float | None = None,
+    out_dir: Path | None = None,
+    device: str = "auto",
+) -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are the first's).
 
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it).
     """
-    dirs = [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
+    dirs = (
+        [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
+    )
     translator = load_translator(dirs, device)
     cfg = translator.config
     _, family, metric, _ = task_info(cfg.data.task)
@@ -44,26 +52,50 @@ def evaluate_model(model_dirs: Path | Sequence[Path], split: str = "test", beam:
     out = Path(out_dir) if out_dir else default_eval_dir(dirs, split)
     out.mkdir(parents=True, exist_ok=True)
     if len(dirs) == 1:
-        scores = {"model": str(dirs[0]), "task": cfg.data.task, "split": split, "attention": cfg.model.attention}
+        scores = {
+            "model": str(dirs[0]),
+            "task": cfg.data.task,
+            "split": split,
+            "attention": cfg.model.attention,
+        }
     else:  # each member's own attention: they may differ
-        scores = {"model": [str(d) for d in dirs], "task": cfg.data.task, "split": split,
-                  "attention": [member.cfg.attention for member in translator.model.members]}
+        scores = {
+            "model": [str(d) for d in dirs],
+            "task": cfg.data.task,
+            "split": split,
+            "attention": [member.cfg.attention for member in translator.model.members],
+        }
     members = getattr(translator.model, "members", [translator.model])
     scores["backend"] = members[0].backend.record()["describe"]  # all members load with one setting
     records = []
-    for k in ([1] if beam == 1 else [1, beam]):
+    for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
         t0 = time.time()
-        metrics, sources, refs, translations = evaluate_translator(translator, family, pairs, beam_size=k, alpha=alpha,
-                                                                   progress=True)
+        metrics, sources, refs, translations = evaluate_translator(
+            translator, family, pairs, beam_size=k, alpha=alpha, progress=True
+        )
         seconds = time.time() - t0
-        scores[name] = {**metrics, "decode_s": round(seconds, 2), "inputs_per_s": round(len(sources) / seconds, 1)}
-        (out / f"hyps.{name}.txt").write_text("".join(t.output + "\n" for t in translations), encoding="utf-8")
+        scores[name] = {
+            **metrics,
+            "decode_s": round(seconds, 2),
+            "inputs_per_s": round(len(sources) / seconds, 1),
+        }
+        (out / f"hyps.{name}.txt").write_text(
+            "".join(t.output + "\n" for t in translations), encoding="utf-8"
+        )
         if k == 1:
-            records = [t.record(r[0]) for t, r in zip(translations[:REPORT_EXAMPLES], refs[:REPORT_EXAMPLES])]
+            records = [
+                t.record(r[0])
+                for t, r in zip(translations[:REPORT_EXAMPLES], refs[:REPORT_EXAMPLES])
+            ]
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     save_records(records, out / "attention.json")
-    write_report(out / "report.html", f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})", scores, records,
-                 config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)))
+    write_report(
+        out / "report.html",
+        f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})",
+        scores,
+        records,
+        config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)),
+    )
     scores["out"] = str(out)
     return scores

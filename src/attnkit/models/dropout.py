@@ -17,7 +17,7 @@ from torch import Tensor, nn
 
 from attnkit.accel import native
 
-_BITS = 2 ** 31  # int32 random_() is uniform on [0, 2^31)
+_BITS = 2**31  # int32 random_() is uniform on [0, 2^31)
 
 
 def keep_mask(shape: tuple[int, ...], p: float, like: Tensor) -> Tensor:

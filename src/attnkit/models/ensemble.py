@@ -16,7 +16,7 @@ share the vocabularies, which :meth:`attnkit.translator.Translator.load_ensemble
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import Tensor, nn
@@ -27,7 +27,7 @@ from attnkit.models.seq2seq import Seq2Seq
 class MemberStates(tuple):
     """One item per member (its memory or its decoder state); row selection applies to every member."""
 
-    def index_select(self, index: Tensor) -> "MemberStates":
+    def index_select(self, index: Tensor) -> MemberStates:
         return MemberStates(item.index_select(index) for item in self)
 
 
@@ -55,8 +55,9 @@ class _EnsembleDecoder:
     def __init__(self, members: nn.ModuleList):
         self.members = members
 
-    def step(self, prev_tokens: Tensor, state: MemberStates, memory: MemberStates
-             ) -> tuple[Tensor, MemberStates, Tensor]:
+    def step(
+        self, prev_tokens: Tensor, state: MemberStates, memory: MemberStates
+    ) -> tuple[Tensor, MemberStates, Tensor]:
         """prev_tokens (B,) -> log of the mean probability (B, V), the new states, mean weights (B, S).
 
         The first output is already normalised log-probabilities; the decoders' ``log_softmax`` leaves
@@ -70,5 +71,7 @@ class _EnsembleDecoder:
             weights.append(w.float())
         if len(log_probs) == 1:
             return log_probs[0], MemberStates(states), weights[0]
-        mean_log_prob = torch.logsumexp(torch.stack(log_probs), dim=0) - math.log(len(log_probs))  # (B, V)
+        mean_log_prob = torch.logsumexp(torch.stack(log_probs), dim=0) - math.log(
+            len(log_probs)
+        )  # (B, V)
         return mean_log_prob, MemberStates(states), torch.stack(weights).mean(0)

@@ -68,8 +68,17 @@ class RAMConfig:
     CHOICES = {"core": ("rnn", "lstm", "gru")}
 
     def validate(self, where: str) -> None:
-        for name in ("glimpses", "patch", "scales", "scale_factor", "glimpse_hidden", "location_hidden", "hidden",
-                     "mc_samples", "dev_mc_samples"):
+        for name in (
+            "glimpses",
+            "patch",
+            "scales",
+            "scale_factor",
+            "glimpse_hidden",
+            "location_hidden",
+            "hidden",
+            "mc_samples",
+            "dev_mc_samples",
+        ):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be >= 1, got {getattr(self, name)}")
         if self.std <= 0:
@@ -165,7 +174,9 @@ class RecurrentAttentionModel(nn.Module):
         super().__init__()
         self.glimpses = glimpses
         self.sensor = GlimpseSensor(patch, scales, scale_factor)
-        self.glimpse_net = GlimpseNetwork(channels * self.sensor.out_features, glimpse_hidden, location_hidden, hidden)
+        self.glimpse_net = GlimpseNetwork(
+            channels * self.sensor.out_features, glimpse_hidden, location_hidden, hidden
+        )
         self.core = CoreNetwork(core, hidden)
         self.policy = LocationPolicy(hidden, std, detach_state=detach_policy_state)
         self.baseline = nn.Linear(hidden, 1)
@@ -178,7 +189,9 @@ class RecurrentAttentionModel(nn.Module):
         locations, means, log_pis, baselines = [], [], [], []
         for _ in range(self.glimpses):
             h = self.core.hidden(state)  # (B, D)
-            loc, log_pi, mean = self.policy(h, sample)  # loc is detached: an action, not a function of mu
+            loc, log_pi, mean = self.policy(
+                h, sample
+            )  # loc is detached: an action, not a function of mu
             baselines.append(self.baseline(h.detach()).squeeze(-1))  # (B,)
             patches = self.sensor.extract(padded, pad, height, width, loc)  # (B, k, C, p, p)
             state = self.core(self.glimpse_net(patches, loc), state)

@@ -34,22 +34,24 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnkit.attention import build_attention
-from attnkit.attention.modules import ATTENTION_TYPES
-from attnkit.data.vocab import PAD_ID
-from attnkit.config import join_key
-from attnkit.errors import ConfigError
-from attnkit.models.dropout import Dropout, keep_mask
 from attnkit.accel import cells, loops, recurrence
 from attnkit.accel.backend import DEFAULT, Backend
 from attnkit.accel.loops import LoopSpec
+from attnkit.attention import build_attention
+from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.config import join_key
+from attnkit.data.vocab import PAD_ID
+from attnkit.errors import ConfigError
+from attnkit.models.dropout import Dropout, keep_mask
 
 
 @dataclass
 class Seq2SeqConfig:
     """The model section of an experiment file."""
 
-    attention: str = "bahdanau"  # bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead
+    attention: str = (
+        "bahdanau"  # bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead
+    )
     decoder: str = "auto"  # bahdanau | luong | auto (bahdanau for bahdanau attention, else luong)
     rnn: str = "gru"  # gru | lstm
     embedding_dim: int = 64
@@ -69,16 +71,29 @@ class Seq2SeqConfig:
         "rnn": ("gru", "lstm"),
     }
     #: keys that only some attentions / decoders read (see attnkit.config.check_applicable)
-    APPLIES = {"heads": ("attention", ("multihead",)),
-               "input_feeding": ("decoder_style", ("luong",), "decoder")}
+    APPLIES = {
+        "heads": ("attention", ("multihead",)),
+        "input_feeding": ("decoder_style", ("luong",), "decoder"),
+    }
 
     def validate(self, where: str) -> None:
-        for name in ("embedding_dim", "encoder_hidden", "encoder_layers", "decoder_hidden", "decoder_layers",
-                     "attention_dim", "heads"):
+        for name in (
+            "embedding_dim",
+            "encoder_hidden",
+            "encoder_layers",
+            "decoder_hidden",
+            "decoder_layers",
+            "attention_dim",
+            "heads",
+        ):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}")
+                raise ConfigError(
+                    f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}"
+                )
         if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}")
+            raise ConfigError(
+                f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
+            )
 
     @property
     def decoder_style(self) -> str:
@@ -106,10 +121,14 @@ class Memory:
     mask: Tensor
     input_table: Tensor | None = None
 
-    def index_select(self, index: Tensor) -> "Memory":
+    def index_select(self, index: Tensor) -> Memory:
         """Rows in ``index`` order (beam search expands B to B*K); the token table has no rows."""
-        return Memory(self.states.index_select(0, index), _index_select(self.projected, index),
-                      self.mask.index_select(0, index), self.input_table)
+        return Memory(
+            self.states.index_select(0, index),
+            _index_select(self.projected, index),
+            self.mask.index_select(0, index),
+            self.input_table,
+        )
 
 
 def _index_select(x: Any, index: Tensor, dim: int = 0) -> Any:
@@ -127,7 +146,7 @@ class DecoderState:
     rnn: Any
     feed: Tensor | None = None
 
-    def index_select(self, index: Tensor) -> "DecoderState":
+    def index_select(self, index: Tensor) -> DecoderState:
         return DecoderState(_index_select(self.rnn, index, dim=1), _index_select(self.feed, index))
 
 
@@ -143,10 +162,23 @@ def _top_layer(rnn_state: Any) -> Tensor:
     return h[-1]
 
 
-def _rnn(kind: str, input_size: int, hidden: int, layers: int, dropout: float, bidirectional: bool = False):
+def _rnn(
+    kind: str,
+    input_size: int,
+    hidden: int,
+    layers: int,
+    dropout: float,
+    bidirectional: bool = False,
+):
     cls = {"gru": nn.GRU, "lstm": nn.LSTM}[kind]
-    return cls(input_size, hidden, num_layers=layers, batch_first=True, bidirectional=bidirectional,
-               dropout=dropout if layers > 1 else 0.0)
+    return cls(
+        input_size,
+        hidden,
+        num_layers=layers,
+        batch_first=True,
+        bidirectional=bidirectional,
+        dropout=dropout if layers > 1 else 0.0,
+    )
 
 
 class Encoder(nn.Module):
@@ -161,8 +193,14 @@ class Encoder(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, cfg.embedding_dim, padding_idx=PAD_ID)
         self.dropout = Dropout(cfg.dropout)
-        self.rnn = _rnn(cfg.rnn, cfg.embedding_dim, cfg.encoder_hidden, cfg.encoder_layers,
-                        cfg.dropout, cfg.bidirectional)
+        self.rnn = _rnn(
+            cfg.rnn,
+            cfg.embedding_dim,
+            cfg.encoder_hidden,
+            cfg.encoder_layers,
+            cfg.dropout,
+            cfg.bidirectional,
+        )
         self.directions = 2 if cfg.bidirectional else 1
         self.backend = DEFAULT
 
@@ -175,11 +213,17 @@ class Encoder(nn.Module):
         if _fast_training(self.backend, emb):
             states, final = recurrence.encode(self.rnn, emb, src_lengths, self.training)
             return self.dropout(states), final
-        packed = pack_padded_sequence(emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False)
+        packed = pack_padded_sequence(
+            emb, src_lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
         out, hidden = self.rnn(packed)
-        states, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # (B, S, Dk)
+        states, _ = pad_packed_sequence(
+            out, batch_first=True, total_length=src.size(1)
+        )  # (B, S, Dk)
         h = hidden[0] if isinstance(hidden, tuple) else hidden  # (layers * dirs, B, He)
-        final = torch.cat([h[-self.directions + i] for i in range(self.directions)], dim=-1)  # (B, Dk)
+        final = torch.cat(
+            [h[-self.directions + i] for i in range(self.directions)], dim=-1
+        )  # (B, Dk)
         return self.dropout(states), final
 
 
@@ -209,8 +253,9 @@ class Decoder(nn.Module):
         self.embed = nn.Embedding(vocab_size, emb, padding_idx=PAD_ID)
         self.dropout = Dropout(cfg.dropout)
         self.bridge = nn.Linear(memory_dim, self.layers * self.hidden)
-        self.attention = build_attention(cfg.attention, self.hidden, memory_dim, cfg.attention_dim,
-                                         cfg.heads)
+        self.attention = build_attention(
+            cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads
+        )
         if self.style == "bahdanau":
             rnn_input = emb + memory_dim
             # [s_t; c_t; y_{t-1}] -> output
@@ -238,8 +283,14 @@ class Decoder(nn.Module):
         return DecoderState(rnn_state, feed)
 
     # ---- the recurrent step ----------------------------------------------------
-    def _recur(self, emb_t: Tensor, x_proj_t: Tensor | None, extra: Tensor | None, rnn_state: Any,
-               weights: list | None = None):
+    def _recur(
+        self,
+        emb_t: Tensor,
+        x_proj_t: Tensor | None,
+        extra: Tensor | None,
+        rnn_state: Any,
+        weights: list | None = None,
+    ):
         """One RNN step on input [emb_t; extra] -> (top output (B, H), new state).
 
         ``x_proj_t`` (B, G*H) and ``weights``: :func:`cells.project_inputs` of emb_t and
@@ -256,9 +307,15 @@ class Decoder(nn.Module):
         return cells.fused_step(self.rnn, x_proj_t, extra, rnn_state, weights, self.training)
 
     # ---- one step given the embedded previous token ----------------------
-    def _step(self, emb_t: Tensor, state: DecoderState, memory: Memory,
-              x_proj_t: Tensor | None = None, keep_t: Tensor | None = None,
-              weights: list | None = None) -> tuple[Tensor, DecoderState, Tensor]:
+    def _step(
+        self,
+        emb_t: Tensor,
+        state: DecoderState,
+        memory: Memory,
+        x_proj_t: Tensor | None = None,
+        keep_t: Tensor | None = None,
+        weights: list | None = None,
+    ) -> tuple[Tensor, DecoderState, Tensor]:
         """emb_t (B, E) -> pre-output (B, H), new state, attention weights (B, S).
 
         ``keep_t`` (B, H): a dropout mask already scaled by 1/(1-p), drawn for all steps at once.
@@ -305,8 +362,9 @@ class Decoder(nn.Module):
             return None
         return keep_mask((t, b, self.hidden), p, like)
 
-    def step(self, prev_tokens: Tensor, state: DecoderState, memory: Memory
-             ) -> tuple[Tensor, DecoderState, Tensor]:
+    def step(
+        self, prev_tokens: Tensor, state: DecoderState, memory: Memory
+    ) -> tuple[Tensor, DecoderState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
         with self.backend.scope():
             emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
@@ -328,7 +386,9 @@ class Decoder(nn.Module):
         """
         if not self.fused or self.training or torch.is_grad_enabled():
             return None
-        if self.embed.num_embeddings > rows:  # building it would cost more matmul rows than it saves
+        if (
+            self.embed.num_embeddings > rows
+        ):  # building it would cost more matmul rows than it saves
             return None
         return cells.project_inputs(self.rnn, self.embed.weight)
 
@@ -344,8 +404,9 @@ class Decoder(nn.Module):
                 return loops.teacher_force(self, spec, tgt_in, emb, state, memory)
             return self._forward_steps(tgt_in, emb, state, memory)
 
-    def _forward_whole(self, tgt_in: Tensor, emb: Tensor, state: DecoderState, memory: Memory
-                       ) -> tuple[Tensor, Tensor]:
+    def _forward_whole(
+        self, tgt_in: Tensor, emb: Tensor, state: DecoderState, memory: Memory
+    ) -> tuple[Tensor, Tensor]:
         """No step depends on the previous attention: one RNN call over T, then attention for
         all T steps in one batched matmul. emb (B, T, E) -> logits (B, T, V), weights (B, T, S)."""
         if _fast_training(self.backend, emb):
@@ -357,8 +418,9 @@ class Decoder(nn.Module):
         pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
         return self.output(pre), weights
 
-    def _forward_steps(self, tgt_in: Tensor, emb: Tensor, state: DecoderState, memory: Memory
-                       ) -> tuple[Tensor, Tensor]:
+    def _forward_steps(
+        self, tgt_in: Tensor, emb: Tensor, state: DecoderState, memory: Memory
+    ) -> tuple[Tensor, Tensor]:
         """The step loop, autograd: emb (B, T, E) -> logits (B, T, V), weights (B, T, S)."""
         # Per-step inputs are unbound once: indexing [:, t] inside the loop would
         # make autograd zero-fill a full (B, T, ...) gradient for every step.

@@ -62,7 +62,9 @@ class ReaderConfig:
 def check_channels(channels: list[int], where: str) -> None:
     """Config check shared by the CNN models: a non-empty list of positive widths."""
     if not channels or any(c < 1 for c in channels):
-        raise ConfigError(f"{where}.channels: need a non-empty list of positive widths, got {channels}")
+        raise ConfigError(
+            f"{where}.channels: need a non-empty list of positive widths, got {channels}"
+        )
 
 
 def encode_strings(strings: list[str], max_len: int) -> tuple[Tensor, Tensor]:
@@ -101,7 +103,11 @@ def conv_encoder(channels: list[int], in_channels: int = 1) -> nn.Sequential:
     prev = in_channels
     for width in channels:
         for _ in range(2):
-            layers += [nn.Conv2d(prev, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
+            layers += [
+                nn.Conv2d(prev, width, 3, padding=1, bias=False),
+                nn.BatchNorm2d(width),
+                nn.ReLU(inplace=True),
+            ]
             prev = width
         layers.append(nn.MaxPool2d(2))
     return nn.Sequential(*layers)
@@ -190,13 +196,17 @@ class ShowAttendTell(nn.Module):
         return torch.stack(tokens, dim=1), torch.stack(weights, dim=1), grid
 
 
-def reader_loss(output: ReaderOutput, targets: Tensor, doubly_stochastic: float = 0.0) -> tuple[Tensor, Tensor]:
+def reader_loss(
+    output: ReaderOutput, targets: Tensor, doubly_stochastic: float = 0.0
+) -> tuple[Tensor, Tensor]:
     """(total loss, cross entropy): token cross entropy (PAD ignored) + the doubly stochastic term.
 
     The regulariser sums attention over the real steps only (PAD steps masked).
     """
     logits = output.logits
-    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=PAD)
+    ce = F.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=PAD
+    )
     if doubly_stochastic <= 0:
         return ce, ce
     real = (targets != PAD).unsqueeze(-1).to(output.weights.dtype)  # (B, T, 1)

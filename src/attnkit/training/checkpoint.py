@@ -33,8 +33,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import yaml
@@ -72,16 +73,23 @@ def write_checkpoint(
     try:
         tensors = {k: v.detach().contiguous().cpu() for k, v in model_state.items()}
         save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": FORMAT})
-        (tmp / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        (tmp / "trainer.json").write_text(json.dumps(trainer_state or {}, indent=1), encoding="utf-8")
+        (tmp / "config.yaml").write_text(
+            yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8"
+        )
+        (tmp / "trainer.json").write_text(
+            json.dumps(trainer_state or {}, indent=1), encoding="utf-8"
+        )
         if trainer_tensors:
-            save_file({k: v.detach().contiguous().cpu() for k, v in trainer_tensors.items()},
-                      str(tmp / "trainer.safetensors"))
+            save_file(
+                {k: v.detach().contiguous().cpu() for k, v in trainer_tensors.items()},
+                str(tmp / "trainer.safetensors"),
+            )
         if extra is not None:
             extra(tmp)
         # meta.json last: its presence marks a complete checkpoint
-        (tmp / "meta.json").write_text(json.dumps({"format": FORMAT, "version": VERSION, "family": family}),
-                                       encoding="utf-8")
+        (tmp / "meta.json").write_text(
+            json.dumps({"format": FORMAT, "version": VERSION, "family": family}), encoding="utf-8"
+        )
         _swap_in(tmp, directory)
     except (OSError, SafetensorError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -126,8 +134,13 @@ def _swap_function() -> Callable[[bytes, bytes], int] | None:
         return None
     if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):  # glibc >= 2.28
         call = libc.renameat2
-        call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                         ctypes.c_uint]
+        call.argtypes = [
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_uint,
+        ]
         at_fdcwd, rename_exchange = -100, 2
         return lambda a, b: call(at_fdcwd, a, at_fdcwd, b, rename_exchange)
     if sys.platform == "darwin" and hasattr(libc, "renamex_np"):
@@ -175,14 +188,21 @@ def recover_interrupted(parent: str | Path, names: str) -> list[str]:
     groups: dict[str, list[tuple[str | None, Path]]] = {}
     for entry in parent.iterdir():
         found = _TEMPORARY.match(entry.name)
-        if (found and re.fullmatch(names, found["name"]) and entry.is_dir()
-                and not entry.is_symlink()):
+        if (
+            found
+            and re.fullmatch(names, found["name"])
+            and entry.is_dir()
+            and not entry.is_symlink()
+        ):
             groups.setdefault(found["name"], []).append((found["kind"], entry))
     messages = []
     for name, entries in sorted(groups.items()):
         target = parent / name
-        complete = [(kind != "old", (path / "meta.json").stat().st_mtime, path)
-                    for kind, path in entries if (path / "meta.json").is_file()]
+        complete = [
+            (kind != "old", (path / "meta.json").stat().st_mtime, path)
+            for kind, path in entries
+            if (path / "meta.json").is_file()
+        ]
         if not os.path.lexists(target) and complete:
             chosen = max(complete)[2]
             os.replace(chosen, target)
@@ -206,14 +226,21 @@ def read_meta(directory: str | Path, family: str | None = None) -> dict:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CheckpointError(f"{meta_path}: unreadable ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise CheckpointError(f"{meta_path}: not an attnkit checkpoint (format is {meta.get('format') if isinstance(meta, dict) else meta!r})")
+        raise CheckpointError(
+            f"{meta_path}: not an attnkit checkpoint (format is {meta.get('format') if isinstance(meta, dict) else meta!r})"
+        )
     if meta.get("version") != VERSION:
-        raise CheckpointError(f"{meta_path}: checkpoint version {meta.get('version')!r}, this attnkit reads {VERSION}")
+        raise CheckpointError(
+            f"{meta_path}: checkpoint version {meta.get('version')!r}, this attnkit reads {VERSION}"
+        )
     if not isinstance(meta.get("family"), str):  # every reader dispatches on it
-        raise CheckpointError(f"{meta_path}: no 'family' key (seq2seq or vision): "
-                              "not a complete checkpoint")
+        raise CheckpointError(
+            f"{meta_path}: no 'family' key (seq2seq or vision): not a complete checkpoint"
+        )
     if family is not None and meta.get("family") != family:
-        raise CheckpointError(f"{directory}: a {meta.get('family')!r} checkpoint, expected {family!r}")
+        raise CheckpointError(
+            f"{directory}: a {meta.get('family')!r} checkpoint, expected {family!r}"
+        )
     return meta
 
 
@@ -266,14 +293,17 @@ def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
         if missing:
             detail.append(f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
         if unexpected:
-            detail.append(f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}")
+            detail.append(
+                f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}"
+            )
         raise CheckpointError(f"{path}: parameters do not match this model ({'; '.join(detail)})")
     check_model_tensors(state, own, str(path))
     model.load_state_dict(state)
 
 
-def check_model_tensors(state: dict[str, torch.Tensor], own: dict[str, torch.Tensor],
-                        where: str) -> None:
+def check_model_tensors(
+    state: dict[str, torch.Tensor], own: dict[str, torch.Tensor], where: str
+) -> None:
     """Each saved tensor has the shape and dtype of the model's own, and floating ones are finite.
 
     ``load_state_dict`` would cast an int64 or float64 tensor silently, and NaN
@@ -281,8 +311,10 @@ def check_model_tensors(state: dict[str, torch.Tensor], own: dict[str, torch.Ten
     """
     for key, tensor in state.items():
         if tensor.shape != own[key].shape:
-            raise CheckpointError(f"{where}: {key} has shape {tuple(tensor.shape)}, "
-                                  f"the model expects {tuple(own[key].shape)}")
+            raise CheckpointError(
+                f"{where}: {key} has shape {tuple(tensor.shape)}, "
+                f"the model expects {tuple(own[key].shape)}"
+            )
         if tensor.dtype != own[key].dtype:
             saved, expected = (str(t.dtype).removeprefix("torch.") for t in (tensor, own[key]))
             raise CheckpointError(f"{where}: {key} has dtype {saved}, the model expects {expected}")
@@ -307,11 +339,15 @@ def average_tensors(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Te
     keys = set(states[0])
     for i, state in enumerate(states[1:], start=2):
         if set(state) != keys:
-            raise CheckpointError(f"state {i} has other parameter names than state 1; cannot average them")
+            raise CheckpointError(
+                f"state {i} has other parameter names than state 1; cannot average them"
+            )
     out = {}
     for key, first in states[0].items():
         if any(s[key].shape != first.shape for s in states):
-            raise CheckpointError(f"{key}: shapes differ between the checkpoints; cannot average them")
+            raise CheckpointError(
+                f"{key}: shapes differ between the checkpoints; cannot average them"
+            )
         if first.is_floating_point():
             out[key] = (sum(s[key].double() for s in states) / len(states)).to(first.dtype)
         else:
@@ -333,8 +369,12 @@ def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[s
     return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
 
 
-def optimizer_from_tensors(optimizer: torch.optim.Optimizer, info: dict,
-                           tensors: dict[str, torch.Tensor], json_path: str | Path = "trainer.json",
-                           tensors_path: str | Path = "trainer.safetensors") -> None:
+def optimizer_from_tensors(
+    optimizer: torch.optim.Optimizer,
+    info: dict,
+    tensors: dict[str, torch.Tensor],
+    json_path: str | Path = "trainer.json",
+    tensors_path: str | Path = "trainer.safetensors",
+) -> None:
     """Inverse of :func:`optimizer_to_tensors`; every part is checked against ``optimizer``."""
     restore_optimizer(optimizer, info, tensors, json_path, tensors_path)

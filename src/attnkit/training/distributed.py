@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Iterator, Sequence
 
 import torch
 import torch.distributed as dist
@@ -61,9 +61,13 @@ def shard(batch: Batch, rank: int, world: int) -> Batch | None:
     tgt_out = batch.tgt_out[rows]
     src_len = int(src_lengths.max())
     tgt_len = int((tgt_out != PAD_ID).sum(1).max())
-    return Batch(src=batch.src[rows, :src_len], src_lengths=src_lengths,
-                 tgt_in=batch.tgt_in[rows, :tgt_len], tgt_out=tgt_out[:, :tgt_len],
-                 indices=batch.indices[rows])
+    return Batch(
+        src=batch.src[rows, :src_len],
+        src_lengths=src_lengths,
+        tgt_in=batch.tgt_in[rows, :tgt_len],
+        tgt_out=tgt_out[:, :tgt_len],
+        indices=batch.indices[rows],
+    )
 
 
 class Distributed:
@@ -115,8 +119,10 @@ class Distributed:
         if error is not None:
             raise error
         if failed[0]:
-            raise AttnkitError(f"rank {self.rank}: stopped because rank {int(failed[0]) - 1} "
-                               "failed (it prints why)")
+            raise AttnkitError(
+                f"rank {self.rank}: stopped because rank {int(failed[0]) - 1} "
+                "failed (it prints why)"
+            )
 
     def check_same(self, digest: bytes, what: str) -> None:
         """AttnkitError on every rank unless ``digest`` is the same on all of them."""
@@ -124,8 +130,10 @@ class Distributed:
         tensor = torch.tensor([value, -value], dtype=torch.int64, device=self.device)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
         if int(tensor[0]) != -int(tensor[1]):
-            raise AttnkitError(f"the {self.world} processes built different {what}; every node "
-                               "must see the same data files and config")
+            raise AttnkitError(
+                f"the {self.world} processes built different {what}; every node "
+                "must see the same data files and config"
+            )
 
     def _reduce(self, values: Sequence[float], op) -> list[float]:
         tensor = torch.tensor(list(values), dtype=torch.float64, device=self.device)
@@ -142,8 +150,10 @@ def start(device_name: str) -> Iterator[Distributed | None]:
         return
     missing = [name for name in ENV if not os.environ.get(name, "").strip()]
     if missing:
-        raise ConfigError(f"WORLD_SIZE={world} but {', '.join(missing)} not set; start "
-                          f"data-parallel training with {LAUNCH}")
+        raise ConfigError(
+            f"WORLD_SIZE={world} but {', '.join(missing)} not set; start "
+            f"data-parallel training with {LAUNCH}"
+        )
     device = resolve_device(device_name)
     if device.type == "cuda":
         device = torch.device("cuda", _env_int("LOCAL_RANK"))
@@ -173,5 +183,6 @@ def _env_int(name: str, default: int | None = None) -> int:
     try:
         return int(raw)
     except ValueError:
-        raise ConfigError(f"environment variable {name}={raw!r}: expected an integer "
-                          f"(torchrun sets it: {LAUNCH})") from None
+        raise ConfigError(
+            f"environment variable {name}={raw!r}: expected an integer (torchrun sets it: {LAUNCH})"
+        ) from None

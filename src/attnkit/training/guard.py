@@ -27,8 +27,14 @@ class UpdateGuard:
         self.skipped = 0  # in this process, over the whole run
         self.last_reason: str | None = None  # why the latest update was skipped; None: applied
 
-    def step(self, optimizer: torch.optim.Optimizer, params: Iterable[torch.nn.Parameter],
-             loss: torch.Tensor | float, clip: float | None, update: int) -> str | None:
+    def step(
+        self,
+        optimizer: torch.optim.Optimizer,
+        params: Iterable[torch.nn.Parameter],
+        loss: torch.Tensor | float,
+        clip: float | None,
+        update: int,
+    ) -> str | None:
         """Clip the gradients to norm ``clip`` (0 or None: no clipping), then step if all is finite.
 
         Returns None when the update was applied, else why it was skipped (its
@@ -54,7 +60,8 @@ class UpdateGuard:
             raise TrainingError(
                 f"update {update}: {self.in_a_row} updates in a row had a non-finite loss or "
                 f"gradient norm ({reason}; {self.setting}: {self.max_bad}); the run has diverged: "
-                "lower train.lr or clip the gradients")
+                "lower train.lr or clip the gradients"
+            )
         return reason
 
 
@@ -65,8 +72,10 @@ def _step(optimizer: torch.optim.Optimizer, update: int) -> None:
     except RuntimeError as exc:
         if "overflow" not in str(exc):
             raise
-        raise TrainingError(f"update {update}: the optimizer's step overflowed ({exc}); "
-                            "the run has diverged: lower train.lr") from None
+        raise TrainingError(
+            f"update {update}: the optimizer's step overflowed ({exc}); "
+            "the run has diverged: lower train.lr"
+        ) from None
 
 
 def check_weights(model: torch.nn.Module, where: str) -> None:
@@ -75,5 +84,7 @@ def check_weights(model: torch.nn.Module, where: str) -> None:
     and such a model must never be saved."""
     for name, tensor in model.state_dict().items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            raise TrainingError(f"{where}: {name} holds NaN or infinite values after the "
-                                "updates; the run has diverged: lower train.lr")
+            raise TrainingError(
+                f"{where}: {name} holds NaN or infinite values after the "
+                "updates; the run has diverged: lower train.lr"
+            )

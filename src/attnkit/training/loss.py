@@ -10,8 +10,9 @@ from attnkit.data.batching import Batch
 from attnkit.data.vocab import PAD_ID
 
 
-def token_loss_backward(model: nn.Module, batch: Batch, total_tokens: int, label_smoothing: float,
-                        scale: float = 1.0) -> tuple[float, int, int]:
+def token_loss_backward(
+    model: nn.Module, batch: Batch, total_tokens: int, label_smoothing: float, scale: float = 1.0
+) -> tuple[float, int, int]:
     """Forward and backward of ``scale * (summed token loss of batch) / total_tokens``.
 
     Returns (summed loss, correct target tokens, target tokens) of ``batch``. With
@@ -20,9 +21,13 @@ def token_loss_backward(model: nn.Module, batch: Batch, total_tokens: int, label
     batch's tokens, so the shards' gradients add up to the whole batch's mean gradient.
     """
     logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
-    loss_sum = F.cross_entropy(logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1),
-                               ignore_index=PAD_ID, label_smoothing=label_smoothing,
-                               reduction="sum")
+    loss_sum = F.cross_entropy(
+        logits.reshape(-1, logits.size(-1)),
+        batch.tgt_out.reshape(-1),
+        ignore_index=PAD_ID,
+        label_smoothing=label_smoothing,
+        reduction="sum",
+    )
     loss = loss_sum / total_tokens
     (loss if scale == 1.0 else loss * scale).backward()
     with torch.no_grad():

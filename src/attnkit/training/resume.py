@@ -27,8 +27,12 @@ IMPLEMENTATION_FLAGS = ("fused", "foreach", "capturable", "differentiable")
 # Non-negative by construction: a negative one would make sqrt() NaN.
 NON_NEGATIVE = ("exp_avg_sq", "max_exp_avg_sq")
 # [low, high) of the hyperparameters torch's optimizers refuse outside it
-HYPERPARAMETER_RANGES = {"lr": (0.0, math.inf), "eps": (0.0, math.inf),
-                         "weight_decay": (0.0, math.inf), "betas": (0.0, 1.0)}
+HYPERPARAMETER_RANGES = {
+    "lr": (0.0, math.inf),
+    "eps": (0.0, math.inf),
+    "weight_decay": (0.0, math.inf),
+    "betas": (0.0, 1.0),
+}
 
 
 def check_sections(data: Any, path: str | Path, required: tuple, optional: tuple = ()) -> dict:
@@ -40,8 +44,9 @@ def check_sections(data: Any, path: str | Path, required: tuple, optional: tuple
             raise CheckpointError(f"{path}: {key!r} is missing")
     unknown = sorted(set(data) - set(required) - set(optional))
     if unknown:
-        raise CheckpointError(f"{path}: unknown key {unknown[0]!r}; "
-                              f"valid keys: {', '.join(required + optional)}")
+        raise CheckpointError(
+            f"{path}: unknown key {unknown[0]!r}; valid keys: {', '.join(required + optional)}"
+        )
     return data
 
 
@@ -57,16 +62,17 @@ def dataclass_from_json(cls, data: Any, where: str):
         raise CheckpointError(f"{where}: expected a JSON object, got {type(data).__name__}")
     for key, value in data.items():
         if key not in fields:
-            raise CheckpointError(f"{where}: unknown key {key!r}; "
-                                  f"valid keys: {', '.join(fields)}")
+            raise CheckpointError(f"{where}: unknown key {key!r}; valid keys: {', '.join(fields)}")
         if not _has_type(value, hints[key]):
-            raise CheckpointError(f"{where}.{key}: {_short(value)} is not a valid "
-                                  f"{_type_name(hints[key])}")
+            raise CheckpointError(
+                f"{where}.{key}: {_short(value)} is not a valid {_type_name(hints[key])}"
+            )
     return cls(**data)
 
 
-def check_tensor_names(tensors: dict[str, torch.Tensor], path: str | Path,
-                       extra: tuple[str, ...] = ()) -> None:
+def check_tensor_names(
+    tensors: dict[str, torch.Tensor], path: str | Path, extra: tuple[str, ...] = ()
+) -> None:
     """Every key is ``optimizer.<id>.<name>``, an RNG state or one of ``extra``; ``rng.torch`` is
     there."""
     if "rng.torch" not in tensors:
@@ -91,13 +97,18 @@ def _check_rng(saved: torch.Tensor | None, own: torch.Tensor, path, key: str) ->
     if saved is None:
         raise CheckpointError(f"{path}: {key!r} is missing")
     if saved.dtype != own.dtype or saved.shape != own.shape:
-        raise CheckpointError(f"{path}: {key} is {_describe(saved)}, this torch's RNG state is "
-                              f"{_describe(own)}")
+        raise CheckpointError(
+            f"{path}: {key} is {_describe(saved)}, this torch's RNG state is {_describe(own)}"
+        )
 
 
-def restore_optimizer(optimizer: torch.optim.Optimizer, info: Any,
-                      tensors: dict[str, torch.Tensor], json_path: str | Path = "trainer.json",
-                      tensors_path: str | Path = "trainer.safetensors") -> None:
+def restore_optimizer(
+    optimizer: torch.optim.Optimizer,
+    info: Any,
+    tensors: dict[str, torch.Tensor],
+    json_path: str | Path = "trainer.json",
+    tensors_path: str | Path = "trainer.safetensors",
+) -> None:
     """Load the state :func:`checkpoint.optimizer_to_tensors` split, once every part fits.
 
     ``info`` (from ``json_path``) is ``{"param_groups", "scalars"}``; ``tensors``
@@ -107,8 +118,9 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, info: Any,
     """
     info = check_sections(info, json_path, ("param_groups",), ("scalars",))
     params = [p for group in optimizer.param_groups for p in group["params"]]
-    groups = _checked_groups(optimizer, info["param_groups"],
-                             f"{json_path}: optimizer.param_groups")
+    groups = _checked_groups(
+        optimizer, info["param_groups"], f"{json_path}: optimizer.param_groups"
+    )
     state: dict[int, dict] = {}
     for key, value in tensors.items():
         if key.startswith("optimizer."):
@@ -122,12 +134,14 @@ def restore_optimizer(optimizer: torch.optim.Optimizer, info: Any,
     try:
         optimizer.load_state_dict({"state": state, "param_groups": groups})
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
-        raise CheckpointError(f"{tensors_path}: optimizer state does not match this model "
-                              f"({exc})") from None
+        raise CheckpointError(
+            f"{tensors_path}: optimizer state does not match this model ({exc})"
+        ) from None
 
 
-def _add_scalars(optimizer, groups: list[dict], scalars: Any, state: dict[int, dict],
-                 where: str) -> None:
+def _add_scalars(
+    optimizer, groups: list[dict], scalars: Any, state: dict[int, dict], where: str
+) -> None:
     """Merge the JSON part of the per-parameter state into ``state``.
 
     Adam keeps tensors only: a number in their place would reach the fused kernel.
@@ -151,16 +165,20 @@ def _checked_groups(optimizer: torch.optim.Optimizer, saved: Any, where: str) ->
     """
     own = optimizer.state_dict()["param_groups"]
     if not isinstance(saved, list) or len(saved) != len(own):
-        raise CheckpointError(f"{where}: expected a list of {len(own)} group(s); "
-                              "the optimizer state does not match this model")
+        raise CheckpointError(
+            f"{where}: expected a list of {len(own)} group(s); "
+            "the optimizer state does not match this model"
+        )
     groups = []
     for i, (mine, theirs) in enumerate(zip(own, saved, strict=True)):
         at = f"{where}[{i}]"
         check_sections(theirs, at, ("params",), tuple(k for k in mine if k != "params"))
         if theirs["params"] != mine["params"]:
-            raise CheckpointError(f"{at}.params: parameter ids {_short(theirs['params'])}, this "
-                                  f"model's are {_short(mine['params'])}; the optimizer state "
-                                  "does not match this model")
+            raise CheckpointError(
+                f"{at}.params: parameter ids {_short(theirs['params'])}, this "
+                f"model's are {_short(mine['params'])}; the optimizer state "
+                "does not match this model"
+            )
         group = dict(mine)
         for key, value in theirs.items():
             if key not in IMPLEMENTATION_FLAGS and key != "params":
@@ -176,22 +194,26 @@ def _check_hyperparameter(key: str, value: Any, own: Any, where: str) -> None:
     if _is_number(own) or sequence:
         numbers = list(value) if isinstance(value, (list, tuple)) else [value]
         ok = isinstance(value, (list, tuple)) == sequence and len(numbers) == (
-            len(own) if sequence else 1)
+            len(own) if sequence else 1
+        )
         ok = ok and all(_is_number(n) and math.isfinite(n) for n in numbers)
         low, high = HYPERPARAMETER_RANGES.get(key, (-math.inf, math.inf))
         ok = ok and all(low <= n < high for n in numbers)
     else:
         ok = type(value) is type(own)
     if not ok:
-        raise CheckpointError(f"{where}.{key}: {value!r} is not a valid value "
-                              f"(this optimizer has {own!r})")
+        raise CheckpointError(
+            f"{where}.{key}: {value!r} is not a valid value (this optimizer has {own!r})"
+        )
 
 
 def _parameter_id(key: str, n_params: int, path) -> tuple[int, str]:
     _, pid, name = (key.split(".", 2) + ["", ""])[:3]
     if not pid.isdigit() or int(pid) >= n_params or not name:
-        raise CheckpointError(f"{path}: {key!r} names no parameter of this model "
-                              f"(it has parameters 0..{n_params - 1})")
+        raise CheckpointError(
+            f"{path}: {key!r} names no parameter of this model "
+            f"(it has parameters 0..{n_params - 1})"
+        )
     return int(pid), name
 
 
@@ -203,14 +225,17 @@ def _expected_names(optimizer: torch.optim.Optimizer, group: dict) -> set[str] |
     return None
 
 
-def _check_parameter_state(optimizer, group: dict, param: torch.Tensor, values: dict,
-                           where: str) -> None:
+def _check_parameter_state(
+    optimizer, group: dict, param: torch.Tensor, values: dict, where: str
+) -> None:
     """One parameter's state: all names there, each tensor shaped, typed and valued rightly."""
     expected = _expected_names(optimizer, group)
     if expected is not None and set(values) != expected:
         missing, extra = sorted(expected - set(values)), sorted(set(values) - expected)
-        raise CheckpointError(f"{where}: " + (f"{missing[0]!r} is missing" if missing
-                                              else f"unknown state {extra[0]!r}"))
+        raise CheckpointError(
+            f"{where}: "
+            + (f"{missing[0]!r} is missing" if missing else f"unknown state {extra[0]!r}")
+        )
     for name, value in values.items():
         at = f"{where}.{name}"
         if not torch.is_tensor(value):
@@ -219,8 +244,9 @@ def _check_parameter_state(optimizer, group: dict, param: torch.Tensor, values: 
             _check_step(value, at)
             continue
         if value.shape != param.shape or value.dtype != param.dtype:
-            raise CheckpointError(f"{at} is {_describe(value)}, its parameter is "
-                                  f"{_describe(param)}")
+            raise CheckpointError(
+                f"{at} is {_describe(value)}, its parameter is {_describe(param)}"
+            )
         if not bool(torch.isfinite(value).all()):
             raise CheckpointError(f"{at} holds NaN or infinite values")
         if name in NON_NEGATIVE and bool((value < 0).any()):
@@ -250,11 +276,14 @@ def check_scheduler_state(scheduler, saved: Any, where: str) -> dict:
         sequence = isinstance(mine, (list, tuple))
         values, mine_values = (value, mine) if sequence else ([value], [mine])
         ok = isinstance(values, list) and len(values) == len(mine_values)
-        ok = ok and all(_is_number(a) and not math.isnan(a) if _is_number(b) else type(a) is type(b)
-                        for a, b in zip(values, mine_values, strict=True))
+        ok = ok and all(
+            _is_number(a) and not math.isnan(a) if _is_number(b) else type(a) is type(b)
+            for a, b in zip(values, mine_values, strict=True)
+        )
         if not ok:
-            raise CheckpointError(f"{where}.{key}: {value!r} is not a valid value "
-                                  f"(this scheduler has {mine!r})")
+            raise CheckpointError(
+                f"{where}.{key}: {value!r} is not a valid value (this scheduler has {mine!r})"
+            )
     return saved
 
 

@@ -26,9 +26,9 @@ import shutil
 import signal
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from attnkit.errors import CheckpointError, TrainingInterrupted
 from attnkit.training import checkpoint as ckpt
@@ -150,7 +150,7 @@ class StopSignals:
         self.signum: int | None = None
         self._previous: dict[int, object] = {}
 
-    def __enter__(self) -> "StopSignals":
+    def __enter__(self) -> StopSignals:
         if threading.current_thread() is threading.main_thread():
             for sig in self.SIGNALS:
                 if signal.getsignal(sig) is not signal.SIG_IGN:  # a background job ignores SIGINT

@@ -138,9 +138,11 @@ class Window:
         seconds = time.perf_counter() - self.started
         out = {}
         if self.count:
-            out = {"loss": float(self.loss_sum) / self.count,
-                   "accuracy": float(self.correct) / self.count,
-                   f"{self.unit}_per_s": self.count / max(seconds, 1e-9)}
+            out = {
+                "loss": float(self.loss_sum) / self.count,
+                "accuracy": float(self.correct) / self.count,
+                f"{self.unit}_per_s": self.count / max(seconds, 1e-9),
+            }
         self.restart()
         return out
 
@@ -159,7 +161,9 @@ def _writer_class(log: Callable[[str], None] | None = None):
     except ImportError as exc:
         if log is not None and not _said_missing:
             _said_missing = True
-            log(f"train.tensorboard: no event files, the tensorboard package is missing ({exc}); "
-                "pip install tensorboard, or set train.tensorboard: false")
+            log(
+                f"train.tensorboard: no event files, the tensorboard package is missing ({exc}); "
+                "pip install tensorboard, or set train.tensorboard: false"
+            )
         return None
     return SummaryWriter

@@ -52,8 +52,7 @@ from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
-from attnkit.training import distributed, rundir
-from attnkit.training import resume
+from attnkit.training import distributed, resume, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard, check_weights
@@ -63,7 +62,9 @@ from attnkit.translator import Translation, Translator
 from attnkit.viz.heatmap import plot_heatmap
 
 
-def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int) -> Tokenizer:
+def make_tokenizer(
+    level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int
+) -> Tokenizer:
     if level == "char":
         return CharTokenizer(lowercase)
     if level == "word":
@@ -71,7 +72,9 @@ def make_tokenizer(level: str, lowercase: bool, texts: list[str], directory: Pat
     from attnkit.data.subword import SentencePieceTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
-    return SentencePieceTokenizer.train((t.lower() if lowercase else t for t in texts), directory, name, vocab_size)
+    return SentencePieceTokenizer.train(
+        (t.lower() if lowercase else t for t in texts), directory, name, vocab_size
+    )
 
 
 @dataclass
@@ -112,16 +115,22 @@ class Trainer:
                 raise AttnkitError(f"the {name} split of task {cfg.data.task!r} is empty")
 
     # ---- setup -------------------------------------------------------------
-    def _build(self, resume: bool) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
+    def _build(
+        self, resume: bool
+    ) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
         cfg, tc = self.cfg, self.cfg.train
         last = self.run_dir / "last"
         if resume:
             if not last.exists():
-                raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
+                raise CheckpointError(
+                    f"{last}: nothing to resume from (train once without --resume)"
+                )
             translator = Translator.load(last, self.device)
             saved = translator.config
             if saved.model != cfg.model or saved.data != cfg.data:
-                raise CheckpointError(f"{last}: its model/data config differs from this one; resume needs the same experiment")
+                raise CheckpointError(
+                    f"{last}: its model/data config differs from this one; resume needs the same experiment"
+                )
         else:
             _seed_everything(tc.seed)
             if self._is_main:
@@ -133,10 +142,12 @@ class Trainer:
                 if not self._is_main:  # only rank 0 writes into the run directory
                     tok_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
                 sources, targets = zip(*self.splits.train)
-                src_tok = make_tokenizer(d.src_level, d.lowercase, list(sources), tok_dir, "source",
-                                         d.vocab_size)
-                tgt_tok = make_tokenizer(d.tgt_level, d.lowercase, list(targets), tok_dir, "target",
-                                         d.vocab_size)
+                src_tok = make_tokenizer(
+                    d.src_level, d.lowercase, list(sources), tok_dir, "source", d.vocab_size
+                )
+                tgt_tok = make_tokenizer(
+                    d.tgt_level, d.lowercase, list(targets), tok_dir, "target", d.vocab_size
+                )
             src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in self.splits.train)
             tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in self.splits.train)
             model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(self.device)
@@ -150,8 +161,12 @@ class Trainer:
     def _restore(self, last: Path, optimizer, scheduler) -> TrainerState:
         """Counters, optimizer, schedule and RNG of ``last``, each checked before it is loaded."""
         json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
-        info = resume.check_sections(ckpt.read_json(json_path), json_path, ("state", "optimizer"),
-                                     ("scheduler", "metric", "backend"))
+        info = resume.check_sections(
+            ckpt.read_json(json_path),
+            json_path,
+            ("state", "optimizer"),
+            ("scheduler", "metric", "backend"),
+        )
         tensors = ckpt.read_tensors(tensors_path)
         resume.check_tensor_names(tensors, tensors_path)
         state = resume.dataclass_from_json(TrainerState, info["state"], f"{json_path}: state")
@@ -170,8 +185,12 @@ class Trainer:
         tc = self.cfg.train
         if tc.scheduler == "plateau":
             return torch.optim.lr_scheduler.ReduceLROnPlateau(
-                optimizer, mode="max" if self.higher_is_better else "min", factor=tc.lr_factor,
-                patience=tc.lr_patience, min_lr=tc.min_lr)
+                optimizer,
+                mode="max" if self.higher_is_better else "min",
+                factor=tc.lr_factor,
+                patience=tc.lr_patience,
+                min_lr=tc.min_lr,
+            )
         return None  # cosine and noam: the rate is a function of the update number, set before every update
 
     # ---- the loop ------------------------------------------------------------
@@ -188,8 +207,11 @@ class Trainer:
                 if not self.dist.is_main:
                     self.log = _quiet
             board_on = self.cfg.train.tensorboard and self._is_main  # rank 0 logs for all
-            with self._claim(resume, overwrite), rundir.StopSignals() as signals, \
-                    tb.Board(self.run_dir / rundir.LOG_NAME, board_on, self.log, "tokens") as board:
+            with (
+                self._claim(resume, overwrite),
+                rundir.StopSignals() as signals,
+                tb.Board(self.run_dir / rundir.LOG_NAME, board_on, self.log, "tokens") as board,
+            ):
                 self.signals, self.board = signals, board
                 return self._train(resume)
 
@@ -205,8 +227,11 @@ class Trainer:
             if self.dist is None:
                 stack.enter_context(rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log))
             else:
-                self._on_main(lambda: stack.enter_context(
-                    rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log)))
+                self._on_main(
+                    lambda: stack.enter_context(
+                        rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log)
+                    )
+                )
             yield
 
     def _on_main(self, fn, default=None):
@@ -239,7 +264,9 @@ class Trainer:
         self.board.start(state.step)
         self._on_main(lambda: rundir.check_space(self.run_dir, _checkpoint_bytes(translator.model)))
         if state.epoch >= tc.epochs:
-            self.log(f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on")
+            self.log(
+                f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on"
+            )
             return self.run_dir / "best"
         state.finished = False
         model = translator.model
@@ -247,12 +274,22 @@ class Trainer:
         self.backend = resolve_backend(tc.backend, self.device, next(model.parameters()).dtype)
         model.set_backend(self.backend)
         self.log(self.backend.describe(self.cfg.model.rnn))
-        examples = encode_pairs(self.splits.train, translator.src_tokenizer, translator.tgt_tokenizer,
-                                translator.src_vocab, translator.tgt_vocab, d.max_src_len, d.max_tgt_len,
-                                d.overlong, source_name=f"{d.task} train")
-        self.log(f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / {len(self.splits.test)} test pairs; "
-                 f"vocab {len(translator.src_vocab)} -> {len(translator.tgt_vocab)}; "
-                 f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}")
+        examples = encode_pairs(
+            self.splits.train,
+            translator.src_tokenizer,
+            translator.tgt_tokenizer,
+            translator.src_vocab,
+            translator.tgt_vocab,
+            d.max_src_len,
+            d.max_tgt_len,
+            d.overlong,
+            source_name=f"{d.task} train",
+        )
+        self.log(
+            f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / {len(self.splits.test)} test pairs; "
+            f"vocab {len(translator.src_vocab)} -> {len(translator.tgt_vocab)}; "
+            f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}"
+        )
         self.train_model = model
         if self.dist is not None:
             self._start_ddp(translator, state, examples)
@@ -269,16 +306,20 @@ class Trainer:
     def _start_ddp(self, translator: Translator, state: TrainerState, examples) -> None:
         """Check that every rank holds the same data, give each its own dropout, wrap the model."""
         dist, tc = self.dist, self.cfg.train
-        fingerprint = distributed.digest(translator.src_vocab.to_json(),
-                                         translator.tgt_vocab.to_json(),
-                                         [(e.src, e.tgt) for e in examples])
+        fingerprint = distributed.digest(
+            translator.src_vocab.to_json(),
+            translator.tgt_vocab.to_json(),
+            [(e.src, e.tgt) for e in examples],
+        )
         dist.check_same(fingerprint, "vocabularies or training examples")
         if not dist.is_main:  # rank 0 keeps the seeded (or resumed) generator of a 1-process run
             torch.manual_seed(tc.seed * 1000003 + dist.rank * 7919 + state.step)
         self.train_model = dist.wrap(translator.model)
         backend = "nccl" if dist.device.type == "cuda" else "gloo"
-        self.log(f"DistributedDataParallel: {dist.world} processes ({backend}), "
-                 f"{torch.get_num_threads()} thread(s) each; rank 0 evaluates and saves")
+        self.log(
+            f"DistributedDataParallel: {dist.world} processes ({backend}), "
+            f"{torch.get_num_threads()} thread(s) each; rank 0 evaluates and saves"
+        )
 
     def _finish(self, translator: Translator, state: TrainerState, optimizer, scheduler) -> None:
         """The final ``last`` (and ``best`` and ``averaged``) of a run that ran to its end."""
@@ -289,12 +330,22 @@ class Trainer:
         if tc.average_checkpoints >= 2:
             self._average(translator, state)
         skipped = f" ({state.skipped_updates} skipped, not finite)" if state.skipped_updates else ""
-        self.log(f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
-                 f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
-                 f"checkpoints in {self.run_dir}")
+        self.log(
+            f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
+            f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
+            f"checkpoints in {self.run_dir}"
+        )
 
-    def _loop(self, translator: Translator, state: TrainerState, optimizer, scheduler, examples,
-              start: float, budget_s: float | None) -> bool:
+    def _loop(
+        self,
+        translator: Translator,
+        state: TrainerState,
+        optimizer,
+        scheduler,
+        examples,
+        start: float,
+        budget_s: float | None,
+    ) -> bool:
         """Epochs of updates with evaluations in between, until epochs, patience or time run out.
 
         True when SIGINT/SIGTERM stopped it (seen before an update, so an epoch's last update is
@@ -307,23 +358,42 @@ class Trainer:
         while state.epoch < tc.epochs and not stop:
             if self._sync(start)[0]:
                 return True
-            batches = make_batches(examples, batch_size=None if tc.max_tokens else tc.batch_size,
-                                   max_tokens=tc.max_tokens, shuffle=True, seed=tc.seed * 100003 + state.epoch)
-            bar = tqdm(total=len(batches), initial=state.batches_done, desc=f"epoch {state.epoch + 1}/{tc.epochs}",
-                       unit="batch", disable=not (tc.progress and self._is_main), dynamic_ncols=True,
-                       leave=False)
+            batches = make_batches(
+                examples,
+                batch_size=None if tc.max_tokens else tc.batch_size,
+                max_tokens=tc.max_tokens,
+                shuffle=True,
+                seed=tc.seed * 100003 + state.epoch,
+            )
+            bar = tqdm(
+                total=len(batches),
+                initial=state.batches_done,
+                desc=f"epoch {state.epoch + 1}/{tc.epochs}",
+                unit="batch",
+                disable=not (tc.progress and self._is_main),
+                dynamic_ncols=True,
+                leave=False,
+            )
             planned_updates = tc.epochs * len(batches)  # for the cosine schedule
             tokens_seen, t_epoch = 0, time.time()
-            evaluated_already = state.batches_done >= len(batches)  # resumed from this epoch's final checkpoint
-            for batch in batches[state.batches_done:]:
+            evaluated_already = state.batches_done >= len(
+                batches
+            )  # resumed from this epoch's final checkpoint
+            for batch in batches[state.batches_done :]:
                 stop_now, elapsed = self._sync(start)
                 if stop_now:
                     bar.close()
                     return True
                 model.train()
-                if tc.scheduler in ("cosine", "noam"):  # derived from the saved step: a resumed run goes on exactly
-                    lr = (cosine_lr(tc, state.step, planned_updates, elapsed, budget_s)
-                          if tc.scheduler == "cosine" else noam_lr(tc, state.step))
+                if tc.scheduler in (
+                    "cosine",
+                    "noam",
+                ):  # derived from the saved step: a resumed run goes on exactly
+                    lr = (
+                        cosine_lr(tc, state.step, planned_updates, elapsed, budget_s)
+                        if tc.scheduler == "cosine"
+                        else noam_lr(tc, state.step)
+                    )
                     for group in optimizer.param_groups:
                         group["lr"] = lr
                 t_update = time.time()
@@ -331,8 +401,10 @@ class Trainer:
                 state.train_s += time.time() - t_update
                 if guard.last_reason is not None:  # skipped: the weights are as they were
                     state.skipped_updates += 1
-                    self.log(f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
-                             f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+                    self.log(
+                        f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
+                        f"{guard.in_a_row} in a row, {state.skipped_updates} in all"
+                    )
                 else:
                     self.board.window.add(loss * n_tokens, correct, n_tokens)
                 state.tokens += n_tokens
@@ -342,18 +414,26 @@ class Trainer:
                 if state.step % tb.EVERY == 0:
                     self._log_train(state, optimizer)
                 bar.update(1)
-                bar.set_postfix(loss=f"{loss:.3f}", acc=f"{100 * correct / n_tokens:.1f}%",
-                                tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
-                                lr=f"{optimizer.param_groups[0]['lr']:.1e}")
+                bar.set_postfix(
+                    loss=f"{loss:.3f}",
+                    acc=f"{100 * correct / n_tokens:.1f}%",
+                    tok_s=f"{tokens_seen / max(1e-9, time.time() - t_epoch):.0f}",
+                    lr=f"{optimizer.param_groups[0]['lr']:.1e}",
+                )
                 out_of_time = budget_s is not None and self._sync(start)[1] > budget_s
                 if (tc.eval_every and state.step % tc.eval_every == 0) or out_of_time:
-                    stop = self._evaluate(translator, state, optimizer, scheduler, start) or out_of_time
+                    stop = (
+                        self._evaluate(translator, state, optimizer, scheduler, start)
+                        or out_of_time
+                    )
                     if stop:
                         break
             bar.close()
             if stop:
                 break
-            if not tc.eval_every and not evaluated_already:  # saved with the epoch complete: a resume skips to the next
+            if (
+                not tc.eval_every and not evaluated_already
+            ):  # saved with the epoch complete: a resume skips to the next
                 stop = self._evaluate(translator, state, optimizer, scheduler, start)
             state.epoch += 1
             state.batches_done = 0
@@ -379,26 +459,37 @@ class Trainer:
         tc = self.cfg.train
         optimizer.zero_grad(set_to_none=True)
         part, scale = (batch, 1.0) if self.dist is None else self.dist.shard(batch)
-        loss_sum, correct, tokens = token_loss_backward(self.train_model, part.to(self.device),
-                                                        batch.num_target_tokens, tc.label_smoothing,
-                                                        scale)
+        loss_sum, correct, tokens = token_loss_backward(
+            self.train_model,
+            part.to(self.device),
+            batch.num_target_tokens,
+            tc.label_smoothing,
+            scale,
+        )
         if self.dist is not None:  # the global batch's loss: every rank's guard decides alike
-            loss_sum, correct, tokens = self.dist.sum([loss_sum, correct, tokens] if scale else [0, 0, 0])
+            loss_sum, correct, tokens = self.dist.sum(
+                [loss_sum, correct, tokens] if scale else [0, 0, 0]
+            )
             correct, tokens = int(correct), int(tokens)
         guard.step(optimizer, self.train_model.parameters(), loss_sum / tokens, tc.clip, update)
         return loss_sum / tokens, correct, tokens
 
-    def _evaluate(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
+    def _evaluate(
+        self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float
+    ) -> bool:
         """Score dev, save checkpoints, step the schedule (in rank 0); True means stop early."""
         if self.board.window.pending:  # the updates since the last log, before the clock stops
             self._log_train(state, optimizer)
         try:
             stop = self._on_main(
                 lambda: self._score_and_save(translator, state, optimizer, scheduler, start),
-                default=False)
+                default=False,
+            )
         finally:
             self.board.window.restart()  # evaluating and saving are not training time
-        if self.dist is not None:  # the plateau schedule's rate and early stopping, as rank 0 decided
+        if (
+            self.dist is not None
+        ):  # the plateau schedule's rate and early stopping, as rank 0 decided
             flag, lr = self.dist.from_main([float(stop), optimizer.param_groups[0]["lr"]])
             for group in optimizer.param_groups:
                 group["lr"] = lr
@@ -408,19 +499,25 @@ class Trainer:
     def _log_train(self, state: TrainerState, optimizer) -> None:
         self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
 
-    def _log_dev(self, step: int, metrics: dict, translations: list[Translation],
-                 refs: list[list[str]]) -> None:
+    def _log_dev(
+        self, step: int, metrics: dict, translations: list[Translation], refs: list[list[str]]
+    ) -> None:
         """Dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard."""
         self.board.scalars(step, metrics, "dev")
-        self.board.pictures(step, _heatmaps(translations[:tb.EXAMPLES], refs))
+        self.board.pictures(step, _heatmaps(translations[: tb.EXAMPLES], refs))
 
-    def _score_and_save(self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float) -> bool:
+    def _score_and_save(
+        self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float
+    ) -> bool:
         tc = self.cfg.train
-        metrics, _, refs, translations = evaluate_translator(translator, self.family,
-                                                             self.splits.dev, beam_size=1)
+        metrics, _, refs, translations = evaluate_translator(
+            translator, self.family, self.splits.dev, beam_size=1
+        )
         self._log_dev(state.step, metrics, translations, refs)
         value = metrics[self.metric]
-        improved = state.best is None or (value > state.best if self.higher_is_better else value < state.best)
+        improved = state.best is None or (
+            value > state.best if self.higher_is_better else value < state.best
+        )
         if improved:
             state.best, state.best_step, state.bad_evals = value, state.step, 0
         else:
@@ -428,13 +525,23 @@ class Trainer:
         if scheduler is not None and tc.scheduler == "plateau":
             scheduler.step(value)
         state.elapsed_s = time.time() - start
-        state.history.append({"step": state.step, "epoch": state.epoch + 1, "dev": metrics,
-                              "lr": optimizer.param_groups[0]["lr"], "elapsed_s": round(state.elapsed_s, 1),
-                              "tokens": state.tokens, "train_s": round(state.train_s, 1),
-                              "skipped_updates": state.skipped_updates})
-        self.log(f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
-                 f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
-                 f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train tokens/s")
+        state.history.append(
+            {
+                "step": state.step,
+                "epoch": state.epoch + 1,
+                "dev": metrics,
+                "lr": optimizer.param_groups[0]["lr"],
+                "elapsed_s": round(state.elapsed_s, 1),
+                "tokens": state.tokens,
+                "train_s": round(state.train_s, 1),
+                "skipped_updates": state.skipped_updates,
+            }
+        )
+        self.log(
+            f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
+            f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
+            f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train tokens/s"
+        )
         if improved:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
@@ -445,20 +552,31 @@ class Trainer:
             return True
         return False
 
-    def _save(self, translator: Translator, directory: Path, state: TrainerState, optimizer, scheduler) -> None:
+    def _save(
+        self, translator: Translator, directory: Path, state: TrainerState, optimizer, scheduler
+    ) -> None:
         check_weights(translator.model, f"update {state.step}: {directory} not written")
         info, tensors = ckpt.optimizer_to_tensors(optimizer)
         tensors["rng.torch"] = torch.get_rng_state()
-        trainer_state = {"state": state.__dict__, "optimizer": info,
-                         "scheduler": scheduler.state_dict() if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau) else None,
-                         "metric": self.metric, "backend": self.backend.record()}
+        trainer_state = {
+            "state": state.__dict__,
+            "optimizer": info,
+            "scheduler": scheduler.state_dict()
+            if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
+            else None,
+            "metric": self.metric,
+            "backend": self.backend.record(),
+        }
         translator.save(directory, trainer_state, tensors)
 
-    def _save_interrupted(self, translator: Translator, state: TrainerState, optimizer, scheduler,
-                          start: float) -> None:
+    def _save_interrupted(
+        self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float
+    ) -> None:
         """Save ``last`` where a signal stopped the loop and raise TrainingInterrupted."""
         state.elapsed_s = time.time() - start
-        self._on_main(lambda: self._save(translator, self.run_dir / "last", state, optimizer, scheduler))
+        self._on_main(
+            lambda: self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
+        )
         where = f"update {state.step} (epoch {state.epoch + 1})"
         raise self.signals.interrupted(self.run_dir / "last", where)
 
@@ -467,14 +585,16 @@ class Trainer:
         """Updates of the ``average_checkpoints`` best dev evaluations, best first (the later one on a tie)."""
         sign = -1 if self.higher_is_better else 1
         ranked = sorted(history, key=lambda h: (sign * h["dev"][self.metric], -h["step"]))
-        return [h["step"] for h in ranked[:self.cfg.train.average_checkpoints]]
+        return [h["step"] for h in ranked[: self.cfg.train.average_checkpoints]]
 
     def _keep_top(self, translator: Translator, state: TrainerState) -> None:
         """Save this evaluation's weights in run_dir/top if they rank among the N best; remove those that dropped out."""
         top, keep = self.run_dir / "top", self._top_steps(state.history)
         if state.step in keep:
-            translator.save(top / f"step-{state.step:07d}",
-                            {"step": state.step, "metric": self.metric, "dev": state.history[-1]["dev"]})
+            translator.save(
+                top / f"step-{state.step:07d}",
+                {"step": state.step, "metric": self.metric, "dev": state.history[-1]["dev"]},
+            )
         for directory in top.glob("step-*"):
             if _step_of(directory) not in keep:
                 shutil.rmtree(directory, ignore_errors=True)
@@ -486,37 +606,55 @@ class Trainer:
         is kept only if it beats the best single checkpoint on dev. With few evaluations the N best
         can reach back to early, poor weights, whose mean is worse than the best one alone.
         """
-        ranked = [s for s in self._top_steps(state.history)
-                  if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file()]  # best first
+        ranked = [
+            s
+            for s in self._top_steps(state.history)
+            if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file()
+        ]  # best first
         if len(ranked) < 2:
             self.log(f"checkpoint averaging: {len(ranked)} evaluation(s) kept, nothing to average")
             return
-        tensors = {s: ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors")
-                   for s in ranked}
+        tensors = {
+            s: ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors")
+            for s in ranked
+        }
         candidates = [(ranked[0],)] + [tuple(ranked[:k]) for k in range(2, len(ranked) + 1)]
         scored = []
         for steps in candidates:
             translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
             metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
             scored.append((metrics, steps))
-            self.log(f"checkpoint averaging: updates {', '.join(map(str, sorted(steps)))}: "
-                     f"dev {self.metric} {metrics[self.metric]}")
+            self.log(
+                f"checkpoint averaging: updates {', '.join(map(str, sorted(steps)))}: "
+                f"dev {self.metric} {metrics[self.metric]}"
+            )
         sign = 1 if self.higher_is_better else -1
         # the first of equals wins: the single checkpoint, then fewer checkpoints averaged
         best_index = max(range(len(scored)), key=lambda i: (sign * scored[i][0][self.metric], -i))
         metrics, steps = scored[best_index]
         translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
         choice = "best single" if len(steps) == 1 else f"average of the {len(steps)} best"
-        directory = translator.save(self.run_dir / "averaged", {
-            "averaged_steps": sorted(steps), "choice": choice, "metric": self.metric, "dev": metrics,
-            "best_single": scored[0][0][self.metric],
-            "candidates": [{"steps": sorted(c), "dev": m} for m, c in scored]})
-        self.log(f"checkpoint averaging: kept the {choice} (updates {', '.join(map(str, sorted(steps)))}): "
-                 f"dev {self.metric} {metrics[self.metric]} (best single {scored[0][0][self.metric]}); "
-                 f"saved in {directory}")
+        directory = translator.save(
+            self.run_dir / "averaged",
+            {
+                "averaged_steps": sorted(steps),
+                "choice": choice,
+                "metric": self.metric,
+                "dev": metrics,
+                "best_single": scored[0][0][self.metric],
+                "candidates": [{"steps": sorted(c), "dev": m} for m, c in scored],
+            },
+        )
+        self.log(
+            f"checkpoint averaging: kept the {choice} (updates {', '.join(map(str, sorted(steps)))}): "
+            f"dev {self.metric} {metrics[self.metric]} (best single {scored[0][0][self.metric]}); "
+            f"saved in {directory}"
+        )
 
 
-def cosine_lr(tc, step: int, planned_updates: int, elapsed_s: float, budget_s: float | None) -> float:
+def cosine_lr(
+    tc, step: int, planned_updates: int, elapsed_s: float, budget_s: float | None
+) -> float:
     """The learning rate of update ``step`` under ``scheduler: cosine``.
 
     Half a cosine from ``lr`` down to ``min_lr`` over the run, whose progress
@@ -562,8 +700,9 @@ def _check_history(history: list, metric: str, where: str) -> None:
         score = entry["dev"].get(metric) if ok else None
         number = isinstance(score, (int, float)) and not isinstance(score, bool)
         if not (number and math.isfinite(score)):
-            raise CheckpointError(f"{where}[{i}]: expected "
-                                  f"{{'step': N, 'dev': {{{metric!r}: score}}, ...}}")
+            raise CheckpointError(
+                f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
+            )
 
 
 def _step_of(directory: Path) -> int | None:

@@ -30,10 +30,10 @@ from __future__ import annotations
 import math
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -45,8 +45,7 @@ from attnkit.data.tasks.vision import DataConfig, Split, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import checkpoint as ckpt
-from attnkit.training import distributed, rundir
-from attnkit.training import resume
+from attnkit.training import distributed, resume, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.vision_families import MODEL_TYPES, DeviceSplit, Family
@@ -122,8 +121,10 @@ class TrainConfig:
         "grad_clip": not_below(0, null=True),
         "patience": at_least(1, null=True),
         "max_minutes": above(0, null=True),
-        "num_threads": (lambda v: v is None or v >= 0,
-                        "at least 1, or 0 or null for torch's default"),
+        "num_threads": (
+            lambda v: v is None or v >= 0,
+            "at least 1, or 0 or null for torch's default",
+        ),
         "max_bad_updates": at_least(1),
     }
 
@@ -139,8 +140,12 @@ class VisionConfig:
     train: TrainConfig
 
     def to_dict(self) -> dict:
-        return {"family": FAMILY, "data": asdict(self.data), "model": {"type": self.model_type, **asdict(self.model)},
-                "train": asdict(self.train)}
+        return {
+            "family": FAMILY,
+            "data": asdict(self.data),
+            "model": {"type": self.model_type, **asdict(self.model)},
+            "train": asdict(self.train),
+        }
 
 
 def parse_config(data: dict, source: str = "config") -> VisionConfig:
@@ -150,14 +155,20 @@ def parse_config(data: dict, source: str = "config") -> VisionConfig:
     valid = ("family", "data", "model", "train")
     unknown = sorted(set(data) - set(valid), key=repr)  # YAML keys may be numbers or null
     if unknown:
-        raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-                          f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}")
+        raise ConfigError(
+            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}"
+        )
     if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(f"{source}: family: {data.get('family')!r} is not a vision config (family: vision)")
+        raise ConfigError(
+            f"{source}: family: {data.get('family')!r} is not a vision config (family: vision)"
+        )
     model = dict(data.get("model") or {})
     model_type = model.pop("type", None)
     if model_type not in MODEL_TYPES:
-        raise ConfigError(f"{source}: model.type: {model_type!r} is not one of {', '.join(MODEL_TYPES)}")
+        raise ConfigError(
+            f"{source}: model.type: {model_type!r} is not one of {', '.join(MODEL_TYPES)}"
+        )
     family = MODEL_TYPES[model_type]
     cfg = VisionConfig(
         data=from_dict(DataConfig, data.get("data"), f"{source}: data"),
@@ -166,8 +177,10 @@ def parse_config(data: dict, source: str = "config") -> VisionConfig:
         train=from_dict(TrainConfig, data.get("train"), f"{source}: train"),
     )
     if cfg.data.task not in family.tasks:
-        raise ConfigError(f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
-                          f"not {cfg.data.task!r}")
+        raise ConfigError(
+            f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
+            f"not {cfg.data.task!r}"
+        )
     return cfg
 
 
@@ -208,8 +221,14 @@ class TrainerState:
     history: list = field(default_factory=list)
 
 
-def _save(directory: Path, model: nn.Module, optimizer, cfg: VisionConfig, state: TrainerState,
-          epoch_order: Tensor | None = None) -> None:
+def _save(
+    directory: Path,
+    model: nn.Module,
+    optimizer,
+    cfg: VisionConfig,
+    state: TrainerState,
+    epoch_order: Tensor | None = None,
+) -> None:
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
     info, tensors = ckpt.optimizer_to_tensors(optimizer)
     if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
@@ -228,8 +247,12 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     ckpt.read_meta(directory, FAMILY)
     ckpt.load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
-    trainer = resume.check_sections(ckpt.read_json(json_path), json_path, ("optimizer",),
-                                    tuple(TrainerState.__dataclass_fields__))
+    trainer = resume.check_sections(
+        ckpt.read_json(json_path),
+        json_path,
+        ("optimizer",),
+        tuple(TrainerState.__dataclass_fields__),
+    )
     tensors = ckpt.read_tensors(tensors_path)
     resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
     counters = {k: v for k, v in trainer.items() if k != "optimizer"}
@@ -241,8 +264,15 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     return state
 
 
-def _save_interrupted(out: Path, model: nn.Module, optimizer, cfg: VisionConfig,
-                      state: TrainerState, stop: "EpochStop", signals: rundir.StopSignals) -> None:
+def _save_interrupted(
+    out: Path,
+    model: nn.Module,
+    optimizer,
+    cfg: VisionConfig,
+    state: TrainerState,
+    stop: EpochStop,
+    signals: rundir.StopSignals,
+) -> None:
     """Save ``out/last`` where a signal stopped training, and raise TrainingInterrupted."""
     _save(out / "last", model, optimizer, cfg, state, stop.order if state.batches_done else None)
     where = f"step {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
@@ -255,10 +285,16 @@ def _interrupted_order(directory: Path, device: torch.device) -> Tensor:
     order = (ckpt.read_tensors(path) or {}).get("epoch_order")
     if order is None:
         raise CheckpointError(f"{path}: an interrupted epoch without its epoch_order")
-    if order.dtype != torch.int64 or order.dim() != 1 or bool((order < 0).any()) \
-            or order.unique().numel() != order.numel():
-        raise CheckpointError(f"{path}: epoch_order must be distinct image indices (int64, 1-D), "
-                              f"got {order.dtype} {tuple(order.shape)}")
+    if (
+        order.dtype != torch.int64
+        or order.dim() != 1
+        or bool((order < 0).any())
+        or order.unique().numel() != order.numel()
+    ):
+        raise CheckpointError(
+            f"{path}: epoch_order must be distinct image indices (int64, 1-D), "
+            f"got {order.dtype} {tuple(order.shape)}"
+        )
     return order.to(device)
 
 
@@ -270,22 +306,36 @@ def _log(cfg: TrainConfig, message: str) -> None:
         tqdm.write(message, file=sys.stderr)
 
 
-def _batches(n: int, batch_size: int, device: torch.device, shuffle: bool, drop_last: bool = False,
-             order: Tensor | None = None) -> list[Tensor]:
+def _batches(
+    n: int,
+    batch_size: int,
+    device: torch.device,
+    shuffle: bool,
+    drop_last: bool = False,
+    order: Tensor | None = None,
+) -> list[Tensor]:
     """Index tensors of the batches, in ``order`` (N,) when given (an interrupted epoch's)."""
     if order is None:
         order = torch.randperm(n, device=device) if shuffle else torch.arange(n, device=device)
     elif order.numel() > n or (order.numel() and int(order.max()) >= n):
-        raise CheckpointError(f"the interrupted epoch's saved image order (epoch_order) does not fit "
-                              f"this training set of {n} images")
+        raise CheckpointError(
+            f"the interrupted epoch's saved image order (epoch_order) does not fit "
+            f"this training set of {n} images"
+        )
     batches = list(order.split(batch_size))
     if drop_last and len(batches) > 1 and len(batches[-1]) < batch_size:
         batches.pop()  # one batch shape: a compiled step is not recompiled for the remainder
     return batches
 
 
-def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_cfg, batch_size: int,
-                   mc_samples: int | None = None) -> dict:
+def evaluate_split(
+    family: Family,
+    model: nn.Module,
+    split: DeviceSplit,
+    model_cfg,
+    batch_size: int,
+    mc_samples: int | None = None,
+) -> dict:
     """Accuracy / error % of ``model`` on a split already on the model's device."""
     model.eval()
     correct = torch.zeros((), device=split.images.device)
@@ -294,7 +344,11 @@ def evaluate_split(family: Family, model: nn.Module, split: DeviceSplit, model_c
             correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
     n, right = len(split), float(correct)
     # from the counts: 410 wrong of 10,000 is exactly 4.1, where 100 * (1 - 0.959) is 4.100000000000001
-    return {"images": n, "accuracy": right / max(n, 1), "error_pct": 100.0 * (n - right) / max(n, 1)}
+    return {
+        "images": n,
+        "accuracy": right / max(n, 1),
+        "error_pct": 100.0 * (n - right) / max(n, 1),
+    }
 
 
 @dataclass
@@ -306,9 +360,18 @@ class EpochStop:
     interrupted: bool = False
 
 
-def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
-                 state: TrainerState, deadline: float | None,
-                 guard: UpdateGuard, stop: EpochStop, board: tb.Board) -> dict:
+def _train_epoch(
+    step,
+    model,
+    optimizer,
+    cfg: VisionConfig,
+    split: DeviceSplit,
+    state: TrainerState,
+    deadline: float | None,
+    guard: UpdateGuard,
+    stop: EpochStop,
+    board: tb.Board,
+) -> dict:
     """One pass over ``split``; ``step`` is the family's ``train_step`` (possibly compiled).
 
     With ``stop``: goes on from ``stop.order`` at ``state.batches_done`` (an interrupted epoch), and
@@ -319,17 +382,29 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
     model.train()
     t_cfg = cfg.train
     skipped_before = state.skipped_updates
-    batches = _batches(len(split), t_cfg.batch_size, split.images.device, shuffle=True,
-                       drop_last=t_cfg.compile, order=stop.order)
+    batches = _batches(
+        len(split),
+        t_cfg.batch_size,
+        split.images.device,
+        shuffle=True,
+        drop_last=t_cfg.compile,
+        order=stop.order,
+    )
     stop.order = torch.cat(batches) if batches else None
     first, lr = state.batches_done, learning_rate(t_cfg, state.epoch, state.planned_epochs)
     loss_sum = torch.zeros((), device=split.images.device)
     correct = torch.zeros((), device=split.images.device)
     seen, start = 0, time.perf_counter()
     board.window.restart()
-    bar = tqdm(batches[first:], desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
-               unit="batch", leave=False, disable=not t_cfg.progress, file=sys.stderr,
-               dynamic_ncols=True)
+    bar = tqdm(
+        batches[first:],
+        desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
+        unit="batch",
+        leave=False,
+        disable=not t_cfg.progress,
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
     for i, idx in enumerate(bar, start=first):
         if stop.requested():
             stop.interrupted = True
@@ -344,8 +419,11 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
         state.batches_done = i + 1
         if guard.step(optimizer, model.parameters(), loss.detach(), t_cfg.grad_clip, state.step):
             state.skipped_updates += 1
-            _log(t_cfg, f"step {state.step}: skipped, not finite ({guard.last_reason}); "
-                        f"{guard.in_a_row} in a row, {state.skipped_updates} in all")
+            _log(
+                t_cfg,
+                f"step {state.step}: skipped, not finite ({guard.last_reason}); "
+                f"{guard.in_a_row} in a row, {state.skipped_updates} in all",
+            )
         else:
             loss_sum += reported.detach() * len(idx)
             correct += batch_correct
@@ -355,15 +433,24 @@ def _train_epoch(step, model, optimizer, cfg: VisionConfig, split: DeviceSplit,
             board.train(state.step, lr, state.skipped_updates)
         if t_cfg.progress and seen and (i % 20 == 0 or i == len(batches) - 1):
             rate = seen / max(time.perf_counter() - start, 1e-9)
-            bar.set_postfix(loss=f"{float(loss_sum) / seen:.4f}", acc=f"{100 * float(correct) / seen:.2f}%",
-                            img_s=f"{rate:.0f}", lr=f"{lr:.2e}")
+            bar.set_postfix(
+                loss=f"{float(loss_sum) / seen:.4f}",
+                acc=f"{100 * float(correct) / seen:.2f}%",
+                img_s=f"{rate:.0f}",
+                lr=f"{lr:.2e}",
+            )
         if deadline is not None and time.perf_counter() > deadline:
             break
     bar.close()
     if board.window.pending:  # the steps since the last log: before the dev evaluation
         board.train(state.step, lr, state.skipped_updates)
-    return {"train_loss": float(loss_sum) / max(seen, 1), "train_accuracy": float(correct) / max(seen, 1),
-            "images": seen, "lr": lr, "skipped_updates": state.skipped_updates - skipped_before}
+    return {
+        "train_loss": float(loss_sum) / max(seen, 1),
+        "train_accuracy": float(correct) / max(seen, 1),
+        "images": seen,
+        "lr": lr,
+        "skipped_updates": state.skipped_updates - skipped_before,
+    }
 
 
 def _dev_figures(family: Family, model: nn.Module, dev: Split, model_cfg):
@@ -389,8 +476,13 @@ def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> 
     return min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6)))
 
 
-def train_vision(config: dict, output_dir: Path | None = None, resume: bool = False,
-                 source: str = "config", overwrite: bool = False) -> Path:
+def train_vision(
+    config: dict,
+    output_dir: Path | None = None,
+    resume: bool = False,
+    source: str = "config",
+    overwrite: bool = False,
+) -> Path:
     """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best checkpoint dir.
 
     Writes ``OUT/best`` (lowest dev error so far) and ``OUT/last`` (end of
@@ -402,17 +494,28 @@ def train_vision(config: dict, output_dir: Path | None = None, resume: bool = Fa
     """
     cfg = parse_config(config, source)
     if distributed.world_size() > 1:  # N copies of one run would fight over its directory
-        raise ConfigError(f"{source}: data-parallel training under torchrun is for seq2seq "
-                          "experiments; train a vision model with attnkit train CONFIG")
+        raise ConfigError(
+            f"{source}: data-parallel training under torchrun is for seq2seq "
+            "experiments; train a vision model with attnkit train CONFIG"
+        )
     out = Path(output_dir) if output_dir is not None else Path(cfg.train.output_dir)
     log = lambda m: _log(cfg.train, m)  # noqa: E731
-    with rundir.claim_run_dir(out, resume, overwrite, log), rundir.StopSignals() as signals, \
-            tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "images") as board:
+    with (
+        rundir.claim_run_dir(out, resume, overwrite, log),
+        rundir.StopSignals() as signals,
+        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "images") as board,
+    ):
         return _train_vision(cfg, out, resume, source, signals, board)
 
 
-def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
-                  signals: rundir.StopSignals, board: tb.Board) -> Path:
+def _train_vision(
+    cfg: VisionConfig,
+    out: Path,
+    resume: bool,
+    source: str,
+    signals: rundir.StopSignals,
+    board: tb.Board,
+) -> Path:
     t_cfg = cfg.train
     if t_cfg.num_threads:
         torch.set_num_threads(t_cfg.num_threads)
@@ -422,17 +525,28 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
     torch.manual_seed(t_cfg.seed)
     family = MODEL_TYPES[cfg.model_type]
     model = family.build(cfg.model).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay,
-                                 fused=device.type == "cuda")
+    optimizer = torch.optim.Adam(
+        model.parameters(),
+        lr=t_cfg.lr,
+        weight_decay=t_cfg.weight_decay,
+        fused=device.type == "cuda",
+    )
     state = TrainerState(planned_epochs=t_cfg.epochs)
     if resume:
         if not (out / "last").is_dir():
-            raise CheckpointError(f"{out / 'last'}: nothing to resume (train without --resume first)")
+            raise CheckpointError(
+                f"{out / 'last'}: nothing to resume (train without --resume first)"
+            )
         saved = ckpt.read_config(out / "last")
         if parse_config(saved, str(out / "last")).model != cfg.model:
-            raise CheckpointError(f"{out / 'last'}: the checkpoint's model config differs from {source}")
+            raise CheckpointError(
+                f"{out / 'last'}: the checkpoint's model config differs from {source}"
+            )
         state = _restore(out / "last", model, optimizer)
-        state.stopped, state.planned_epochs = "", t_cfg.epochs  # the config may ask for more epochs now
+        state.stopped, state.planned_epochs = (
+            "",
+            t_cfg.epochs,
+        )  # the config may ask for more epochs now
     board.start(state.step)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
@@ -442,11 +556,18 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
     data = VisionData(cfg.data)
     dev_split = data.split("dev")
     dev = family.to_device(dev_split, device)
-    deadline = None if t_cfg.max_minutes is None else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
+    deadline = (
+        None
+        if t_cfg.max_minutes is None
+        else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
+    )
     epoch_seconds: list[float] = []
     guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
-    _log(t_cfg, f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
-                f"parameters, {data.describe()}")
+    _log(
+        t_cfg,
+        f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
+        f"parameters, {data.describe()}",
+    )
     redraw = cfg.data.resample and cfg.data.task != "mnist"  # else one training set for every epoch
     train = None
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -459,14 +580,19 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
                 pending = pending or pool.submit(data.train_split, state.epoch)
                 train = family.to_device(pending.result(), device)
                 more = redraw and state.epoch + 1 < state.planned_epochs
-                pending = pool.submit(data.train_split, state.epoch + 1) if more else None  # drawn while training
-            stats = _train_epoch(step, model, optimizer, cfg, train, state, deadline, guard, stop,
-                                 board)
+                pending = (
+                    pool.submit(data.train_split, state.epoch + 1) if more else None
+                )  # drawn while training
+            stats = _train_epoch(
+                step, model, optimizer, cfg, train, state, deadline, guard, stop, board
+            )
             if stop.interrupted:
                 state.elapsed_s += time.perf_counter() - began
                 _save_interrupted(out, model, optimizer, cfg, state, stop, signals)
             state.batches_done, stop.order = 0, None
-            dev_stats = evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model))
+            dev_stats = evaluate_split(
+                family, model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model)
+            )
             board.scalars(state.step, dev_stats, "dev")
             board.pictures(state.step, _dev_figures(family, model, dev_split, cfg.model))
             state.epoch += 1
@@ -475,18 +601,31 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
             epoch_seconds.append(seconds)
             improved = dev_stats["error_pct"] < state.best_dev_error
             if improved:
-                state.best_dev_error, state.best_epoch, state.bad_epochs = dev_stats["error_pct"], state.epoch, 0
+                state.best_dev_error, state.best_epoch, state.bad_epochs = (
+                    dev_stats["error_pct"],
+                    state.epoch,
+                    0,
+                )
             else:
                 state.bad_epochs += 1
-            state.history.append({"epoch": state.epoch, **stats, "dev_error_pct": dev_stats["error_pct"],
-                                  "seconds": round(seconds, 3)})
+            state.history.append(
+                {
+                    "epoch": state.epoch,
+                    **stats,
+                    "dev_error_pct": dev_stats["error_pct"],
+                    "seconds": round(seconds, 3),
+                }
+            )
             state.planned_epochs = _plan(t_cfg, state, epoch_seconds)
             n_skipped = stats["skipped_updates"]
             skipped = f"  {n_skipped} steps skipped" if n_skipped else ""
-            _log(t_cfg, f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
-                        f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
-                        f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
-                        f"({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}")
+            _log(
+                t_cfg,
+                f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
+                f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
+                f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
+                f"({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}",
+            )
             if deadline is not None and time.perf_counter() > deadline:
                 state.stopped = "budget"
             elif t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
@@ -500,8 +639,11 @@ def _train_vision(cfg: VisionConfig, out: Path, resume: bool, source: str,
                 break
         if pending is not None:
             pending.cancel()
-    _log(t_cfg, f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; best dev error "
-                f"{state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in {out}")
+    _log(
+        t_cfg,
+        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; best dev error "
+        f"{state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
+    )
     return out / "best"
 
 
@@ -516,7 +658,9 @@ def checkpoint_dir(model_dir: str | Path) -> Path:
     return model_dir
 
 
-def load_vision_model(model_dir: str | Path, device: str | torch.device = "cpu") -> tuple[VisionConfig, Family, nn.Module]:
+def load_vision_model(
+    model_dir: str | Path, device: str | torch.device = "cpu"
+) -> tuple[VisionConfig, Family, nn.Module]:
     """(config, family, model in eval mode) of a vision checkpoint."""
     directory = checkpoint_dir(model_dir)
     ckpt.read_meta(directory, FAMILY)
@@ -528,7 +672,9 @@ def load_vision_model(model_dir: str | Path, device: str | torch.device = "cpu")
     return cfg, family, model.to(device).eval()
 
 
-def evaluate_vision(model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto") -> dict:
+def evaluate_vision(
+    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
+) -> dict:
     """Error % of a trained model on ``split`` ("test" or "dev").
 
     Returns ``{"split", "task", "model", "images", "accuracy", "error_pct"}``
@@ -561,8 +707,16 @@ def plot_vision(model_dir: Path, image_index: int, out: Path) -> list[Path]:
     cfg, family, model = load_vision_model(model_dir, "cpu")
     test = VisionData(cfg.data).split("test")
     if not 0 <= image_index < len(test.images):
-        raise ConfigError(f"--image {image_index}: the test split has images 0..{len(test.images) - 1}")
+        raise ConfigError(
+            f"--image {image_index}: the test split has images 0..{len(test.images) - 1}"
+        )
     out = Path(out)
-    stem = out.with_suffix("") if out.suffix.lower() in (".png", ".gif") else out / f"{cfg.model_type}-test{image_index}"
+    stem = (
+        out.with_suffix("")
+        if out.suffix.lower() in (".png", ".gif")
+        else out / f"{cfg.model_type}-test{image_index}"
+    )
     torch.manual_seed(0)
-    return family.picture(model, test.images[image_index], test.labels[image_index], stem, cfg.model)
+    return family.picture(
+        model, test.images[image_index], test.labels[image_index], stem, cfg.model
+    )

@@ -84,7 +84,7 @@ class Family:
         """``stem.png`` (the :meth:`figure`) and ``stem.gif`` (one frame per step) of one image."""
         raise NotImplementedError
 
-    def figure(self, model, image: np.ndarray, label, m) -> "Figure":
+    def figure(self, model, image: np.ndarray, label, m) -> Figure:
         """Where ``model`` looks on one ``(H, W)`` uint8 image, as one figure (PNG grid)."""
         raise NotImplementedError
 
@@ -104,8 +104,20 @@ class RAMFamily(Family):
     tasks = ("mnist", "translated", "cluttered")
 
     def build(self, m: RAMConfig) -> nn.Module:
-        return RecurrentAttentionModel(m.glimpses, m.patch, m.scales, m.scale_factor, 1, m.glimpse_hidden,
-                                       m.location_hidden, m.hidden, m.core, m.std, 10, m.detach_policy_state)
+        return RecurrentAttentionModel(
+            m.glimpses,
+            m.patch,
+            m.scales,
+            m.scale_factor,
+            1,
+            m.glimpse_hidden,
+            m.location_hidden,
+            m.hidden,
+            m.core,
+            m.std,
+            10,
+            m.detach_policy_state,
+        )
 
     def train_step(self, model, batch, m):
         loss = hybrid_loss(model(batch["images"], sample=True), batch["labels"], m.reinforce_weight)

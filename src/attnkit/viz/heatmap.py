@@ -126,8 +126,16 @@ def plot_heatmap_grid(
             ax.set_axis_off()
             continue
         record = records[i]
-        image = _draw(ax, record.weights, record.source_tokens, record.output_tokens,
-                      cmap=cmap, annotate=None, vmax=1.0, aspect="equal")
+        image = _draw(
+            ax,
+            record.weights,
+            record.source_tokens,
+            record.output_tokens,
+            cmap=cmap,
+            annotate=None,
+            vmax=1.0,
+            aspect="equal",
+        )
         ax.set_title(_panel_title(record), fontsize=10, pad=6)
     colorbar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
     colorbar.set_label("attention weight")
@@ -173,8 +181,9 @@ def _draw(ax: Axes, weights, src, out, *, cmap, annotate, vmax=None, aspect="aut
     finite = weights[np.isfinite(weights)]
     in_unit = finite.size == 0 or (finite.min() >= 0.0 and finite.max() <= 1.0)
     vmin, vmax = (0.0, vmax or 1.0) if in_unit else (float(finite.min()), float(finite.max()))
-    image = ax.imshow(weights, cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect,
-                      interpolation="nearest")
+    image = ax.imshow(
+        weights, cmap=cmap, vmin=vmin, vmax=vmax, aspect=aspect, interpolation="nearest"
+    )
 
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
@@ -220,8 +229,15 @@ def _annotate(ax: Axes, weights: np.ndarray, image) -> None:
     for (i, j), value in np.ndenumerate(weights):
         r, g, b, _ = image.cmap(image.norm(value))
         dark = 0.299 * r + 0.587 * g + 0.114 * b < 0.5
-        ax.text(j, i, f"{value:.2f}",
-                ha="center", va="center", fontsize=size, color="white" if dark else "black")
+        ax.text(
+            j,
+            i,
+            f"{value:.2f}",
+            ha="center",
+            va="center",
+            fontsize=size,
+            color="white" if dark else "black",
+        )
 
 
 def _panel_title(record: AttentionRecord, width: int = 40) -> str:

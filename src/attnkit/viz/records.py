@@ -191,8 +191,10 @@ def save_records_npz(records: list[AttentionRecord], path: str | Path) -> None:
     arrays: dict[str, np.ndarray] = {
         f"weights_{i}": r.weights.astype(np.float32) for i, r in enumerate(records)
     }
-    meta = [json.dumps({"format": FORMAT, "version": VERSION, **r.meta()}, ensure_ascii=False)
-            for r in records]
+    meta = [
+        json.dumps({"format": FORMAT, "version": VERSION, **r.meta()}, ensure_ascii=False)
+        for r in records
+    ]
     arrays["meta"] = np.array(meta, dtype=np.str_)  # unicode array: no pickle needed
     _atomic_write(path, lambda f: np.savez_compressed(f, **arrays))
 

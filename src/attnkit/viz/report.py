@@ -150,16 +150,19 @@ def write_report(
     parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
     if config is not None:
         pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
-        parts.append(f"<details><summary><h2 style=\"display:inline\">Config</h2></summary>"
-                     f"<pre>{esc(pretty)}</pre></details>")
+        parts.append(
+            f'<details><summary><h2 style="display:inline">Config</h2></summary>'
+            f"<pre>{esc(pretty)}</pre></details>"
+        )
     parts.append(f"<h2>Examples ({len(records)})</h2>")
     if records:
         parts.append("<p>Click an example to see where each output token looked.</p>")
     parts.append('<ol class="examples">')
     parts += [_example(i, r) for i, r in enumerate(records)]
     parts.append("</ol>")
-    parts.append('<script type="application/json" id="attnkit-data">'
-                 f"{_data_json(records)}</script>")
+    parts.append(
+        f'<script type="application/json" id="attnkit-data">{_data_json(records)}</script>'
+    )
     parts.append(f"<script>{_JS}</script></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
@@ -171,8 +174,9 @@ def _data_json(records: list[AttentionRecord]) -> str:
     for r in records:
         obj = r.to_json()
         if not np.isfinite(r.weights).all():  # JSON.parse refuses NaN/Infinity
-            obj["weights"] = np.round(np.nan_to_num(r.weights, nan=0.0, posinf=1.0, neginf=0.0),
-                                      5).tolist()
+            obj["weights"] = np.round(
+                np.nan_to_num(r.weights, nan=0.0, posinf=1.0, neginf=0.0), 5
+            ).tolist()
         items.append(obj)
     doc = {"format": FORMAT, "version": VERSION, "records": items}
     text = json.dumps(doc, ensure_ascii=False)
@@ -218,13 +222,18 @@ def _example(i: int, record: AttentionRecord) -> str:
     esc = html.escape
     mark = ""
     if record.correct is not None:
-        mark = ('<span class="mark ok">✓ right</span>' if record.correct
-                else '<span class="mark bad">✗ wrong</span>')
+        mark = (
+            '<span class="mark ok">✓ right</span>'
+            if record.correct
+            else '<span class="mark bad">✗ wrong</span>'
+        )
     score = "" if record.score is None else f'<span class="score">score {record.score:.3f}</span>'
 
     def row(key: str, value: str, extra: str = "") -> str:
-        return (f'<div class="row"><span class="k">{key}</span>'
-                f'<span class="v">{esc(value)}</span>{extra}</div>')
+        return (
+            f'<div class="row"><span class="k">{key}</span>'
+            f'<span class="v">{esc(value)}</span>{extra}</div>'
+        )
 
     rows = [row("source", record.source)]
     if record.reference is not None:

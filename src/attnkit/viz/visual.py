@@ -52,7 +52,9 @@ def upsample_map(weights, height: int, width: int) -> np.ndarray:
     return np.asarray(resized, dtype=np.float64)
 
 
-def _new_figure(panels: int, cols: int | None, aspect: float, suptitle: str | None) -> tuple[Figure, list[Axes]]:
+def _new_figure(
+    panels: int, cols: int | None, aspect: float, suptitle: str | None
+) -> tuple[Figure, list[Axes]]:
     """A grid of ``panels`` axes for images ``aspect`` (width / height) wide, at most ~14 inches across."""
     width = _PANEL_INCHES * min(max(aspect, 0.5), 3.0)
     cols = cols or max(1, min(panels, 6, int(_MAX_WIDTH_INCHES // width)))
@@ -132,14 +134,24 @@ def save_gif(frames: Sequence[Image.Image], path: str | Path, duration_ms: int =
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     palette = [f.convert("P", palette=Image.ADAPTIVE, colors=255) for f in frames]
-    palette[0].save(path, format="GIF", save_all=True, append_images=palette[1:], duration=duration_ms,
-                    loop=0, disposal=2, optimize=False)
+    palette[0].save(
+        path,
+        format="GIF",
+        save_all=True,
+        append_images=palette[1:],
+        duration=duration_ms,
+        loop=0,
+        disposal=2,
+        optimize=False,
+    )
     return path
 
 
 def _single_frame(draw, aspect: float, suptitle: str | None = None) -> Image.Image:
     width = 3.2 * min(max(aspect, 0.6), 4.0)
-    fig = Figure(figsize=(width, width / max(aspect, 0.6) + 0.5 + (0.3 if suptitle else 0.0)), dpi=100)
+    fig = Figure(
+        figsize=(width, width / max(aspect, 0.6) + 0.5 + (0.3 if suptitle else 0.0)), dpi=100
+    )
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     draw(ax)
@@ -163,14 +175,23 @@ def attention_gif(
     maps = np.asarray(maps)
     titles = list(titles) if titles is not None else [f"step {t + 1}" for t in range(len(maps))]
     aspect = image.shape[1] / image.shape[0]
-    frames = [_single_frame(lambda ax: _draw_attention(ax, image, None, "input", alpha), aspect, suptitle)]
+    frames = [
+        _single_frame(lambda ax: _draw_attention(ax, image, None, "input", alpha), aspect, suptitle)
+    ]
     for weights, title in zip(maps, titles):
         draw = lambda ax, w=weights, t=title: _draw_attention(ax, image, w, t, alpha)  # noqa: E731
         frames.append(_single_frame(draw, aspect, suptitle))
     return save_gif(frames, path, duration_ms)
 
 
-def _draw_glimpse(ax: Axes, image: np.ndarray, centres: np.ndarray, boxes: np.ndarray, step: int, title: str | None):
+def _draw_glimpse(
+    ax: Axes,
+    image: np.ndarray,
+    centres: np.ndarray,
+    boxes: np.ndarray,
+    step: int,
+    title: str | None,
+):
     """Image, path through the first ``step + 1`` centres, squares of glimpse ``step``."""
     ax.imshow(image, cmap="gray", vmin=0.0, vmax=1.0, interpolation="nearest")
     seen = centres[: step + 1]
@@ -180,7 +201,9 @@ def _draw_glimpse(ax: Axes, image: np.ndarray, centres: np.ndarray, boxes: np.nd
     for k, (x0, y0, size) in enumerate(boxes[step]):
         colour = _SCALE_COLOURS[k % len(_SCALE_COLOURS)]
         # pixel (i, j) covers [j - 0.5, j + 0.5] in imshow coordinates
-        ax.add_patch(Rectangle((x0 - 0.5, y0 - 0.5), size, size, fill=False, edgecolor=colour, linewidth=1.5))
+        ax.add_patch(
+            Rectangle((x0 - 0.5, y0 - 0.5), size, size, fill=False, edgecolor=colour, linewidth=1.5)
+        )
     ax.set_xlim(-0.5, image.shape[1] - 0.5)
     ax.set_ylim(image.shape[0] - 0.5, -0.5)
     if title:
@@ -192,9 +215,18 @@ def _glimpse_inputs(image, centres, boxes, titles):
     image = _as_float_image(image)
     centres = np.asarray(centres, dtype=np.float64)
     boxes = np.asarray(boxes, dtype=np.float64)
-    if centres.ndim != 2 or centres.shape[1] != 2 or boxes.shape[:1] != centres.shape[:1] or boxes.shape[-1] != 3:
-        raise ValueError(f"expected centres (G, 2) and boxes (G, k, 3), got {centres.shape} and {boxes.shape}")
-    titles = list(titles) if titles is not None else [f"glimpse {g + 1}" for g in range(len(centres))]
+    if (
+        centres.ndim != 2
+        or centres.shape[1] != 2
+        or boxes.shape[:1] != centres.shape[:1]
+        or boxes.shape[-1] != 3
+    ):
+        raise ValueError(
+            f"expected centres (G, 2) and boxes (G, k, 3), got {centres.shape} and {boxes.shape}"
+        )
+    titles = (
+        list(titles) if titles is not None else [f"glimpse {g + 1}" for g in range(len(centres))]
+    )
     return image, centres, boxes, titles
 
 
@@ -219,14 +251,21 @@ def glimpse_grid(
 
 
 def glimpse_gif(
-    image, centres, boxes, titles: Sequence[str] | None, path: str | Path, duration_ms: int = 800,
+    image,
+    centres,
+    boxes,
+    titles: Sequence[str] | None,
+    path: str | Path,
+    duration_ms: int = 800,
     suptitle: str | None = None,
 ) -> Path:
     """The glimpse path as an animation, one frame per glimpse."""
     image, centres, boxes, titles = _glimpse_inputs(image, centres, boxes, titles)
     aspect = image.shape[1] / image.shape[0]
     frames = [
-        _single_frame(lambda ax, g=g: _draw_glimpse(ax, image, centres, boxes, g, titles[g]), aspect, suptitle)
+        _single_frame(
+            lambda ax, g=g: _draw_glimpse(ax, image, centres, boxes, g, titles[g]), aspect, suptitle
+        )
         for g in range(len(centres))
     ]
     return save_gif(frames, path, duration_ms)

@@ -118,8 +118,12 @@ def _build(compiler: list[str], target: Path) -> None:
     try:
         errors = []
         for extra in ([OPENMP], []):
-            proc = subprocess.run([*compiler, *FLAGS, *extra, *map(str, SOURCES), "-o", tmp],
-                                  capture_output=True, text=True, timeout=120)
+            proc = subprocess.run(
+                [*compiler, *FLAGS, *extra, *map(str, SOURCES), "-o", tmp],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             if proc.returncode == 0:
                 os.chmod(tmp, 0o700)  # the linker may have created it anew with the umask's mode
                 digest = _sha256(Path(tmp))
@@ -257,9 +261,12 @@ def _obtain(compiler: list[str]) -> ctypes.CDLL:
                 doubt = str(err)
         log.info("attnkit native kernels: not loading %s: %s", target, doubt)
     else:
-        warnings.warn(f"native kernels: the cache directory {directory} is {refused}; building "
-                      "them in a private temporary directory (give it mode 700 and to this user, "
-                      "or set ATTNKIT_CACHE_DIR, to cache them)", stacklevel=2)
+        warnings.warn(
+            f"native kernels: the cache directory {directory} is {refused}; building "
+            "them in a private temporary directory (give it mode 700 and to this user, "
+            "or set ATTNKIT_CACHE_DIR, to cache them)",
+            stacklevel=2,
+        )
     with tempfile.TemporaryDirectory(prefix="attnkit-kernels-") as tmp:  # created 0700
         target = Path(tmp) / library_name(compiler)
         _build(compiler, target)
@@ -306,8 +313,12 @@ _is_functorch_wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tenso
 
 def _plain_float32_cpu(x: Tensor) -> bool:
     """A float32 CPU tensor that is not a subclass and not wrapped by a torch.func transform."""
-    return (type(x) in _PLAIN and x.device.type == "cpu" and x.dtype == torch.float32
-            and not _is_functorch_wrapped(x))
+    return (
+        type(x) in _PLAIN
+        and x.device.type == "cpu"
+        and x.dtype == torch.float32
+        and not _is_functorch_wrapped(x)
+    )
 
 
 def _fits(x: Tensor) -> bool:
@@ -333,12 +344,20 @@ def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
     if not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
         return False
     b, _, a = query.shape
-    if keys.size(0) != b or keys.size(2) != a or v.numel() != a or query.numel() == 0 or keys.numel() == 0:
+    if (
+        keys.size(0) != b
+        or keys.size(2) != a
+        or v.numel() != a
+        or query.numel() == 0
+        or keys.numel() == 0
+    ):
         return False
     return _fits(query) and _fits(keys) and _fits(v) and library() is not None
 
 
-def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None) -> Tensor | None:
+def additive_energies(
+    query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None
+) -> Tensor | None:
     """query (B, T, A), keys (B, S, A), v (A,) -> scores (B, T, S) = v . tanh(query + keys), or None where
     the kernel does not apply (see :func:`covers`; the caller then uses torch).
 
@@ -355,25 +374,47 @@ def additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | N
     return run_additive_energies(query, keys, v, hidden)
 
 
-def run_additive_energies(query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None) -> Tensor:
+def run_additive_energies(
+    query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None
+) -> Tensor:
     """The kernel call itself, checking nothing: for callers that have just checked :func:`covers` (and, for
     ``hidden``, its shape (B, T, S, A) and layout). Shapes as in :func:`additive_energies`."""
     b, t, a = query.shape
     s = keys.size(1)
     scores = query.new_empty(b, t, s)
-    library().attnkit_additive_energies(query.data_ptr(), keys.data_ptr(), v.data_ptr(), scores.data_ptr(),
-                                        None if hidden is None else hidden.data_ptr(), b, t, s, a,
-                                        torch.get_num_threads())
+    library().attnkit_additive_energies(
+        query.data_ptr(),
+        keys.data_ptr(),
+        v.data_ptr(),
+        scores.data_ptr(),
+        None if hidden is None else hidden.data_ptr(),
+        b,
+        t,
+        s,
+        a,
+        torch.get_num_threads(),
+    )
     return scores
 
 
-def run_additive_backward(d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: Tensor, d_query: Tensor) -> None:
+def run_additive_backward(
+    d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: Tensor, d_query: Tensor
+) -> None:
     """One step's backward through the energies, checking nothing (the caller has checked :func:`covers` for
     the forward): d_scores (B, S), hidden (B, S, A) the kept tanh, v (A,) -> adds d e to d_keys (B, S, A) and
     writes sum_s d e into d_query (B, A); all contiguous float32."""
     b, s, a = hidden.shape
-    library().attnkit_additive_backward(d_scores.data_ptr(), hidden.data_ptr(), v.data_ptr(), d_keys.data_ptr(),
-                                        d_query.data_ptr(), b, s, a, torch.get_num_threads())
+    library().attnkit_additive_backward(
+        d_scores.data_ptr(),
+        hidden.data_ptr(),
+        v.data_ptr(),
+        d_keys.data_ptr(),
+        d_query.data_ptr(),
+        b,
+        s,
+        a,
+        torch.get_num_threads(),
+    )
 
 
 def fits_rows(*tensors: Tensor) -> bool:
@@ -381,7 +422,9 @@ def fits_rows(*tensors: Tensor) -> bool:
     2 (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
     if _declining():
         return False
-    if not all(_plain_float32_cpu(x) and x.dim() in (1, 2, 3) and x.stride(-1) == 1 for x in tensors):
+    if not all(
+        _plain_float32_cpu(x) and x.dim() in (1, 2, 3) and x.stride(-1) == 1 for x in tensors
+    ):
         return False
     return library() is not None
 
@@ -393,8 +436,14 @@ def _rows(x: Tensor) -> tuple[int, int, int]:
     return x.data_ptr(), x.stride(0), x.stride(1)
 
 
-def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Tensor, h_out: Tensor,
-                    hidden_bias: Tensor | None = None) -> None:
+def run_gru_forward(
+    gates_x: Tensor,
+    gates_h: Tensor,
+    h_prev: Tensor,
+    gates: Tensor,
+    h_out: Tensor,
+    hidden_bias: Tensor | None = None,
+) -> None:
     """One GRU step's gate arithmetic (see ``recurrent.c``), checking nothing (the caller has checked
     :func:`fits_rows` on tensors of this layout): gates_x, gates_h (..., 3H), h_prev (..., H) -> the activated
     gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or (D, B), the same for all.
@@ -406,22 +455,50 @@ def run_gru_forward(gates_x: Tensor, gates_h: Tensor, h_prev: Tensor, gates: Ten
         bias = (None, 0, 0)
     else:  # the same bias row for every batch row
         bias = (hidden_bias.data_ptr(), hidden_bias.stride(0) if hidden_bias.dim() == 2 else 0, 0)
-    library().attnkit_gru_forward(*_rows(gates_x), *_rows(gates_h), *bias, *_rows(h_prev), *_rows(gates),
-                                  *_rows(h_out), dirs, batch, hidden, torch.get_num_threads())
+    library().attnkit_gru_forward(
+        *_rows(gates_x),
+        *_rows(gates_h),
+        *bias,
+        *_rows(h_prev),
+        *_rows(gates),
+        *_rows(h_out),
+        dirs,
+        batch,
+        hidden,
+        torch.get_num_threads(),
+    )
 
 
-def run_gru_backward(d_h: Tensor, gates: Tensor, gates_h: Tensor, h_prev: Tensor, d_gates_x: Tensor,
-                     d_gates_h: Tensor, direct: Tensor) -> None:
+def run_gru_backward(
+    d_h: Tensor,
+    gates: Tensor,
+    gates_h: Tensor,
+    h_prev: Tensor,
+    d_gates_x: Tensor,
+    d_gates_h: Tensor,
+    direct: Tensor,
+) -> None:
     """Backward of :func:`run_gru_forward` given d_h (..., H) with respect to the new state: writes the input
     and hidden gate gradients (..., 3H) and ``direct`` = d_h z (..., H), the part of d h_prev that does not
     go through W_hh. Checks nothing."""
     *lead, hidden = d_h.shape
     dirs, batch = (1, *lead) if len(lead) == 1 else lead
-    library().attnkit_gru_backward(*_rows(d_h), *_rows(gates), *_rows(gates_h), *_rows(h_prev), *_rows(d_gates_x),
-                                   *_rows(d_gates_h), *_rows(direct), dirs, batch, hidden, torch.get_num_threads())
+    library().attnkit_gru_backward(
+        *_rows(d_h),
+        *_rows(gates),
+        *_rows(gates_h),
+        *_rows(h_prev),
+        *_rows(d_gates_x),
+        *_rows(d_gates_h),
+        *_rows(direct),
+        dirs,
+        batch,
+        hidden,
+        torch.get_num_threads(),
+    )
 
 
-_MASK_BITS = 2 ** 31
+_MASK_BITS = 2**31
 
 
 def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
@@ -432,8 +509,14 @@ def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
     if _declining() or library() is None:
         return None
     threshold = round(p * _MASK_BITS)
-    seed = int(torch.randint(-2 ** 63, 2 ** 63 - 1, (), dtype=torch.int64)) & (2 ** 64 - 1)
+    seed = int(torch.randint(-(2**63), 2**63 - 1, (), dtype=torch.int64)) & (2**64 - 1)
     mask = torch.empty(shape)
-    library().attnkit_keep_mask(mask.data_ptr(), mask.numel(), seed, threshold, _MASK_BITS / (_MASK_BITS - threshold),
-                                torch.get_num_threads())
+    library().attnkit_keep_mask(
+        mask.data_ptr(),
+        mask.numel(),
+        seed,
+        threshold,
+        _MASK_BITS / (_MASK_BITS - threshold),
+        torch.get_num_threads(),
+    )
     return mask

@@ -31,7 +31,7 @@ import datetime as dt
 import random
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from babel import Locale
 from babel.core import UnknownLocaleError
@@ -45,8 +45,16 @@ DEFAULT_FORMATS = NAMED_FORMATS + ("d MMM y", "EEEE d MMMM y", "dd.MM.y", "MMMM 
 
 # CLDR fields a purely numeric pattern may contain, with the regex for exactly
 # the digits Babel writes for them (one letter: no leading zero; two: padded).
-_NUMERIC_FIELDS = {("d", 1): r"[1-9]\d?", ("d", 2): r"\d{2}", ("M", 1): r"[1-9]\d?", ("M", 2): r"\d{2}",
-                   ("L", 1): r"[1-9]\d?", ("L", 2): r"\d{2}", ("y", 1): r"[1-9]\d*", ("y", 2): r"\d{2}"}
+_NUMERIC_FIELDS = {
+    ("d", 1): r"[1-9]\d?",
+    ("d", 2): r"\d{2}",
+    ("M", 1): r"[1-9]\d?",
+    ("M", 2): r"\d{2}",
+    ("L", 1): r"[1-9]\d?",
+    ("L", 2): r"\d{2}",
+    ("y", 1): r"[1-9]\d*",
+    ("y", 2): r"\d{2}",
+}
 
 
 @dataclass(frozen=True)
@@ -68,12 +76,14 @@ class _Writer:
     numeric: bool  # output has digits and separators only
 
 
-@lru_cache(maxsize=None)
+@cache
 def _babel_locale(name: str) -> Locale:
     try:
         return Locale.parse(name)
     except (UnknownLocaleError, ValueError, TypeError) as exc:
-        raise ValueError(f"unknown locale {name!r} ({exc}); e.g. {', '.join(DEFAULT_LOCALES)}") from None
+        raise ValueError(
+            f"unknown locale {name!r} ({exc}); e.g. {', '.join(DEFAULT_LOCALES)}"
+        ) from None
 
 
 def _fields(pattern: str) -> list[tuple[str, int]]:
@@ -105,21 +115,29 @@ def _make_writers(locales, formats, two_digit_years: bool) -> list[list[_Writer]
                 fields = _fields(pattern)
                 format_date(probe, pattern, locale=loc)
             except Exception as exc:  # Babel raises several types for bad patterns
-                raise ValueError(f"bad date format {fmt!r} ({exc}); use one of {NAMED_FORMATS} or a CLDR pattern") from None
+                raise ValueError(
+                    f"bad date format {fmt!r} ({exc}); use one of {NAMED_FORMATS} or a CLDR pattern"
+                ) from None
             letters = {f[0] for f in fields}
             if not ({"d", "y"} <= letters and letters & {"M", "L"}):
-                raise ValueError(f"date format {fmt!r} (pattern {pattern!r}) must contain a day, a month and a year")
+                raise ValueError(
+                    f"date format {fmt!r} (pattern {pattern!r}) must contain a day, a month and a year"
+                )
             if not two_digit_years and ("y", 2) in fields:
                 continue
             writers.append(_Writer(name, fmt, pattern, loc, _is_numeric(pattern)))
         if writers:
             out.append(writers)
     if not out:
-        raise ValueError("every format writes two-digit years, which are ambiguous over more than 100 years")
+        raise ValueError(
+            "every format writes two-digit years, which are ambiguous over more than 100 years"
+        )
     return out
 
 
-def _numeric_parsers(writers: list[list[_Writer]]) -> list[tuple[re.Pattern, list[tuple[str, int]]]]:
+def _numeric_parsers(
+    writers: list[list[_Writer]],
+) -> list[tuple[re.Pattern, list[tuple[str, int]]]]:
     """One full-match regex per distinct numeric pattern, with its fields in order."""
     parsers = {}
     for w in (w for ws in writers for w in ws if w.numeric):
@@ -130,7 +148,7 @@ def _numeric_parsers(writers: list[list[_Writer]]) -> list[tuple[re.Pattern, lis
             if kind == "chars":
                 parts.append(re.escape(value))
             else:
-                parts.append("(" + _NUMERIC_FIELDS.get(value, r"\d{%d,}" % value[1]) + ")")
+                parts.append("(" + _NUMERIC_FIELDS.get(value, rf"\d{{{value[1]},}}") + ")")
                 fields.append(value)
         parsers[w.pattern] = (re.compile("".join(parts)), fields)
     return list(parsers.values())
@@ -173,7 +191,9 @@ def sample(
     sources cannot be found (a date range too small for ``n``).
     """
     if not (1 <= start_year <= end_year <= 9999):
-        raise ValueError(f"need 1 <= start_year <= end_year <= 9999, got start_year={start_year}, end_year={end_year}")
+        raise ValueError(
+            f"need 1 <= start_year <= end_year <= 9999, got start_year={start_year}, end_year={end_year}"
+        )
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     writers = _make_writers(locales, formats, two_digit_years=end_year - start_year < 100)

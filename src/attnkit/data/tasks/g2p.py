@@ -15,8 +15,8 @@ entries but 11,994 words.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from attnkit.data.download import ensure_files
 from attnkit.data.tasks.base import Pair, Splits
@@ -79,7 +79,9 @@ def load_cmudict_file(path: str | Path) -> list[Pair]:
         try:
             pairs.append(_parse_line(line))
         except ValueError as exc:
-            raise DataError(f"malformed CMUdict line {line[:60]!r}: {exc}", path=path, line=number) from None
+            raise DataError(
+                f"malformed CMUdict line {line[:60]!r}: {exc}", path=path, line=number
+            ) from None
     if not pairs:
         raise DataError("no entries in CMUdict file", path=path)
     return pairs

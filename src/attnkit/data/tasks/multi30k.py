@@ -48,9 +48,13 @@ def read_lines(path: str | Path) -> list[str]:
         try:
             text = line.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            raise DataError(f"invalid utf-8 ({exc.reason} at byte {exc.start})", path=path, line=number) from None
+            raise DataError(
+                f"invalid utf-8 ({exc.reason} at byte {exc.start})", path=path, line=number
+            ) from None
         if not text:
-            raise DataError("empty line (every line must hold one sentence)", path=path, line=number)
+            raise DataError(
+                "empty line (every line must hold one sentence)", path=path, line=number
+            )
         out.append(text)
     return out
 
@@ -68,7 +72,9 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
 
 def _check_languages(src_lang: str, tgt_lang: str) -> None:
     if src_lang not in LANGUAGES or tgt_lang not in LANGUAGES:
-        raise ConfigError(f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} tgt_lang={tgt_lang!r}")
+        raise ConfigError(
+            f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} tgt_lang={tgt_lang!r}"
+        )
     if src_lang == tgt_lang:
         raise ConfigError(f"multi30k src_lang and tgt_lang must differ, both are {src_lang!r}")
 
@@ -90,7 +96,9 @@ def load(
     directory = Path(directory)
     ensure_files(directory, SHA256, base_url=BASE_URL, download=download, verify=verify)
     splits = {
-        split: read_parallel(directory / f"{stem}.{src_lang}.gz", directory / f"{stem}.{tgt_lang}.gz")
+        split: read_parallel(
+            directory / f"{stem}.{src_lang}.gz", directory / f"{stem}.{tgt_lang}.gz"
+        )
         for split, stem in SPLIT_FILES.items()
     }
     return Splits(**splits)

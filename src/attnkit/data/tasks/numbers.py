@@ -38,13 +38,17 @@ def _check_args(languages, direction: str, max_number: int) -> tuple[str, ...]:
         if lang not in LANGUAGES:
             raise ValueError(f"unknown language {lang!r}; valid languages: {', '.join(LANGUAGES)}")
     if direction not in DIRECTIONS:
-        raise ValueError(f"unknown direction {direction!r}; valid directions: {', '.join(DIRECTIONS)}")
+        raise ValueError(
+            f"unknown direction {direction!r}; valid directions: {', '.join(DIRECTIONS)}"
+        )
     if isinstance(max_number, bool) or not isinstance(max_number, int) or max_number < 1:
         raise ValueError(f"max_number must be an integer >= 1, got {max_number!r}")
     return languages
 
 
-def make_pairs(languages=LANGUAGES, direction: str = "words2digits", max_number: int = 999) -> list[Pair]:
+def make_pairs(
+    languages=LANGUAGES, direction: str = "words2digits", max_number: int = 999
+) -> list[Pair]:
     """All pairs of the task, in a fixed order (not deduplicated, not split)."""
     languages = _check_args(languages, direction, max_number)
     pairs: list[Pair] = []

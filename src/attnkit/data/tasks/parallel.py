@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
-from typing import Union
 
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.errors import DataError
 
-PathLike = Union[str, Path]
-Source = Union[PathLike, tuple[PathLike, PathLike]]
+PathLike = str | Path
+Source = PathLike | tuple[PathLike, PathLike]
 
 
 def read_lines(path: PathLike) -> list[str]:
@@ -38,7 +37,9 @@ def read_lines(path: PathLike) -> list[str]:
     if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark
         data = data[3:]
     raw_lines = data.split(b"\n")
-    if raw_lines and raw_lines[-1] == b"":  # the final newline ends the last line, it does not start one
+    if (
+        raw_lines and raw_lines[-1] == b""
+    ):  # the final newline ends the last line, it does not start one
         raw_lines.pop()
     if not raw_lines:
         raise DataError("file is empty", path=path)
@@ -50,7 +51,9 @@ def read_lines(path: PathLike) -> list[str]:
             line = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise DataError(
-                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})", path=path, line=number
+                f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                path=path,
+                line=number,
             ) from None
         if not line.strip():
             raise DataError("empty line", path=path, line=number)
@@ -65,7 +68,9 @@ def load_tsv(path: PathLike) -> list[Pair]:
         tabs = line.count("\t")
         if tabs != 1:
             raise DataError(
-                f"expected exactly one tab between source and target, found {tabs}", path=path, line=number
+                f"expected exactly one tab between source and target, found {tabs}",
+                path=path,
+                line=number,
             )
         src, tgt = line.split("\t")
         if not src.strip():
@@ -92,7 +97,9 @@ def load_pairs(source: Source) -> list[Pair]:
     """A ``.tsv`` path, or a ``(src_path, tgt_path)`` tuple."""
     if isinstance(source, (tuple, list)):
         if len(source) != 2:
-            raise DataError(f"expected a TSV path or a (source file, target file) pair, got {source!r}")
+            raise DataError(
+                f"expected a TSV path or a (source file, target file) pair, got {source!r}"
+            )
         return load_parallel(source[0], source[1])
     return load_tsv(source)
 
@@ -108,5 +115,7 @@ def load_splits(train: Source, dev: Source, test: Source) -> Splits:
     for name, pairs in (("dev", splits.dev), ("test", splits.test)):
         overlap = sum(src in train_sources for src, _ in pairs)
         if overlap:
-            warnings.warn(f"{overlap} of {len(pairs)} {name} sources also appear in train", stacklevel=2)
+            warnings.warn(
+                f"{overlap} of {len(pairs)} {name} sources also appear in train", stacklevel=2
+            )
     return splits

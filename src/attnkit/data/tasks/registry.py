@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from attnkit.data.tasks.base import Splits
 from attnkit.errors import AttnkitError, ConfigError
@@ -11,14 +11,20 @@ from attnkit.errors import AttnkitError, ConfigError
 def _numbers(cfg) -> Splits:
     from attnkit.data.tasks import numbers
 
-    return numbers.generate(seed=cfg.seed, languages=tuple(cfg.languages), direction=cfg.direction,
-                            max_number=cfg.max_number)
+    return numbers.generate(
+        seed=cfg.seed,
+        languages=tuple(cfg.languages),
+        direction=cfg.direction,
+        max_number=cfg.max_number,
+    )
 
 
 def _dates(cfg) -> Splits:
     from attnkit.data.tasks import dates
 
-    return dates.generate(seed=cfg.seed, n_train=cfg.train_size, n_dev=cfg.dev_size, n_test=cfg.test_size)
+    return dates.generate(
+        seed=cfg.seed, n_train=cfg.train_size, n_dev=cfg.dev_size, n_test=cfg.test_size
+    )
 
 
 def _parallel(cfg) -> Splits:
@@ -36,7 +42,9 @@ def _g2p(cfg) -> Splits:
 def _multi30k(cfg) -> Splits:
     from attnkit.data.tasks import multi30k
 
-    return multi30k.load(cfg.directory, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, download=cfg.download)
+    return multi30k.load(
+        cfg.directory, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, download=cfg.download
+    )
 
 
 #: task -> (split builder, metric family, primary metric key, higher is better)

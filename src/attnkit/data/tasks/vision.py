@@ -41,10 +41,14 @@ def _check_pool(images: np.ndarray, labels: np.ndarray) -> None:
     if images.ndim != 3 or images.dtype != np.uint8:
         raise ValueError(f"digit images must be uint8 (N, h, w), got {images.dtype} {images.shape}")
     if len(images) != len(labels) or len(images) == 0:
-        raise ValueError(f"need a non-empty pool with one label per image, got {len(images)} and {len(labels)}")
+        raise ValueError(
+            f"need a non-empty pool with one label per image, got {len(images)} and {len(labels)}"
+        )
 
 
-def _paste_max(canvas: np.ndarray, which: np.ndarray, pieces: np.ndarray, tops: np.ndarray, lefts: np.ndarray) -> None:
+def _paste_max(
+    canvas: np.ndarray, which: np.ndarray, pieces: np.ndarray, tops: np.ndarray, lefts: np.ndarray
+) -> None:
     """For each i: ``canvas[which[i]]`` at ``(tops[i], lefts[i])`` becomes the max of itself and ``pieces[i]``.
 
     Vectorised by grouping equal offsets: pieces are first shifted into
@@ -65,14 +69,18 @@ def _paste_max(canvas: np.ndarray, which: np.ndarray, pieces: np.ndarray, tops: 
         canvas[which[sel], top : top + h, :] = np.maximum(rows, bands[sel])
 
 
-def _crops(images: np.ndarray, which: np.ndarray, tops: np.ndarray, lefts: np.ndarray, size: int) -> np.ndarray:
+def _crops(
+    images: np.ndarray, which: np.ndarray, tops: np.ndarray, lefts: np.ndarray, size: int
+) -> np.ndarray:
     """``images[which[i], tops[i]:+size, lefts[i]:+size]`` for all i: ``(m, size, size)``."""
     rows = (tops[:, None] + np.arange(size))[:, :, None]
     cols = (lefts[:, None] + np.arange(size))[:, None, :]
     return images[which[:, None, None], rows, cols]
 
 
-def translated(images: np.ndarray, labels: np.ndarray, size: int = 60, seed: Seed = 0) -> tuple[np.ndarray, np.ndarray]:
+def translated(
+    images: np.ndarray, labels: np.ndarray, size: int = 60, seed: Seed = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Each digit at a random position on a ``size x size`` canvas: ``(N, size, size)``, labels ``(N,)``."""
     _check_pool(images, labels)
     n, h, w = images.shape
@@ -143,9 +151,13 @@ class StripLayout:
 
     def validate(self) -> None:
         if not 1 <= self.min_digits <= self.max_digits:
-            raise ValueError(f"need 1 <= min_digits <= max_digits, got {self.min_digits}, {self.max_digits}")
+            raise ValueError(
+                f"need 1 <= min_digits <= max_digits, got {self.min_digits}, {self.max_digits}"
+            )
         if self.spacing < 1 or self.jitter < 0:
-            raise ValueError(f"spacing must be >= 1 and jitter >= 0, got {self.spacing}, {self.jitter}")
+            raise ValueError(
+                f"spacing must be >= 1 and jitter >= 0, got {self.spacing}, {self.jitter}"
+            )
 
 
 def strips(
@@ -179,7 +191,6 @@ def strips(
     return canvas, strings
 
 
-
 @dataclass(frozen=True)
 class TaskSpec:
     """Which images to make from a digit pool: the task and its geometry."""
@@ -194,7 +205,9 @@ class TaskSpec:
 _GENERATORS = {
     "mnist": lambda x, y, n, spec, seed: (x, np.asarray(y)),
     "translated": lambda x, y, n, spec, seed: translated(x, y, spec.canvas, seed),
-    "cluttered": lambda x, y, n, spec, seed: cluttered(x, y, spec.canvas, spec.pieces, spec.piece, seed),
+    "cluttered": lambda x, y, n, spec, seed: cluttered(
+        x, y, spec.canvas, spec.pieces, spec.piece, seed
+    ),
     "strips": lambda x, y, n, spec, seed: strips(x, y, n, spec.layout, seed),
 }
 
@@ -267,9 +280,13 @@ class DataConfig:
         if self.task in ("translated", "cluttered") and self.canvas < 28:
             raise ConfigError(f"{where}.canvas: {self.canvas} is smaller than an MNIST digit (28)")
         if not self.min_digits <= self.max_digits:
-            raise ConfigError(f"{where}.max_digits: must be >= min_digits ({self.min_digits}), got {self.max_digits}")
+            raise ConfigError(
+                f"{where}.max_digits: must be >= min_digits ({self.min_digits}), got {self.max_digits}"
+            )
         if self.dev_size < 1 or self.dev_size >= mnist.SIZES["train"]:
-            raise ConfigError(f"{where}.dev_size: must be between 1 and {mnist.SIZES['train'] - 1}, got {self.dev_size}")
+            raise ConfigError(
+                f"{where}.dev_size: must be between 1 and {mnist.SIZES['train'] - 1}, got {self.dev_size}"
+            )
 
     def spec(self) -> TaskSpec:
         layout = StripLayout(self.min_digits, self.max_digits, self.digit_spacing, self.jitter)
@@ -305,7 +322,9 @@ class VisionData:
         self._pools: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def _load(self, split: str) -> tuple[np.ndarray, np.ndarray]:
-        return mnist.load(data_directory(self.cfg.directory), split, self.cfg.verify, self.cfg.download)
+        return mnist.load(
+            data_directory(self.cfg.directory), split, self.cfg.verify, self.cfg.download
+        )
 
     def pool(self, name: str) -> tuple[np.ndarray, np.ndarray]:
         """Digit pool ``(images, labels)`` of "train", "dev" or "test"."""
@@ -324,8 +343,11 @@ class VisionData:
         return self._pools[name]
 
     def _count(self, name: str) -> int:
-        return {"train": self.cfg.train_size or 50000, "dev": self.cfg.dev_size,
-                "test": self.cfg.test_size or mnist.SIZES["test"]}[name]
+        return {
+            "train": self.cfg.train_size or 50000,
+            "dev": self.cfg.dev_size,
+            "test": self.cfg.test_size or mnist.SIZES["test"],
+        }[name]
 
     def train_split(self, epoch: int) -> Split:
         """Training images of ``epoch`` (the same every epoch unless ``resample``)."""
@@ -341,10 +363,11 @@ class VisionData:
 
     def describe(self) -> str:
         c = self.cfg
-        what = {"mnist": "28x28 MNIST", "translated": f"{c.canvas}x{c.canvas} translated MNIST",
-                "cluttered": f"{c.canvas}x{c.canvas} cluttered MNIST ({c.clutter_pieces} pieces of "
-                             f"{c.clutter_size}x{c.clutter_size})",
-                "strips": f"{c.min_digits}-{c.max_digits} digit strips"}[c.task]
+        what = {
+            "mnist": "28x28 MNIST",
+            "translated": f"{c.canvas}x{c.canvas} translated MNIST",
+            "cluttered": f"{c.canvas}x{c.canvas} cluttered MNIST ({c.clutter_pieces} pieces of "
+            f"{c.clutter_size}x{c.clutter_size})",
+            "strips": f"{c.min_digits}-{c.max_digits} digit strips",
+        }[c.task]
         return f"{what}, {len(self.pool('train')[0])} training digits, {c.dev_size} dev"
-
-
