@@ -208,7 +208,15 @@ class Context:
         return path
 
     def long_config(self, folder: Path, **train) -> Path:
-        return self.config(folder, "long.yaml", data=dict(LONG_DATA), train={**LONG_TRAIN, **train})
+        """A numbers-task run long enough to be interrupted (its data section replaces the
+        parallel one whole: the parallel task's file keys do not apply to it)."""
+        path = self.config(folder, "long.yaml", train={**LONG_TRAIN, **train})
+        import yaml
+
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8"))
+        cfg["data"] = dict(LONG_DATA)
+        path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
+        return path
 
     def model(self) -> Path:
         """The shared tiny run directory (best/ and last/), trained once by ``attnkit train``."""
