@@ -1,20 +1,24 @@
 #!/usr/bin/env python3
 """Additive attention energies: the compiled kernel against torch. Prints ONE JSON line.
 
-    python benchmarks/attention_kernel.py                       # a greedy decoding step: 256 rows, 16 sources, 256 wide
+    python benchmarks/attention_kernel.py                       # a greedy decoding step: 256 rows,
+                                                                # 16 sources, 256 wide
     python benchmarks/attention_kernel.py --rows 1280           # beam 5 over the same 256 words
     python benchmarks/attention_kernel.py --threads 1
 
-Times ``scores = v . tanh(q + k)`` for one decoding step, (rows, 1, A) queries against (rows, S, A) keys:
+Times ``scores = v . tanh(q + k)`` for one decoding step, (rows, 1, A) queries against (rows, S, A)
+keys:
 
-* ``torch_us``: what :func:`attnkit.attention.scores.additive_scores` does without the kernel (a broadcast
-  add into a (rows, 1, S, A) tensor, tanh in place, a matmul with v);
-* ``native_us``: :func:`attnkit.accel.native.additive_energies`, one pass, nothing (rows, S, A)-sized written;
-* ``native_keep_tanh_us``: the same, also writing tanh(q + k) as the training loop does for its backward.
+* ``torch_us``: what :func:`attnkit.attention.scores.additive_scores` does without the kernel (a
+  broadcast add into a (rows, 1, S, A) tensor, tanh in place, a matmul with v);
+* ``native_us``: :func:`attnkit.accel.native.additive_energies`, one pass, nothing
+  (rows, S, A)-sized written;
+* ``native_keep_tanh_us``: the same, also writing tanh(q + k) as the training loop does for its
+  backward.
 
-For scale it also times single elementwise ops on a tensor of rows * S * A floats (ns per element), which
-shows what tanh costs on this CPU next to an exp or a multiply, and reports the largest score difference
-between the kernel and torch.
+For scale it also times single elementwise ops on a tensor of rows * S * A floats (ns per element),
+which shows what tanh costs on this CPU next to an exp or a multiply, and reports the largest score
+difference between the kernel and torch.
 """
 
 from __future__ import annotations

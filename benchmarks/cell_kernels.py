@@ -1,20 +1,22 @@
 #!/usr/bin/env python3
 """Does fusing a GRU step's elementwise arithmetic pay on this machine? Prints ONE JSON line.
 
-    python benchmarks/cell_kernels.py                  # the encoder's shape: 2 directions x 256 rows x 256 units
+    python benchmarks/cell_kernels.py                  # the encoder's shape: 2 directions x 256
+                                                       # rows x 256 units
     python benchmarks/cell_kernels.py --rows 128 --directions 1
 
-Times one GRU step's gate arithmetic (r, z = sigmoid(.), n = tanh(x_n + r h_n), h' = (1 - z) n + z h) on
-given input and hidden gates, three ways:
+Times one GRU step's gate arithmetic (r, z = sigmoid(.), n = tanh(x_n + r h_n), h' = (1 - z) n + z
+h) on given input and hidden gates, three ways:
 
 * ``eager``: plain torch expressions, each allocating its result;
-* ``cell_math``: :func:`attnkit.accel.cell_math.cell_forward`, the handwritten-backward loops' kernels
-  writing into preallocated buffers;
-* ``compiled``: the eager function through ``torch.compile`` (one fused loop per step, generated C++ on a CPU);
-  its compile time is reported separately and left out of the step time.
+* ``cell_math``: :func:`attnkit.accel.cell_math.cell_forward`, the handwritten-backward loops'
+  kernels writing into preallocated buffers;
+* ``compiled``: the eager function through ``torch.compile`` (one fused loop per step, generated C++
+  on a CPU); its compile time is reported separately and left out of the step time.
 
-Also times the step's two matmuls (input and hidden gates) at the same sizes, for scale, and reports the
-largest difference of the compiled result from ``cell_math`` as a check that all compute one function.
+Also times the step's two matmuls (input and hidden gates) at the same sizes, for scale, and reports
+the largest difference of the compiled result from ``cell_math`` as a check that all compute one
+function.
 """
 
 from __future__ import annotations

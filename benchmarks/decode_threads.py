@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Whole `attnkit translate` commands on 1 thread and on more, alternating, for the --threads default.
+"""Whole `attnkit translate` commands on 1 thread and on more, alternating, for the --threads
+default.
 
     python benchmarks/decode_threads.py --model runs/demo/model/best --lines 2000 --rounds 3
 

@@ -1,17 +1,18 @@
 """How fast a training update could run on this machine if it did nothing but its matmuls.
 
-Used by ``speed.py --matmul-ceiling``. A training update of the reference model is a fixed set of matmuls
-(the recurrences force per-step ones of at most a batch of rows; the weight gradients are large ones) and
-everything else: gate and attention arithmetic, softmax, dropout masks, copies, the optimizer, Python. This
-module records every matmul that one real update dispatches (``mm``, ``addmm``, ``bmm``, ``baddbmm`` and their
-``out=`` and in-place forms, forward and backward), with the shapes and strides of its operands, then replays
-exactly those calls on fresh tensors of the same layouts, back to back, with nothing in between. The replay's
-time is a floor under any implementation that computes these matmuls with torch's BLAS on this machine, so
-its tokens/s is a ceiling on the training speed of this model here.
+Used by ``speed.py --matmul-ceiling``. A training update of the reference model is a fixed set of
+matmuls (the recurrences force per-step ones of at most a batch of rows; the weight gradients are
+large ones) and everything else: gate and attention arithmetic, softmax, dropout masks, copies, the
+optimizer, Python. This module records every matmul that one real update dispatches (``mm``,
+``addmm``, ``bmm``, ``baddbmm`` and their ``out=`` and in-place forms, forward and backward), with
+the shapes and strides of its operands, then replays exactly those calls on fresh tensors of the
+same layouts, back to back, with nothing in between. The replay's time is a floor under any
+implementation that computes these matmuls with torch's BLAS on this machine, so its tokens/s is a
+ceiling on the training speed of this model here.
 
-Each batch is timed three ways in turn, so a noisy machine slows all alike: a real update, then (in a second
-update of the same batch, recorded) the list of its matmuls, then the replay of that list (median of
-``repeats``). The model keeps training on the batches.
+Each batch is timed three ways in turn, so a noisy machine slows all alike: a real update, then (in
+a second update of the same batch, recorded) the list of its matmuls, then the replay of that list
+(median of ``repeats``). The model keeps training on the batches.
 """
 
 from __future__ import annotations
@@ -65,7 +66,8 @@ def _layout(x):
 
 
 def _materialise(x):
-    """A tensor of the recorded layout (random values; expanded and overlapping strides kept), or x itself."""
+    """A tensor of the recorded layout (random values; expanded and overlapping strides kept), or x
+    itself."""
     if not isinstance(x, _Layout):
         return x
     shape, stride, dtype, device = x
@@ -93,8 +95,9 @@ def replay_seconds(calls: list, repeats: int, sync) -> float:
 
 
 def matmul_ceiling(batches: list, update, sync, repeats: int = 3) -> dict:
-    """For each batch: a timed real update (``update(batch)`` -> target tokens), a recorded one, the replay of
-    its matmuls. Returns tokens/s of the real updates and of the matmul-only replays, and their ratio."""
+    """For each batch: a timed real update (``update(batch)`` -> target tokens), a recorded one, the
+    replay of its matmuls. Returns tokens/s of the real updates and of the matmul-only replays, and
+    their ratio."""
     real_s = replay_s = 0.0
     tokens = calls = 0
     for batch in batches:

@@ -4,20 +4,21 @@
     python benchmarks/real_data.py --config configs/g2p_cmudict.yaml
     python benchmarks/real_data.py --config configs/g2p_reference.yaml --anchor-epochs 10
     python benchmarks/real_data.py --config configs/multi30k_de_en.yaml --set train.max_minutes=2
-    python benchmarks/real_data.py --config configs/g2p_cmudict.yaml --seeds 1,2,3 --jobs 3   # an ensemble of 3
+    # an ensemble of 3
+    python benchmarks/real_data.py --config configs/g2p_cmudict.yaml --seeds 1,2,3 --jobs 3
 
 Run it from the repository root (the configs name ``../shared/data/...``
 relative to the working directory). Steps, one subprocess each:
 
-1. ``attnkit train CONFIG`` into ``--runs/<config name>`` (its output: ``--runs/<config name>.train.log``;
-   the rest logs to ``--runs/<config name>.log``);
+1. ``attnkit train CONFIG`` into ``--runs/<config name>`` (its output:
+   ``--runs/<config name>.train.log``; the rest logs to ``--runs/<config name>.log``);
 2. the checkpoint to score: ``averaged`` when the config averages checkpoints
    and the average is at least as good on dev as ``best``, else ``best``;
 3. ``attnkit evaluate --beam K`` on the test split: the task's metrics
    (WER/PER for G2P, BLEU/chrF for translation) greedily and with beam K;
-4. with ``--seeds 1,2,3``: steps 1-3 once per seed (runs ``<config name>-seed<S>``, ``--jobs`` of them
-   training at once), then the chosen checkpoints together as an ensemble (``attnkit evaluate`` with one
-   ``--model`` each), under ``"members"`` and ``"ensemble"``;
+4. with ``--seeds 1,2,3``: steps 1-3 once per seed (runs ``<config name>-seed<S>``, ``--jobs`` of
+   them training at once), then the chosen checkpoints together as an ensemble (``attnkit evaluate``
+   with one ``--model`` each), under ``"members"`` and ``"ensemble"``;
 5. with ``--anchor-epochs N`` (G2P only): the JoeyNMT reference model trained
    for N epochs by ``../shared/anchors/joeynmt_g2p.py --decode``, whose JSON
    goes under ``"anchor"``.
@@ -61,7 +62,8 @@ def _trainer_json(directory: Path) -> dict:
 
 
 def pick_checkpoint(run: Path, higher_is_better: bool) -> tuple[Path, dict]:
-    """``averaged`` if it exists and is at least as good on dev as ``best``, else ``best``; and both dev scores."""
+    """``averaged`` if it exists and is at least as good on dev as ``best``, else ``best``; and both
+    dev scores."""
     best = _trainer_json(run / "best")
     metric, state = best["metric"], best["state"]
     dev = {"best": {"update": state["best_step"], metric: state["best"]}}
@@ -75,7 +77,8 @@ def pick_checkpoint(run: Path, higher_is_better: bool) -> tuple[Path, dict]:
 
 
 def run_anchor(epochs: int, data: Path, log) -> dict:
-    """The JoeyNMT reference model for ``epochs`` epochs on CMUdict, greedy and beam 5 (its own JSON line)."""
+    """The JoeyNMT reference model for ``epochs`` epochs on CMUdict, greedy and beam 5
+    (its own JSON line)."""
     cmd = [
         sys.executable,
         str(ANCHOR),
@@ -94,7 +97,8 @@ def run_anchor(epochs: int, data: Path, log) -> dict:
 
 
 def _evaluate(models: list[Path], out: Path, args, log) -> dict:
-    """``attnkit evaluate`` of one checkpoint (or an ensemble of several) on the test split; its JSON."""
+    """``attnkit evaluate`` of one checkpoint (or an ensemble of several) on the test split; its
+    JSON."""
     evaluate = [
         "evaluate",
         *[x for m in models for x in ("--model", str(m))],
@@ -132,7 +136,8 @@ def _train(config: Path, run: Path, sets: list[str], log_path: Path) -> tuple[in
 
 
 def _scored_run(run: Path, wall_s: float, higher_is_better: bool, args, log) -> tuple[Path, dict]:
-    """Pick the checkpoint of a finished run, evaluate it: (checkpoint, the run's part of the JSON)."""
+    """Pick the checkpoint of a finished run, evaluate it: (checkpoint, the run's part of the
+    JSON)."""
     model, dev = pick_checkpoint(run, higher_is_better)
     scores = _evaluate([model], run / "eval-test", args, log)
     state = _trainer_json(run / "last")["state"]
@@ -186,7 +191,8 @@ def main() -> None:
         type=str,
         default=None,
         metavar="S1,S2,...",
-        help="train one run per seed (train.seed), score each, then score all of them as one ensemble",
+        help="train one run per seed (train.seed), score each, then score all of them as one "
+        "ensemble",
     )
     ap.add_argument(
         "--jobs",

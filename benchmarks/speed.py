@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 """Training and decoding speed of attnkit's RNN attention model, side by side with JoeyNMT.
 
-    python benchmarks/speed.py --updates 150                 # attnkit, then the JoeyNMT anchor
+    # attnkit, then the JoeyNMT anchor
+    python benchmarks/speed.py --updates 150
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
-    python benchmarks/speed.py --updates 150 --reference-loop  # the plain nn.GRU step loop
-    python benchmarks/speed.py --updates 150 --autograd --skip-anchor  # fused cells under autograd, packed encoder
-    python benchmarks/speed.py --updates 150 --interleave-autograd --skip-anchor  # both, alternating batch by batch
-    python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor  # compiled attention kernel vs torch
-    python benchmarks/speed.py --updates 150 --compile --skip-anchor  # the torch.compile'd decoder step
-    python benchmarks/speed.py --updates 150 --backend reference --skip-anchor  # the textbook model
-    python benchmarks/speed.py --updates 150 --matmul-ceiling  # also: the same updates doing only their matmuls
+    # the plain nn.GRU step loop
+    python benchmarks/speed.py --updates 150 --reference-loop
+    # fused cells under autograd, packed encoder
+    python benchmarks/speed.py --updates 150 --autograd --skip-anchor
+    # both, alternating batch by batch
+    python benchmarks/speed.py --updates 150 --interleave-autograd --skip-anchor
+    # compiled attention kernel vs torch
+    python benchmarks/speed.py --updates 150 --interleave-native --skip-anchor
+    # the torch.compile'd decoder step
+    python benchmarks/speed.py --updates 150 --compile --skip-anchor
+    # the textbook model
+    python benchmarks/speed.py --updates 150 --backend reference --skip-anchor
+    # also: the same updates doing only their matmuls
+    python benchmarks/speed.py --updates 150 --matmul-ceiling
 
 The reference model (identical in both toolkits): CMUdict G2P, char source,
 phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
@@ -22,8 +30,9 @@ updates, as JoeyNMT logs them), peak memory, greedy and beam-5 decoding of
 dev+test (entries/s, model loading included), model FLOPs utilisation against
 a matmul peak measured on the spot, then the anchor's numbers and the ratios.
 
-``--matmul-ceiling`` adds what no implementation of this model could beat here: the matmuls of real updates
-replayed alone (see ``matmul_ceiling.py``), as tokens/s and, with the anchor, as a ratio to it.
+``--matmul-ceiling`` adds what no implementation of this model could beat here: the matmuls of real
+updates replayed alone (see ``matmul_ceiling.py``), as tokens/s and, with the anchor, as a ratio to
+it.
 """
 
 from __future__ import annotations
@@ -70,7 +79,8 @@ def _sync(device: torch.device) -> None:
 def useful_flops(
     cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, tgt_vocab: int
 ) -> float:
-    """Forward multiply-adds x 2 of the non-pad tokens, counted per token (the same count for both toolkits).
+    """Forward multiply-adds x 2 of the non-pad tokens, counted per token (the same count for both
+    toolkits).
 
     Training costs 3x this (forward + backward for inputs and weights).
     """
@@ -203,9 +213,9 @@ def dev_token_accuracy(model, batches, device) -> float:
 
 
 def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
-    """Train the default path (on a CPU the handwritten-backward loops) and the plain nn.GRU step loop with the
-    packed encoder from the same initial weights on the same batches with the same dropout seed; report both
-    dev accuracies."""
+    """Train the default path (on a CPU the handwritten-backward loops) and the plain nn.GRU step
+    loop with the packed encoder from the same initial weights on the same batches with the same
+    dropout seed; report both dev accuracies."""
     from attnkit.data.batching import encode_pairs, make_batches
     from attnkit.models.seq2seq import Seq2Seq
 
@@ -225,12 +235,13 @@ def same_learning(args, cfg, splits, tokenizers, batches, device) -> dict:
 
 
 def interleaved_comparison(args, model, batches, device, path, names: tuple[str, str]) -> dict:
-    """Time two training paths on the same model, alternating them batch by batch (in both orders), so a noisy
-    machine slows both alike. ``path(first)`` is a context manager that selects path ``names[0]`` (True) or
-    ``names[1]`` (False).
+    """Time two training paths on the same model, alternating them batch by batch (in both orders),
+    so a noisy machine slows both alike. ``path(first)`` is a context manager that selects path
+    ``names[0]`` (True) or ``names[1]`` (False).
 
-    Reports the median and quartiles of the per-batch time ratio first / second and each path's tokens/s
-    over the whole run. Both paths compute the same gradients; the model keeps training on them.
+    Reports the median and quartiles of the per-batch time ratio first / second and each path's
+    tokens/s over the whole run. Both paths compute the same gradients; the model keeps training on
+    them.
     """
     from attnkit.training.optim import adam
 
@@ -261,8 +272,8 @@ def interleaved_comparison(args, model, batches, device, path, names: tuple[str,
 def interleaved_decoding(
     args, cfg, model, tokenizers, splits, device, path, names: tuple[str, str], rounds: int = 2
 ) -> dict:
-    """Decode dev+test greedy and with beam 5 on both paths, alternating them ``rounds`` times each (model
-    loading not included): entries/s of each path and the ratio of their total times."""
+    """Decode dev+test greedy and with beam 5 on both paths, alternating them ``rounds`` times each
+    (model loading not included): entries/s of each path and the ratio of their total times."""
     from attnkit.translator import Translator
 
     translator = Translator(model.eval(), cfg, *tokenizers, device)
@@ -287,7 +298,8 @@ def interleaved_decoding(
 
 
 def ceiling(model, batches, device, count: int = 30) -> dict:
-    """:func:`matmul_ceiling.matmul_ceiling` over ``count`` batches (after 3 untimed ones), the model training."""
+    """:func:`matmul_ceiling.matmul_ceiling` over ``count`` batches (after 3 untimed ones), the
+    model training."""
     from matmul_ceiling import matmul_ceiling
 
     from attnkit.training.optim import adam
@@ -374,7 +386,8 @@ def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
 
 
 def _wer(hyps, test_pairs) -> float:
-    """Word error rate by WORD over the test entries (first entry of each word), as the anchor scores."""
+    """Word error rate by WORD over the test entries (first entry of each word), as the anchor
+    scores."""
     refs, first = {}, {}
     for i, (w, p) in enumerate(test_pairs):
         refs.setdefault(w, set()).add(p)
@@ -429,7 +442,8 @@ def main() -> None:
         "--decoder",
         choices=("luong", "bahdanau"),
         default="luong",
-        help="decoder style: luong (JoeyNMT's, the reference) or bahdanau (s_(t-1) queries; needs --skip-anchor)",
+        help="decoder style: luong (JoeyNMT's, the reference) or bahdanau (s_(t-1) queries; needs "
+        "--skip-anchor)",
     )
     ap.add_argument(
         "--rnn",
@@ -450,19 +464,21 @@ def main() -> None:
     ap.add_argument(
         "--reference-loop",
         action="store_true",
-        help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the whole-sequence call)",
+        help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the "
+        "whole-sequence call)",
     )
     ap.add_argument(
         "--autograd",
         action="store_true",
-        help="train through autograd: the fused decoder cells step by step and the packed nn.GRU encoder, "
-        "not the handwritten-backward loops (the default on a CPU)",
+        help="train through autograd: the fused decoder cells step by step and the packed nn.GRU "
+        "encoder, not the handwritten-backward loops (the default on a CPU)",
     )
     ap.add_argument(
         "--interleave-autograd",
         action="store_true",
-        help="after the rest, train --updates more batches, each once through the handwritten-backward "
-        "loops and once through autograd, and report their per-batch time ratio",
+        help="after the rest, train --updates more batches, each once through the "
+        "handwritten-backward loops and once through autograd, and report their per-batch time "
+        "ratio",
     )
     ap.add_argument(
         "--interleave-native",
@@ -490,14 +506,16 @@ def main() -> None:
     ap.add_argument(
         "--matmul-ceiling",
         action="store_true",
-        help="after the rest, train 30 more batches, each once timed, once recording its matmuls, whose "
-        "replay alone (no other work) is then timed: the ceiling on tokens/s for this model here",
+        help="after the rest, train 30 more batches, each once timed, once recording its matmuls, "
+        "whose replay alone (no other work) is then timed: the ceiling on tokens/s for this model "
+        "here",
     )
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
     ap.add_argument(
         "--same-learning",
         action="store_true",
-        help="also train the fused path and the reference loop from one initialisation and compare dev accuracy",
+        help="also train the fused path and the reference loop from one initialisation and compare "
+        "dev accuracy",
     )
     args = ap.parse_args()
     if not args.data.is_dir():

@@ -5,15 +5,16 @@
 
 One JSON line per config on stdout::
 
-    {"config": "ram_mnist28", "model": "ram", "task": "mnist", "error_pct": 1.15, "target_error_pct": 1.2,
-     "meets_target": true, "train_wall_s": 478.2, "device": "cuda (NVIDIA H100 ...)", "epochs": 180, ...}
+    {"config": "ram_mnist28", "model": "ram", "task": "mnist", "error_pct": 1.15,
+     "target_error_pct": 1.2, "meets_target": true, "train_wall_s": 478.2,
+     "device": "cuda (NVIDIA H100 ...)", "epochs": 180, ...}
 
 ``--max-minutes`` sets ``train.max_minutes`` (the training budget of each
 run; the LR schedule is fitted to it), so a command with a wall-clock limit
 can plan: budget per run + about half a minute for data and the test set.
 MNIST is read from ``data.directory`` when given, else ``$ATTNKIT_DATA_DIR/mnist``,
-else ``../shared/data/mnist`` next to the repository (or ``shared/data/mnist`` inside it). A failing run prints a
-JSON line with ``"error"`` and the others still run; the exit status is 1
+else ``../shared/data/mnist`` next to the repository (or ``shared/data/mnist`` inside it). A failing
+run prints a JSON line with ``"error"`` and the others still run; the exit status is 1
 if any failed.
 """
 
@@ -44,7 +45,8 @@ ALL = (
     "attnpool_cluttered60",
 )
 
-#: test error (%) each config should reach (Mnih et al. 2014 for RAM; 98 % whole-string accuracy for strips)
+#: test error (%) each config should reach (Mnih et al. 2014 for RAM; 98 % whole-string accuracy for
+#: strips)
 TARGETS = {
     "ram_mnist28": 1.2,
     "ram_translated60": 1.3,

@@ -16,7 +16,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 def shared_data_dir(name: str) -> Path:
-    """``$ATTNKIT_DATA_DIR/<name>`` if set, else ``<repo>/../shared/data/<name>``; skips the test when absent."""
+    """``$ATTNKIT_DATA_DIR/<name>`` if set, else ``<repo>/../shared/data/<name>``; skips the test
+    when absent."""
     root = os.environ.get("ATTNKIT_DATA_DIR")
     base = Path(root).expanduser() if root else REPO_ROOT.parent / "shared" / "data"
     path = base / name

@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="attnkit",
         formatter_class=_formatter,
-        description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong (dot, general, "
-        "concat), scaled dot-product and multi-head attention; visual soft and hard attention.",
+        description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong "
+        "(dot, general, concat), scaled dot-product and multi-head attention; visual soft and hard "
+        "attention.",
         epilog="Run 'attnkit COMMAND --help' for the options of each command.",
     )
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
         "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
         "-m attnkit train CONFIG) N processes train one model "
         "data-parallel; rank 0 evaluates and saves.",
-        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set model.decoder_hidden=128",
+        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set "
+        "model.decoder_hidden=128",
     )
     p.add_argument("config", type=Path, help="experiment YAML file")
     p.add_argument(
@@ -104,8 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="DIR",
-        help="checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several seq2seq "
-        "checkpoints of one task as an ensemble (the mean of their output probabilities at every step)",
+        help="checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several "
+        "seq2seq checkpoints of one task as an ensemble (the mean of their output probabilities at "
+        "every step)",
     )
     p.add_argument(
         "texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input"
@@ -141,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         metavar="DIR",
-        help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one task (same "
-        "vocabularies) as an ensemble (the mean of their output probabilities at every step)",
+        help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one "
+        "task (same vocabularies) as an ensemble (the mean of their output probabilities at every "
+        "step)",
     )
     p.add_argument("--split", choices=("dev", "test"), default="test")
     p.add_argument(

@@ -84,7 +84,8 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
 
 
 def join_key(where: str, name: str) -> str:
-    """'file.yaml' + 'model' -> 'file.yaml: model'; 'file.yaml: model' + 'rnn' -> 'file.yaml: model.rnn'."""
+    """'file.yaml' + 'model' -> 'file.yaml: model'; 'file.yaml: model' + 'rnn' -> 'file.yaml:
+    model.rnn'."""
     return f"{where}.{name}" if ": " in where else f"{where}: {name}"
 
 
@@ -105,8 +106,8 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
     unknown = sorted(set(data) - set(fields), key=repr)  # YAML keys may be numbers or null
     if unknown:
         raise ConfigError(
-            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(map(repr, unknown))}; "
-            f"valid keys: {', '.join(fields)}"
+            f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(fields)}"
         )
     kwargs = {}
     choices = getattr(cls, "CHOICES", {})

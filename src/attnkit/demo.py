@@ -70,8 +70,8 @@ def run_demo(
     cfg = demo_config(out, quick, attention, minutes)
     cfg.train.progress = progress
     print(
-        f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU auto; "
-        f"output in {out}/",
+        f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU "
+        f"auto; output in {out}/",
         flush=True,
     )
     t0 = time.time()
@@ -113,7 +113,8 @@ def run_demo(
     )
     (out / "metrics.json").write_text(json.dumps(summary, indent=1))
     print(
-        f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\nattention data: {out / 'attention.json'}\nreport: {report}"
+        f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\nattention data: "
+        f"{out / 'attention.json'}\nreport: {report}"
     )
     return summary
 

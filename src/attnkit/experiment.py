@@ -83,7 +83,8 @@ class DataConfig:
             raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
         if self.task in ("g2p", "multi30k") and not self.directory:
             raise ConfigError(
-                f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its files"
+                f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its "
+                "files"
             )
         sizes = ("max_tgt_len", "vocab_size", "max_number", "train_size", "dev_size", "test_size")
         check_values(self, where, {name: at_least(1) for name in sizes})

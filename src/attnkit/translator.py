@@ -82,7 +82,8 @@ class Translator:
     ) -> Path:
         if not isinstance(self.model, Seq2Seq):
             raise AttnkitError(
-                "an ensemble has no checkpoint of its own: its members' directories are its checkpoint"
+                "an ensemble has no checkpoint of its own: its members' directories are its "
+                "checkpoint"
             )
 
         def extra(tmp: Path) -> None:
@@ -201,7 +202,8 @@ class Translator:
             if len(tokens) > cap:
                 if self.config.data.overlong == "error":
                     raise AttnkitError(
-                        f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}"
+                        f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = "
+                        f"{cap}"
                     )
                 n_long += 1
                 tokens = tokens[:cap]
@@ -223,13 +225,15 @@ class Translator:
         batch_size: int | None = None,
         progress: bool = False,
     ) -> list[Translation]:
-        """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in order."""
+        """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
+        order."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
         if beam_size < 1 or not 1 <= n_best <= beam_size:
             raise AttnkitError(
-                f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best {n_best}"
+                f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best "
+                f"{n_best}"
             )
         dec = self.config.decode
         alpha = dec.alpha if alpha is None else alpha

@@ -1,4 +1,5 @@
-"""End to end: a tiny model learns a tiny task; the demo runs; --resume continues where training stopped."""
+"""End to end: a tiny model learns a tiny task; the demo runs; --resume continues where training
+stopped."""
 
 import json
 import random
@@ -19,7 +20,8 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _reversal_data(tmp, n_train, n_dev=100, n_test=50, seed=0):
-    """Digit strings of length 2-6 and their reversals, as train/dev/test TSVs with disjoint sources."""
+    """Digit strings of length 2-6 and their reversals, as train/dev/test TSVs with disjoint
+    sources."""
     rng, seen, paths = random.Random(seed), set(), {}
     for name, n in (("train", n_train), ("dev", n_dev), ("test", n_test)):
         lines = []
@@ -104,7 +106,7 @@ def test_demo_quick(tmp_path, capsys):
     assert (out / "model" / "best" / "model.safetensors").is_file()
 
 
-# ---- --resume ------------------------------------------------------------------------------------------------
+# ---- --resume ------------------------------------------------------------------------------------
 TINY_MODEL = {
     "embedding_dim": 8,
     "encoder_hidden": 8,
@@ -138,7 +140,8 @@ def test_resume_to_more_epochs_continues_the_step_count(tmp_path, small_task):
 def test_patience_stops_early_and_null_never_does(
     tmp_path, small_task, monkeypatch, patience, evaluations
 ):
-    """A dev score that never improves after the first evaluation: patience 2 stops at the third, null runs on."""
+    """A dev score that never improves after the first evaluation: patience 2 stops at the third,
+    null runs on."""
     import attnkit.training.trainer as trainer_module
 
     original = trainer_module.evaluate_translator
@@ -157,7 +160,8 @@ def test_patience_stops_early_and_null_never_does(
 
 
 def _interrupt_after(step):
-    """Patch Trainer._evaluate to raise KeyboardInterrupt right after the evaluation (and checkpoint) at ``step``."""
+    """Patch Trainer._evaluate to raise KeyboardInterrupt right after the evaluation
+    (and checkpoint) at ``step``."""
     original = Trainer._evaluate
 
     def evaluate(self, translator, state, *args):
@@ -177,8 +181,8 @@ def _params(run):
     "schedule", [{"scheduler": "plateau"}, {"scheduler": "noam", "warmup_steps": 8}]
 )
 def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, schedule):
-    """Weights and learning rates of an interrupted and resumed run equal those of a straight one (noam's warm-up
-    does not start again)."""
+    """Weights and learning rates of an interrupted and resumed run equal those of a straight one
+    (noam's warm-up does not start again)."""
     train = {"epochs": 2, "batch_size": 20, "eval_every": 5, "patience": 100, **schedule}
     straight = _write_config(tmp_path / "a.yaml", small_task, tmp_path / "a", TINY_MODEL, train)
     assert main(["train", str(straight)]) == 0

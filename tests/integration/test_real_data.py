@@ -1,4 +1,5 @@
-"""The real-data configs end to end on 200-line slices: CMUdict G2P (WER/PER) and Multi30k (sentencepiece, BLEU).
+"""The real-data configs end to end on 200-line slices: CMUdict G2P (WER/PER) and Multi30k
+(sentencepiece, BLEU).
 
 Each run loads the shipped config file, shrinks the model with ``--set``-style
 overrides, and hands the slices to the same Trainer and evaluation code that
@@ -41,7 +42,8 @@ SMALL = [
 
 
 def _slice(splits: Splits, n_train=200, n_dev=40, n_test=40) -> Splits:
-    """Evenly spaced entries of each split (the files are sorted, so the first 200 would all start with 'A')."""
+    """Evenly spaced entries of each split (the files are sorted, so the first 200 would all start
+    with 'A')."""
 
     def take(pairs, n):
         return pairs[:: max(1, len(pairs) // n)][:n]
@@ -49,7 +51,7 @@ def _slice(splits: Splits, n_train=200, n_dev=40, n_test=40) -> Splits:
     return Splits(take(splits.train, n_train), take(splits.dev, n_dev), take(splits.test, n_test))
 
 
-# ---- the config files (no data needed) ---------------------------------------------------------------------
+# ---- the config files (no data needed) -----------------------------------------------------------
 @pytest.mark.parametrize("name", CONFIGS)
 def test_real_data_configs_parse_and_comment_every_key(name):
     path = REPO / "configs" / f"{name}.yaml"
@@ -79,7 +81,7 @@ def test_strong_configs_keep_and_average_checkpoints():
     )
 
 
-# ---- a few updates on 200-line slices ------------------------------------------------------------------------
+# ---- a few updates on 200-line slices ------------------------------------------------------------
 def test_g2p_cmudict_config_on_a_200_word_slice(tmp_path, shared_data):
     directory = shared_data("cmudict")
     cfg = load_experiment(
@@ -146,7 +148,7 @@ def test_multi30k_de_en_config_on_a_200_sentence_slice(tmp_path, shared_data):
     assert all("\u2581" not in t.output for t in outputs)  # detokenized
 
 
-# ---- the benchmark script's checkpoint choice ----------------------------------------------------------------
+# ---- the benchmark script's checkpoint choice ----------------------------------------------------
 def _real_data_module():
     spec = importlib.util.spec_from_file_location("real_data", REPO / "benchmarks" / "real_data.py")
     module = importlib.util.module_from_spec(spec)
@@ -177,7 +179,7 @@ def test_real_data_scores_the_averaged_checkpoint_when_it_is_better_on_dev(
     assert "cpu" in _real_data_module().describe()
 
 
-# ---- the benchmark script with --seeds: members and their ensemble ---------------------------------------
+# ---- the benchmark script with --seeds: members and their ensemble -------------------------------
 def test_real_data_with_seeds_scores_every_member_and_the_ensemble(tmp_path):
     lines = [
         f"{w}\t{w[::-1]}\n"

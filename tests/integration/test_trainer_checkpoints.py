@@ -1,4 +1,5 @@
-"""Checkpoints the trainer leaves behind: the N best kept and averaged; sentencepiece models travel with a checkpoint."""
+"""Checkpoints the trainer leaves behind: the N best kept and averaged; sentencepiece models travel
+with a checkpoint."""
 
 import json
 import random
@@ -25,8 +26,8 @@ TINY_MODEL = {
     "dropout": 0.0,
 }
 WORDS = (
-    "a dog runs in the park . two men play ball on green grass while a small child is watching them "
-    "with her mother near the old red house by a river"
+    "a dog runs in the park . two men play ball on green grass while a small child is watching "
+    "them with her mother near the old red house by a river"
 ).split()
 
 
@@ -94,7 +95,8 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
     )  # the best ones stayed
 
     info = json.loads((run / "averaged" / "trainer.json").read_text())
-    # the best single checkpoint and the means of the 2 and 3 best were scored; the best of them was kept
+    # the best single checkpoint and the means of the 2 and 3 best were scored; the best of them was
+    # kept
     candidates = info["candidates"]
     assert [len(c["steps"]) for c in candidates] == [1, 2, 3]
     assert all(set(c["steps"]) <= set(kept) for c in candidates)

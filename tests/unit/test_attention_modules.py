@@ -1,4 +1,5 @@
-"""Every registered attention module: shapes, one-step == T-step rows, masks, precomputed keys, errors."""
+"""Every registered attention module: shapes, one-step == T-step rows, masks, precomputed keys,
+errors."""
 
 import pytest
 import torch

@@ -1,4 +1,5 @@
-"""The backend switch: what each name resolves to per device and dtype, and what the model does with it."""
+"""The backend switch: what each name resolves to per device and dtype, and what the model does with
+it."""
 
 import pytest
 import torch

@@ -1,4 +1,5 @@
-"""Checkpoint directories: save/load round trip, every broken directory is a CheckpointError, atomic writes."""
+"""Checkpoint directories: save/load round trip, every broken directory is a CheckpointError, atomic
+writes."""
 
 import errno
 import json
@@ -463,7 +464,7 @@ def test_unwritable_parent_is_a_checkpoint_error(translator, tmp_path, monkeypat
         translator.save(tmp_path / "ckpt")
 
 
-# ---- checkpoint averaging ------------------------------------------------------------------------------------
+# ---- checkpoint averaging ------------------------------------------------------------------------
 def test_average_of_two_known_state_dicts():
     a = {
         "w": torch.tensor([[1.0, 2.0], [3.0, 4.0]]),

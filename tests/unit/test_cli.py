@@ -1,4 +1,5 @@
-"""The ``attnkit`` command in-process: help texts, one-line errors with exit 2, and the files each command writes."""
+"""The ``attnkit`` command in-process: help texts, one-line errors with exit 2, and the files each
+command writes."""
 
 import json
 import os
@@ -32,7 +33,8 @@ TINY_TRAIN = {"epochs": 2, "batch_size": 16, "threads": 1, "progress": False, "l
 
 
 def _reversal_tsv(path, n, seed, exclude=()):
-    """``n`` distinct lines 'abc<TAB>cba' over a small alphabet, none of whose sources is in ``exclude``."""
+    """``n`` distinct lines 'abc<TAB>cba' over a small alphabet, none of whose sources is in
+    ``exclude``."""
     rng = random.Random(seed)
     seen, lines = set(exclude), []
     while len(lines) < n:
@@ -72,7 +74,8 @@ def _parallel_data(tmp):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A tiny model trained for 2 epochs by ``attnkit train`` on a parallel task; returns its run directory."""
+    """A tiny model trained for 2 epochs by ``attnkit train`` on a parallel task; returns its run
+    directory."""
     tmp = tmp_path_factory.mktemp("cli_model")
     cfg = _config(tmp / "exp.yaml", _parallel_data(tmp))
     assert main(["train", str(cfg), "--output-dir", str(tmp / "run")]) == 0
@@ -88,7 +91,8 @@ def torch_threads():
 
 
 def _fails(capsys, argv, *needles) -> str:
-    """Run ``attnkit argv``: exit 2, one line 'attnkit: error: ...' on stderr containing every needle."""
+    """Run ``attnkit argv``: exit 2, one line 'attnkit: error: ...' on stderr containing every
+    needle."""
     code = main([str(a) for a in argv])
     err = capsys.readouterr().err
     assert code == 2, err
@@ -101,7 +105,7 @@ def _fails(capsys, argv, *needles) -> str:
     return errors[0]
 
 
-# ---- help -------------------------------------------------------------------------------------------------
+# ---- help ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "command, options",
     [
@@ -142,7 +146,7 @@ def test_no_command_is_a_usage_error(capsys):
     assert "usage" in capsys.readouterr().err
 
 
-# ---- user errors: exit 2, one line ----------------------------------------------------------------------
+# ---- user errors: exit 2, one line ---------------------------------------------------------------
 def test_translate_missing_model_dir(capsys, tmp_path):
     _fails(capsys, ["translate", "--model", tmp_path / "nope", "abc"], tmp_path / "nope")
 
@@ -445,7 +449,7 @@ def test_translate_refuses_nan_or_integer_weights(capsys, trained, tmp_path, cha
     )
 
 
-# ---- commands on a trained model -------------------------------------------------------------------------
+# ---- commands on a trained model -----------------------------------------------------------------
 def test_train_wrote_checkpoints(trained):
     for name in ("best", "last"):
         assert (trained / name / "model.safetensors").is_file()

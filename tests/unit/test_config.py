@@ -1,4 +1,5 @@
-"""Experiment config: unknown keys, types and choices rejected with file and key named; --set overrides."""
+"""Experiment config: unknown keys, types and choices rejected with file and key named; --set
+overrides."""
 
 import dataclasses
 from pathlib import Path
@@ -234,7 +235,7 @@ def test_g2p_needs_directory(tmp_path):
     assert "data.directory" in _error(tmp_path, {"data": {"task": "g2p"}})
 
 
-# ---- --set overrides -----------------------------------------------------------------------------------
+# ---- --set overrides -----------------------------------------------------------------------------
 def test_overrides_nested_floats_lists_and_bools(tmp_path):
     path = _write(tmp_path, {"data": {"task": "numbers"}, "model": {"decoder_hidden": 64}})
     cfg = load_experiment(
@@ -309,7 +310,7 @@ def test_override_bad_type_names_the_key(tmp_path):
     assert "train.epochs" in _error(tmp_path, {}, ["train.epochs=3e-4"])
 
 
-# ---- YAML files -----------------------------------------------------------------------------------------
+# ---- YAML files ----------------------------------------------------------------------------------
 def test_invalid_yaml_reports_file_and_line(tmp_path):
     path = _write(
         tmp_path, "name: x\nmodel:\n  rnn: gru\n  attention: [bahdanau\ntrain:\n  epochs: 3\n"
@@ -475,7 +476,8 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
     assert cfg.model.heads == Seq2SeqConfig().heads  # not given: no error
     full = {**given, "model": {**dataclasses.asdict(cfg.model)}}  # a checkpoint's resolved config
     assert experiment_from_dict(full, source="ckpt/config.yaml") == cfg
-    # training again from a saved config: every key is written, those that do not apply at their defaults
+    # training again from a saved config: every key is written, those that do not apply at their
+    # defaults
     assert load_experiment(_write(tmp_path, full, "saved.yaml")) == cfg
     applicable = {
         **given,
@@ -533,8 +535,8 @@ def test_unreadable_yaml_is_reported_in_one_line(tmp_path):
 
 
 def test_train_compile_is_replaced_by_the_backend_key(tmp_path):
-    """An old `train.compile: true` (file or --set) is one error naming train.backend; `false` loads;
-    a checkpoint's saved config with `compile: true` loads as the compile backend."""
+    """An old `train.compile: true` (file or --set) is one error naming train.backend; `false`
+    loads; a checkpoint's saved config with `compile: true` loads as the compile backend."""
     msg = _error(tmp_path, {"data": {"task": "numbers"}, "train": {"compile": True}})
     assert "train.compile" in msg and "backend: compile" in msg and "\n" not in msg
     msg = _error(tmp_path, {"data": {"task": "numbers"}}, ["train.compile=true"])

@@ -1,4 +1,5 @@
-"""Greedy and beam search: beam 1 == greedy, beam finds what greedy misses, scores re-score exactly."""
+"""Greedy and beam search: beam 1 == greedy, beam finds what greedy misses, scores re-score
+exactly."""
 
 import math
 
@@ -14,13 +15,14 @@ from attnkit.models.seq2seq import DecoderState, Memory, Seq2Seq, Seq2SeqConfig
 SRC_V, TGT_V = 12, 9
 
 
-# ---- a deterministic stub where greedy is suboptimal ---------------------------------------------------------
+# ---- a deterministic stub where greedy is suboptimal ---------------------------------------------
 A, B_, C = 4, 5, 6  # token ids of the stub's vocabulary (0-3 are the specials)
 STUB_V = 7
 
 
 def _row(**probs):
-    """A log-prob row over STUB_V tokens: the given ids get their probability, the rest share what is left."""
+    """A log-prob row over STUB_V tokens: the given ids get their probability, the rest share what
+    is left."""
     p = torch.full((STUB_V,), 0.0)
     for tok, prob in probs.items():
         p[int(tok[1:])] = prob
@@ -30,7 +32,8 @@ def _row(**probs):
 
 
 class _StubDecoder(nn.Module):
-    """Log-probs depend only on the previous token (a bigram table); weights are one-hot on step mod S."""
+    """Log-probs depend only on the previous token (a bigram table); weights are one-hot on step mod
+    S."""
 
     def __init__(self):
         super().__init__()
@@ -114,9 +117,10 @@ def test_max_len_is_respected_and_unfinished_hypotheses_are_marked():
     assert model.decoder.calls == 2
 
 
-# ---- a random real model -----------------------------------------------------------------------------------
+# ---- a random real model -------------------------------------------------------------------------
 def _random_model(attention="bahdanau", rnn="gru", seed=0, sharpen=4.0):
-    """A tiny random model whose output layer is sharpened so outputs look trained (and end with </s>)."""
+    """A tiny random model whose output layer is sharpened so outputs look trained
+    (and end with </s>)."""
     torch.manual_seed(seed)
     cfg = Seq2SeqConfig(
         attention=attention,
@@ -145,7 +149,8 @@ def _src(lengths=(7, 5, 3, 2), seed=1):
 
 
 def _rescore(model, src, lengths, i, hyp):
-    """Teacher-forced sum of log-probs of hyp's tokens (+ </s> when finished) and its attention rows."""
+    """Teacher-forced sum of log-probs of hyp's tokens (+ </s> when finished) and its attention
+    rows."""
     out = hyp.tokens + ([EOS_ID] if hyp.finished else [])
     tgt_in = torch.tensor([[BOS_ID] + out[:-1]])
     n = int(lengths[i])

@@ -1,4 +1,5 @@
-"""CPU dropout masks from integer random bits: right values, right rate, unbiased, off outside training."""
+"""CPU dropout masks from integer random bits: right values, right rate, unbiased, off outside
+training."""
 
 import pytest
 import torch

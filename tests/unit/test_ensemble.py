@@ -1,6 +1,6 @@
-"""Ensembles: one member decodes as the model alone; several decode with the mean of their probabilities,
-and every hypothesis' score re-scores exactly under teacher forcing; checkpoints that cannot be combined
-are clear errors."""
+"""Ensembles: one member decodes as the model alone; several decode with the mean of their
+probabilities, and every hypothesis' score re-scores exactly under teacher forcing; checkpoints that
+cannot be combined are clear errors."""
 
 import math
 
@@ -24,7 +24,8 @@ def _members():
 
 
 def _ensemble_rescore(members, src, lengths, i, hyp):
-    """Teacher-forced sum over steps of log((1/M) sum_m p_m(token)), and the members' mean attention rows."""
+    """Teacher-forced sum over steps of log((1/M) sum_m p_m(token)), and the members' mean attention
+    rows."""
     out = hyp.tokens + ([EOS_ID] if hyp.finished else [])
     tgt_in = torch.tensor([[BOS_ID] + out[:-1]])
     n = int(lengths[i])

@@ -1,5 +1,5 @@
-"""The matmul-only replay of speed.py --matmul-ceiling: it records every matmul form a training update uses,
-forward and backward, with the operands' layouts, and replays them."""
+"""The matmul-only replay of speed.py --matmul-ceiling: it records every matmul form a training
+update uses, forward and backward, with the operands' layouts, and replays them."""
 
 import importlib.util
 from pathlib import Path

@@ -1,5 +1,5 @@
-"""The compiled additive-energies kernel: the same numbers as torch, declining where it does not apply, and
-the torch fallback when it cannot be built."""
+"""The compiled additive-energies kernel: the same numbers as torch, declining where it does not
+apply, and the torch fallback when it cannot be built."""
 
 import hashlib
 import os
@@ -41,8 +41,8 @@ def _inputs(b, t, s, a, scale=2.0, seed=0):
     "shape", [(3, 1, 7, 256), (2, 4, 5, 13), (1, 1, 1, 8), (5, 2, 3, 3), (64, 1, 17, 40)]
 )
 def test_kernel_equals_torch(shape):
-    """Scores and the kept tanh equal torch's, for widths with and without a remainder after the 8-wide
-    vector loop, several queries per row (T > 1) and a single source position."""
+    """Scores and the kept tanh equal torch's, for widths with and without a remainder after the
+    8-wide vector loop, several queries per row (T > 1) and a single source position."""
     q, k, v = _inputs(*shape)
     b, t, s, a = shape
     hidden = torch.full((b, t, s, a), float("nan"))
@@ -59,8 +59,8 @@ def test_kernel_equals_torch(shape):
 
 @needs_kernel
 def test_kernel_tanh_saturates_and_keeps_small_values():
-    """Far out it is within 3e-7 of +-1 and never beyond (1 - tanh^2, its derivative, stays >= 0); near zero
-    it keeps tanh(x) ~ x to relative 1e-6; at 0 it is 0."""
+    """Far out it is within 3e-7 of +-1 and never beyond (1 - tanh^2, its derivative, stays >= 0);
+    near zero it keeps tanh(x) ~ x to relative 1e-6; at 0 it is 0."""
     x = torch.tensor([-1e4, -40.0, -9.0, -1e-3, -1e-6, 0.0, 1e-6, 1e-3, 9.0, 40.0, 1e4])
     q = x.view(1, 1, -1)
     hidden = torch.empty(1, 1, 1, x.numel())
@@ -75,7 +75,8 @@ def test_kernel_tanh_saturates_and_keeps_small_values():
 @needs_kernel
 @pytest.mark.parametrize("width", [8, 11])  # the vector loop and the scalar remainder
 def test_kernel_propagates_nan_and_saturates_infinities(width):
-    """A NaN in q + k gives NaN, as torch.tanh does (a diverging model must not look healthy); +-inf gives +-1."""
+    """A NaN in q + k gives NaN, as torch.tanh does (a diverging model must not look healthy); +-inf
+    gives +-1."""
     q = torch.zeros(1, 1, width)
     k = torch.zeros(1, 3, width)
     k[0, 0, width - 1] = float("nan")
@@ -113,8 +114,9 @@ def test_kernel_declines_what_it_does_not_cover():
 @pytest.mark.parametrize("wanted", ["qkv", "k", "v", "q"])
 @pytest.mark.parametrize("shape", [(4, 3, 6, 16), (2, 1, 9, 13)])
 def test_additive_scores_through_the_kernel_give_torch_values_and_gradients(shape, wanted):
-    """With gradients wanted (of all three inputs or one), additive_scores runs the kernel inside its own
-    autograd node; its scores and the gradients equal torch's autograd of the plain expression."""
+    """With gradients wanted (of all three inputs or one), additive_scores runs the kernel inside
+    its own autograd node; its scores and the gradients equal torch's autograd of the plain
+    expression."""
     results = []
     for use_kernel in (True, False):
         q, k, v = (x.requires_grad_(name in wanted) for name, x in zip("qkv", _inputs(*shape)))
@@ -251,7 +253,8 @@ def _batch():
 
 @pytest.fixture
 def kernel_calls(monkeypatch):
-    """Counts the calls in which the kernel (not torch) produced scores, from the loop and from additive_scores."""
+    """Counts the calls in which the kernel (not torch) produced scores, from the loop and from
+    additive_scores."""
     import attnkit.accel.loops as loop
 
     calls = {"loop": 0, "scores": 0}
@@ -285,8 +288,8 @@ def _train_step(model, batch):
 @needs_kernel
 @pytest.mark.parametrize("decoder,rnn", [("luong", "gru"), ("bahdanau", "lstm")])
 def test_teacher_forcing_loop_with_the_kernel_equals_torch(decoder, rnn, kernel_calls):
-    """The handwritten-backward loop (float32, CPU) computes its energies with the kernel; logits and every
-    gradient match the loop with torch's energies."""
+    """The handwritten-backward loop (float32, CPU) computes its energies with the kernel; logits
+    and every gradient match the loop with torch's energies."""
     model = _model(decoder, rnn)
     assert model.decoder.loop_spec() is not None
     with torch.enable_grad():
@@ -343,9 +346,9 @@ def gru_kernel_calls(monkeypatch):
 
 @needs_kernel
 def test_training_step_runs_every_gru_step_through_the_kernel(gru_kernel_calls):
-    """In a training step of the handwritten-backward loops, each encoder step (both directions in one call)
-    and each decoder step runs the kernel forward and backward; with the kernels off, none does, and the
-    gradients agree."""
+    """In a training step of the handwritten-backward loops, each encoder step (both directions in
+    one call) and each decoder step runs the kernel forward and backward; with the kernels off, none
+    does, and the gradients agree."""
     model = _model("luong", "gru")
     src, lengths, tgt_in = _batch()
     with torch.enable_grad():

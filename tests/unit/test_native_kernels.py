@@ -1,6 +1,6 @@
-"""The compiled GRU-step, attention-backward and dropout-mask kernels: torch's numbers (to float rounding), on
-strided row stacks as the loops pass them, declining where they do not apply, and masks that depend on the
-seed alone."""
+"""The compiled GRU-step, attention-backward and dropout-mask kernels: torch's numbers
+(to float rounding), on strided row stacks as the loops pass them, declining where they do not
+apply, and masks that depend on the seed alone."""
 
 import pytest
 import torch
@@ -17,8 +17,8 @@ needs_kernel = pytest.mark.skipif(
 
 
 def _gru_inputs(dirs, batch, hidden, seed=0):
-    """Row stacks laid out as the loops keep them: the input gates a time slice of (D, S, B, 3H), the previous
-    state rows with a stride wider than H (a column block of a wider buffer)."""
+    """Row stacks laid out as the loops keep them: the input gates a time slice of (D, S, B, 3H),
+    the previous state rows with a stride wider than H (a column block of a wider buffer)."""
     g = torch.Generator().manual_seed(seed)
     gates_x = (torch.randn(dirs, 5, batch, 3 * hidden, generator=g) * 3)[:, 2]
     gates_h = torch.randn(dirs, batch, 3 * hidden, generator=g) * 3
@@ -32,9 +32,9 @@ def _gru_inputs(dirs, batch, hidden, seed=0):
 @needs_kernel
 @pytest.mark.parametrize("dirs,batch,hidden", [(2, 9, 256), (1, 7, 256), (2, 3, 13), (1, 1, 5)])
 def test_gru_kernels_equal_the_torch_arithmetic(dirs, batch, hidden):
-    """Forward (gates and new state) and backward (both gate gradients and the direct part of d h_prev) of one
-    GRU step equal cell_math's torch expressions, for widths with and without a remainder after the 8-wide
-    vectors, on strided rows."""
+    """Forward (gates and new state) and backward (both gate gradients and the direct part of d
+    h_prev) of one GRU step equal cell_math's torch expressions, for widths with and without a
+    remainder after the 8-wide vectors, on strided rows."""
     gates_x, gates_h, h_prev, d_h = _gru_inputs(dirs, batch, hidden)
     assert batch == 1 or not h_prev.is_contiguous()
     assert native_gru_applies(False, gates_x, gates_h, h_prev)
@@ -59,8 +59,9 @@ def test_gru_kernels_equal_the_torch_arithmetic(dirs, batch, hidden):
 @needs_kernel
 @pytest.mark.parametrize("dirs", [1, 2])
 def test_gru_kernel_adds_the_hidden_bias_into_the_hidden_gates(dirs):
-    """Given h W_hh^T without b_hh and the bias ((3H,) or, per direction, (D, 3H)), the kernel leaves in the
-    hidden gates what torch's addmm would have written (the backward reads them) and steps as with them."""
+    """Given h W_hh^T without b_hh and the bias ((3H,) or, per direction, (D, 3H)), the kernel
+    leaves in the hidden gates what torch's addmm would have written (the backward reads them) and
+    steps as with them."""
     gates_x, gates_h, h_prev, _ = _gru_inputs(dirs, 4, 12)
     bias = torch.randn(dirs, 36) if dirs == 2 else torch.randn(36)
     unbiased = gates_h - (bias.unsqueeze(1) if dirs == 2 else bias)
@@ -91,7 +92,8 @@ def test_gru_kernel_adds_the_hidden_bias_into_the_hidden_gates(dirs):
 
 @needs_kernel
 def test_gru_kernel_propagates_nan():
-    """A NaN gate gives a NaN state, as torch's sigmoid and tanh do: a diverging model must not look healthy."""
+    """A NaN gate gives a NaN state, as torch's sigmoid and tanh do: a diverging model must not look
+    healthy."""
     gates_x, gates_h, h_prev, _ = _gru_inputs(1, 2, 11)
     gates_x[0, 3] = float("nan")  # r of unit 3 (vector part)
     gates_x[1, 2 * 11 + 10] = float("nan")  # n of unit 10 (scalar remainder)
@@ -119,7 +121,8 @@ def test_row_kernels_decline_what_they_do_not_cover():
 @needs_kernel
 @pytest.mark.parametrize("rows,source,width", [(6, 5, 256), (3, 7, 13), (1, 1, 8)])
 def test_additive_backward_kernel_equals_torch(rows, source, width):
-    """d keys accumulates d e and d query is its sum over the source, as the torch expressions give."""
+    """d keys accumulates d e and d query is its sum over the source, as the torch expressions
+    give."""
     g = torch.Generator().manual_seed(1)
     hidden = torch.rand(rows, source, width, generator=g) * 2 - 1
     d_scores, v = torch.randn(rows, source, generator=g), torch.randn(width, generator=g)
@@ -135,8 +138,8 @@ def test_additive_backward_kernel_equals_torch(rows, source, width):
 @needs_kernel
 @pytest.mark.parametrize("p", [0.1, 0.5])
 def test_kernel_masks_have_the_rate_and_no_pattern(p):
-    """Values 0 and 1/(1-p); the keep rate of 1e6 draws within 5 standard deviations; neighbours (in the same
-    row, in the next row, at the chunk boundary of the kernel's work split) independent."""
+    """Values 0 and 1/(1-p); the keep rate of 1e6 draws within 5 standard deviations; neighbours (in
+    the same row, in the next row, at the chunk boundary of the kernel's work split) independent."""
     torch.manual_seed(0)
     mask = native.keep_mask((1000, 1000), p)
     values = mask.unique()
@@ -170,7 +173,8 @@ def test_kernel_masks_follow_the_seed_not_the_threads():
 
 
 def test_float32_masks_come_from_the_kernel_where_it_is_built(monkeypatch):
-    """keep_mask takes the kernel's mask for float32 (torch's random bits without it), float64 from torch."""
+    """keep_mask takes the kernel's mask for float32 (torch's random bits without it), float64 from
+    torch."""
     calls = []
     real = native.keep_mask
     monkeypatch.setattr(native, "keep_mask", lambda *a: calls.append(a) or real(*a))
@@ -188,7 +192,8 @@ def test_float32_masks_come_from_the_kernel_where_it_is_built(monkeypatch):
 
 
 def test_cell_math_uses_the_kernel_only_when_asked(monkeypatch):
-    """native_gru=False (the default) never calls the kernel, so float64 and LSTM steps stay torch's."""
+    """native_gru=False (the default) never calls the kernel, so float64 and LSTM steps stay
+    torch's."""
     monkeypatch.setattr(native, "run_gru_forward", lambda *a: pytest.fail("kernel called"))
     gates_x, gates_h, h_prev, _ = _gru_inputs(1, 3, 8)
     cell_math.cell_forward(

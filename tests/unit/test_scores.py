@@ -1,4 +1,5 @@
-"""Score functions equal a slow per-(b, t, s) loop; masked_softmax masks exactly and never makes NaN."""
+"""Score functions equal a slow per-(b, t, s) loop; masked_softmax masks exactly and never makes
+NaN."""
 
 import math
 
@@ -115,7 +116,7 @@ def test_attend_matches_loop(gen):
             torch.testing.assert_close(out[i, j], sum(w[i, j, s] * v[i, s] for s in range(S)))
 
 
-# ---- masked_softmax -------------------------------------------------------------------------------------
+# ---- masked_softmax ------------------------------------------------------------------------------
 
 
 def _mask():

@@ -1,4 +1,5 @@
-"""Seq2seq: stepping equals teacher forcing, padding never changes a result, padded sources get 0 attention."""
+"""Seq2seq: stepping equals teacher forcing, padding never changes a result, padded sources get 0
+attention."""
 
 import itertools
 
@@ -193,7 +194,8 @@ def test_gradients_flow_to_encoder_and_attention():
 )
 @pytest.mark.parametrize("layers", [1, 2])
 def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
-    """On CUDA the fused cells take the hoisted projection through the input gates: same loss and gradients as on CPU."""
+    """On CUDA the fused cells take the hoisted projection through the input gates: same loss and
+    gradients as on CPU."""
     results = []
     for device in ("cpu", "cuda"):
         model = (
@@ -240,7 +242,8 @@ def test_initial_state_shapes():
 )
 @pytest.mark.parametrize("layers", [1, 2])
 def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
-    """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per step."""
+    """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per
+    step."""
     model = _model(_cfg(att, rnn, style, layers=layers))
     src, lengths, tgt_in = _batch()
     with torch.no_grad():
@@ -270,7 +273,8 @@ def test_whole_sequence_path_equals_its_step_loop(rnn):
 
 @pytest.mark.slow
 def test_compiled_step_gives_the_eager_loss_and_gradients():
-    """backend compile: the torch.compile'd one-step function computes the same function, for any batch shape."""
+    """backend compile: the torch.compile'd one-step function computes the same function, for any
+    batch shape."""
     model = _model(_cfg("bahdanau", "gru", "luong-feed")).train()
     batches = [_batch(), _batch(lengths=(7, 5, 3, 2), t=6, seed=3)]
     eager = []
@@ -318,8 +322,8 @@ def _padded_targets(tgt_in, lengths):
 
 
 def _train_once(model, batch, seed=5):
-    """Logits, weights and every parameter's gradient of one teacher-forced pass (dropout drawn from ``seed``),
-    with a loss over the non-pad target positions, as training has."""
+    """Logits, weights and every parameter's gradient of one teacher-forced pass (dropout drawn from
+    ``seed``), with a loss over the non-pad target positions, as training has."""
     src, lengths, tgt_in = batch
     torch.manual_seed(seed)
     logits, weights = model(src, lengths, tgt_in)
@@ -342,8 +346,9 @@ def _train_once(model, batch, seed=5):
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
 @pytest.mark.parametrize("att", LOOP_ATTENTIONS)
 def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
-    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients (float64, dropout on),
-    on targets of different lengths in no particular order, for both decoder styles."""
+    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients
+    (float64, dropout on), on targets of different lengths in no particular order, for both decoder
+    styles."""
     cfg = _cfg(att, rnn, style)
     cfg.dropout = 0.3
     src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
@@ -415,8 +420,9 @@ def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
 
 @pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
 def test_handwritten_rnn_over_target_equals_autograd(rnn, layers):
-    """Luong without input feeding: the handwritten-backward RNN call gives nn.GRU/nn.LSTM's logits and
-    gradients on the real target positions (float64; dropout on for one layer, where both draw alike)."""
+    """Luong without input feeding: the handwritten-backward RNN call gives nn.GRU/nn.LSTM's logits
+    and gradients on the real target positions (float64; dropout on for one layer, where both draw
+    alike)."""
     cfg = _cfg("luong-general", rnn, "luong-nofeed", layers=layers)
     cfg.dropout = 0.3 if layers == 1 else 0.0
     src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
@@ -438,8 +444,9 @@ def test_handwritten_rnn_over_target_equals_autograd(rnn, layers):
 @pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
 def test_handwritten_encoder_equals_packed_rnn(rnn, layers, bidirectional):
-    """The encoder's handwritten-backward layers give the packed nn.GRU/nn.LSTM's states, final state and
-    gradients, padding included (float64; dropout on for one layer, where both draw alike)."""
+    """The encoder's handwritten-backward layers give the packed nn.GRU/nn.LSTM's states, final
+    state and gradients, padding included (float64; dropout on for one layer, where both draw
+    alike)."""
     cfg = _cfg("bahdanau", rnn, "luong-feed", layers=layers, bidirectional=bidirectional)
     cfg.dropout = 0.3 if layers == 1 else 0.0
     src, lengths, _ = _batch(lengths=(6, 4, 1, 3))

@@ -22,7 +22,9 @@ def corpus() -> list[str]:
         with gzip.open(path, "rt", encoding="utf-8") as f:
             return [" ".join(next(f).split()) for _ in range(200)]
     rng = random.Random(0)
-    words = "ein zwei Hund Katze läuft springt über den großen kleinen Ball im Park Mann Frau spielt".split()
+    words = (
+        "ein zwei Hund Katze läuft springt über den großen kleinen Ball im Park Mann Frau spielt"
+    ).split()
     return [
         " ".join(rng.choice(words) for _ in range(rng.randint(3, 12))).capitalize() + "."
         for _ in range(200)

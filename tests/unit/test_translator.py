@@ -1,4 +1,5 @@
-"""Translator: text in, text and attention out; bad inputs are clear errors, odd inputs never crash."""
+"""Translator: text in, text and attention out; bad inputs are clear errors, odd inputs never
+crash."""
 
 import copy
 

@@ -79,7 +79,8 @@ def test_translated_positions_cover_the_canvas():
 
 
 def own_window(canvas: np.ndarray, own: int) -> np.ndarray | None:
-    """Mask of the 28x28 window that holds all pixels of value ``own`` and is ``>= own`` throughout."""
+    """Mask of the 28x28 window that holds all pixels of value ``own`` and is ``>= own``
+    throughout."""
     windows = np.lib.stride_tricks.sliding_window_view(canvas, (28, 28))
     rows, cols = np.nonzero(canvas == own)
     for top, left in np.argwhere((windows >= own).all(axis=(-1, -2))):

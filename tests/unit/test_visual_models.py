@@ -177,7 +177,8 @@ def test_ram_shapes_and_locations_in_range():
 
 
 def ram_losses(seed: int, steps: int = 80) -> list[float]:
-    """Classification losses of a small RAM on ten random 7x7-cell patterns (hybrid loss, Adam 3e-3)."""
+    """Classification losses of a small RAM on ten random 7x7-cell patterns
+    (hybrid loss, Adam 3e-3)."""
     torch.manual_seed(seed)
     cells = (
         np.random.default_rng(seed).random((10, 7, 7)) > 0.5
@@ -208,7 +209,8 @@ def test_ram_learns_a_few_images(seed):
 
 
 def pooling_losses(seed: int, steps: int = POOLING_STEPS) -> list[float]:
-    """Training losses of a small attention-pooling classifier on 40 translated digits (Adam 1e-2)."""
+    """Training losses of a small attention-pooling classifier on 40 translated digits
+    (Adam 1e-2)."""
     torch.manual_seed(seed)
     digits, labels = synthetic_digits()
     canvas, y = translated(np.repeat(digits, 4, axis=0), np.repeat(labels, 4), size=40, seed=seed)

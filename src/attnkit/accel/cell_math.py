@@ -1,14 +1,16 @@
-"""GRU and LSTM gate arithmetic, forward and hand-derived backward, for the handwritten-backward recurrences.
+"""GRU and LSTM gate arithmetic, forward and hand-derived backward, for the handwritten-backward
+recurrences.
 
-The matmuls stay with the callers (they batch the weight gradients over all steps); these functions do the
-elementwise part of one step, writing into the callers' buffers. Gate order and equations are nn.GRU's and
-nn.LSTM's:
+The matmuls stay with the callers (they batch the weight gradients over all steps); these functions
+do the elementwise part of one step, writing into the callers' buffers. Gate order and equations are
+nn.GRU's and nn.LSTM's:
 
-    GRU:  r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z);  n = tanh(x_n + r * h_n);  h' = (1 - z) n + z h
+    GRU:  r, z = sigmoid(x_r + h_r), sigmoid(x_z + h_z);  n = tanh(x_n + r * h_n);
+          h' = (1 - z) n + z h
     LSTM: i, f, o = sigmoid(...), g = tanh(...);  c' = f c + i g;  h' = o tanh(c')
 
-where x = the input gates (b_ih inside) and h = h_prev W_hh^T + b_hh. Shapes (..., G*H) for gates and
-(..., H) for states: any leading dims (the encoder steps both directions at once).
+where x = the input gates (b_ih inside) and h = h_prev W_hh^T + b_hh. Shapes (..., G*H) for gates
+and (..., H) for states: any leading dims (the encoder steps both directions at once).
 
 A GRU's arithmetic can instead run as one compiled kernel per step (``native_gru=True``, see
 :mod:`attnkit.accel.native`): the callers decide once per loop with :func:`native_gru_applies`.
@@ -27,8 +29,8 @@ def gate_count(lstm: bool) -> int:
 
 
 def add_hidden_matmul(direct: Tensor | None, d_gates_h: Tensor, w_hh: Tensor) -> Tensor:
-    """d h_prev = the elementwise part (or nothing) + d_gates_h W_hh; batched over a leading direction dim
-    when ``w_hh`` is (D, G*H, H)."""
+    """d h_prev = the elementwise part (or nothing) + d_gates_h W_hh; batched over a leading
+    direction dim when ``w_hh`` is (D, G*H, H)."""
     if w_hh.dim() == 3:
         return (
             torch.bmm(d_gates_h, w_hh) if direct is None else torch.baddbmm(direct, d_gates_h, w_hh)
@@ -47,8 +49,9 @@ def sigmoid_grad(grad: Tensor, sigmoid_out: Tensor, out: Tensor) -> Tensor:
 
 
 def native_gru_applies(lstm: bool, *tensors: Tensor) -> bool:
-    """Whether a loop over these tensors (its inputs, or buffers of the same kind) may run its GRU steps
-    through the compiled kernel: a GRU, on (B, X) or (D, B, X) float32 CPU rows, with the kernels built."""
+    """Whether a loop over these tensors (its inputs, or buffers of the same kind) may run its GRU
+    steps through the compiled kernel: a GRU, on (B, X) or (D, B, X) float32 CPU rows, with the
+    kernels built."""
     return not lstm and native.fits_rows(*tensors)
 
 
@@ -65,12 +68,12 @@ def cell_forward(
     native_gru: bool = False,
     hidden_bias: Tensor | None = None,
 ) -> None:
-    """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM, the new
-    c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra`` (pass None): its
-    backward reads h_n from ``gates_h``, which the caller keeps. ``native_gru``: the compiled kernel
-    computes a GRU step (the caller has checked :func:`native_gru_applies`; every row contiguous); then
-    ``hidden_bias`` (G*H,) or (D, G*H), when given, is b_hh, which ``gates_h`` comes without and which the
-    kernel adds into it."""
+    """One step. Writes the activated gates (..., G*H), the new h into ``h_out`` and, for an LSTM,
+    the new c into ``c_out`` and tanh(c') into ``extra`` (..., H). A GRU needs no ``extra``
+    (pass None): its backward reads h_n from ``gates_h``, which the caller keeps. ``native_gru``:
+    the compiled kernel computes a GRU step (the caller has checked :func:`native_gru_applies`;
+    every row contiguous); then ``hidden_bias`` (G*H,) or (D, G*H), when given, is b_hh, which
+    ``gates_h`` comes without and which the kernel adds into it."""
     if native_gru:
         native.run_gru_forward(gates_x, gates_h, h_prev, gates, h_out, hidden_bias)
         return
@@ -112,10 +115,10 @@ def cell_backward(
     """Backward of one step given d_h (and d_c, LSTM) with respect to the new state.
 
     ``extra``: tanh(c') for an LSTM, the hidden gates (..., G*H) of the step for a GRU. Writes the
-    gradients of the input gates into ``d_gates_x`` and of the hidden gates into ``d_gates_h`` (pass the
-    same tensor for an LSTM, whose two are equal). Returns the elementwise part of d h_prev (GRU: d_h * z;
-    LSTM: None, it has none; the caller adds ``d_gates_h @ W_hh``) and, for an LSTM, d c_prev.
-    ``native_gru`` as in :func:`cell_forward`.
+    gradients of the input gates into ``d_gates_x`` and of the hidden gates into ``d_gates_h`` (pass
+    the same tensor for an LSTM, whose two are equal). Returns the elementwise part of d h_prev
+    (GRU: d_h * z; LSTM: None, it has none; the caller adds ``d_gates_h @ W_hh``) and, for an LSTM,
+    d c_prev. ``native_gru`` as in :func:`cell_forward`.
     """
     if native_gru:
         direct = torch.empty_like(d_h)

@@ -1,32 +1,37 @@
-"""Teacher forcing of a one-layer attention decoder as one autograd node with a hand-derived backward.
+"""Teacher forcing of a one-layer attention decoder as one autograd node with a hand-derived
+backward.
 
 Two loops: :func:`run_loop` for the input-fed Luong decoder, :func:`run_bahdanau_loop` for the
-Bahdanau-style one (s_{t-1} queries, then the RNN steps on [y_{t-1}; c_t]). Step t of the Luong decoder
-(GRU or LSTM):
+Bahdanau-style one (s_{t-1} queries, then the RNN steps on [y_{t-1}; c_t]). Step t of the Luong
+decoder (GRU or LSTM):
 
-    gates_x = x_t + h~_{t-1} W_f^T           x_t: the embedding's part of the input gates, hoisted (T, B, G*H)
+    gates_x = x_t + h~_{t-1} W_f^T           x_t: the embedding's part of the input gates, hoisted
+                                             (T, B, G*H)
     gates_h = h_{t-1} W_hh^T + b_hh
     h_t     = cell(gates_x, gates_h, h_{t-1})                 GRU or LSTM gate arithmetic
     q_t     = h_t W_q^T   (or h_t itself)                     the query
-    e_t     = v . tanh(q_t + P)   or   scale * P q_t          additive or dot scores over the source (B, S)
+    e_t     = v . tanh(q_t + P)   or   scale * P q_t          additive or dot scores over the source
+                                                              (B, S)
     a_t     = masked softmax(e_t),  c_t = a_t K               weights (B, S), context (B, Dk)
-    h~_t    = tanh([c_t; h_t] W_c^T + b_c) * keep_t           the attentional vector, dropout mask keep_t
+    h~_t    = tanh([c_t; h_t] W_c^T + b_c) * keep_t           the attentional vector, dropout mask
+                                                              keep_t
 
-Autograd over that loop records dozens of small nodes per step, accumulates every weight gradient step by
-step, and zero-fills views. Here the forward loop keeps what the backward needs in (T, ...) buffers, and the
-backward loop does only what the recurrence forces to be sequential: the gradients with respect to the step's
-inputs. Every weight gradient is then one matmul over all T*B rows (e.g. dW_hh = dG_h^T [h_0..h_{T-1}]), and
-the key and value gradients one batched matmul over T. The arithmetic is the same as the step loop's, so the
-two paths agree to float rounding (tested against it, gradients included).
-On float32 CPU tensors the GRU gate arithmetic and the additive energies, forward and backward, run in the
-compiled kernels of :mod:`attnkit.accel.native` (the same arithmetic with a rational tanh, agreeing to about 1e-6).
+Autograd over that loop records dozens of small nodes per step, accumulates every weight gradient
+step by step, and zero-fills views. Here the forward loop keeps what the backward needs in (T, ...)
+buffers, and the backward loop does only what the recurrence forces to be sequential: the gradients
+with respect to the step's inputs. Every weight gradient is then one matmul over all T*B rows (e.g.
+dW_hh = dG_h^T [h_0..h_{T-1}]), and the key and value gradients one batched matmul over T. The
+arithmetic is the same as the step loop's, so the two paths agree to float rounding (tested against
+it, gradients included). On float32 CPU tensors the GRU gate arithmetic and the additive energies,
+forward and backward, run in the compiled kernels of :mod:`attnkit.accel.native` (the same
+arithmetic with a rational tanh, agreeing to about 1e-6).
 
-Rows whose target has ended are not computed: with the batch sorted longest target first (the batcher's
-order), step t works on the first ``active[t]`` rows only. Their outputs and weights are zero past the end,
-where the step loop computes values that the loss then ignores.
+Rows whose target has ended are not computed: with the batch sorted longest target first (the
+batcher's order), step t works on the first ``active[t]`` rows only. Their outputs and weights are
+zero past the end, where the step loop computes values that the loss then ignores.
 
-Shapes: T target steps, B batch, S source length, H decoder hidden, G gates (3 GRU, 4 LSTM), Dk memory
-width, A attention width.
+Shapes: T target steps, B batch, S source length, H decoder hidden, G gates (3 GRU, 4 LSTM), Dk
+memory width, A attention width.
 """
 
 from __future__ import annotations
@@ -137,9 +142,10 @@ def teacher_force(
 class LoopSpec:
     """What the loop computes, besides its tensors.
 
-    lstm: LSTM gate arithmetic (else GRU); additive: ``v . tanh(q + P)`` scores (else ``scale * P q``).
-    query_weight (A, H) and v (A,): the attention's parameters, as its ``loop_spec()`` gives them
-    (:func:`teacher_force` reads them; the run functions take them as arguments).
+    lstm: LSTM gate arithmetic (else GRU); additive: ``v . tanh(q + P)`` scores
+    (else ``scale * P q``). query_weight (A, H) and v (A,): the attention's parameters, as its
+    ``loop_spec()`` gives them (:func:`teacher_force` reads them; the run functions take them as
+    arguments).
     """
 
     lstm: bool
@@ -175,12 +181,12 @@ def run_loop(
 ) -> tuple[Tensor, Tensor]:
     """The whole teacher-forced loop.
 
-    x_proj (T, B, G*H) with b_ih inside; h0, c0, feed0 (B, H) (c0 None for a GRU); keys (B, S, Dk) the values
-    attended; projected (B, S, A) the keys as scored; mask (B, S) bool; keep (T, B, H) scaled dropout masks or
-    None; w_feed (G*H, H) the input-fed columns of W_ih; w_q (A, H) or None (query = h_t); v (A,) for additive
-    scores; active: per step, how many leading rows still have a target token (non-increasing).
-    Returns the attentional vectors (T, B, H) and the attention weights (T, B, S) (no gradient), zero for
-    the rows past their target.
+    x_proj (T, B, G*H) with b_ih inside; h0, c0, feed0 (B, H) (c0 None for a GRU); keys (B, S, Dk)
+    the values attended; projected (B, S, A) the keys as scored; mask (B, S) bool; keep (T, B, H)
+    scaled dropout masks or None; w_feed (G*H, H) the input-fed columns of W_ih; w_q (A, H) or None
+    (query = h_t); v (A,) for additive scores; active: per step, how many leading rows still have a
+    target token (non-increasing). Returns the attentional vectors (T, B, H) and the attention
+    weights (T, B, S) (no gradient), zero for the rows past their target.
     """
     _check_active(active)
     return _TeacherForcingLoop.apply(
@@ -224,12 +230,13 @@ def run_bahdanau_loop(
 ) -> tuple[Tensor, Tensor]:
     """The whole teacher-forced loop of the Bahdanau-style decoder (one layer):
 
-        a_t, c_t = attention(s_{t-1});  s_t = cell([y_{t-1}; c_t], s_{t-1});  out_t = tanh(W [s_t; c_t; y_{t-1}] + b)
+        a_t, c_t = attention(s_{t-1});  s_t = cell([y_{t-1}; c_t], s_{t-1});
+        out_t = tanh(W [s_t; c_t; y_{t-1}] + b)
 
     x_proj (T, B, G*H): the embedding's part of the input gates, b_ih inside; comb_x (T, B, H): the
-    embedding's part of the output layer, b inside; w_ctx (G*H, Dk) the context columns of W_ih; w_sc
-    (H, H + Dk) the [s_t; c_t] columns of W. The rest as :func:`run_loop`. Returns the outputs (T, B, H)
-    (dropout applied) and the attention weights (T, B, S), zero past each target.
+    embedding's part of the output layer, b inside; w_ctx (G*H, Dk) the context columns of W_ih;
+    w_sc (H, H + Dk) the [s_t; c_t] columns of W. The rest as :func:`run_loop`. Returns the outputs
+    (T, B, H) (dropout applied) and the attention weights (T, B, S), zero past each target.
     """
     _check_active(active)
     return _BahdanauLoop.apply(
@@ -273,15 +280,16 @@ def _previous_states(h0: Tensor, states: Tensor) -> Tensor:
 
 
 def _grad_by_previous(grad: Tensor, first: Tensor, states: Tensor) -> Tensor:
-    """sum_t grad_t^T s_{t-1} over all steps, with s_{-1} = first (B, H) and s_t = states[t] (T, B, H); grad
-    (T, B, G). As ``_flat(grad).t() @ _flat(_previous_states(first, states))`` without the concatenated copy."""
+    """sum_t grad_t^T s_{t-1} over all steps, with s_{-1} = first (B, H) and s_t = states[t]
+    (T, B, H); grad (T, B, G). As ``_flat(grad).t() @ _flat(_previous_states(first, states))``
+    without the concatenated copy."""
     return torch.addmm(grad[0].t() @ first, _flat(grad[1:]).t(), _flat(states[:-1]))
 
 
 def _zeros_past_targets(new_empty, shape: tuple[int, ...], active: tuple[int, ...]) -> Tensor:
-    """An uninitialised (T, B, ...) buffer whose rows past each step's target, t >= active[t], are zero: the
-    loops write every active row, and the zero rows keep the all-step weight-gradient matmuls exact. (Zeroing
-    the whole buffer was a visible share of a step.)"""
+    """An uninitialised (T, B, ...) buffer whose rows past each step's target, t >= active[t], are
+    zero: the loops write every active row, and the zero rows keep the all-step weight-gradient
+    matmuls exact. (Zeroing the whole buffer was a visible share of a step.)"""
     buffer = new_empty(shape)
     batch = shape[1]
     for t, n in enumerate(active):
@@ -293,9 +301,9 @@ def _zeros_past_targets(new_empty, shape: tuple[int, ...], active: tuple[int, ..
 class _Forward:
     """The per-step buffers both loops keep for their backward, (T, B, ...) each.
 
-    Those that enter the all-step weight-gradient matmuls (queries, weights, out) are zero in the rows past a
-    target, so those contribute nothing. ``extra``: tanh(c_t) for an LSTM; for a GRU the hidden gates
-    h_{t-1} W_hh^T + b_hh, whose n part r multiplies.
+    Those that enter the all-step weight-gradient matmuls (queries, weights, out) are zero in the
+    rows past a target, so those contribute nothing. ``extra``: tanh(c_t) for an LSTM; for a GRU the
+    hidden gates h_{t-1} W_hh^T + b_hh, whose n part r multiplies.
     """
 
     def __init__(
@@ -340,7 +348,8 @@ class _Forward:
         b_hh: Tensor,
         states: Tensor,
     ) -> None:
-        """Step t of the RNN cell for the n = len(h) active rows: writes states[t, :n] (and cells[t, :n])."""
+        """Step t of the RNN cell for the n = len(h) active rows: writes states[t, :n]
+        (and cells[t, :n])."""
         n = h.size(0)
         if spec.lstm:
             gates_h = torch.addmm(b_hh, h, w_hh_t)
@@ -395,8 +404,8 @@ class _Forward:
         blocked: Tensor,
         allowed: Tensor,
     ) -> Tensor:
-        """Step t's attention for the n = len(h) active rows queried by h (n, H): writes the weights and
-        returns the context (n, Dk)."""
+        """Step t's attention for the n = len(h) active rows queried by h (n, H): writes the weights
+        and returns the context (n, Dk)."""
         n = h.size(0)
         q = h if w_q_t is None else torch.mm(h, w_q_t, out=self.queries[t, :n])
         if spec.additive:
@@ -424,8 +433,9 @@ class _Forward:
         return torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
 
     def release_outputs(self) -> tuple[Tensor, Tensor]:
-        """(out, weights), no longer held here: outputs kept on ctx must go through save_for_backward, or
-        output -> graph -> ctx -> output is a reference cycle that keeps the step's memory alive."""
+        """(out, weights), no longer held here: outputs kept on ctx must go through
+        save_for_backward, or output -> graph -> ctx -> output is a reference cycle that keeps the
+        step's memory alive."""
         out, weights, self.out, self.weights = self.out, self.weights, None, None
         return out, weights
 
@@ -442,8 +452,8 @@ class _Forward:
 
 
 class _Backward:
-    """The gradient buffers both loops fill step by step, then reduce with one matmul each (rows past a target
-    are zero)."""
+    """The gradient buffers both loops fill step by step, then reduce with one matmul each (rows
+    past a target are zero)."""
 
     def __init__(
         self,
@@ -484,9 +494,9 @@ class _Backward:
         c0: Tensor,
         w_hh: Tensor,
     ) -> Tensor:
-        """Backward through step t's cell for the n = len(d_state) active rows, given d_state (n, H) with
-        respect to its new state: writes the gate gradients, updates d_c[:n] (LSTM) in place and returns
-        d h_{t-1} (n, H) through the cell."""
+        """Backward through step t's cell for the n = len(d_state) active rows, given d_state (n, H)
+        with respect to its new state: writes the gate gradients, updates d_c[:n] (LSTM) in place
+        and returns d h_{t-1} (n, H) through the cell."""
         n = d_state.size(0)
         h_prev = states[t - 1, :n] if t > 0 else h0[:n]
         c_prev = (fwd.cells[t - 1, :n] if t > 0 else c0[:n]) if spec.lstm else None
@@ -520,9 +530,10 @@ class _Backward:
         projected: Tensor,
         v: Tensor,
     ) -> Tensor:
-        """Backward of step t's attention from d_context (n, Dk): adds d(query state) to ``d_query_state``
-        (n, H) and returns it. Writes the score gradients (zero where masked); for additive scores, adds this
-        step's part of d P and d v. The key gradients through the contexts wait for :meth:`memory`."""
+        """Backward of step t's attention from d_context (n, Dk): adds d(query state) to
+        ``d_query_state`` (n, H) and returns it. Writes the score gradients (zero where masked); for
+        additive scores, adds this step's part of d P and d v. The key gradients through the
+        contexts wait for :meth:`memory`."""
         n = d_context.size(0)
         a = fwd.weights[t, :n]
         d_a = torch.bmm(keys[:n], d_context.unsqueeze(-1)).squeeze(-1)  # (n, S)
@@ -550,8 +561,8 @@ class _Backward:
     def memory(
         self, spec: LoopSpec, fwd: _Forward, query_states: Tensor
     ) -> tuple[Tensor, Tensor, Tensor | None]:
-        """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each one
-        batched matmul over all steps. query_states (T, B, H): what queried at each step."""
+        """After the loop: d keys through the contexts (B, S, Dk), d P (B, S, A) and d v (A,), each
+        one batched matmul over all steps. query_states (T, B, H): what queried at each step."""
         d_keys = torch.bmm(fwd.weights.permute(1, 2, 0), self.context.transpose(0, 1))
         if spec.additive:
             return d_keys, self.projected, self.v.view(-1)
@@ -563,8 +574,8 @@ class _Backward:
         )
 
     def hidden_weights(self, h0: Tensor, states: Tensor) -> tuple[Tensor, Tensor]:
-        """d W_hh (G*H, H) and d b_hh (G*H,) over all steps, from the initial state h0 (B, H) and the states
-        (T, B, H) (step t started from states[t - 1])."""
+        """d W_hh (G*H, H) and d b_hh (G*H,) over all steps, from the initial state h0 (B, H) and
+        the states (T, B, H) (step t started from states[t - 1])."""
         return _grad_by_previous(self.gates_h, h0, states), _flat(self.gates_h).sum(0)
 
     def query_weight(self, query_states: Tensor) -> Tensor | None:
@@ -639,7 +650,8 @@ class _TeacherForcingLoop(torch.autograd.Function):
         w_q = w_q if w_q.numel() else None
         states = ctx_h[..., dk:]
         bwd = _Backward(spec, fwd, projected, dk, active)
-        # gradients reaching step t from step t+1; rows past their target never get any and stay zero
+        # gradients reaching step t from step t+1; rows past their target never get any and stay
+        # zero
         zeros = grad_out.new_zeros
         d_h = zeros(batch, hidden)
         d_c = zeros(batch, hidden) if spec.lstm else None

@@ -1,18 +1,20 @@
-"""One (bi)directional GRU/LSTM layer over whole sequences with a hand-derived backward, for training on CPU.
+"""One (bi)directional GRU/LSTM layer over whole sequences with a hand-derived backward, for
+training on CPU.
 
-The encoder (and the Luong decoder without input feeding) run ``nn.GRU``/``nn.LSTM`` over whole sequences;
-on a CPU its autograd graph has nodes per step and direction, accumulates the weight gradients step by
-step and, for a packed batch, zero-fills the packed gradient. This layer computes the same function in one
-autograd node:
+The encoder (and the Luong decoder without input feeding) run ``nn.GRU``/``nn.LSTM`` over whole
+sequences; on a CPU its autograd graph has nodes per step and direction, accumulates the weight
+gradients step by step and, for a packed batch, zero-fills the packed gradient. This layer computes
+the same function in one autograd node:
 
 * the input projection of every step and both directions is one matmul, outside the node (autograd);
-* the backward direction reads each source reversed within its own length, so both directions are left
-  aligned, run in the same loop, and their hidden matmuls are one batched matmul (D, B, H) x (D, H, G*H);
+* the backward direction reads each source reversed within its own length, so both directions are
+  left aligned, run in the same loop, and their hidden matmuls are one batched matmul (D, B, H) x
+  (D, H, G*H);
 * past a sequence's end its state is carried unchanged and its output is zero, as packing gives;
-* the backward loop does only the per-step input gradients; each weight gradient is one batched matmul
-  over all steps.
-* on float32 CPU tensors a GRU's gate arithmetic, forward and backward, is one compiled kernel per step
-  (:mod:`attnkit.accel.native`; it agrees with torch's to about 1e-6).
+* the backward loop does only the per-step input gradients; each weight gradient is one batched
+  matmul over all steps.
+* on float32 CPU tensors a GRU's gate arithmetic, forward and backward, is one compiled kernel per
+  step (:mod:`attnkit.accel.native`; it agrees with torch's to about 1e-6).
 
 On CUDA the models keep cuDNN's RNN, which runs the whole recurrence in one call.
 
@@ -76,7 +78,8 @@ def over_target(rnn: nn.RNNBase, valid: Tensor, emb: Tensor, rnn_state, training
 
 
 def reversal_index(lengths: Tensor, steps: int) -> Tensor:
-    """(S, B) time index that reverses each column within its length and leaves the padding in place.
+    """(S, B) time index that reverses each column within its length and leaves the padding in
+    place.
 
     It is its own inverse, so it also puts the backward direction's outputs back in source order.
     """
@@ -97,9 +100,9 @@ def rnn_layer(
     """Layer ``layer`` of ``rnn`` (its own parameters) over time-major x (S, B, In).
 
     valid (S, B) float, 1 where t < length; reverse (S, B) from :func:`reversal_index` (None for a
-    unidirectional RNN); h0, c0 (D, B, H) initial states (None: zeros; c0 for an LSTM only). Returns the
-    outputs (S, B, D*H), zero past each length, and the final hidden state of each direction (D, B, H)
-    (for an LSTM the final h; no caller needs the final c).
+    unidirectional RNN); h0, c0 (D, B, H) initial states (None: zeros; c0 for an LSTM only). Returns
+    the outputs (S, B, D*H), zero past each length, and the final hidden state of each direction
+    (D, B, H) (for an LSTM the final h; no caller needs the final c).
     """
     lstm = isinstance(rnn, nn.LSTM)
     suffixes = ["", "_reverse"] if rnn.bidirectional else [""]
@@ -134,8 +137,8 @@ def rnn_layer(
 
 
 class _Recurrence(torch.autograd.Function):
-    """gates_x (D, S, B, G*H) b_ih inside; w_hh (D, G*H, H); b_hh (D, G*H); valid (S, B); h0, c0 (D, B, H)
-    (c0 empty for a GRU) -> outputs (D, S, B, H) and final states (D, B, H)."""
+    """gates_x (D, S, B, G*H) b_ih inside; w_hh (D, G*H, H); b_hh (D, G*H); valid (S, B); h0, c0
+    (D, B, H) (c0 empty for a GRU) -> outputs (D, S, B, H) and final states (D, B, H)."""
 
     @staticmethod
     def forward(ctx, lstm: bool, gates_x, w_hh, b_hh, valid, h0, c0):
@@ -192,7 +195,8 @@ class _Recurrence(torch.autograd.Function):
         states, cells, gates, extra = ctx.buffers
         w_hh, valid = ctx.saved_tensors
         dirs, steps, batch, hidden = grad_out.shape
-        # (D, S, B, G*H), the layout of gates_x and of the weight-gradient matmuls: no copies after the loop
+        # (D, S, B, G*H), the layout of gates_x and of the weight-gradient matmuls: no copies after
+        # the loop
         d_gates_x = grad_out.new_empty(dirs, steps, batch, gates.size(-1))
         d_gates_h = d_gates_x if lstm else torch.empty_like(d_gates_x)
         d_h = (

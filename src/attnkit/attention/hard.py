@@ -50,14 +50,16 @@ def patch_sizes(base: int, scales: int, factor: int) -> list[int]:
 
 
 def location_to_pixel(locations: Tensor, height: int, width: int) -> Tensor:
-    """Glimpse centres in pixels: ``(..., 2)`` locations ``(x, y)`` -> ``(..., 2)`` long ``(col, row)``."""
+    """Glimpse centres in pixels: ``(..., 2)`` locations ``(x, y)`` -> ``(..., 2)`` long
+    ``(col, row)``."""
     x = torch.floor((locations[..., 0].clamp(-1, 1) + 1) * (width / 2)).long().clamp(0, width - 1)
     y = torch.floor((locations[..., 1].clamp(-1, 1) + 1) * (height / 2)).long().clamp(0, height - 1)
     return torch.stack([x, y], dim=-1)
 
 
 def glimpse_boxes(locations: Tensor, height: int, width: int, sizes: list[int]) -> Tensor:
-    """Patch squares in pixels, for pictures: ``(..., 2)`` -> ``(..., k, 3)`` rows ``(x0, y0, size)``.
+    """Patch squares in pixels, for pictures: ``(..., 2)`` -> ``(..., k, 3)`` rows
+    ``(x0, y0, size)``.
 
     ``x0, y0`` is the top-left pixel of the patch (may be negative or beyond
     the image at the border; those pixels read as zeros).
@@ -98,7 +100,8 @@ class GlimpseSensor(nn.Module):
         return self.scales * self.base * self.base
 
     def pad(self, images: Tensor) -> tuple[Tensor, int]:
-        """Zero-pad ``(B, C, H, W)`` so the largest patch around any pixel fits; returns (padded, left pad).
+        """Zero-pad ``(B, C, H, W)`` so the largest patch around any pixel fits; returns
+        (padded, left pad).
 
         ``P // 2`` before and ``P - P // 2`` after each axis (``P`` the largest
         patch): ``(B, C, H + P, W + P)``.
@@ -110,7 +113,8 @@ class GlimpseSensor(nn.Module):
     def extract(
         self, padded: Tensor, pad: int, height: int, width: int, locations: Tensor
     ) -> Tensor:
-        """Glimpses from a padded batch: ``(B, C, H+P, W+P)``, ``(B, 2)`` -> ``(B, k, C, base, base)``."""
+        """Glimpses from a padded batch: ``(B, C, H+P, W+P)``, ``(B, 2)`` ->
+        ``(B, k, C, base, base)``."""
         b, c = padded.shape[:2]
         centre = (
             location_to_pixel(locations.detach(), height, width) + pad

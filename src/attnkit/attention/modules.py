@@ -129,8 +129,9 @@ class LuongAttention(Attention):
         self.score = score
         if score == "dot" and query_dim != key_dim:
             raise ConfigError(
-                f"luong-dot needs the decoder state and encoder states of equal width, got {query_dim} "
-                f"and {key_dim}: set the encoder hidden size (x2 if bidirectional) equal to the decoder's"
+                "luong-dot needs the decoder state and encoder states of equal width, got "
+                f"{query_dim} and {key_dim}: set the encoder hidden size (x2 if bidirectional) "
+                "equal to the decoder's"
             )
         if score == "general":
             # W_a applied to the keys once per batch: score = h_t . (W_a h_s)

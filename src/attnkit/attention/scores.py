@@ -53,9 +53,9 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     """Bahdanau additive: ``score = v^T tanh(W q + U h_s)``.
 
     ``query_proj`` = W q (B, T, A), ``keys_proj`` = U h_s (B, S, A), ``v`` (A,).
-    Returns (B, T, S). On a CPU, where :mod:`attnkit.accel.native` has its kernel, one compiled pass computes the
-    scores (with :class:`_KernelAdditiveScores` as the autograd node when gradients are wanted); elsewhere
-    torch does.
+    Returns (B, T, S). On a CPU, where :mod:`attnkit.accel.native` has its kernel, one compiled pass
+    computes the scores (with :class:`_KernelAdditiveScores` as the autograd node when gradients are
+    wanted); elsewhere torch does.
     """
     if native.covers(query_proj, keys_proj, v):
         if torch.is_grad_enabled() and (
@@ -70,8 +70,9 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
 
 
 class _KernelAdditiveScores(torch.autograd.Function):
-    """The additive scores by the compiled kernel, which keeps tanh(q + k) (B, T, S, A) for a backward that is
-    autograd's own for the torch expression: d(q + k) = (d_scores v) (1 - tanh^2). First-order only."""
+    """The additive scores by the compiled kernel, which keeps tanh(q + k) (B, T, S, A) for a
+    backward that is autograd's own for the torch expression: d(q + k) = (d_scores v) (1 - tanh^2).
+    First-order only."""
 
     @staticmethod
     def forward(ctx, query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:

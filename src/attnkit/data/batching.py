@@ -159,7 +159,8 @@ def encode_pairs(
 
 
 def collate(examples: Sequence[Example]) -> Batch:
-    """Pad a list of examples into a :class:`Batch`, rows sorted longest target first, then longest source."""
+    """Pad a list of examples into a :class:`Batch`, rows sorted longest target first, then longest
+    source."""
     if not examples:
         raise ValueError("cannot collate an empty list of examples")
     rows = sorted(examples, key=lambda e: (len(e.tgt), len(e.src)), reverse=True)
@@ -181,7 +182,8 @@ def collate(examples: Sequence[Example]) -> Batch:
 def _chunk(
     pool: list[Example], batch_size: int | None, max_tokens: int | None
 ) -> list[list[Example]]:
-    """Consecutive groups of ``batch_size`` examples, or of at most ``max_tokens`` padded positions."""
+    """Consecutive groups of ``batch_size`` examples, or of at most ``max_tokens`` padded
+    positions."""
     if batch_size is not None:
         return [pool[i : i + batch_size] for i in range(0, len(pool), batch_size)]
     groups, current, widest = [], [], 0

@@ -76,7 +76,8 @@ def verify_file(path: str | Path, expected: str, algorithm: str = "sha256") -> N
 def download_file(
     url: str, dest: str | Path, expected: str | None = None, algorithm: str = "sha256"
 ) -> Path:
-    """Fetch ``url`` to ``dest`` (via ``dest.part`` then rename) and verify it when ``expected`` is given.
+    """Fetch ``url`` to ``dest`` (via ``dest.part`` then rename) and verify it when ``expected`` is
+    given.
 
     Returns ``dest``. A network failure or a checksum mismatch raises
     :class:`DataError` naming the URL; no partial file is left behind.
@@ -126,7 +127,8 @@ def ensure_files(
         if not path.is_file():
             if not download or url is None:
                 how = (
-                    f"rerun with --download (download=True) to fetch it from {url}, or copy it there by hand"
+                    f"rerun with --download (download=True) to fetch it from {url}, or copy it "
+                    "there by hand"
                     if url
                     else "copy it there by hand"
                 )

@@ -83,7 +83,8 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def parse_idx(data: bytes, path: str | Path, expect_images: bool) -> np.ndarray:
-    """Decode IDX bytes: images ``(N, rows, cols)`` or labels ``(N,)``, uint8; DataError if malformed."""
+    """Decode IDX bytes: images ``(N, rows, cols)`` or labels ``(N,)``, uint8; DataError if
+    malformed."""
     magic_wanted, ndim = (_IMAGE_MAGIC, 3) if expect_images else (_LABEL_MAGIC, 1)
     header = 4 + 4 * ndim
     if len(data) < header:
@@ -126,8 +127,9 @@ def load(
         if path is None:
             if not download:
                 raise DataError(
-                    f"missing MNIST file {name}.gz (or {name}) in {directory}: copy it there, or pass "
-                    f"download=True (--set data.download=true) to fetch it from {BASE_URLS[0]}",
+                    f"missing MNIST file {name}.gz (or {name}) in {directory}: copy it there, or "
+                    "pass download=True (--set data.download=true) to fetch it from "
+                    f"{BASE_URLS[0]}",
                     path=directory / f"{name}.gz",
                 )
             path = fetch(directory, name)

@@ -30,7 +30,8 @@ class SentencePieceTokenizer:
     kind = "sentencepiece"
 
     def __init__(self, model_file: str | Path, model_proto: bytes | None = None):
-        """Load ``model_file`` (or, when given, the already-read ``model_proto`` bytes that it holds)."""
+        """Load ``model_file`` (or, when given, the already-read ``model_proto`` bytes that it
+        holds)."""
         self.model_file = Path(model_file)
         try:
             if model_proto is None:
@@ -112,11 +113,13 @@ class SentencePieceTokenizer:
 
     @property
     def model_proto(self) -> bytes:
-        """The serialized sentencepiece model (two tokenizers split alike when these bytes are equal)."""
+        """The serialized sentencepiece model (two tokenizers split alike when these bytes are
+        equal)."""
         return self._proto
 
     def pieces(self) -> list[str]:
-        """Every ordinary piece of the model (sentencepiece's control and unknown pieces left out)."""
+        """Every ordinary piece of the model (sentencepiece's control and unknown pieces left
+        out)."""
         sp = self._sp
         return [
             sp.id_to_piece(i)
@@ -128,7 +131,8 @@ class SentencePieceTokenizer:
         return self._sp.get_piece_size()
 
     def to_json(self) -> dict:
-        """``{"kind": "sentencepiece", "model_file": "<name>.model"}``; the name is relative to the checkpoint directory."""
+        """``{"kind": "sentencepiece", "model_file": "<name>.model"}``; the name is relative to the
+        checkpoint directory."""
         return {"kind": self.kind, "model_file": self.model_file.name}
 
     @classmethod
@@ -149,7 +153,8 @@ class SentencePieceTokenizer:
         return cls(path)
 
     def copy_to(self, directory: str | Path) -> None:
-        """Write this model's file into ``directory`` under the same name (for saving a checkpoint)."""
+        """Write this model's file into ``directory`` under the same name (for saving a
+        checkpoint)."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         _write_atomic(directory / self.model_file.name, self._proto)

@@ -32,7 +32,8 @@ class Vocab:
     def build(
         cls, sequences: Iterable[Sequence[str]], min_freq: int = 1, max_size: int | None = None
     ) -> Vocab:
-        """Most frequent tokens first (ties broken alphabetically, so the result is deterministic)."""
+        """Most frequent tokens first (ties broken alphabetically, so the result is
+        deterministic)."""
         counts = Counter(tok for seq in sequences for tok in seq)
         for special in SPECIALS:
             counts.pop(special, None)

@@ -30,7 +30,8 @@ def _check_lengths(hyps: Sequence, refs: Sequence) -> None:
 
 
 def exact_match(hyps: Sequence[str], refs: Sequence[str]) -> float:
-    """Fraction in [0, 1] of hypotheses equal to their reference (after stripping surrounding whitespace)."""
+    """Fraction in [0, 1] of hypotheses equal to their reference (after stripping surrounding
+    whitespace)."""
     _check_lengths(hyps, refs)
     return sum(h.strip() == r.strip() for h, r in zip(hyps, refs)) / len(hyps)
 
@@ -63,7 +64,8 @@ def _as_lists(
     if isinstance(refs, Mapping):
         if not isinstance(hyps, Mapping):
             raise TypeError(
-                "g2p_scores: references are a dict (word -> pronunciations), so hypotheses must be one too"
+                "g2p_scores: references are a dict (word -> pronunciations), so hypotheses must be "
+                "one too"
             )
         missing = [w for w in refs if w not in hyps]
         extra = [w for w in hyps if w not in refs]
@@ -118,7 +120,8 @@ def g2p_scores(
 
 
 def bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
-    """Corpus BLEU (0-100) of detokenized hypotheses against one raw reference each, sacrebleu defaults."""
+    """Corpus BLEU (0-100) of detokenized hypotheses against one raw reference each, sacrebleu
+    defaults."""
     _check_lengths(hyps, refs)
     return float(sacrebleu.corpus_bleu(list(hyps), [list(refs)]).score)
 

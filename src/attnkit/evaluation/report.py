@@ -37,7 +37,8 @@ def evaluate_model(
     out_dir: Path | None = None,
     device: str = "auto",
 ) -> dict:
-    """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are the first's).
+    """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are
+    the first's).
 
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it).

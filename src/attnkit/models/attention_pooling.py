@@ -22,7 +22,8 @@ from attnkit.models.show_attend_tell import check_channels, conv_encoder
 
 @dataclass
 class PoolingConfig:
-    """``model:`` with ``type: attention_pooling`` -- CNN + one 1x1-conv attention mask + classifier."""
+    """``model:`` with ``type: attention_pooling`` -- CNN + one 1x1-conv attention mask +
+    classifier."""
 
     channels: list[int] = field(default_factory=lambda: [32, 64, 128])
     """CNN encoder: output channels of each block (2 convs + 2x2 max-pool)."""

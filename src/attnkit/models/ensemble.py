@@ -25,7 +25,8 @@ from attnkit.models.seq2seq import Seq2Seq
 
 
 class MemberStates(tuple):
-    """One item per member (its memory or its decoder state); row selection applies to every member."""
+    """One item per member (its memory or its decoder state); row selection applies to every
+    member."""
 
     def index_select(self, index: Tensor) -> MemberStates:
         return MemberStates(item.index_select(index) for item in self)
@@ -58,10 +59,11 @@ class _EnsembleDecoder:
     def step(
         self, prev_tokens: Tensor, state: MemberStates, memory: MemberStates
     ) -> tuple[Tensor, MemberStates, Tensor]:
-        """prev_tokens (B,) -> log of the mean probability (B, V), the new states, mean weights (B, S).
+        """prev_tokens (B,) -> log of the mean probability (B, V), the new states, mean weights
+        (B, S).
 
-        The first output is already normalised log-probabilities; the decoders' ``log_softmax`` leaves
-        it as it is.
+        The first output is already normalised log-probabilities; the decoders' ``log_softmax``
+        leaves it as it is.
         """
         log_probs, states, weights = [], [], []
         for member, member_state, member_memory in zip(self.members, state, memory):

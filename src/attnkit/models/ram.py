@@ -59,7 +59,8 @@ class RAMConfig:
     reinforce_weight: float = 1.0
     """Weight of the REINFORCE term in the hybrid loss."""
     detach_policy_state: bool = True
-    """Feed the location policy the core state detached, so REINFORCE trains the policy layers only."""
+    """Feed the location policy the core state detached, so REINFORCE trains the policy layers
+    only."""
     mc_samples: int = 10
     """Test time: glimpse paths sampled per image, class probabilities averaged."""
     dev_mc_samples: int = 1
@@ -220,7 +221,8 @@ class HybridLoss:
 
 
 def hybrid_loss(output: RAMOutput, targets: Tensor, reinforce_weight: float = 1.0) -> HybridLoss:
-    """Cross entropy + ``reinforce_weight`` * REINFORCE + baseline MSE, reward ``R = 1[argmax = y]``."""
+    """Cross entropy + ``reinforce_weight`` * REINFORCE + baseline MSE, reward
+    ``R = 1[argmax = y]``."""
     classification = F.nll_loss(output.log_probs, targets)
     reward = (output.log_probs.argmax(dim=-1) == targets).float().detach()  # (B,)
     reinforce = reinforce_loss(output.location_log_probs, reward, output.baselines)

@@ -141,7 +141,8 @@ def _index_select(x: Any, index: Tensor, dim: int = 0) -> Any:
 
 @dataclass
 class DecoderState:
-    """rnn: (L, B, H) for GRU or a pair of them for LSTM; feed: (B, H) the input-fed vector or None."""
+    """rnn: (L, B, H) for GRU or a pair of them for LSTM; feed: (B, H) the input-fed vector or
+    None."""
 
     rnn: Any
     feed: Tensor | None = None
@@ -356,7 +357,8 @@ class Decoder(nn.Module):
         return self.dropout(x) if keep is None else x * keep
 
     def dropout_masks(self, b: int, t: int, like: Tensor) -> Tensor | None:
-        """(T, B, H) inverted-dropout masks for every step in one draw (None when dropout is off)."""
+        """(T, B, H) inverted-dropout masks for every step in one draw (None when dropout is
+        off)."""
         p = self.dropout.p
         if not self.training or p == 0.0:
             return None

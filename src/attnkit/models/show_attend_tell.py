@@ -38,7 +38,8 @@ class ReaderConfig:
     """``model:`` with ``type: show_attend_tell`` -- the soft attention multi-digit reader."""
 
     channels: list[int] = field(default_factory=lambda: [32, 64, 128])
-    """CNN encoder: output channels of each block (2 convs + 2x2 max-pool); the last is the region width C."""
+    """CNN encoder: output channels of each block (2 convs + 2x2 max-pool); the last is the region
+    width C."""
     embed: int = 32
     """Width of the previous-digit embedding."""
     hidden: int = 256
@@ -68,7 +69,8 @@ def check_channels(channels: list[int], where: str) -> None:
 
 
 def encode_strings(strings: list[str], max_len: int) -> tuple[Tensor, Tensor]:
-    """Digit strings -> decoder inputs ``BOS d1 d2 ...`` and targets ``d1 d2 ... EOS``, each ``(B, max_len + 1)``."""
+    """Digit strings -> decoder inputs ``BOS d1 d2 ...`` and targets ``d1 d2 ... EOS``, each
+    ``(B, max_len + 1)``."""
     inputs = torch.full((len(strings), max_len + 1), PAD, dtype=torch.long)
     targets = torch.full_like(inputs, PAD)
     for i, s in enumerate(strings):
@@ -159,7 +161,8 @@ class ShowAttendTell(nn.Module):
         return regions, self.attention.project_keys(regions), state, tuple(fmap.shape[-2:])
 
     def step(self, embedded: Tensor, state: tuple, regions: Tensor, projected: Tensor):
-        """One output step: ``embedded (B, E)`` of the previous token -> (logits (B, V), weights (B, R), state)."""
+        """One output step: ``embedded (B, E)`` of the previous token -> (logits (B, V), weights
+        (B, R), state)."""
         h, c = state
         context, weights = self.attention(h, regions, projected)  # (B, C), (B, R)
         if self.gate is not None:
@@ -180,7 +183,8 @@ class ShowAttendTell(nn.Module):
 
     @torch.no_grad()
     def greedy(self, images: Tensor, max_len: int) -> tuple[Tensor, Tensor, tuple[int, int]]:
-        """Greedy decoding of up to ``max_len`` tokens (EOS included): tokens (B, T), weights (B, T, R)."""
+        """Greedy decoding of up to ``max_len`` tokens (EOS included): tokens (B, T), weights
+        (B, T, R)."""
         regions, projected, state, grid = self.encode(images)
         token = torch.full((images.shape[0],), BOS, dtype=torch.long, device=images.device)
         tokens, weights = [], []

@@ -227,7 +227,8 @@ def read_meta(directory: str | Path, family: str | None = None) -> dict:
         raise CheckpointError(f"{meta_path}: unreadable ({exc})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
-            f"{meta_path}: not an attnkit checkpoint (format is {meta.get('format') if isinstance(meta, dict) else meta!r})"
+            f"{meta_path}: not an attnkit checkpoint (format is "
+            f"{meta.get('format') if isinstance(meta, dict) else meta!r})"
         )
     if meta.get("version") != VERSION:
         raise CheckpointError(
@@ -282,7 +283,8 @@ def read_config(directory: str | Path) -> dict:
 
 
 def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
-    """Load ``model.safetensors`` into ``model``; a key or shape mismatch is a foreign checkpoint."""
+    """Load ``model.safetensors`` into ``model``; a key or shape mismatch is a foreign
+    checkpoint."""
     path = Path(directory) / "model.safetensors"
     state = read_tensors(path)
     own = model.state_dict()

@@ -21,7 +21,8 @@ after every evaluation); at the end their element-wise mean is saved as
 ``run_dir/averaged``, scored on dev, and the score is logged and written to its
 ``trainer.json``. The means of the 2, 3, .. N best are all scored, and ``averaged``
 holds the best of them, or the best single checkpoint where no mean beats it
-(``choice`` in its trainer.json says which). Every one of these directories loads with ``Translator.load``.
+(``choice`` in its trainer.json says which). Every one of these directories loads with
+``Translator.load``.
 """
 
 from __future__ import annotations
@@ -129,7 +130,8 @@ class Trainer:
             saved = translator.config
             if saved.model != cfg.model or saved.data != cfg.data:
                 raise CheckpointError(
-                    f"{last}: its model/data config differs from this one; resume needs the same experiment"
+                    f"{last}: its model/data config differs from this one; resume needs the same "
+                    "experiment"
                 )
         else:
             _seed_everything(tc.seed)
@@ -191,7 +193,8 @@ class Trainer:
                 patience=tc.lr_patience,
                 min_lr=tc.min_lr,
             )
-        return None  # cosine and noam: the rate is a function of the update number, set before every update
+        # cosine and noam: the rate is a function of the update number, set before every update
+        return None
 
     # ---- the loop ------------------------------------------------------------
     def train(self, resume: bool = False, overwrite: bool = False) -> Path:
@@ -286,9 +289,10 @@ class Trainer:
             source_name=f"{d.task} train",
         )
         self.log(
-            f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / {len(self.splits.test)} test pairs; "
-            f"vocab {len(translator.src_vocab)} -> {len(translator.tgt_vocab)}; "
-            f"{sum(p.numel() for p in model.parameters()):,} parameters; device {self.device}"
+            f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / "
+            f"{len(self.splits.test)} test pairs; vocab {len(translator.src_vocab)} -> "
+            f"{len(translator.tgt_vocab)}; {sum(p.numel() for p in model.parameters()):,} "
+            f"parameters; device {self.device}"
         )
         self.train_model = model
         if self.dist is not None:
@@ -540,7 +544,8 @@ class Trainer:
         self.log(
             f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
             f"{' (best)' if improved else ''}; lr {optimizer.param_groups[0]['lr']:.1e}; "
-            f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train tokens/s"
+            f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train "
+            "tokens/s"
         )
         if improved:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
@@ -582,13 +587,15 @@ class Trainer:
 
     # ---- checkpoint averaging -------------------------------------------------
     def _top_steps(self, history: list) -> list[int]:
-        """Updates of the ``average_checkpoints`` best dev evaluations, best first (the later one on a tie)."""
+        """Updates of the ``average_checkpoints`` best dev evaluations, best first
+        (the later one on a tie)."""
         sign = -1 if self.higher_is_better else 1
         ranked = sorted(history, key=lambda h: (sign * h["dev"][self.metric], -h["step"]))
         return [h["step"] for h in ranked[: self.cfg.train.average_checkpoints]]
 
     def _keep_top(self, translator: Translator, state: TrainerState) -> None:
-        """Save this evaluation's weights in run_dir/top if they rank among the N best; remove those that dropped out."""
+        """Save this evaluation's weights in run_dir/top if they rank among the N best; remove those
+        that dropped out."""
         top, keep = self.run_dir / "top", self._top_steps(state.history)
         if state.step in keep:
             translator.save(
@@ -600,7 +607,8 @@ class Trainer:
                 shutil.rmtree(directory, ignore_errors=True)
 
     def _average(self, translator: Translator, state: TrainerState) -> None:
-        """Save the best of the kept checkpoints' averages, or the best single one, as run_dir/averaged.
+        """Save the best of the kept checkpoints' averages, or the best single one, as
+        run_dir/averaged.
 
         The k best evaluations (k = 2 .. N) are averaged and each mean scored on dev; the best mean
         is kept only if it beats the best single checkpoint on dev. With few evaluations the N best
@@ -646,9 +654,9 @@ class Trainer:
             },
         )
         self.log(
-            f"checkpoint averaging: kept the {choice} (updates {', '.join(map(str, sorted(steps)))}): "
-            f"dev {self.metric} {metrics[self.metric]} (best single {scored[0][0][self.metric]}); "
-            f"saved in {directory}"
+            f"checkpoint averaging: kept the {choice} (updates "
+            f"{', '.join(map(str, sorted(steps)))}): dev {self.metric} {metrics[self.metric]} "
+            f"(best single {scored[0][0][self.metric]}); saved in {directory}"
         )
 
 
@@ -673,8 +681,9 @@ def cosine_lr(
 
 
 def noam_lr(tc, step: int) -> float:
-    """The learning rate of update ``step`` (0-based) under ``scheduler: noam``: ``lr`` x min((step + 1) / warm-up,
-    sqrt(warm-up / (step + 1))), a linear rise to ``lr`` over ``warmup_steps`` updates, then 1/sqrt decay."""
+    """The learning rate of update ``step`` (0-based) under ``scheduler: noam``: ``lr`` x
+    min((step + 1) / warm-up, sqrt(warm-up / (step + 1))), a linear rise to ``lr`` over
+    ``warmup_steps`` updates, then 1/sqrt decay."""
     warm = max(1, tc.warmup_steps)
     return tc.lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
 

@@ -8,8 +8,8 @@ An experiment file has ``family: vision`` and three sections::
     train: {epochs: 100, batch_size: 128, ...}    -> TrainConfig
 
 ``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name, in
-:mod:`attnkit.training.vision_families`) and with it the valid keys of the section. Unknown keys anywhere are rejected
-with the list of valid ones.
+:mod:`attnkit.training.vision_families`) and with it the valid keys of the section. Unknown keys
+anywhere are rejected with the list of valid ones.
 
 Public entry points (the CLI calls these):
 
@@ -69,7 +69,8 @@ class TrainConfig:
     lr: float = 1e-3
     """Adam learning rate at the start of the schedule."""
     lr_schedule: str = "cosine"
-    """cosine: decay to lr * min_lr_ratio over the planned epochs; step: multiply by lr_gamma every lr_step_epochs; constant."""
+    """cosine: decay to lr * min_lr_ratio over the planned epochs; step: multiply by lr_gamma every
+    lr_step_epochs; constant."""
     min_lr_ratio: float = 0.01
     """Cosine floor, as a fraction of lr."""
     lr_step_epochs: int = 20
@@ -89,7 +90,8 @@ class TrainConfig:
     max_minutes: float | None = None
     """Wall-clock budget for training (null: none); training stops when it is spent."""
     fit_schedule_to_budget: bool = True
-    """With max_minutes: shorten the planned epochs (and the LR schedule) to what the budget allows."""
+    """With max_minutes: shorten the planned epochs (and the LR schedule) to what the budget
+    allows."""
     device: str = "auto"
     """auto (CUDA when available), cpu or cuda."""
     seed: int = 0
@@ -97,7 +99,8 @@ class TrainConfig:
     num_threads: int | None = None
     """CPU threads for torch (null or 0: torch's default)."""
     compile: bool = False
-    """torch.compile the training step (fewer, fused kernels; the first steps compile for a minute)."""
+    """torch.compile the training step (fewer, fused kernels; the first steps compile for a
+    minute)."""
     output_dir: str = "runs/vision"
     """Run directory (holds best/ and last/) when the caller gives none."""
     progress: bool = True
@@ -343,7 +346,8 @@ def evaluate_split(
         for idx in _batches(len(split), batch_size, split.images.device, shuffle=False):
             correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
     n, right = len(split), float(correct)
-    # from the counts: 410 wrong of 10,000 is exactly 4.1, where 100 * (1 - 0.959) is 4.100000000000001
+    # from the counts: 410 wrong of 10,000 is exactly 4.1, where 100 * (1 - 0.959) is
+    # 4.100000000000001
     return {
         "images": n,
         "accuracy": right / max(n, 1),
@@ -483,7 +487,8 @@ def train_vision(
     source: str = "config",
     overwrite: bool = False,
 ) -> Path:
-    """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best checkpoint dir.
+    """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best
+    checkpoint dir.
 
     Writes ``OUT/best`` (lowest dev error so far) and ``OUT/last`` (end of
     the latest epoch) where OUT is ``output_dir`` or ``train.output_dir``.
@@ -565,8 +570,8 @@ def _train_vision(
     guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
     _log(
         t_cfg,
-        f"training {cfg.model_type} on {cfg.data.task} ({device}), {sum(p.numel() for p in model.parameters()):,} "
-        f"parameters, {data.describe()}",
+        f"training {cfg.model_type} on {cfg.data.task} ({device}), "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters, {data.describe()}",
     )
     redraw = cfg.data.resample and cfg.data.task != "mnist"  # else one training set for every epoch
     train = None
@@ -622,9 +627,9 @@ def _train_vision(
             _log(
                 t_cfg,
                 f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
-                f"train acc {100 * stats['train_accuracy']:.2f}%  dev error {dev_stats['error_pct']:.2f}%"
-                f"{' *' if improved else ''}  lr {stats['lr']:.2e}  {seconds:.1f}s "
-                f"({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}",
+                f"train acc {100 * stats['train_accuracy']:.2f}%  dev error "
+                f"{dev_stats['error_pct']:.2f}%{' *' if improved else ''}  lr {stats['lr']:.2e}  "
+                f"{seconds:.1f}s ({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}",
             )
             if deadline is not None and time.perf_counter() > deadline:
                 state.stopped = "budget"
@@ -641,8 +646,9 @@ def _train_vision(
             pending.cancel()
     _log(
         t_cfg,
-        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; best dev error "
-        f"{state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
+        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; "
+        f"best dev error {state.best_dev_error:.2f}% at epoch {state.best_epoch}; checkpoints in "
+        f"{out}",
     )
     return out / "best"
 

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 class DeviceSplit:
-    """A split as tensors on the training device: uint8 images, label tensors; ``batch(idx)`` cuts one."""
+    """A split as tensors on the training device: uint8 images, label tensors; ``batch(idx)`` cuts
+    one."""
 
     def __init__(self, images: Tensor, labels: dict[str, Tensor]):
         self.images = images  # (N, H, W) uint8
@@ -213,7 +214,8 @@ class ReaderFamily(SoftFamily):
 
 
 def _picture_steps(label: str) -> int:
-    """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the label's)."""
+    """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the
+    label's)."""
     return max(len(str(label)), 5) + 1
 
 

@@ -44,7 +44,8 @@ def _as_float_image(image) -> np.ndarray:
 
 
 def upsample_map(weights, height: int, width: int) -> np.ndarray:
-    """A ``(h, w)`` attention map stretched to ``(height, width)`` (bilinear), same total shape as the image."""
+    """A ``(h, w)`` attention map stretched to ``(height, width)`` (bilinear), same total shape as
+    the image."""
     weights = np.asarray(weights, dtype=np.float32)
     if weights.shape == (height, width):
         return weights.astype(np.float64)
@@ -55,7 +56,8 @@ def upsample_map(weights, height: int, width: int) -> np.ndarray:
 def _new_figure(
     panels: int, cols: int | None, aspect: float, suptitle: str | None
 ) -> tuple[Figure, list[Axes]]:
-    """A grid of ``panels`` axes for images ``aspect`` (width / height) wide, at most ~14 inches across."""
+    """A grid of ``panels`` axes for images ``aspect`` (width / height) wide, at most ~14 inches
+    across."""
     width = _PANEL_INCHES * min(max(aspect, 0.5), 3.0)
     cols = cols or max(1, min(panels, 6, int(_MAX_WIDTH_INCHES // width)))
     rows = math.ceil(panels / cols)
@@ -239,7 +241,8 @@ def glimpse_grid(
     cols: int | None = None,
     suptitle: str | None = None,
 ) -> Figure:
-    """One panel per glimpse: ``centres (G, 2)`` pixel ``(x, y)``, ``boxes (G, k, 3)`` rows ``(x0, y0, size)``."""
+    """One panel per glimpse: ``centres (G, 2)`` pixel ``(x, y)``, ``boxes (G, k, 3)`` rows
+    ``(x0, y0, size)``."""
     image, centres, boxes, titles = _glimpse_inputs(image, centres, boxes, titles)
     fig, axes = _new_figure(len(centres), cols, image.shape[1] / image.shape[0], suptitle)
     for g, ax in enumerate(axes):

@@ -2,22 +2,25 @@
 
 The kernels, each computing what a chain of small torch kernels computes, in one pass:
 
-* ``additive.c``: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)``, and one
-  decoding step's backward through them;
-* ``recurrent.c``: the gate arithmetic of one GRU step, forward and backward (the matmuls stay with torch);
+* ``additive.c``: the additive (Bahdanau, Luong concat) attention energies ``v . tanh(q + k)``, and
+  one decoding step's backward through them;
+* ``recurrent.c``: the gate arithmetic of one GRU step, forward and backward (the matmuls stay with
+  torch);
 * ``dropout.c``: inverted-dropout keep masks from a counter-based hash.
 
 On x86-64 CPUs with AVX2 and FMA they are built once per source version into a cache directory (one
-library) and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64) the
-``covers``/``fits_rows`` checks are False and the callers compute the same thing with torch. Results agree
-with torch's to about 1e-6: tanh and sigmoid are rational approximations (``fastmath.h``, |error| < 3e-7).
-The kernels have no autograd of their own: :func:`attnkit.attention.scores.additive_scores` wraps the
-energies in an autograd node, and the handwritten-backward loops (``attnkit.accel.loops``,
-``attnkit.accel.recurrence``) call the rest from their own forward and backward.
+library) and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64)
+the ``covers``/``fits_rows`` checks are False and the callers compute the same thing with torch.
+Results agree with torch's to about 1e-6: tanh and sigmoid are rational approximations
+(``fastmath.h``, |error| < 3e-7). The kernels have no autograd of their own:
+:func:`attnkit.attention.scores.additive_scores` wraps the energies in an autograd node, and the
+handwritten-backward loops (``attnkit.accel.loops``, ``attnkit.accel.recurrence``) call the rest
+from their own forward and backward.
 
 Environment:
     ATTNKIT_NATIVE=0        never build or load the kernels (torch everywhere)
-    ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or ~/.cache/attnkit)
+    ATTNKIT_CACHE_DIR       where the built library goes (default: $XDG_CACHE_HOME/attnkit or
+                            ~/.cache/attnkit)
     CC                      the C compiler, with any arguments (default: cc, then gcc, then clang)
 
 The cache is trusted only as far as it is private: the directory is created with mode 0700, and
@@ -27,10 +30,10 @@ was built (``kernels-<hash>.so.sha256``); otherwise it is built again. Where the
 refused (a warning says why), the library is built in a private temporary directory, loaded from
 there and removed.
 
-The kernels' threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp (the PyPI
-wheels for Linux) they are PyTorch's own OpenMP pool; another compiler's OpenMP runtime would keep a second
-pool beside it. The kernels decline inside ``torch.compile`` (they are opaque to tracing) and for tensor
-subclasses and ``torch.func`` transforms.
+The kernels' threads follow ``torch.get_num_threads()``. With gcc and a PyTorch built on libgomp
+(the PyPI wheels for Linux) they are PyTorch's own OpenMP pool; another compiler's OpenMP runtime
+would keep a second pool beside it. The kernels decline inside ``torch.compile`` (they are opaque to
+tracing) and for tensor subclasses and ``torch.func`` transforms.
 """
 
 from __future__ import annotations
@@ -274,7 +277,8 @@ def _obtain(compiler: list[str]) -> ctypes.CDLL:
 
 
 def library() -> ctypes.CDLL | None:
-    """The built kernel library, building it on first use; None where it cannot be had (reason logged once)."""
+    """The built kernel library, building it on first use; None where it cannot be had
+    (reason logged once)."""
     if "lib" in _state:
         return _state["lib"]
     with _lock:
@@ -297,8 +301,8 @@ def library() -> ctypes.CDLL | None:
 
 @contextlib.contextmanager
 def disabled():
-    """Inside this block (in this thread) every kernel declines and torch computes everything: for side-by-side
-    comparisons and tests."""
+    """Inside this block (in this thread) every kernel declines and torch computes everything: for
+    side-by-side comparisons and tests."""
     before = getattr(_switched_off, "value", False)
     _switched_off.value = True
     try:
@@ -337,8 +341,9 @@ def _declining() -> bool:
 
 
 def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
-    """Whether the kernel can compute these scores here: query (B, T, A), keys (B, S, A), v (A,), contiguous
-    float32 CPU tensors, with the kernel built and not switched off. Autograd is the caller's affair."""
+    """Whether the kernel can compute these scores here: query (B, T, A), keys (B, S, A), v (A,),
+    contiguous float32 CPU tensors, with the kernel built and not switched off. Autograd is the
+    caller's affair."""
     if _declining():
         return False
     if not (query.dim() == 3 and keys.dim() == 3 and v.dim() == 1):
@@ -358,11 +363,11 @@ def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
 def additive_energies(
     query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None
 ) -> Tensor | None:
-    """query (B, T, A), keys (B, S, A), v (A,) -> scores (B, T, S) = v . tanh(query + keys), or None where
-    the kernel does not apply (see :func:`covers`; the caller then uses torch).
+    """query (B, T, A), keys (B, S, A), v (A,) -> scores (B, T, S) = v . tanh(query + keys), or None
+    where the kernel does not apply (see :func:`covers`; the caller then uses torch).
 
-    ``hidden`` (B, T, S, A), when given, receives tanh(query + keys) (what a backward needs). Declines where
-    autograd would have to see through it (grad mode on and an input requiring grad).
+    ``hidden`` (B, T, S, A), when given, receives tanh(query + keys) (what a backward needs).
+    Declines where autograd would have to see through it (grad mode on and an input requiring grad).
     """
     if not covers(query, keys, v):
         return None
@@ -377,8 +382,9 @@ def additive_energies(
 def run_additive_energies(
     query: Tensor, keys: Tensor, v: Tensor, hidden: Tensor | None = None
 ) -> Tensor:
-    """The kernel call itself, checking nothing: for callers that have just checked :func:`covers` (and, for
-    ``hidden``, its shape (B, T, S, A) and layout). Shapes as in :func:`additive_energies`."""
+    """The kernel call itself, checking nothing: for callers that have just checked :func:`covers`
+    (and, for ``hidden``, its shape (B, T, S, A) and layout). Shapes as in
+    :func:`additive_energies`."""
     b, t, a = query.shape
     s = keys.size(1)
     scores = query.new_empty(b, t, s)
@@ -400,9 +406,9 @@ def run_additive_energies(
 def run_additive_backward(
     d_scores: Tensor, hidden: Tensor, v: Tensor, d_keys: Tensor, d_query: Tensor
 ) -> None:
-    """One step's backward through the energies, checking nothing (the caller has checked :func:`covers` for
-    the forward): d_scores (B, S), hidden (B, S, A) the kept tanh, v (A,) -> adds d e to d_keys (B, S, A) and
-    writes sum_s d e into d_query (B, A); all contiguous float32."""
+    """One step's backward through the energies, checking nothing (the caller has checked
+    :func:`covers` for the forward): d_scores (B, S), hidden (B, S, A) the kept tanh, v (A,) -> adds
+    d e to d_keys (B, S, A) and writes sum_s d e into d_query (B, A); all contiguous float32."""
     b, s, a = hidden.shape
     library().attnkit_additive_backward(
         d_scores.data_ptr(),
@@ -418,8 +424,9 @@ def run_additive_backward(
 
 
 def fits_rows(*tensors: Tensor) -> bool:
-    """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of 1 dim (X,),
-    2 (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not switched off."""
+    """Whether the row kernels (GRU steps) can take these tensors here: plain float32 CPU tensors of
+    1 dim (X,), 2 (B, X) or 3 (D, B, X), each row contiguous, with the kernels built and not
+    switched off."""
     if _declining():
         return False
     if not all(
@@ -444,11 +451,11 @@ def run_gru_forward(
     h_out: Tensor,
     hidden_bias: Tensor | None = None,
 ) -> None:
-    """One GRU step's gate arithmetic (see ``recurrent.c``), checking nothing (the caller has checked
-    :func:`fits_rows` on tensors of this layout): gates_x, gates_h (..., 3H), h_prev (..., H) -> the activated
-    gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or (D, B), the same for all.
-    ``hidden_bias`` (3H,) or (D, 3H), contiguous: b_hh, added into gates_h in place first (gates_h then comes
-    without it)."""
+    """One GRU step's gate arithmetic (see ``recurrent.c``), checking nothing (the caller has
+    checked :func:`fits_rows` on tensors of this layout): gates_x, gates_h (..., 3H), h_prev
+    (..., H) -> the activated gates (..., 3H) and the new state h_out (..., H). ``...`` is (B,) or
+    (D, B), the same for all. ``hidden_bias`` (3H,) or (D, 3H), contiguous: b_hh, added into gates_h
+    in place first (gates_h then comes without it)."""
     *lead, hidden = h_out.shape
     dirs, batch = (1, *lead) if len(lead) == 1 else lead
     if hidden_bias is None:
@@ -478,9 +485,9 @@ def run_gru_backward(
     d_gates_h: Tensor,
     direct: Tensor,
 ) -> None:
-    """Backward of :func:`run_gru_forward` given d_h (..., H) with respect to the new state: writes the input
-    and hidden gate gradients (..., 3H) and ``direct`` = d_h z (..., H), the part of d h_prev that does not
-    go through W_hh. Checks nothing."""
+    """Backward of :func:`run_gru_forward` given d_h (..., H) with respect to the new state: writes
+    the input and hidden gate gradients (..., 3H) and ``direct`` = d_h z (..., H), the part of d
+    h_prev that does not go through W_hh. Checks nothing."""
     *lead, hidden = d_h.shape
     dirs, batch = (1, *lead) if len(lead) == 1 else lead
     library().attnkit_gru_backward(
@@ -502,10 +509,10 @@ _MASK_BITS = 2**31
 
 
 def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
-    """A float32 CPU inverted-dropout mask of ``shape`` (0 with probability p, else the exact inverse of the
-    keep probability), or None where the kernel is not to be had. Its seed is drawn from torch's default
-    generator, so ``torch.manual_seed`` fixes the mask; thresholds are on 31 random bits, as
-    :func:`attnkit.models.dropout.keep_mask` draws them with torch."""
+    """A float32 CPU inverted-dropout mask of ``shape`` (0 with probability p, else the exact
+    inverse of the keep probability), or None where the kernel is not to be had. Its seed is drawn
+    from torch's default generator, so ``torch.manual_seed`` fixes the mask; thresholds are on 31
+    random bits, as :func:`attnkit.models.dropout.keep_mask` draws them with torch."""
     if _declining() or library() is None:
         return None
     threshold = round(p * _MASK_BITS)

@@ -52,7 +52,8 @@ def split_disjoint(pairs: list[Pair], n_dev: int, n_test: int, seed: int) -> Spl
     unique = dedupe_pairs(pairs)
     if n_dev + n_test > len(unique):
         raise ValueError(
-            f"cannot hold out n_dev={n_dev} + n_test={n_test} pairs: only {len(unique)} distinct sources"
+            f"cannot hold out n_dev={n_dev} + n_test={n_test} pairs: only {len(unique)} distinct "
+            "sources"
         )
     random.Random(seed).shuffle(unique)
     test = unique[:n_test]

@@ -121,7 +121,8 @@ def _make_writers(locales, formats, two_digit_years: bool) -> list[list[_Writer]
             letters = {f[0] for f in fields}
             if not ({"d", "y"} <= letters and letters & {"M", "L"}):
                 raise ValueError(
-                    f"date format {fmt!r} (pattern {pattern!r}) must contain a day, a month and a year"
+                    f"date format {fmt!r} (pattern {pattern!r}) must contain a day, a month and a "
+                    "year"
                 )
             if not two_digit_years and ("y", 2) in fields:
                 continue
@@ -192,7 +193,8 @@ def sample(
     """
     if not (1 <= start_year <= end_year <= 9999):
         raise ValueError(
-            f"need 1 <= start_year <= end_year <= 9999, got start_year={start_year}, end_year={end_year}"
+            f"need 1 <= start_year <= end_year <= 9999, got start_year={start_year}, "
+            f"end_year={end_year}"
         )
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")

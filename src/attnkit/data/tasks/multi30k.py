@@ -33,7 +33,8 @@ BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The stripped lines of a gzip utf-8 file; DataError with file:line for an empty or undecodable line."""
+    """The stripped lines of a gzip utf-8 file; DataError with file:line for an empty or undecodable
+    line."""
     path = Path(path)
     try:
         with gzip.open(path, "rb") as stream:
@@ -60,7 +61,8 @@ def read_lines(path: str | Path) -> list[str]:
 
 
 def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
-    """Line-aligned ``(source, target)`` pairs; DataError naming both files when the line counts differ."""
+    """Line-aligned ``(source, target)`` pairs; DataError naming both files when the line counts
+    differ."""
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
         raise DataError(
@@ -73,7 +75,8 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
 def _check_languages(src_lang: str, tgt_lang: str) -> None:
     if src_lang not in LANGUAGES or tgt_lang not in LANGUAGES:
         raise ConfigError(
-            f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} tgt_lang={tgt_lang!r}"
+            f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} "
+            f"tgt_lang={tgt_lang!r}"
         )
     if src_lang == tgt_lang:
         raise ConfigError(f"multi30k src_lang and tgt_lang must differ, both are {src_lang!r}")

@@ -49,7 +49,8 @@ def _check_pool(images: np.ndarray, labels: np.ndarray) -> None:
 def _paste_max(
     canvas: np.ndarray, which: np.ndarray, pieces: np.ndarray, tops: np.ndarray, lefts: np.ndarray
 ) -> None:
-    """For each i: ``canvas[which[i]]`` at ``(tops[i], lefts[i])`` becomes the max of itself and ``pieces[i]``.
+    """For each i: ``canvas[which[i]]`` at ``(tops[i], lefts[i])`` becomes the max of itself and
+    ``pieces[i]``.
 
     Vectorised by grouping equal offsets: pieces are first shifted into
     full-width bands (one slice assignment per distinct left offset), then
@@ -81,7 +82,8 @@ def _crops(
 def translated(
     images: np.ndarray, labels: np.ndarray, size: int = 60, seed: Seed = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Each digit at a random position on a ``size x size`` canvas: ``(N, size, size)``, labels ``(N,)``."""
+    """Each digit at a random position on a ``size x size`` canvas: ``(N, size, size)``, labels
+    ``(N,)``."""
     _check_pool(images, labels)
     n, h, w = images.shape
     if size < max(h, w):
@@ -102,7 +104,8 @@ def cluttered(
     piece: int = 8,
     seed: Seed = 0,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Translated digits plus ``pieces`` crops (``piece x piece``) of other digits: ``(N, size, size)``."""
+    """Translated digits plus ``pieces`` crops (``piece x piece``) of other digits:
+    ``(N, size, size)``."""
     _check_pool(images, labels)
     n, h, w = images.shape
     if size < max(h, w) or piece > min(h, w, size):
@@ -167,7 +170,8 @@ def strips(
     layout: StripLayout = StripLayout(),
     seed: Seed = 0,
 ) -> tuple[np.ndarray, list[str]]:
-    """``count`` strips ``uint8 (count, H, W)`` of 1..5 random pool digits and their digit strings."""
+    """``count`` strips ``uint8 (count, H, W)`` of 1..5 random pool digits and their digit
+    strings."""
     _check_pool(images, labels)
     layout.validate()
     n, h, w = images.shape
@@ -239,13 +243,15 @@ class DataConfig:
     task: str = "mnist"
     """mnist (28x28 digits), translated, cluttered, or strips (multi-digit strings)."""
     directory: str | None = None
-    """Folder with the MNIST IDX files (.gz or not); null: $ATTNKIT_DATA_DIR/mnist, else data/mnist."""
+    """Folder with the MNIST IDX files (.gz or not); null: $ATTNKIT_DATA_DIR/mnist, else
+    data/mnist."""
     download: bool = False
     """Fetch missing MNIST files from the public home (needs internet)."""
     verify: bool = True
     """Check the md5 of the MNIST files' content before reading them."""
     canvas: int = 60
-    """translated / cluttered: side of the square canvas in pixels (the paper: 60, or 100 for cluttered)."""
+    """translated / cluttered: side of the square canvas in pixels (the paper: 60, or 100 for
+    cluttered)."""
     clutter_pieces: int = 4
     """cluttered: random crops of other digits per image (the paper: 4 on 60x60, 8 on 100x100)."""
     clutter_size: int = 8
@@ -257,11 +263,14 @@ class DataConfig:
     digit_spacing: int = 22
     """strips: pixels from one digit's left edge to the next."""
     jitter: int = 2
-    """strips: random shift of each digit, up to this many pixels sideways and twice that downwards."""
+    """strips: random shift of each digit, up to this many pixels sideways and twice that
+    downwards."""
     train_size: int | None = None
-    """Training images per epoch; null: every training digit left after the dev split (strips: 50000)."""
+    """Training images per epoch; null: every training digit left after the dev split
+    (strips: 50000)."""
     dev_size: int = 5000
-    """Training digits held out as the dev split (early stopping); for strips, also the number of dev strips."""
+    """Training digits held out as the dev split (early stopping); for strips, also the number of
+    dev strips."""
     test_size: int | None = None
     """Test images; null: all 10000 test digits (strips: 10000 strips of test digits)."""
     resample: bool = True
@@ -281,11 +290,13 @@ class DataConfig:
             raise ConfigError(f"{where}.canvas: {self.canvas} is smaller than an MNIST digit (28)")
         if not self.min_digits <= self.max_digits:
             raise ConfigError(
-                f"{where}.max_digits: must be >= min_digits ({self.min_digits}), got {self.max_digits}"
+                f"{where}.max_digits: must be >= min_digits ({self.min_digits}), got "
+                f"{self.max_digits}"
             )
         if self.dev_size < 1 or self.dev_size >= mnist.SIZES["train"]:
             raise ConfigError(
-                f"{where}.dev_size: must be between 1 and {mnist.SIZES['train'] - 1}, got {self.dev_size}"
+                f"{where}.dev_size: must be between 1 and {mnist.SIZES['train'] - 1}, got "
+                f"{self.dev_size}"
             )
 
     def spec(self) -> TaskSpec:
