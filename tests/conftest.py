@@ -8,9 +8,16 @@ skip, naming the missing directory, where they are absent.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
+
+# torch.compile's kernel cache (/tmp/torchinductor_<user>) is shared by every run on a machine,
+# and its keys leave out the CPU kernel set: after a run with ATEN_CPU_CAPABILITY=avx2, a default
+# (AVX-512) run loaded kernels built for the other one and computed garbage, or corrupted the heap
+# (seen with torch 2.13). Each test session compiles into a cache of its own.
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="attnkit-tests-inductor-"))
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
