@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_formatter,
         help="train a number translator and draw its attention",
         description="Generate the number-translation task (number words in en/de/fr/es -> digits, "
-        "no download), train a Bahdanau-attention model for about 3 minutes on CPU, "
+        "no download), train a Bahdanau-attention model for at most 2.25 minutes, "
         "print test exact-match and a few translations, and write heatmaps, the "
         "attention as JSON and an HTML report.",
     )
