@@ -501,7 +501,8 @@ def main() -> None:
     ap.add_argument(
         "--compile",
         action="store_true",
-        help="torch.compile the decoder step for training (train.compile); decoding stays eager",
+        help="torch.compile the decoder step for training (train.backend: compile); "
+        "decoding stays eager",
     )
     ap.add_argument(
         "--matmul-ceiling",

@@ -7,7 +7,9 @@ skip, naming the missing directory, where they are absent.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -17,7 +19,10 @@ import pytest
 # and its keys leave out the CPU kernel set: after a run with ATEN_CPU_CAPABILITY=avx2, a default
 # (AVX-512) run loaded kernels built for the other one and computed garbage, or corrupted the heap
 # (seen with torch 2.13). Each test session compiles into a cache of its own.
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="attnkit-tests-inductor-"))
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    _INDUCTOR_CACHE = tempfile.mkdtemp(prefix="attnkit-tests-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _INDUCTOR_CACHE
+    atexit.register(shutil.rmtree, _INDUCTOR_CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

@@ -85,8 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)"
     )
-    p.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
-    p.add_argument(
+    start = p.add_mutually_exclusive_group()
+    start.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
+    start.add_argument(
         "--overwrite",
         action="store_true",
         help="start afresh in an OUTPUT_DIR that holds checkpoints, deleting them",
@@ -205,8 +206,9 @@ def _threads_option(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: "
-        "decoding's small per-step matmuls ran fastest on one thread, see README)",
+        help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: a second thread "
+        "gains little on decoding's small per-step matmuls and costs a lot on a busy machine; "
+        "see README)",
     )
 
 

@@ -24,9 +24,9 @@ def resolve_device(name: str = "auto") -> torch.device:
         raise AttnkitError(f"unknown device {name!r} (use auto, cpu or cuda)") from None
 
 
-# Decoding is many small per-step matmuls (a batch of rows x a few hundred units): on CPU a second
-# thread costs more in synchronisation than it gains, and on a busy machine it waits for a core.
-# 2,000 translations, demo --quick model, shared 2-core CPU: greedy 1.0 s on 1 thread, 7.6 s on 2.
+# Decoding is many small per-step matmuls (a batch of rows x a few hundred units): on the 2-core
+# CPU a second thread saved 13% greedy and nothing with beam 5 when idle, and cost 32-39% while
+# another job ran (2,000 translations with the demo model; docs/RESULTS.md, decoding threads).
 DECODE_THREADS = 1
 
 

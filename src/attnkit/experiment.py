@@ -228,8 +228,9 @@ def _replace_compile(data: dict, source: str, user: bool) -> dict:
     if not isinstance(train, dict) or "compile" not in train:
         return data
     train = dict(train)
-    if train.pop("compile") is True:
-        if user:
+    value = train.pop("compile")
+    if value is not False:
+        if user or value is not True:  # only a checkpoint's saved `true` is taken over
             raise ConfigError(
                 f"{_key(_key(source, 'train'), 'compile')}: replaced by train.backend; "
                 "write `backend: compile` in the train section instead"
@@ -249,7 +250,7 @@ def _drop_processes(data: dict, source: str, user: bool) -> None:
     if not isinstance(section, dict) or "processes" not in section:
         return
     value = section.pop("processes")
-    if user and value != 1:
+    if user and not (type(value) is int and value == 1):  # `true` is not 1 here
         n = value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else "N"
         raise ConfigError(
             f"{_key(_key(source, 'train'), 'processes')}: {value!r} is no longer a "

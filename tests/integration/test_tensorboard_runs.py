@@ -10,12 +10,11 @@ import time
 
 import pytest
 import yaml
+from tensorboard.backend.event_processing import event_accumulator
 
 from attnkit.cli import main
 from attnkit.training import checkpoint as ckpt
 from attnkit.training.vision import train_vision
-
-event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
 pytestmark = pytest.mark.slow
 

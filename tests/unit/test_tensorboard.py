@@ -7,10 +7,9 @@ import sys
 import pytest
 import torch
 from matplotlib.figure import Figure
+from tensorboard.backend.event_processing import event_accumulator
 
 from attnkit.training import tensorboard as tb
-
-event_accumulator = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
 
 
 def events(directory):

@@ -24,6 +24,7 @@ import hashlib
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
@@ -160,7 +161,14 @@ def start(device_name: str) -> Iterator[Distributed | None]:
         torch.cuda.set_device(device)
     owner = not dist.is_initialized()
     if owner:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        try:
+            # rank 0 evaluates, averages and saves while the others wait in a collective: allow
+            # for long evaluations (torch's default is 10 minutes for NCCL)
+            dist.init_process_group(
+                "nccl" if device.type == "cuda" else "gloo", timeout=timedelta(hours=2)
+            )
+        except (RuntimeError, ValueError) as exc:
+            raise AttnkitError(f"torchrun: the process group did not start: {exc}") from None
     try:
         yield Distributed(dist.get_rank(), dist.get_world_size(), device)
     finally:

@@ -46,7 +46,7 @@ class UpdateGuard:
         if clip:
             norm = torch.nn.utils.clip_grad_norm_(params, clip)
         else:
-            norm = torch.nn.utils.get_total_norm(grads) if grads else torch.zeros(())
+            norm = _total_norm(grads)
         loss = torch.as_tensor(loss, dtype=torch.float32, device=norm.device)
         if bool(torch.isfinite(loss) & torch.isfinite(norm)):  # one device sync for both
             _step(optimizer, update)
@@ -63,6 +63,13 @@ class UpdateGuard:
                 "lower train.lr or clip the gradients"
             )
         return reason
+
+
+def _total_norm(grads: list[torch.Tensor]) -> torch.Tensor:
+    """The 2-norm of all gradients together (``torch.nn.utils.get_total_norm`` from torch 2.6)."""
+    if not grads:
+        return torch.zeros(())
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
 
 
 def _step(optimizer: torch.optim.Optimizer, update: int) -> None:

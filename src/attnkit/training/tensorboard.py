@@ -46,6 +46,7 @@ class Board:
 
     def __init__(self, directory: Path, enabled: bool, log: Callable[[str], None], unit: str):
         self.directory = Path(directory)
+        self._log = log
         self.enabled = enabled and _writer_class(log) is not None
         self.window = Window(unit)  # the trainer adds every finite update to it
         self._writer = None
@@ -64,10 +65,13 @@ class Board:
         """``prefix/name`` for every number in ``values`` (counts in :data:`COUNTS` left out)."""
         if self._writer is None:
             return
-        for name, value in values.items():
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if number and name not in COUNTS:
-                self._writer.add_scalar(f"{prefix}/{name}", value, step)
+        try:
+            for name, value in values.items():
+                number = isinstance(value, (int, float)) and not isinstance(value, bool)
+                if number and name not in COUNTS:
+                    self._writer.add_scalar(f"{prefix}/{name}", value, step)
+        except Exception as exc:  # noqa: BLE001 - logging must never cost a checkpoint
+            self._give_up(exc)
 
     def train(self, step: int, lr: float, skipped_updates: int) -> None:
         """``train/*`` at update ``step``: the window's means (then a new window), LR, skips."""
@@ -85,11 +89,26 @@ class Board:
         began = time.perf_counter()
         if self._picture_s > PICTURE_SHARE * (began - self._opened):
             return
-        for tag, fig in figures:
-            pixels = np.asarray(render(fig))  # (H, W, 3) uint8
-            fig.clear()
-            self._writer.add_image(tag, pixels, step, dataformats="HWC")
+        try:
+            for tag, fig in figures:
+                pixels = np.asarray(render(fig))  # (H, W, 3) uint8
+                fig.clear()
+                self._writer.add_image(tag, pixels, step, dataformats="HWC")
+        except Exception as exc:  # noqa: BLE001 - logging must never cost a checkpoint
+            self._give_up(exc)
         self._picture_s += time.perf_counter() - began
+
+    def _give_up(self, exc: Exception) -> None:
+        """Say once why TensorBoard logging stopped, and go on training without it."""
+        self._log(
+            f"train.tensorboard: logging stopped ({type(exc).__name__}: {exc}); "
+            "training goes on without it"
+        )
+        writer, self._writer, self.enabled = self._writer, None, False
+        try:
+            writer.close()
+        except Exception:  # noqa: BLE001 - already failing; the run matters more
+            pass
 
     @property
     def active(self) -> bool:

@@ -1,6 +1,6 @@
 /* GRU gate arithmetic of one step, forward and backward, for x86-64 CPUs with AVX2 and FMA.
  *
- * The matmuls stay with the caller (attnkit/models/cell_math.py); these do the elementwise part that
+ * The matmuls stay with the caller (attnkit/accel/cell_math.py); these do the elementwise part that
  * torch would run as a chain of small kernels, each a pass over the gates and each paying the library's
  * sigmoid and tanh. Equations and gate order are nn.GRU's:
  *
