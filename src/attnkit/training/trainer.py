@@ -55,6 +55,7 @@ from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
 from attnkit.training import distributed, resume, rundir
 from attnkit.training import tensorboard as tb
+from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.loss import token_loss_backward
@@ -332,13 +333,21 @@ class Trainer:
         if not (self.run_dir / "best").exists():
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         if tc.average_checkpoints >= 2:
-            self._average(translator, state)
+            self._averager().average(translator, state.history, lambda: self._score_dev(translator))
         skipped = f" ({state.skipped_updates} skipped, not finite)" if state.skipped_updates else ""
         self.log(
             f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
             f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
             f"checkpoints in {self.run_dir}"
         )
+
+    def _averager(self) -> CheckpointAverager:
+        n = self.cfg.train.average_checkpoints
+        return CheckpointAverager(self.run_dir, n, self.metric, self.higher_is_better, self.log)
+
+    def _score_dev(self, translator: Translator) -> dict:
+        """Greedy dev metrics of the weights ``translator`` holds."""
+        return evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)[0]
 
     def _loop(
         self,
@@ -372,51 +381,28 @@ class Trainer:
             bar = tqdm(
                 total=len(batches),
                 initial=state.batches_done,
-                desc=f"epoch {state.epoch + 1}/{tc.epochs}",
                 unit="batch",
+                desc=f"epoch {state.epoch + 1}/{tc.epochs}",
+                leave=False,
                 disable=not (tc.progress and self._is_main),
                 dynamic_ncols=True,
-                leave=False,
             )
             planned_updates = tc.epochs * len(batches)  # for the cosine schedule
             tokens_seen, t_epoch = 0, time.time()
-            evaluated_already = state.batches_done >= len(
-                batches
-            )  # resumed from this epoch's final checkpoint
+            # resumed from this epoch's final checkpoint: its evaluation is done
+            evaluated_already = state.batches_done >= len(batches)
             for batch in batches[state.batches_done :]:
                 stop_now, elapsed = self._sync(start)
                 if stop_now:
                     bar.close()
                     return True
                 model.train()
-                if tc.scheduler in (
-                    "cosine",
-                    "noam",
-                ):  # derived from the saved step: a resumed run goes on exactly
-                    lr = (
-                        cosine_lr(tc, state.step, planned_updates, elapsed, budget_s)
-                        if tc.scheduler == "cosine"
-                        else noam_lr(tc, state.step)
-                    )
-                    for group in optimizer.param_groups:
-                        group["lr"] = lr
+                self._set_lr(optimizer, state.step, planned_updates, elapsed, budget_s)
                 t_update = time.time()
                 loss, correct, n_tokens = self._update(optimizer, batch, guard, state.step + 1)
                 state.train_s += time.time() - t_update
-                if guard.last_reason is not None:  # skipped: the weights are as they were
-                    state.skipped_updates += 1
-                    self.log(
-                        f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
-                        f"{guard.in_a_row} in a row, {state.skipped_updates} in all"
-                    )
-                else:
-                    self.board.window.add(loss * n_tokens, correct, n_tokens)
-                state.tokens += n_tokens
-                state.step += 1
-                state.batches_done += 1
+                self._count_update(state, optimizer, guard, loss, correct, n_tokens)
                 tokens_seen += n_tokens
-                if state.step % tb.EVERY == 0:
-                    self._log_train(state, optimizer)
                 bar.update(1)
                 bar.set_postfix(
                     loss=f"{loss:.3f}",
@@ -426,22 +412,57 @@ class Trainer:
                 )
                 out_of_time = budget_s is not None and self._sync(start)[1] > budget_s
                 if (tc.eval_every and state.step % tc.eval_every == 0) or out_of_time:
-                    stop = (
-                        self._evaluate(translator, state, optimizer, scheduler, start)
-                        or out_of_time
-                    )
+                    stop = self._evaluate(translator, state, optimizer, scheduler, start)
+                    stop = stop or out_of_time
                     if stop:
                         break
             bar.close()
             if stop:
                 break
-            if (
-                not tc.eval_every and not evaluated_already
-            ):  # saved with the epoch complete: a resume skips to the next
+            if not tc.eval_every and not evaluated_already:  # once an epoch
                 stop = self._evaluate(translator, state, optimizer, scheduler, start)
             state.epoch += 1
             state.batches_done = 0
         return False
+
+    def _set_lr(
+        self, optimizer, step: int, planned_updates: int, elapsed: float, budget_s: float | None
+    ) -> None:
+        """cosine and noam: the rate of update ``step``, derived from the saved step (a resumed
+        run goes on exactly); plateau and constant leave it to the scheduler."""
+        tc = self.cfg.train
+        if tc.scheduler not in ("cosine", "noam"):
+            return
+        if tc.scheduler == "cosine":
+            lr = cosine_lr(tc, step, planned_updates, elapsed, budget_s)
+        else:
+            lr = noam_lr(tc, step)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+
+    def _count_update(
+        self,
+        state: TrainerState,
+        optimizer,
+        guard: UpdateGuard,
+        loss: float,
+        correct: int,
+        n_tokens: int,
+    ) -> None:
+        """The counters of one update, applied or skipped, and its share of the training log."""
+        if guard.last_reason is not None:  # skipped: the weights are as they were
+            state.skipped_updates += 1
+            self.log(
+                f"update {state.step + 1}: skipped, not finite ({guard.last_reason}); "
+                f"{guard.in_a_row} in a row, {state.skipped_updates} in all"
+            )
+        else:
+            self.board.window.add(loss * n_tokens, correct, n_tokens)
+        state.tokens += n_tokens
+        state.step += 1
+        state.batches_done += 1
+        if state.step % tb.EVERY == 0:
+            self._log_train(state, optimizer)
 
     def _sync(self, start: float) -> tuple[bool, float]:
         """(stop for a signal?, seconds since ``start``); under DDP the same on every rank."""
@@ -551,7 +572,7 @@ class Trainer:
             self._save(translator, self.run_dir / "best", state, optimizer, scheduler)
         self._save(translator, self.run_dir / "last", state, optimizer, scheduler)
         if tc.average_checkpoints >= 2:
-            self._keep_top(translator, state)
+            self._averager().keep(translator, state.step, state.history)
         if tc.patience is not None and state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
             return True
@@ -584,80 +605,6 @@ class Trainer:
         )
         where = f"update {state.step} (epoch {state.epoch + 1})"
         raise self.signals.interrupted(self.run_dir / "last", where)
-
-    # ---- checkpoint averaging -------------------------------------------------
-    def _top_steps(self, history: list) -> list[int]:
-        """Updates of the ``average_checkpoints`` best dev evaluations, best first
-        (the later one on a tie)."""
-        sign = -1 if self.higher_is_better else 1
-        ranked = sorted(history, key=lambda h: (sign * h["dev"][self.metric], -h["step"]))
-        return [h["step"] for h in ranked[: self.cfg.train.average_checkpoints]]
-
-    def _keep_top(self, translator: Translator, state: TrainerState) -> None:
-        """Save this evaluation's weights in run_dir/top if they rank among the N best; remove those
-        that dropped out."""
-        top, keep = self.run_dir / "top", self._top_steps(state.history)
-        if state.step in keep:
-            translator.save(
-                top / f"step-{state.step:07d}",
-                {"step": state.step, "metric": self.metric, "dev": state.history[-1]["dev"]},
-            )
-        for directory in top.glob("step-*"):
-            if _step_of(directory) not in keep:
-                shutil.rmtree(directory, ignore_errors=True)
-
-    def _average(self, translator: Translator, state: TrainerState) -> None:
-        """Save the best of the kept checkpoints' averages, or the best single one, as
-        run_dir/averaged.
-
-        The k best evaluations (k = 2 .. N) are averaged and each mean scored on dev; the best mean
-        is kept only if it beats the best single checkpoint on dev. With few evaluations the N best
-        can reach back to early, poor weights, whose mean is worse than the best one alone.
-        """
-        ranked = [
-            s
-            for s in self._top_steps(state.history)
-            if (self.run_dir / "top" / f"step-{s:07d}" / "meta.json").is_file()
-        ]  # best first
-        if len(ranked) < 2:
-            self.log(f"checkpoint averaging: {len(ranked)} evaluation(s) kept, nothing to average")
-            return
-        tensors = {
-            s: ckpt.read_tensors(self.run_dir / "top" / f"step-{s:07d}" / "model.safetensors")
-            for s in ranked
-        }
-        candidates = [(ranked[0],)] + [tuple(ranked[:k]) for k in range(2, len(ranked) + 1)]
-        scored = []
-        for steps in candidates:
-            translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
-            metrics, *_ = evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)
-            scored.append((metrics, steps))
-            self.log(
-                f"checkpoint averaging: updates {', '.join(map(str, sorted(steps)))}: "
-                f"dev {self.metric} {metrics[self.metric]}"
-            )
-        sign = 1 if self.higher_is_better else -1
-        # the first of equals wins: the single checkpoint, then fewer checkpoints averaged
-        best_index = max(range(len(scored)), key=lambda i: (sign * scored[i][0][self.metric], -i))
-        metrics, steps = scored[best_index]
-        translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
-        choice = "best single" if len(steps) == 1 else f"average of the {len(steps)} best"
-        directory = translator.save(
-            self.run_dir / "averaged",
-            {
-                "averaged_steps": sorted(steps),
-                "choice": choice,
-                "metric": self.metric,
-                "dev": metrics,
-                "best_single": scored[0][0][self.metric],
-                "candidates": [{"steps": sorted(c), "dev": m} for m, c in scored],
-            },
-        )
-        self.log(
-            f"checkpoint averaging: kept the {choice} (updates "
-            f"{', '.join(map(str, sorted(steps)))}): dev {self.metric} {metrics[self.metric]} "
-            f"(best single {scored[0][0][self.metric]}); saved in {directory}"
-        )
 
 
 def cosine_lr(
@@ -712,12 +659,6 @@ def _check_history(history: list, metric: str, where: str) -> None:
             raise CheckpointError(
                 f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
             )
-
-
-def _step_of(directory: Path) -> int | None:
-    """``step-0001200`` -> 1200 (None for any other name)."""
-    number = directory.name.partition("-")[2]
-    return int(number) if number.isdigit() else None
 
 
 def _log(message: str) -> None:
