@@ -21,6 +21,7 @@ from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import checkpoint as ckpt
+from attnkit.training import resume
 from attnkit.translator import Translator
 
 PAIRS = [
@@ -295,7 +296,7 @@ def _adam_and_steps(steps, seed=0):
 
 def test_optimizer_round_trip_for_adam(tmp_path):
     model, opt, x = _adam_and_steps(3)
-    info, tensors = ckpt.optimizer_to_tensors(opt)
+    info, tensors = resume.optimizer_to_tensors(opt)
     # through the same files a checkpoint uses: JSON and safetensors
     (tmp_path / "opt.json").write_text(json.dumps(info))
     save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp_path / "opt.safetensors"))
@@ -304,7 +305,7 @@ def test_optimizer_round_trip_for_adam(tmp_path):
 
     model2, opt2, _ = _adam_and_steps(0)
     model2.load_state_dict(model.state_dict())
-    ckpt.optimizer_from_tensors(opt2, info2, tensors2)
+    resume.restore_optimizer(opt2, info2, tensors2)
     s1, s2 = opt.state_dict(), opt2.state_dict()
     assert json.loads(json.dumps(s1["param_groups"])) == json.loads(json.dumps(s2["param_groups"]))
     assert s1["state"].keys() == s2["state"].keys()
@@ -326,10 +327,10 @@ def test_optimizer_round_trip_for_adam(tmp_path):
 
 def test_optimizer_state_for_another_model_is_checkpoint_error():
     _, opt, _ = _adam_and_steps(1)
-    info, tensors = ckpt.optimizer_to_tensors(opt)
+    info, tensors = resume.optimizer_to_tensors(opt)
     other = torch.optim.Adam(torch.nn.Linear(3, 3).parameters())
     with pytest.raises(CheckpointError, match="optimizer"):
-        ckpt.optimizer_from_tensors(other, info, tensors)
+        resume.restore_optimizer(other, info, tensors)
 
 
 def _step(directory) -> int:
@@ -550,12 +551,12 @@ def test_non_finite_weights_are_never_written(translator, saved):
 @pytest.mark.parametrize("bad", [torch.zeros(2), torch.zeros(8)])
 def test_optimizer_moments_of_another_shape_are_refused(bad):
     _, opt, _ = _adam_and_steps(2)
-    info, tensors = ckpt.optimizer_to_tensors(opt)
+    info, tensors = resume.optimizer_to_tensors(opt)
     tensors = {k: v.clone() for k, v in tensors.items()}
     tensors["optimizer.0.exp_avg"] = bad
     model2, _, _ = _adam_and_steps(0)
     fused = torch.optim.Adam(model2.parameters(), lr=0.01, fused=True)
     match = r"trainer.safetensors: optimizer.0.exp_avg is float32"
     with pytest.raises(CheckpointError, match=match):
-        ckpt.optimizer_from_tensors(fused, info, tensors)
+        resume.restore_optimizer(fused, info, tensors)
     assert not fused.state

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from attnkit.errors import CheckpointError
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import resume
 
 JSON, TENSORS = "run/last/trainer.json", "run/last/trainer.safetensors"
@@ -28,7 +27,7 @@ def _trained(fused: bool, steps: int = 3):
         opt.zero_grad()
         model(x).pow(2).mean().backward()
         opt.step()
-    info, tensors = ckpt.optimizer_to_tensors(opt)
+    info, tensors = resume.optimizer_to_tensors(opt)
     # through JSON and copies, as from the files: no tensor shared with `opt`
     return model, opt, json.loads(json.dumps(info)), {k: v.clone() for k, v in tensors.items()}
 

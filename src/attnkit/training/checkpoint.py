@@ -43,7 +43,6 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from attnkit.errors import CheckpointError
-from attnkit.training.resume import restore_optimizer
 
 FORMAT = "attnkit-checkpoint"
 VERSION = 1
@@ -355,28 +354,3 @@ def average_tensors(states: list[dict[str, torch.Tensor]]) -> dict[str, torch.Te
         else:
             out[key] = states[-1][key].clone()
     return out
-
-
-def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.Tensor]]:
-    """Split ``optimizer.state_dict()`` into JSON-able scalars and named tensors."""
-    state = optimizer.state_dict()
-    tensors: dict[str, torch.Tensor] = {}
-    scalars: dict[str, dict] = {}
-    for pid, pstate in state["state"].items():
-        for name, value in pstate.items():
-            if torch.is_tensor(value):
-                tensors[f"optimizer.{pid}.{name}"] = value
-            else:
-                scalars.setdefault(str(pid), {})[name] = value
-    return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
-
-
-def optimizer_from_tensors(
-    optimizer: torch.optim.Optimizer,
-    info: dict,
-    tensors: dict[str, torch.Tensor],
-    json_path: str | Path = "trainer.json",
-    tensors_path: str | Path = "trainer.safetensors",
-) -> None:
-    """Inverse of :func:`optimizer_to_tensors`; every part is checked against ``optimizer``."""
-    restore_optimizer(optimizer, info, tensors, json_path, tensors_path)

@@ -176,6 +176,33 @@ def start(device_name: str) -> Iterator[Distributed | None]:
             dist.destroy_process_group()
 
 
+def on_main(dist: Distributed | None, fn, default=None):
+    """``fn()`` in the main process (every process without DDP); under DDP the others wait, and
+    all stop if it fails."""
+    if dist is None:
+        return fn()
+    result, error = default, None
+    if dist.is_main:
+        try:
+            result = fn()
+        except Exception as exc:  # noqa: BLE001 - re-raised by check() here, reported there
+            error = exc
+    dist.check(error)
+    return result
+
+
+def on_all(dist: Distributed | None, fn):
+    """``fn()`` in every process; under DDP all stop if it fails in any."""
+    if dist is None:
+        return fn()
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001
+        dist.check(exc)
+    dist.check(None)
+    return result
+
+
 def digest(*parts: object) -> bytes:
     """A fingerprint of ``parts`` (their reprs) for :meth:`Distributed.check_same`."""
     h = hashlib.sha256()

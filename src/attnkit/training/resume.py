@@ -109,7 +109,7 @@ def restore_optimizer(
     json_path: str | Path = "trainer.json",
     tensors_path: str | Path = "trainer.safetensors",
 ) -> None:
-    """Load the state :func:`checkpoint.optimizer_to_tensors` split, once every part fits.
+    """Load the state :func:`optimizer_to_tensors` split, once every part fits.
 
     ``info`` (from ``json_path``) is ``{"param_groups", "scalars"}``; ``tensors``
     (from ``tensors_path``) hold ``optimizer.<id>.<name>``. Every tensor must
@@ -322,3 +322,56 @@ def _short(value: Any) -> str:
     """``repr`` cut to fit one line of an error message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[str, torch.Tensor]]:
+    """Split ``optimizer.state_dict()`` into JSON-able scalars and named tensors."""
+    state = optimizer.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, dict] = {}
+    for pid, pstate in state["state"].items():
+        for name, value in pstate.items():
+            if torch.is_tensor(value):
+                tensors[f"optimizer.{pid}.{name}"] = value
+            else:
+                scalars.setdefault(str(pid), {})[name] = value
+    return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
+
+
+def restore_seq2seq(last: Path, optimizer, scheduler, state_cls: type, metric: str):
+    """Counters (a ``state_cls``), optimizer, plateau schedule and RNG of a seq2seq run's ``last``,
+    each checked before it is loaded."""
+    from attnkit.training import checkpoint as ckpt  # checkpoint I/O sits below this module
+
+    json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
+    info = check_sections(
+        ckpt.read_json(json_path),
+        json_path,
+        ("state", "optimizer"),
+        ("scheduler", "metric", "backend"),
+    )
+    tensors = ckpt.read_tensors(tensors_path)
+    check_tensor_names(tensors, tensors_path)
+    state = dataclass_from_json(state_cls, info["state"], f"{json_path}: state")
+    check_history(state.history, metric, f"{json_path}: state.history")
+    plateau = info.get("scheduler") if scheduler is not None else None
+    if plateau:
+        plateau = check_scheduler_state(scheduler, plateau, f"{json_path}: scheduler")
+    restore_optimizer(optimizer, info["optimizer"], tensors, json_path, tensors_path)
+    if plateau:
+        scheduler.load_state_dict(plateau)
+    restore_rng(tensors, tensors_path)
+    return state
+
+
+def check_history(history: list, metric: str, where: str) -> None:
+    """Each evaluation names its update and its dev score: checkpoint averaging ranks them by it."""
+    for i, entry in enumerate(history):
+        ok = isinstance(entry, dict) and isinstance(entry.get("step"), int)
+        ok = ok and isinstance(entry.get("dev"), dict)
+        score = entry["dev"].get(metric) if ok else None
+        number = isinstance(score, (int, float)) and not isinstance(score, bool)
+        if not (number and math.isfinite(score)):
+            raise CheckpointError(
+                f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
+            )

@@ -52,7 +52,6 @@ from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import distributed, resume, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.averaging import CheckpointAverager
@@ -60,6 +59,7 @@ from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard, check_weights
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.optim import adam
+from attnkit.training.resume import restore_seq2seq
 from attnkit.translator import Translation, Translator
 from attnkit.viz.heatmap import plot_heatmap
 
@@ -158,31 +158,12 @@ class Trainer:
         translator.config = cfg  # train/decode settings of this run win over the saved ones
         optimizer = adam(translator.model.parameters(), tc.lr)
         scheduler = self._scheduler(optimizer)
-        state = self._restore(last, optimizer, scheduler) if resume else TrainerState()
-        return translator, state, optimizer, scheduler
-
-    def _restore(self, last: Path, optimizer, scheduler) -> TrainerState:
-        """Counters, optimizer, schedule and RNG of ``last``, each checked before it is loaded."""
-        json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
-        info = resume.check_sections(
-            ckpt.read_json(json_path),
-            json_path,
-            ("state", "optimizer"),
-            ("scheduler", "metric", "backend"),
+        state = (
+            restore_seq2seq(last, optimizer, scheduler, TrainerState, self.metric)
+            if resume
+            else TrainerState()
         )
-        tensors = ckpt.read_tensors(tensors_path)
-        resume.check_tensor_names(tensors, tensors_path)
-        state = resume.dataclass_from_json(TrainerState, info["state"], f"{json_path}: state")
-        _check_history(state.history, self.metric, f"{json_path}: state.history")
-        plateau = info.get("scheduler") if scheduler is not None else None
-        if plateau:
-            plateau = resume.check_scheduler_state(scheduler, plateau, f"{json_path}: scheduler")
-        ckpt.optimizer_from_tensors(optimizer, info["optimizer"], tensors, json_path, tensors_path)
-        if plateau:
-            scheduler.load_state_dict(plateau)
-        resume.restore_rng(tensors, tensors_path)
-        random.seed(state.step)
-        return state
+        return translator, state, optimizer, scheduler
 
     def _scheduler(self, optimizer):
         tc = self.cfg.train
@@ -240,27 +221,11 @@ class Trainer:
 
     def _on_main(self, fn, default=None):
         """``fn()`` in the main process; under DDP the others wait, and all stop if it fails."""
-        if self.dist is None:
-            return fn()
-        result, error = default, None
-        if self.dist.is_main:
-            try:
-                result = fn()
-            except Exception as exc:  # noqa: BLE001 - re-raised by check() here, reported there
-                error = exc
-        self.dist.check(error)
-        return result
+        return distributed.on_main(self.dist, fn, default)
 
     def _on_all(self, fn):
         """``fn()`` in every process; under DDP all stop if it fails in any."""
-        if self.dist is None:
-            return fn()
-        try:
-            result = fn()
-        except Exception as exc:  # noqa: BLE001
-            self.dist.check(exc)
-        self.dist.check(None)
-        return result
+        return distributed.on_all(self.dist, fn)
 
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
@@ -582,7 +547,7 @@ class Trainer:
         self, translator: Translator, directory: Path, state: TrainerState, optimizer, scheduler
     ) -> None:
         check_weights(translator.model, f"update {state.step}: {directory} not written")
-        info, tensors = ckpt.optimizer_to_tensors(optimizer)
+        info, tensors = resume.optimizer_to_tensors(optimizer)
         tensors["rng.torch"] = torch.get_rng_state()
         trainer_state = {
             "state": state.__dict__,
@@ -646,19 +611,6 @@ def _heatmaps(translations: list[Translation], refs: list[list[str]]):
 def _checkpoint_bytes(model: torch.nn.Module) -> int:
     """About the size of one checkpoint: the weights and Adam's two moments."""
     return 3 * sum(t.numel() * t.element_size() for t in model.state_dict().values())
-
-
-def _check_history(history: list, metric: str, where: str) -> None:
-    """Each evaluation names its update and its dev score: checkpoint averaging ranks them by it."""
-    for i, entry in enumerate(history):
-        ok = isinstance(entry, dict) and isinstance(entry.get("step"), int)
-        ok = ok and isinstance(entry.get("dev"), dict)
-        score = entry["dev"].get(metric) if ok else None
-        number = isinstance(score, (int, float)) and not isinstance(score, bool)
-        if not (number and math.isfinite(score)):
-            raise CheckpointError(
-                f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
-            )
 
 
 def _log(message: str) -> None:

@@ -233,7 +233,7 @@ def _save(
     epoch_order: Tensor | None = None,
 ) -> None:
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
-    info, tensors = ckpt.optimizer_to_tensors(optimizer)
+    info, tensors = resume.optimizer_to_tensors(optimizer)
     if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
         tensors["epoch_order"] = epoch_order
     tensors["rng.torch"] = torch.get_rng_state()
@@ -262,7 +262,7 @@ def _restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     if counters.get("best_dev_error", 0) is None:  # saved as null while no epoch has been scored
         del counters["best_dev_error"]
     state = resume.dataclass_from_json(TrainerState, counters, str(json_path))
-    ckpt.optimizer_from_tensors(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
     resume.restore_rng(tensors, tensors_path)
     return state
 
