@@ -34,7 +34,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_demo(sub)
+    _add_train(sub)
+    _add_translate(sub)
+    _add_evaluate(sub)
+    _add_plot(sub)
+    return parser
 
+
+def _add_demo(sub) -> None:
+    """The ``demo`` command's options."""
     p = sub.add_parser(
         "demo",
         formatter_class=_formatter,
@@ -61,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
 
+
+def _add_train(sub) -> None:
+    """The ``train`` command's options."""
     p = sub.add_parser(
         "train",
         formatter_class=_formatter,
@@ -93,6 +105,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="start afresh in an OUTPUT_DIR that holds checkpoints, deleting them",
     )
 
+
+def _add_translate(sub) -> None:
+    """The ``translate`` command's options."""
     p = sub.add_parser(
         "translate",
         formatter_class=_formatter,
@@ -131,6 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--scores", action="store_true", help="print the log-probability after each output"
     )
 
+
+def _add_evaluate(sub) -> None:
+    """The ``evaluate`` command's options."""
     p = sub.add_parser(
         "evaluate",
         formatter_class=_formatter,
@@ -174,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _threads_option(p)
 
+
+def _add_plot(sub) -> None:
+    """The ``plot`` command's options."""
     p = sub.add_parser(
         "plot",
         formatter_class=_formatter,
@@ -188,7 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
         "-o", "--output", type=Path, required=True, help="output file (.png or .svg; vision: .png)"
     )
     _decode_options(p)
-    return parser
 
 
 def _decode_options(p: argparse.ArgumentParser) -> None:
