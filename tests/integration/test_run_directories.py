@@ -3,7 +3,6 @@ directory and a full disk, each reported in one line."""
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 import torch
 import yaml
 from safetensors import SafetensorError
+from test_learning import TINY_MODEL, _reversal_data
 
 import attnkit
 from attnkit.cli import main
@@ -25,13 +25,6 @@ from attnkit.translator import Translator
 
 pytestmark = pytest.mark.slow
 
-TINY_MODEL = {
-    "embedding_dim": 8,
-    "encoder_hidden": 8,
-    "decoder_hidden": 16,
-    "attention_dim": 8,
-    "dropout": 0.0,
-}
 MNIST = (
     Path(
         os.environ.get("ATTNKIT_DATA_DIR", Path(__file__).resolve().parents[3] / "shared" / "data")
@@ -40,26 +33,13 @@ MNIST = (
 )
 
 
-def _digit_task(tmp, sizes=(100, 20, 10), seed=0):
-    """Digit strings and their reversals as train/dev/test TSVs (batch 20: 5 updates an epoch)."""
-    rng, seen, paths = random.Random(seed), set(), {}
-    for name, n in zip(("train", "dev", "test"), sizes):
-        lines = []
-        while len(lines) < n:
-            s = "".join(rng.choice("0123456789") for _ in range(rng.randint(2, 6)))
-            if s not in seen:
-                seen.add(s)
-                lines.append(f"{s}\t{s[::-1]}\n")
-        paths[name] = tmp / f"{name}.tsv"
-        paths[name].write_text("".join(lines), encoding="utf-8")
-    return {"task": "parallel", **{k: str(v) for k, v in paths.items()}}
-
-
 def _config(path, run_dir, train):
     cfg = {
         "name": "test",
         "output_dir": str(run_dir),
-        "data": _digit_task(path.parent),
+        "data": _reversal_data(
+            path.parent, 100, n_dev=20, n_test=10
+        ),  # batch 20: 5 updates an epoch
         "model": TINY_MODEL,
         "train": {
             "threads": 1,
