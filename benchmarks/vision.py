@@ -33,8 +33,8 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
+from attnkit.checkpoint import read_json  # noqa: E402
 from attnkit.config import apply_overrides, read_yaml  # noqa: E402
-from attnkit.training.checkpoint import read_json  # noqa: E402
 from attnkit.training.vision import evaluate_vision, resolve_device, train_vision  # noqa: E402
 
 ALL = (

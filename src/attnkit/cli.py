@@ -275,7 +275,7 @@ def cmd_train(args) -> None:
 
 
 def _family(model_dir: Path) -> str:
-    from attnkit.training.checkpoint import read_meta
+    from attnkit.checkpoint import read_meta
 
     return read_meta(model_dir)["family"]
 

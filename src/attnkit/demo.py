@@ -124,6 +124,6 @@ def _slug(text: str) -> str:
 
 
 def _config_dict(checkpoint: Path) -> dict:
-    from attnkit.training.checkpoint import read_config
+    from attnkit.checkpoint import read_config
 
     return read_config(checkpoint)

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
@@ -26,7 +27,6 @@ from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.training import checkpoint as ckpt
 from attnkit.viz.records import AttentionRecord
 
 FAMILY = "seq2seq"

@@ -16,9 +16,9 @@ from safetensors import SafetensorError
 from test_learning import TINY_MODEL, _reversal_data
 
 import attnkit
+from attnkit import checkpoint as ckpt
 from attnkit.cli import main
 from attnkit.errors import TrainingInterrupted
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import rundir
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator

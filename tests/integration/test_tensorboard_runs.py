@@ -12,8 +12,8 @@ import pytest
 import yaml
 from tensorboard.backend.event_processing import event_accumulator
 
+from attnkit import checkpoint as ckpt
 from attnkit.cli import main
-from attnkit.training import checkpoint as ckpt
 from attnkit.training.vision import train_vision
 
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ import torch
 import yaml
 from safetensors.torch import save_file
 
+from attnkit import checkpoint as ckpt
 from attnkit.experiment import load_experiment
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import trainer as trainer_module
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator

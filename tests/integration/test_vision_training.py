@@ -16,9 +16,9 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
+from attnkit.checkpoint import read_json, read_meta
 from attnkit.config import read_yaml
 from attnkit.errors import CheckpointError, ConfigError, TrainingError
-from attnkit.training.checkpoint import read_json, read_meta
 from attnkit.training.vision import (
     evaluate_vision,
     load_vision_model,

@@ -14,13 +14,13 @@ import yaml
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from attnkit import checkpoint as ckpt
 from attnkit.data.batching import collate, encode_pairs
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import PAD_ID, Vocab
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import resume
 from attnkit.translator import Translator
 

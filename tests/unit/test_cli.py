@@ -14,8 +14,8 @@ import pytest
 import torch
 import yaml
 
+from attnkit.checkpoint import read_json, read_tensors
 from attnkit.cli import main
-from attnkit.training.checkpoint import read_json, read_tensors
 from attnkit.translator import Translator
 from attnkit.viz import load_records
 
@@ -604,7 +604,7 @@ def test_evaluate_and_translate_an_ensemble(capsys, trained):
 
 
 def test_ensemble_of_a_vision_checkpoint_is_refused(capsys, tmp_path):
-    from attnkit.training.checkpoint import write_checkpoint
+    from attnkit.checkpoint import write_checkpoint
 
     vision = write_checkpoint(tmp_path / "vis", "vision", {"w": torch.zeros(1)}, {})
     _fails(capsys, ["evaluate", "--model", vision, "--model", vision], "ensembles are for seq2seq")

@@ -14,6 +14,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from attnkit import checkpoint as ckpt
 from attnkit.config import read_yaml
 from attnkit.data import mnist
 from attnkit.data.subword import SentencePieceTokenizer
@@ -22,7 +23,6 @@ from attnkit.data.tokenizers import tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError
 from attnkit.experiment import experiment_from_dict
-from attnkit.training import checkpoint as ckpt
 from attnkit.training.vision import parse_config
 
 FUZZ = settings(

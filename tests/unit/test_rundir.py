@@ -11,8 +11,8 @@ import sys
 import pytest
 import torch
 
+from attnkit import checkpoint as ckpt
 from attnkit.errors import CheckpointError, TrainingInterrupted
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import rundir
 
 

@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from attnkit.training import checkpoint as ckpt
+from attnkit import checkpoint as ckpt
 
 
 class CheckpointAverager:

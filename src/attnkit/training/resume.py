@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from attnkit import checkpoint as ckpt
 from attnkit.errors import CheckpointError
 
 RNG_KEYS = ("rng.torch", "rng.cuda")
@@ -341,8 +342,6 @@ def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[s
 def restore_seq2seq(last: Path, optimizer, scheduler, state_cls: type, metric: str):
     """Counters (a ``state_cls``), optimizer, plateau schedule and RNG of a seq2seq run's ``last``,
     each checked before it is loaded."""
-    from attnkit.training import checkpoint as ckpt  # checkpoint I/O sits below this module
-
     json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
     info = check_sections(
         ckpt.read_json(json_path),

@@ -6,7 +6,7 @@
   here, in one line, not at the first save after the training time is spent);
 * a lock (``fcntl.flock`` on ``RUN/.lock``) keeps a second trainer out at once;
 * what a crash in the middle of a save left behind is repaired
-  (:func:`attnkit.training.checkpoint.recover_interrupted`);
+  (:func:`attnkit.checkpoint.recover_interrupted`);
 * a fresh run (no resume) refuses a directory that holds checkpoints unless
   told to overwrite them, and then removes them first, with the TensorBoard
   log of the earlier run (a resumed run appends to it).
@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from attnkit import checkpoint as ckpt
 from attnkit.errors import CheckpointError, TrainingInterrupted
-from attnkit.training import checkpoint as ckpt
 
 try:
     import fcntl

@@ -40,11 +40,11 @@ import torch
 from torch import Tensor, nn
 from tqdm import tqdm
 
+from attnkit import checkpoint as ckpt
 from attnkit.config import above, at_least, check_values, from_dict, not_below
 from attnkit.data.tasks.vision import DataConfig, Split, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.training import checkpoint as ckpt
 from attnkit.training import distributed, resume, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard, check_weights

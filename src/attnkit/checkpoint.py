@@ -89,7 +89,9 @@ def write_checkpoint(
         (tmp / "meta.json").write_text(
             json.dumps({"format": FORMAT, "version": VERSION, "family": family}), encoding="utf-8"
         )
+        _sync_tree(tmp)  # on disk before it replaces anything: a power cut cannot leave it empty
         _swap_in(tmp, directory)
+        _sync_directory(directory.parent)
     except (OSError, SafetensorError) as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise _save_error(directory, exc) from None
@@ -97,6 +99,30 @@ def write_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def _sync_tree(tmp: Path) -> None:
+    """fsync every file written under ``tmp``, then ``tmp`` itself."""
+    for path in sorted(tmp.rglob("*")):
+        if path.is_file():
+            with open(path, "rb") as f:
+                os.fsync(f.fileno())
+    _sync_directory(tmp)
+
+
+def _sync_directory(path: Path) -> None:
+    """fsync a directory so the names in it (a rename) are durable; a no-op where the OS cannot
+    open directories (Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some file systems refuse fsync on directories; the data files are already synced
+    finally:
+        os.close(fd)
 
 
 def _save_error(directory: Path, exc: Exception) -> CheckpointError:
