@@ -22,7 +22,7 @@ from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, Vocab
-from attnkit.decoding import beam_search, greedy_decode, max_output_length
+from attnkit.decoding import beam_search, forced_decode, greedy_decode, max_output_length
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
@@ -266,6 +266,31 @@ class Translator:
                 ]
                 options[0].nbest = options
                 results[index] = options[0]
+        return results  # type: ignore[return-value]
+
+    def teacher_forced(
+        self, texts: Sequence[str], references: Sequence[str], batch_size: int | None = None
+    ) -> list[Translation]:
+        """Make the model write each reference (forced decoding): one Translation per input, in
+        order, whose output is the reference, with the attention paid while writing it and its
+        log-probability as the score. Reference tokens unknown to the model become ``<unk>``."""
+        if len(texts) != len(references):
+            raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
+        examples, token_lists = self.encode_sources(_as_utf8(texts, "input"))
+        targets = [
+            self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(r))
+            for r in _as_utf8(references, "reference")
+        ]
+        batch_size = batch_size or self.config.decode.batch_size
+        results: list[Translation | None] = [None] * len(texts)
+        self.model.eval()
+        for start in range(0, len(examples), batch_size):
+            batch = collate(examples[start : start + batch_size]).to(self.device)
+            hyps = forced_decode(
+                self.model, batch.src, batch.src_lengths, [targets[i] for i in batch.indices]
+            )
+            for index, hyp in zip(batch.indices, hyps):
+                results[index] = self._translation(texts[index], token_lists[index], hyp)
         return results  # type: ignore[return-value]
 
     def _translation(self, text: str, source_tokens: list[str], hyp) -> Translation:

@@ -12,7 +12,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_splits, task_info
+from attnkit.evaluation.alignment import score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.translator import load_translator
 from attnkit.viz import save_records, write_report
@@ -85,6 +87,11 @@ def evaluate_model(
             "".join(t.output + "\n" for t in translations), encoding="utf-8"
         )
         if k == 1:
+            aligner = gold_aligner(cfg.data)
+            if aligner is not None:
+                scores["alignment"] = score_alignments(
+                    translator, aligner, sources, refs, translations
+                )
             records = [
                 t.record(r[0])
                 for t, r in zip(translations[:REPORT_EXAMPLES], refs[:REPORT_EXAMPLES])

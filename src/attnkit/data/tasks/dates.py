@@ -37,6 +37,7 @@ from babel import Locale
 from babel.core import UnknownLocaleError
 from babel.dates import format_date, tokenize_pattern
 
+from attnkit.data.tasks.alignment import Alignment
 from attnkit.data.tasks.base import Splits, split_disjoint
 
 DEFAULT_LOCALES = ("en_US", "en_GB", "de_DE", "fr_FR", "es_ES", "it_IT", "nl_NL", "pt_BR")
@@ -253,3 +254,58 @@ def generate(
     samples = sample(seed, n_train + n_dev + n_test, locales, start_year, end_year, formats)
     pairs = [(s.source, s.target) for s in samples]
     return split_disjoint(pairs, n_dev=n_dev, n_test=n_test, seed=seed)
+
+
+def _field_spans(day: dt.date, w: _Writer) -> tuple[str, list[tuple[str, int, int]]] | None:
+    """The source ``w`` writes for ``day``, built field by field, with each field's
+    ``(letter, start, end)``; None where the pieces do not add up to the whole."""
+    text, spans = "", []
+    for kind, value in tokenize_pattern(w.pattern):
+        if kind == "chars":
+            text += value
+            continue
+        letter, count = value
+        piece = format_date(day, letter * count, locale=w.babel_locale)
+        spans.append((letter, len(text), len(text) + len(piece)))
+        text += piece
+    return (text, spans) if text == format_date(day, w.pattern, locale=w.babel_locale) else None
+
+
+#: ISO target positions of each field: year 0-3, month 5-6, day 8-9
+_ISO_FIELDS = {"y": range(0, 4), "M": range(5, 7), "L": range(5, 7), "d": range(8, 10)}
+
+
+def gold_alignment(
+    source: str, target: str, locales=DEFAULT_LOCALES, formats=DEFAULT_FORMATS
+) -> Alignment | None:
+    """Gold links of one pair (see :mod:`attnkit.data.tasks.alignment`), or None where no
+    locale/format in ``locales``/``formats`` writes ``target`` as ``source``.
+
+    Each ISO digit is named by its field in the source: a numeric field digit by digit,
+    right-aligned (``4`` -> the ``4`` of ``-04``; the ``0`` before it and the century of a
+    two-digit year are named by the whole field), a month name as a whole. Weekday names and
+    the ISO ``-`` are left unlinked.
+    """
+    try:
+        day = dt.date.fromisoformat(target)
+    except ValueError:
+        return None
+    for writers in _make_writers(locales, formats, two_digit_years=True):
+        for w in writers:
+            found = _field_spans(day, w)
+            if found is None or found[0] != source:
+                continue
+            links = set()
+            for letter, start, end in found[1]:
+                outputs = _ISO_FIELDS.get(letter)
+                if outputs is None:
+                    continue
+                field = source[start:end]
+                for k, j in enumerate(reversed(outputs)):  # right-aligned digit copies
+                    i = end - 1 - k
+                    if field.isdigit() and i >= start and source[i] == target[j]:
+                        links.add((j, i))
+                    else:
+                        links.update((j, p) for p in range(start, end))
+            return Alignment.from_possible(links)
+    return None

@@ -22,6 +22,13 @@ from __future__ import annotations
 
 from num2words import num2words
 
+from attnkit.data.tasks.alignment import (
+    Alignment,
+    changed_positions,
+    insertion_points,
+    whole_words,
+    word_at,
+)
 from attnkit.data.tasks.base import Pair, Splits, dedupe_pairs, split_disjoint
 
 LANGUAGES = ("en", "de", "fr", "es")
@@ -87,3 +94,53 @@ def generate(
     if n_test is None:
         n_test = round(0.1 * len(pairs))
     return split_disjoint(pairs, n_dev=n_dev, n_test=n_test, seed=seed)
+
+
+def _named_by_digit(n: int, lang: str) -> list[set[int]]:
+    """For each digit of ``n`` (most significant first), the positions of ``num2words(n)`` that
+    change when that digit takes any other value (the leading digit of a multi-digit number
+    ranges over 1-9, so the number keeps its length), gaps inside a word filled. A 1 that no
+    word writes (French ``cent``, Spanish ``mil``: other values only insert a word before it) is
+    named by the word it multiplies."""
+    words, digits = num2words(n, lang=lang), str(n)
+    named = []
+    for k, d in enumerate(digits):
+        lowest = 1 if k == 0 and len(digits) > 1 else 0
+        changed: set[int] = set()
+        for other in range(lowest, 10):
+            if str(other) == d:
+                continue
+            variant = num2words(int(digits[:k] + str(other) + digits[k + 1 :]), lang=lang)
+            # a zero is named by nothing: the words other values add are not its
+            rewritten = changed_positions(words, variant, grown_words=d != "0")
+            if not rewritten and d != "0":  # an implied 1 ("cent", "mil"): the word it multiplies
+                for point in insertion_points(words, variant):
+                    rewritten |= word_at(words, point)
+            changed |= rewritten
+        named.append(whole_words(words, changed))
+    return named
+
+
+def gold_alignment(source: str, target: str, languages=LANGUAGES) -> Alignment | None:
+    """Gold links of one pair of this task (see :mod:`attnkit.data.tasks.alignment`), or None
+    where the pair is not one the generator writes in ``languages``.
+
+    ``words2digits`` pairs link output digit k to the source characters digit k names;
+    ``digits2words`` pairs (``"de: 97"``) link each output character to the source digits that
+    name it (the language tag names nothing).
+    """
+    for lang in languages:
+        if target.isdigit() and num2words(int(target), lang=lang) == source:
+            named = _named_by_digit(int(target), lang)
+            return Alignment.from_possible({(k, i) for k, span in enumerate(named) for i in span})
+        prefix = f"{lang}: "
+        number = source[len(prefix) :]
+        if source.startswith(prefix) and number.isdigit() and str(int(number)) == number:
+            if num2words(int(number), lang=lang) != target:
+                return None
+            named = _named_by_digit(int(number), lang)
+            offset = len(prefix)
+            return Alignment.from_possible(
+                {(j, offset + k) for k, span in enumerate(named) for j in span}
+            )
+    return None
