@@ -1,6 +1,7 @@
 """The experiment file: sections ``data``, ``model``, ``train``, ``decode``.
 
-Each section is a typed dataclass; :func:`load_experiment` reads YAML, applies
+Each section is a typed dataclass (``data``: the class of its task, from
+:mod:`attnkit.data.tasks.registry`); :func:`load_experiment` reads YAML, applies
 ``--set`` overrides and rejects unknown keys or bad values with the file and
 key named. ``configs/*.yaml`` document every key.
 """
@@ -25,73 +26,10 @@ from attnkit.config import (
     to_dict,
 )
 from attnkit.config import join_key as _key
+from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict
+from attnkit.data.tasks.settings import NumbersData, TaskData
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2SeqConfig
-
-TASKS = ("numbers", "dates", "parallel", "g2p", "multi30k")
-LEVELS = ("char", "word", "sentencepiece")
-
-
-@dataclass
-class DataConfig:
-    task: str = "numbers"
-    seed: int = 0  # generated tasks and splits are a function of this seed
-    # numbers
-    languages: list[str] = field(default_factory=lambda: ["en", "de", "fr", "es"])
-    direction: str = "words2digits"  # words2digits | digits2words | both
-    max_number: int = 999
-    # dates
-    train_size: int = 20000
-    dev_size: int = 1000
-    test_size: int = 1000
-    # parallel: a .tsv file or [source_file, target_file] per split
-    train: str | list[str] | None = None
-    dev: str | list[str] | None = None
-    test: str | list[str] | None = None
-    # g2p / multi30k
-    directory: str | None = None
-    download: bool = False
-    src_lang: str = "de"
-    tgt_lang: str = "en"
-    # tokenization
-    src_level: str = "char"
-    tgt_level: str = "char"
-    lowercase: bool = False
-    vocab_size: int = 8000  # sentencepiece only
-    max_src_len: int = 100  # tokens; longer inputs follow `overlong`
-    max_tgt_len: int = 100
-    overlong: str = "truncate"  # truncate | skip | error
-
-    CHOICES = {
-        "task": TASKS,
-        "direction": ("words2digits", "digits2words", "both"),
-        "src_level": LEVELS,
-        "tgt_level": LEVELS,
-        "overlong": ("truncate", "skip", "error"),
-    }
-    #: keys that only some tasks read (given for another task: an error, see check_applicable)
-    APPLIES = {
-        **{name: ("task", ("numbers",)) for name in ("languages", "direction", "max_number")},
-        **{name: ("task", ("dates",)) for name in ("train_size", "dev_size", "test_size")},
-        **{name: ("task", ("parallel",)) for name in ("train", "dev", "test")},
-        **{name: ("task", ("g2p", "multi30k")) for name in ("directory", "download")},
-        **{name: ("task", ("multi30k",)) for name in ("src_lang", "tgt_lang")},
-    }
-
-    def validate(self, where: str) -> None:
-        if self.task == "parallel" and not (self.train and self.dev and self.test):
-            raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
-        if self.task in ("g2p", "multi30k") and not self.directory:
-            raise ConfigError(
-                f"{_key(where, 'directory')}: task {self.task!r} needs the directory holding its "
-                "files"
-            )
-        sizes = ("max_tgt_len", "vocab_size", "max_number", "train_size", "dev_size", "test_size")
-        check_values(self, where, {name: at_least(1) for name in sizes})
-        if self.max_src_len < 2:
-            raise ConfigError(
-                f"{_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)"
-            )
 
 
 @dataclass
@@ -191,7 +129,7 @@ class ExperimentConfig:
     name: str = "experiment"
     family: str = "seq2seq"
     output_dir: str | None = None  # default runs/<name>
-    data: DataConfig = field(default_factory=DataConfig)
+    data: TaskData = field(default_factory=NumbersData)  # the class of data.task's registry entry
     model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
@@ -211,11 +149,18 @@ def experiment_from_dict(
     ``user=True`` for what a person wrote (an experiment file, ``--set``), not
     a checkpoint's saved resolved config: it must name ``data.task``, its
     ``name`` must be a plain directory name, and keys it gives that its other
-    settings ignore (``model.heads`` with luong-dot attention) are errors.
+    settings ignore (``model.heads`` with luong-dot attention) are errors. The
+    ``data`` section is the class of its task, and a key of another task is an
+    error (:func:`attnkit.data.tasks.registry.data_from_dict` says which keys of
+    configs written before the section was split by task are dropped instead).
     """
     data = _replace_compile(apply_overrides(data, overrides), source, user)
     _drop_processes(data, source, user)
-    cfg = from_dict(ExperimentConfig, data, where=source)
+    cfg = from_dict(ExperimentConfig, {k: v for k, v in data.items() if k != "data"}, source)
+    if user:
+        _check_task_named(data, source)
+    # data.task picks the class of the data section (attnkit.data.tasks.registry)
+    cfg.data = data_from_dict(data.get("data"), _key(source, "data"), saved=not user)
     if user:
         _check_user_config(data, cfg, source)
     return cfg
@@ -259,13 +204,17 @@ def _drop_processes(data: dict, source: str, user: bool) -> None:
         )
 
 
-def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
+def _check_task_named(data: dict, source: str) -> None:
+    """A person's file names its task: without it, one used to train the default task."""
     section = data.get("data")
     if not isinstance(section, dict) or "task" not in section:
         raise ConfigError(
             f"{_key(_key(source, 'data'), 'task')}: missing; name the task to learn "
-            f"({' | '.join(TASKS)})"
+            f"({' | '.join(TASK_REGISTRY)})"
         )
+
+
+def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
     name = cfg.name
     if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
         raise ConfigError(

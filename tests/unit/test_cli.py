@@ -288,7 +288,7 @@ def test_plot_bad_suffix_and_empty_input(capsys, trained, tmp_path):
             "model.input_feeding=false",
             "model.input_feeding: applies only to decoder luong, not bahdanau",
         ),
-        ("data.max_number=99", "data.max_number: applies only to task numbers, not parallel"),
+        ("data.max_number=99", "data.max_number: not a key of task parallel (its keys: "),
     ],
 )
 def test_train_bad_value_is_one_line_and_writes_nothing(capsys, tmp_path, override, key):

@@ -8,10 +8,10 @@ import pytest
 import yaml
 
 from attnkit.config import apply_overrides, from_dict, read_yaml
-from attnkit.data.tasks.registry import task_info
+from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict, task_info
+from attnkit.data.tasks.settings import FLAT_DEFAULTS, NumbersData
 from attnkit.errors import AttnkitError, ConfigError
 from attnkit.experiment import (
-    DataConfig,
     DecodeConfig,
     ExperimentConfig,
     TrainConfig,
@@ -80,14 +80,15 @@ def test_unknown_top_level_key(tmp_path):
 @pytest.mark.parametrize(
     "section, cls",
     [
-        ("data", DataConfig),
+        ("data", NumbersData),
         ("model", Seq2SeqConfig),
         ("train", TrainConfig),
         ("decode", DecodeConfig),
     ],
 )
 def test_unknown_key_in_each_section(tmp_path, section, cls):
-    msg = _error(tmp_path, {section: {"hiden": 3}})
+    given = {"task": "numbers"} if section == "data" else {}
+    msg = _error(tmp_path, {section: {**given, "hiden": 3}})
     assert "'hiden'" in msg and section in msg
     for key in _valid_keys(cls):
         assert key in msg
@@ -108,9 +109,10 @@ def test_several_unknown_keys_are_all_named(tmp_path):
         ({"model": {"bidirectional": 1}}, "model.bidirectional"),
         ({"train": {"lr": "fast"}}, "train.lr"),
         ({"train": {"lr": True}}, "train.lr"),
-        ({"data": {"languages": "en"}}, "data.languages"),
-        ({"data": {"languages": ["en", 3]}}, "data.languages[1]"),
-        ({"data": {"train": 5}}, "data.train"),
+        ({"data": {"task": "numbers", "languages": "en"}}, "data.languages"),
+        ({"data": {"task": "numbers", "languages": ["en", 3]}}, "data.languages[1]"),
+        ({"data": {"task": "parallel", "train": 5}}, "data.train"),
+        ({"data": {"task": ["numbers"]}}, "data.task"),
         ({"name": 7}, "name"),
         ({"model": ["not", "a", "mapping"]}, "model"),
     ],
@@ -128,8 +130,11 @@ def test_bad_types(tmp_path, data, key):
         ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
         ({"train": {"scheduler": "linear"}}, "train.scheduler", "linear"),
         ({"train": {"device": "tpu"}}, "train.device", "tpu"),
-        ({"data": {"overlong": "ignore"}}, "data.overlong", "ignore"),
-        ({"data": {"src_level": "byte"}}, "data.src_level", "byte"),
+        ({"data": {"task": "numbers", "overlong": "ignore"}}, "data.overlong", "ignore"),
+        ({"data": {"task": "dates", "src_level": "byte"}}, "data.src_level", "byte"),
+        ({"data": {"task": "numbers", "direction": "up"}}, "data.direction", "up"),
+        ({"data": {"task": "numbers", "languages": ["en", "xx"]}}, "data.languages[1]", "xx"),
+        ({"data": {"task": "multi30k", "src_lang": "fr"}}, "data.src_lang", "fr"),
         ({"family": "vision2"}, "family", "vision2"),
     ],
 )
@@ -158,7 +163,14 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
         ({"model": {"heads": 0}}, "model.heads"),
         ({"train": {"epochs": 0}}, "train.epochs"),
         ({"train": {"label_smoothing": 1.5}}, "train.label_smoothing"),
-        ({"data": {"max_src_len": 0}}, "data.max_src_len"),
+        ({"data": {"task": "numbers", "max_src_len": 0}}, "data.max_src_len"),
+        ({"data": {"task": "numbers", "languages": []}}, "data.languages"),
+        ({"data": {"task": "dates", "dev_size": 0}}, "data.dev_size"),
+        ({"data": {"task": "g2p", "directory": "d", "vocab_size": 0}}, "data.vocab_size"),
+        (
+            {"data": {"task": "multi30k", "directory": "d", "src_lang": "en"}},
+            "data.tgt_lang",
+        ),
         ({"decode": {"beam_size": 2, "n_best": 3}}, "decode"),
         ({"train": {"batch_size": None}}, "batch_size"),
         ({"train": {"max_bad_updates": 0}}, "train.max_bad_updates"),
@@ -352,7 +364,7 @@ def test_from_dict_on_a_plain_section():
 
 
 def test_max_src_len_one_is_rejected_by_the_config(tmp_path):
-    assert "data.max_src_len" in _error(tmp_path, {"data": {"max_src_len": 1}})
+    assert "data.max_src_len" in _error(tmp_path, {"data": {"task": "numbers", "max_src_len": 1}})
 
 
 # ---- value ranges, inapplicable keys, run names --------------------------------------------------
@@ -421,24 +433,6 @@ def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
     "data, overrides, key, because",
     [
         (
-            {"data": {"task": "dates", "max_number": 99}},
-            [],
-            "data.max_number",
-            "task numbers, not dates",
-        ),
-        (
-            {"data": {"task": "numbers", "train_size": 99}},
-            [],
-            "data.train_size",
-            "task dates, not numbers",
-        ),
-        (
-            {"data": {"task": "numbers", "src_lang": "en"}},
-            [],
-            "data.src_lang",
-            "task multi30k, not numbers",
-        ),
-        (
             {**TASK, "model": {"attention": "luong-dot", "heads": 8}},
             [],
             "model.heads",
@@ -455,12 +449,6 @@ def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
             ["model.input_feeding=false"],
             "model.input_feeding",
             "decoder luong, not bahdanau",
-        ),
-        (
-            {"data": {"task": "dates", "max_number": 999, "train_size": 50}},
-            ["data.max_number=99"],
-            "data.max_number",
-            "task numbers, not dates",
         ),
         (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
     ],
@@ -484,6 +472,149 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
         "model": {"attention": "multihead", "decoder": "luong", "heads": 2, "input_feeding": False},
     }
     assert load_experiment(_write(tmp_path, applicable, "ok.yaml")).model.heads == 2
+
+
+# ---- the data section: one class per task --------------------------------------------------------
+#: a valid value, other than its default, for every data key of every task
+OWN_VALUES = {
+    "numbers": {"seed": 3, "languages": ["de", "fr"], "direction": "both", "max_number": 50},
+    "dates": {"seed": 4, "train_size": 300, "dev_size": 20, "test_size": 30},
+    "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv"},
+    "g2p": {"directory": "cmudict", "download": True},
+    "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
+}
+COMMON_VALUES = {
+    "src_level": "word",
+    "tgt_level": "sentencepiece",
+    "lowercase": True,
+    "vocab_size": 500,
+    "max_src_len": 40,
+    "max_tgt_len": 30,
+    "overlong": "skip",
+}
+
+
+def _fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls)]
+
+
+@pytest.mark.parametrize("task", list(TASK_REGISTRY))
+def test_each_task_takes_its_own_keys(tmp_path, task):
+    own = {**COMMON_VALUES, **OWN_VALUES[task]}
+    cls = TASK_REGISTRY[task].config
+    assert set(_fields(cls)) == {"task", *own}, "give every key of the task a value here"
+    cfg = load_experiment(_write(tmp_path, {"data": {"task": task, **own}}))
+    assert type(cfg.data) is cls and cfg.data.task == task
+    for name, value in own.items():
+        assert getattr(cfg.data, name) == value, name
+        assert value != getattr(cls(), name), f"{name}: test a value other than the default"
+    saved = experiment_to_dict(cfg)
+    assert list(saved["data"]) == _fields(cls)  # a checkpoint stores the task's keys only
+    assert experiment_from_dict(saved, source="ckpt/config.yaml") == cfg
+
+
+def _keys_of_other_tasks(task: str) -> list[tuple[str, object]]:
+    own = _fields(TASK_REGISTRY[task].config)
+    return sorted(
+        {
+            (name, repr(value))
+            for other, values in OWN_VALUES.items()
+            if other != task
+            for name, value in values.items()
+            if name not in own
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "task, key, value",
+    [(task, key, value) for task in TASK_REGISTRY for key, value in _keys_of_other_tasks(task)],
+)
+def test_a_key_of_another_task_is_one_line_naming_the_tasks_keys(tmp_path, task, key, value):
+    given = {"task": task, **OWN_VALUES[task], key: eval(value)}
+    msg = _error(tmp_path, {"data": given})
+    own = ", ".join(_fields(TASK_REGISTRY[task].config))
+    assert msg.endswith(f"data.{key}: not a key of task {task} (its keys: {own})"), msg
+    assert "\n" not in msg
+    # a --set override of it too
+    msg = _error(tmp_path, {"data": {"task": task, **OWN_VALUES[task]}}, [f"data.{key}={value}"])
+    assert f"data.{key}: not a key of task {task}" in msg
+
+
+def test_a_task_set_by_override_picks_its_class(tmp_path):
+    path = _write(tmp_path, {"data": {"task": "numbers", "max_number": 50}})
+    msg = _error(tmp_path, {"data": {"task": "numbers", "max_number": 50}}, ["data.task=dates"])
+    assert "data.max_number: not a key of task dates" in msg
+    cfg = load_experiment(path, ["data.task=dates", "data.max_number=999", "data.dev_size=5"])
+    assert type(cfg.data).__name__ == "DatesData" and cfg.data.dev_size == 5
+    assert not hasattr(cfg.data, "max_number")
+
+
+def test_a_missing_or_unknown_task_lists_the_registered_tasks(tmp_path):
+    for given in ({"name": "x"}, {"data": {"task": "poetry"}}):
+        msg = _error(tmp_path, given)
+        assert "data.task" in msg
+        assert all(task in msg for task in TASK_REGISTRY)
+    with pytest.raises(ConfigError, match="data.task: 'poetry' is not one of"):
+        data_from_dict({"task": "poetry"})
+
+
+def test_the_old_flat_keys_keep_their_defaults_in_every_task():
+    """A key of the old single data section means what it meant, in every task that has it."""
+    for task in TASK_REGISTRY.values():
+        defaults = task.config()
+        for name in _fields(task.config):
+            if name != "task":
+                assert getattr(defaults, name) == FLAT_DEFAULTS[name], (task.config, name)
+
+
+#: every key of the single data section of before, at its default (a saved config.yaml held them)
+OLD_FLAT_SECTION = {
+    "task": "numbers",
+    "seed": 0,
+    "languages": ["en", "de", "fr", "es"],
+    "direction": "words2digits",
+    "max_number": 999,
+    "train_size": 20000,
+    "dev_size": 1000,
+    "test_size": 1000,
+    "train": None,
+    "dev": None,
+    "test": None,
+    "directory": None,
+    "download": False,
+    "src_lang": "de",
+    "tgt_lang": "en",
+    "src_level": "char",
+    "tgt_level": "char",
+    "lowercase": False,
+    "vocab_size": 8000,
+    "max_src_len": 100,
+    "max_tgt_len": 100,
+    "overlong": "truncate",
+}
+
+
+@pytest.mark.parametrize("task", list(TASK_REGISTRY))
+def test_an_old_flat_data_section_at_its_defaults_still_loads(tmp_path, task):
+    own = {"task": task, **OWN_VALUES[task]}
+    expected = experiment_from_dict({"data": own})
+    flat = {**OLD_FLAT_SECTION, **own}
+    # a checkpoint's config.yaml, and the same file trained again by a person
+    assert experiment_from_dict({"data": flat}, source="ckpt/config.yaml") == expected
+    assert load_experiment(_write(tmp_path, {"data": flat})) == expected
+
+
+def test_a_checkpoint_keeps_loading_with_keys_its_task_never_read(tmp_path):
+    """Before the split, a saved config could hold any value for another task's key."""
+    saved = {"data": {"task": "g2p", "directory": "d", "max_number": 12, "train_size": 5}}
+    cfg = experiment_from_dict(saved, source="ckpt/config.yaml")
+    assert cfg.data == TASK_REGISTRY["g2p"].config(directory="d")
+    msg = _error(tmp_path, saved)  # what a person writes must not hold them
+    assert "data.max_number: not a key of task g2p" in msg
+    # a key no task ever had is unknown in both
+    with pytest.raises(ConfigError, match="unknown key 'sede'"):
+        experiment_from_dict({"data": {"task": "g2p", "directory": "d", "sede": 1}})
 
 
 @pytest.mark.parametrize("name", ["../../escape", "a/b", "..", ".", "", " ", "a\\b"])

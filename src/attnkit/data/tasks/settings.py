@@ -1,0 +1,179 @@
+"""The ``data:`` section of an experiment: one dataclass per task.
+
+:class:`TaskData` holds the keys every task reads (how text becomes tokens and
+how long it may be); each task's class adds the keys of that task alone. The
+registry (:mod:`attnkit.data.tasks.registry`) maps ``data.task`` to its class,
+and :func:`attnkit.data.tasks.registry.data_from_dict` rejects a key of another
+task naming the keys the chosen task has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from attnkit.config import at_least, check_values, join_key
+from attnkit.data.tasks import multi30k, numbers
+from attnkit.errors import ConfigError
+
+LEVELS = ("char", "word", "sentencepiece")
+"""How ``src_level`` / ``tgt_level`` cut text into tokens."""
+OVERLONG = ("truncate", "skip", "error")
+"""What happens to a pair longer than ``max_src_len`` / ``max_tgt_len``."""
+
+
+@dataclass
+class TaskData:
+    """The keys of every task: tokenization and length limits."""
+
+    task: str = ""
+    src_level: str = "char"
+    tgt_level: str = "char"
+    lowercase: bool = False
+    vocab_size: int = 8000  # sentencepiece only
+    max_src_len: int = 100  # tokens; longer inputs follow `overlong`
+    max_tgt_len: int = 100
+    overlong: str = "truncate"
+
+    CHOICES = {"src_level": LEVELS, "tgt_level": LEVELS, "overlong": OVERLONG}
+
+    def validate(self, where: str) -> None:
+        check_values(self, where, {name: at_least(1) for name in ("max_tgt_len", "vocab_size")})
+        if self.max_src_len < 2:
+            raise ConfigError(
+                f"{join_key(where, 'max_src_len')}: must be at least 2 (one token and </s>)"
+            )
+
+
+@dataclass
+class GeneratedData(TaskData):
+    """A task whose pairs are generated, not read from files."""
+
+    seed: int = 0  # generated tasks and splits are a function of this seed
+
+
+@dataclass
+class NumbersData(GeneratedData):
+    """``numbers``: spelled-out numbers <-> digits (:mod:`attnkit.data.tasks.numbers`)."""
+
+    task: str = "numbers"
+    languages: list[str] = field(default_factory=lambda: list(numbers.LANGUAGES))
+    direction: str = "words2digits"
+    max_number: int = 999
+
+    CHOICES = {**TaskData.CHOICES, "direction": numbers.DIRECTIONS}
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        check_values(self, where, {"max_number": at_least(1)})
+        key = join_key(where, "languages")
+        if not self.languages:
+            raise ConfigError(f"{key}: empty; choose from {', '.join(numbers.LANGUAGES)}")
+        for i, lang in enumerate(self.languages):
+            if lang not in numbers.LANGUAGES:
+                raise ConfigError(
+                    f"{key}[{i}]: {lang!r} is not one of {', '.join(numbers.LANGUAGES)}"
+                )
+
+
+@dataclass
+class DatesData(GeneratedData):
+    """``dates``: dates as people write them -> ISO 8601 (:mod:`attnkit.data.tasks.dates`)."""
+
+    task: str = "dates"
+    train_size: int = 20000
+    dev_size: int = 1000
+    test_size: int = 1000
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        sizes = ("train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in sizes})
+
+
+@dataclass
+class ParallelData(TaskData):
+    """``parallel``: the user's own files, a ``.tsv`` or ``[source_file, target_file]`` per
+    split (:mod:`attnkit.data.tasks.parallel`)."""
+
+    task: str = "parallel"
+    train: str | list[str] | None = None
+    dev: str | list[str] | None = None
+    test: str | list[str] | None = None
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        if not (self.train and self.dev and self.test):
+            raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
+
+
+@dataclass
+class DownloadedData(TaskData):
+    """A public data set read from fixed files in ``directory`` (fetched with ``download``)."""
+
+    directory: str | None = None
+    download: bool = False
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        if not self.directory:
+            raise ConfigError(
+                f"{join_key(where, 'directory')}: task {self.task!r} needs the directory holding "
+                "its files"
+            )
+
+
+@dataclass
+class G2PData(DownloadedData):
+    """``g2p``: CMUdict words -> phones (:mod:`attnkit.data.tasks.g2p`)."""
+
+    task: str = "g2p"
+
+
+@dataclass
+class Multi30kData(DownloadedData):
+    """``multi30k``: German <-> English image captions (:mod:`attnkit.data.tasks.multi30k`)."""
+
+    task: str = "multi30k"
+    src_lang: str = "de"
+    tgt_lang: str = "en"
+
+    CHOICES = {**TaskData.CHOICES, "src_lang": multi30k.LANGUAGES, "tgt_lang": multi30k.LANGUAGES}
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        if self.src_lang == self.tgt_lang:
+            raise ConfigError(
+                f"{join_key(where, 'tgt_lang')}: must differ from src_lang, both are "
+                f"{self.src_lang!r}"
+            )
+
+
+FLAT_DEFAULTS = {
+    "task": "numbers",
+    "seed": 0,
+    "languages": ["en", "de", "fr", "es"],
+    "direction": "words2digits",
+    "max_number": 999,
+    "train_size": 20000,
+    "dev_size": 1000,
+    "test_size": 1000,
+    "train": None,
+    "dev": None,
+    "test": None,
+    "directory": None,
+    "download": False,
+    "src_lang": "de",
+    "tgt_lang": "en",
+    "src_level": "char",
+    "tgt_level": "char",
+    "lowercase": False,
+    "vocab_size": 8000,
+    "max_src_len": 100,
+    "max_tgt_len": 100,
+    "overlong": "truncate",
+}
+"""Every key of the single ``data:`` section used before it was split by task, with its default.
+
+A checkpoint's ``config.yaml`` written then lists all of them, whatever its task; these
+defaults are frozen here so that such files keep loading (see ``data_from_dict``).
+"""
