@@ -5,7 +5,7 @@ with matplotlib's object API on the Agg canvas: headless, thread-friendly, and
 never touching pyplot's global state.
 """
 
-from attnkit.viz.heatmap import plot_heatmap, plot_heatmap_grid, save_heatmap
+from attnkit.viz.heatmap import plot_heatmap, plot_heatmap_grid, plot_side_by_side, save_heatmap
 from attnkit.viz.records import (
     AttentionRecord,
     load_records,
@@ -24,6 +24,7 @@ __all__ = [
     "load_records_npz",
     "plot_heatmap",
     "plot_heatmap_grid",
+    "plot_side_by_side",
     "save_heatmap",
     "save_records",
     "save_records_json",

@@ -144,6 +144,33 @@ def plot_heatmap_grid(
     return fig
 
 
+def plot_side_by_side(
+    left: AttentionRecord,
+    right: AttentionRecord,
+    path: str | Path | None,
+    titles: tuple[str, str] = ("attention", "saliency"),
+    cmap: str = "viridis",
+) -> Figure:
+    """Two maps of the same source and output on shared axes (attention beside saliency), each
+    with its own colour bar; saved to ``path`` (.png or .svg) when given."""
+    if left.weights.shape != right.weights.shape:
+        raise ValueError(
+            f"side-by-side maps must have one shape, got {left.weights.shape} and "
+            f"{right.weights.shape}"
+        )
+    width, height = figure_size(*left.weights.shape)
+    fig = _new_figure((min(2 * width, 24.0), height))
+    for ax, record, title in zip(fig.subplots(1, 2, squeeze=True), (left, right), titles):
+        image = _draw(
+            ax, record.weights, record.source_tokens, record.output_tokens, cmap=cmap, annotate=None
+        )
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+        ax.set_title(title, fontsize=11, pad=8)
+    if path is not None:
+        _save(fig, path)
+    return fig
+
+
 # ------------------------------------------------------------------ helpers
 
 

@@ -1,0 +1,138 @@
+"""``attnkit explain``: the attention a model pays beside its gradient saliency, as pictures,
+data and scores.
+
+For each explained input the model is forced along one output (its own greedy output, or the
+reference with ``reference=True``) and two maps of that output are made: the attention it
+pays while writing it, and the saliency of each output token (:mod:`attnkit.explain.saliency`).
+Written to the output directory:
+
+* ``NNN.png`` (or ``.svg``): the two maps side by side on shared axes;
+* ``attention.json`` and ``saliency.json``: the maps as attention records (``attnkit plot``
+  draws either);
+* ``scores.json``: how often the two agree (argmax of each output row), and, where the task has
+  gold alignments, both maps scored against them (AER, argmax in span, entropy, coverage).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from attnkit.data.batching import collate
+from attnkit.data.tasks.gold import gold_aligner
+from attnkit.data.tasks.registry import build_splits
+from attnkit.errors import AttnkitError
+from attnkit.evaluation.alignment import alignment_metrics
+from attnkit.explain.saliency import METHODS, saliency_maps
+from attnkit.translator import Translation, Translator
+from attnkit.viz import plot_side_by_side, save_records
+
+MAX_EXAMPLES = 500
+
+
+def argmax_agreement(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+    """Percent of output rows where two (T, S) maps put their maximum on the same source token."""
+    same = total = 0
+    for a, b in pairs:
+        same += int((np.asarray(a).argmax(1) == np.asarray(b).argmax(1)).sum())
+        total += len(a)
+    return round(100.0 * same / max(1, total), 2)
+
+
+def explain_model(
+    model_dir: Path,
+    texts: Sequence[str] | None = None,
+    split: str | None = None,
+    count: int = 10,
+    method: str = "gradient",
+    reference: bool = False,
+    out_dir: Path | None = None,
+    image_format: str = "png",
+    device: str = "auto",
+) -> dict:
+    """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
+    own outputs, or the references with ``reference``); returns the scores written to
+    ``out_dir/scores.json``."""
+    if method not in METHODS:
+        raise AttnkitError(
+            f"--method: unknown saliency method {method!r}; valid: {', '.join(METHODS)}"
+        )
+    if (texts is None) == (split is None):
+        raise AttnkitError("give inputs to explain, or --split to explain the first items of one")
+    if not 1 <= count <= MAX_EXAMPLES:
+        raise AttnkitError(f"--count must be between 1 and {MAX_EXAMPLES}, got {count}")
+    if image_format not in ("png", "svg"):
+        raise AttnkitError(f"--format must be png or svg, got {image_format!r}")
+    if reference and split is None:
+        raise AttnkitError("--reference needs --split: typed inputs have no reference")
+    translator = Translator.load(model_dir, device)
+    cfg = translator.config
+    refs: list[str | None]
+    if split is not None:
+        pairs = getattr(build_splits(cfg.data), split)[:count]
+        sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    else:
+        sources, refs = list(texts), [None] * len(texts)
+    outputs = [t.output for t in translator.translate(sources)]
+    forced_outputs = list(refs) if reference else outputs
+    attention = translator.teacher_forced(sources, forced_outputs)
+    saliency = _saliency(translator, sources, forced_outputs, attention, method)
+    out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
+    out.mkdir(parents=True, exist_ok=True)
+    att_records = [t.record(r) for t, r in zip(attention, refs)]
+    sal_records = [t.record(r) for t, r in zip(saliency, refs)]
+    for i, (a, s) in enumerate(zip(att_records, sal_records)):
+        plot_side_by_side(
+            a, s, out / f"{i:03d}.{image_format}", titles=("attention", f"saliency ({method})")
+        ).clear()
+    save_records(att_records, out / "attention.json")
+    save_records(sal_records, out / "saliency.json")
+    scores = {
+        "model": str(model_dir),
+        "method": method,
+        "explained": "reference" if reference else "own output",
+        "examples": len(sources),
+        "argmax_agreement": argmax_agreement(
+            [(a.weights, s.weights) for a, s in zip(attention, saliency)]
+        ),
+    }
+    aligner = gold_aligner(cfg.data)
+    if aligner is not None:
+        gold = [aligner(src, o) for src, o in zip(sources, forced_outputs)]
+        scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
+        scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
+    (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    scores["out"] = str(out)
+    return scores
+
+
+def _saliency(
+    translator: Translator,
+    sources: list[str],
+    outputs: list[str],
+    attention: list[Translation],
+    method: str,
+) -> list[Translation]:
+    """The saliency maps of ``outputs``, as Translations shaped like ``attention``'s."""
+    examples, _ = translator.encode_sources(sources)
+    targets = [translator.tgt_vocab.encode(translator.tgt_tokenizer.tokenize(o)) for o in outputs]
+    maps: list[np.ndarray | None] = [None] * len(sources)
+    size = translator.config.decode.batch_size
+    for start in range(0, len(examples), size):
+        batch = collate(examples[start : start + size]).to(translator.device)
+        rows = saliency_maps(
+            translator.model,
+            batch.src,
+            batch.src_lengths,
+            [targets[i] for i in batch.indices],
+            method,
+        )
+        for index, m in zip(batch.indices, rows):
+            maps[index] = m.numpy()
+    return [
+        Translation(a.source, a.source_tokens, a.output, a.output_tokens, m, a.score)
+        for a, m in zip(attention, maps)
+    ]

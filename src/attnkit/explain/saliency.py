@@ -1,0 +1,113 @@
+"""Gradient saliency of a seq2seq model: the *implicit* attention beside the explicit one.
+
+For output step j and source token i, how much the log-probability of the j-th output token
+depends on the i-th source token's embedding (Graves 2012 calls the matrix of these gradients
+the sequential Jacobian; Simonyan et al. 2014 made them saliency maps). Attributions come from
+captum, on the encoder's embedding layer, one output step at a time, with the decoder forced
+along a given output (the model's own or a reference), so each row explains one token of that
+output:
+
+* ``gradient``: |d log p(y_j) / d e_i|, the L2 norm of the gradient over the embedding;
+* ``input_x_gradient``: |e_i . d log p(y_j) / d e_i| (gradient times input, summed over the
+  embedding);
+* ``integrated_gradients``: the same product integrated along the path from a zero embedding
+  (the padding token's) to e_i (Sundararajan et al. 2017), ``steps`` points.
+
+Each row is normalised to sum to 1, so a map reads like an attention matrix and the two can be
+compared cell by cell. A model without attention has a saliency map all the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from captum.attr import LayerGradientXActivation, LayerIntegratedGradients
+from torch import Tensor
+
+from attnkit.accel.backend import resolve as resolve_backend
+from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
+
+METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
+
+
+def _forced_log_probs(model) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:
+    """The function captum differentiates: src (B, S), src_lengths (B,), tgt_in (B, T),
+    tgt_out (B, T) -> (B, T) log-probability of each forced output token."""
+
+    def forward(src: Tensor, src_lengths: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+        logits, _ = model(src, src_lengths, tgt_in)  # (B, T, V)
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        return logp.gather(2, tgt_out.unsqueeze(2)).squeeze(2)  # (B, T)
+
+    return forward
+
+
+def saliency_maps(
+    model,
+    src: Tensor,
+    src_lengths: Tensor,
+    targets: list[list[int]],
+    method: str = "gradient",
+    steps: int = 16,
+) -> list[Tensor]:
+    """src (B, S), src_lengths (B,), targets: B lists of output ids (no ``</s>``) -> B maps
+    (len + 1, S_b), rows = output tokens with ``</s>``, columns = the true source tokens, each
+    row summing to 1 (a row whose gradients all vanish stays 0).
+
+    The model is explained as it is: in eval mode, with the reference backend (plain autograd)
+    for the duration of the call.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown saliency method {method!r}; valid: {', '.join(METHODS)}")
+    if len(targets) != src.size(0):
+        raise ValueError(f"{len(targets)} targets for a batch of {src.size(0)} sources")
+    b, device = src.size(0), src.device
+    steps_out = max(len(t) for t in targets) + 1
+    tgt_in = torch.full((b, steps_out), PAD_ID, dtype=torch.long)
+    tgt_out = torch.full((b, steps_out), PAD_ID, dtype=torch.long)
+    for row, target in enumerate(targets):
+        tgt_in[row, : len(target) + 1] = torch.tensor([BOS_ID, *target])
+        tgt_out[row, : len(target) + 1] = torch.tensor([*target, EOS_ID])
+    tgt_in, tgt_out = tgt_in.to(device), tgt_out.to(device)
+    was_training, backend = model.training, model.backend
+    model.eval()
+    model.set_backend(resolve_backend("reference", device))
+    try:
+        rows = [
+            _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps)
+            for j in range(steps_out)
+        ]  # each (B, S)
+    finally:
+        model.set_backend(backend)
+        model.train(was_training)
+    maps = torch.stack(rows, 1)  # (B, T, S)
+    maps = maps / maps.sum(-1, keepdim=True).clamp_min(1e-30)
+    return [
+        maps[row, : len(t) + 1, : int(src_lengths[row])].detach().cpu()
+        for row, t in enumerate(targets)
+    ]
+
+
+def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) -> Tensor:
+    """(B, S) non-negative attribution of output step ``j`` to each source token."""
+    forward = _forced_log_probs(model)
+    layer = model.encoder.embed
+    extra = (src_lengths, tgt_in, tgt_out)
+    with torch.enable_grad():
+        if method == "integrated_gradients":
+            explainer = LayerIntegratedGradients(forward, layer)
+            attr = explainer.attribute(
+                src,
+                baselines=torch.full_like(src, PAD_ID),  # the padding embedding is zero
+                target=j,
+                additional_forward_args=extra,
+                n_steps=steps,
+                internal_batch_size=src.size(0),
+            )
+            return attr.sum(-1).abs()
+        explainer = LayerGradientXActivation(
+            forward, layer, multiply_by_inputs=method == "input_x_gradient"
+        )
+        attr = explainer.attribute(src, target=j, additional_forward_args=extra)  # (B, S, E)
+        return attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)

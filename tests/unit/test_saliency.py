@@ -1,0 +1,87 @@
+"""Gradient saliency: rows that read like attention, equal to autograd's own Jacobian."""
+
+import pytest
+import torch
+from test_decoding import _random_model
+
+from attnkit.accel.backend import resolve
+from attnkit.data.batching import Example, collate
+from attnkit.data.vocab import BOS_ID, EOS_ID
+from attnkit.explain import METHODS, saliency_maps
+
+TARGETS = {0: [4, 5, 6], 1: [7]}
+
+
+def _batch():
+    return collate(
+        [Example([4, 5, 6, 7, 8, EOS_ID], TARGETS[0], 0), Example([9, 10, EOS_ID], TARGETS[1], 1)]
+    )
+
+
+def _targets(batch):
+    return [TARGETS[i] for i in batch.indices]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("attention", ["bahdanau", "luong-general"])
+def test_maps_have_one_row_per_output_token_summing_to_one(method, attention):
+    model, batch = _random_model(attention), _batch()
+    maps = saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), method, steps=8)
+    for row, m in enumerate(maps):
+        t, s = len(_targets(batch)[row]) + 1, int(batch.src_lengths[row])
+        assert m.shape == (t, s)
+        assert bool((m >= 0).all())
+        torch.testing.assert_close(m.sum(-1), torch.ones(t))
+
+
+def test_gradient_saliency_is_the_norm_of_autograds_jacobian_row():
+    model, batch = _random_model("bahdanau"), _batch()
+    target = _targets(batch)[0]  # row 0: the longer source and target
+    (first,) = saliency_maps(model, batch.src[:1], batch.src_lengths[:1], [target])
+    # the same quantity by hand: d log p(y_j) / d embeddings, for each step j
+    emb = model.encoder.embed
+    captured = {}
+
+    def keep(_, __, out):
+        out.retain_grad()
+        captured["emb"] = out
+
+    handle = emb.register_forward_hook(keep)
+    tgt_in = torch.tensor([[BOS_ID, *target]])
+    tgt_out = torch.tensor([[*target, EOS_ID]])
+    expected = []
+    try:
+        for j in range(len(target) + 1):
+            model.zero_grad()
+            logits, _ = model(batch.src[:1], batch.src_lengths[:1], tgt_in)
+            logp = torch.log_softmax(logits, -1)[0, j, tgt_out[0, j]]
+            logp.backward()
+            expected.append(captured["emb"].grad[0].norm(dim=-1))
+    finally:
+        handle.remove()
+    expected = torch.stack(expected)
+    expected = expected / expected.sum(-1, keepdim=True)
+    torch.testing.assert_close(first, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_the_methods_disagree_somewhere():
+    model, batch = _random_model("bahdanau"), _batch()
+    grad = saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), "gradient")
+    ixg = saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), "input_x_gradient")
+    assert not torch.allclose(grad[0], ixg[0], atol=1e-3)
+
+
+def test_the_models_mode_and_backend_are_restored():
+    model, batch = _random_model("bahdanau"), _batch()
+    model.train()
+    model.set_backend(resolve("fused", torch.device("cpu")))
+    saliency_maps(model, batch.src, batch.src_lengths, _targets(batch))
+    assert model.training and model.backend.name == "fused"
+
+
+def test_bad_arguments_are_refused():
+    model, batch = _random_model("bahdanau"), _batch()
+    with pytest.raises(ValueError, match="unknown saliency method 'lime'"):
+        saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), "lime")
+    with pytest.raises(ValueError, match="1 targets for a batch of 2"):
+        saliency_maps(model, batch.src, batch.src_lengths, [[4]])
