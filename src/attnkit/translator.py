@@ -187,26 +187,34 @@ class Translator:
         )
 
     # ---- text -> text + attention -------------------------------------------
-    def encode_sources(self, texts: Sequence[str]) -> tuple[list[Example], list[list[str]]]:
+    def encode_sources(
+        self, texts: Sequence[str], warn_unknown: bool = True, lines: Sequence[int] | None = None
+    ) -> tuple[list[Example], list[list[str]]]:
         """Raw source texts -> examples and the tokens each encodes ("</s>" included).
 
-        Empty inputs are errors; over-long ones are truncated with a warning, or
-        refused when data.overlong is "error".
+        Empty inputs are errors (:meth:`translate` passes blank lines through before this);
+        over-long ones are truncated with a warning, or refused when data.overlong is "error";
+        tokens never seen in training become ``<unk>``, with one warning per input naming them
+        (unless ``warn_unknown`` is False: scoring a split says nothing per line). Messages name
+        input ``lines[i]`` (default i + 1); examples are indexed by position in ``texts``.
         """
         cap = self.config.data.max_src_len - 1
         examples, token_lists, n_long = [], [], 0
         for i, text in enumerate(texts):
+            line = lines[i] if lines is not None else i + 1
             tokens = self.src_tokenizer.tokenize(text)
             if not text.strip() or not tokens:
-                raise AttnkitError(f"input {i + 1} is empty: nothing to translate")
+                raise AttnkitError(f"input {line} is empty: nothing to translate")
             if len(tokens) > cap:
                 if self.config.data.overlong == "error":
                     raise AttnkitError(
-                        f"input {i + 1} has {len(tokens)} tokens, more than data.max_src_len - 1 = "
+                        f"input {line} has {len(tokens)} tokens, more than data.max_src_len - 1 = "
                         f"{cap}"
                     )
                 n_long += 1
                 tokens = tokens[:cap]
+            if warn_unknown:
+                _warn_unknown(line, tokens, self.src_vocab)
             examples.append(Example(self.src_vocab.encode(tokens) + [EOS_ID], [], i))
             token_lists.append(list(tokens) + [EOS])
         if n_long:
@@ -224,9 +232,10 @@ class Translator:
         n_best: int = 1,
         batch_size: int | None = None,
         progress: bool = False,
+        warn_unknown: bool = True,
     ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
-        order."""
+        order; a blank input gives a blank output (with a warning)."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
@@ -240,15 +249,30 @@ class Translator:
         if not (math.isfinite(alpha) and alpha >= 0):
             raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
-        examples, token_lists = self.encode_sources(texts)
+        results: list[Translation | None] = [None] * len(texts)
+        blank = [i for i, text in enumerate(texts) if not text.strip()]
+        if blank:  # a blank line gives a blank line: files stay line-aligned
+            shown = ", ".join(str(i + 1) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
+            warnings.warn(
+                f"{len(blank)} blank input(s) (line {shown}) give blank outputs", stacklevel=2
+            )
+            for i in blank:
+                results[i] = Translation(texts[i], [], "", [], np.zeros((0, 0)), 0.0)
+                results[i].nbest = [results[i]]
+        filled = [i for i, text in enumerate(texts) if text.strip()]
+        examples, token_lists = self.encode_sources(
+            [texts[i] for i in filled], warn_unknown, lines=[i + 1 for i in filled]
+        )
+        for example in examples:  # back to the caller's positions
+            example.index = filled[example.index]
+        token_lists = dict(zip(filled, token_lists))
         order = sorted(
             range(len(examples)), key=lambda i: len(examples[i].src)
         )  # similar lengths together
-        results: list[Translation | None] = [None] * len(texts)
         self.model.eval()
         chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         for chunk in tqdm(chunks, desc="decoding", unit="batch", disable=not progress, leave=False):
-            batch = collate([examples[i] for i in chunk]).to(self.device)
+            batch = collate([examples[i] for i in chunk]).to(self.device)  # indices: input lines
             max_len = max_output_length(
                 batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
             )
@@ -276,7 +300,7 @@ class Translator:
         log-probability as the score. Reference tokens unknown to the model become ``<unk>``."""
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
-        examples, token_lists = self.encode_sources(_as_utf8(texts, "input"))
+        examples, token_lists = self.encode_sources(_as_utf8(texts, "input"), warn_unknown=False)
         targets = [
             self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(r))
             for r in _as_utf8(references, "reference")
@@ -307,6 +331,14 @@ def load_translator(
     if len(directories) == 1:
         return Translator.load(directories[0], device)
     return Translator.load_ensemble(directories, device)
+
+
+def _warn_unknown(line: int, tokens: Sequence[str], vocab: Vocab) -> None:
+    """One warning for input ``line`` naming the tokens the vocabulary has never seen."""
+    unknown = list(dict.fromkeys(t for t in tokens if t not in vocab.stoi))
+    if unknown:
+        named = ", ".join(repr(t) for t in unknown[:10]) + (", ..." if len(unknown) > 10 else "")
+        warnings.warn(f"input {line}: never seen in training, read as <unk>: {named}", stacklevel=3)
 
 
 def _identity(tokenizer: Tokenizer) -> tuple:

@@ -64,11 +64,37 @@ def _check_shapes(t: Translation):
     assert rec.weights.shape == (len(rec.output_tokens), len(rec.source_tokens))
 
 
-@pytest.mark.parametrize("texts", [[""], ["abc", ""], ["   "], ["\t"]])
-def test_empty_input_is_an_error(translator, texts):
-    with pytest.raises(AttnkitError, match="empty") as err:
-        translator.translate(texts)
-    assert f"input {len(texts)}" in str(err.value)
+@pytest.mark.parametrize("texts", [[""], ["abc", ""], ["   ", "abc", "\t"], ["\t"]])
+def test_a_blank_input_gives_a_blank_output_and_a_warning(translator, texts):
+    with pytest.warns(UserWarning, match=r"blank input\(s\) \(line ") as caught:
+        results = translator.translate(texts, beam_size=2, n_best=2)
+    blank = [i for i, t in enumerate(texts) if not t.strip()]
+    assert str(len(blank)) in str(caught[0].message)
+    assert len(results) == len(texts)
+    for i, (text, t) in enumerate(zip(texts, results)):
+        assert t.source == text
+        if i in blank:
+            assert t.output == "" and t.weights.shape == (0, 0) and t.nbest == [t]
+        else:
+            assert t.weights.shape[1] == len(t.source_tokens) == len(text) + 1
+            alone = translator.translate([text], beam_size=2, n_best=2)[0]
+            assert [o.output for o in t.nbest] == [o.output for o in alone.nbest]
+
+
+def test_an_empty_input_is_an_error_where_an_output_is_forced(translator):
+    with pytest.raises(AttnkitError, match="input 2 is empty"):
+        translator.teacher_forced(["abc", " "], ["cba", "x"])
+
+
+def test_unseen_characters_are_named_once_per_input(translator):
+    with pytest.warns(UserWarning) as caught:
+        translator.translate(["xé€!x", "abc", "", "€"])
+    messages = [str(w.message) for w in caught]
+    assert messages == [
+        "1 blank input(s) (line 3) give blank outputs",
+        "input 1: never seen in training, read as <unk>: 'x', 'é', '€', '!'",
+        "input 4: never seen in training, read as <unk>: '€'",  # numbered as given
+    ]
 
 
 def test_no_inputs_is_an_error(translator):

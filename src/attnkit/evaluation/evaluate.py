@@ -61,7 +61,7 @@ def evaluate_translator(
     """Decode ``pairs``' sources -> (metrics, sources, references, translations)."""
     sources, refs = evaluation_inputs(family, pairs)
     translations = translator.translate(
-        sources, beam_size=beam_size, alpha=alpha, progress=progress
+        sources, beam_size=beam_size, alpha=alpha, progress=progress, warn_unknown=False
     )
     metrics = score(family, [t.output for t in translations], refs)
     return metrics, sources, refs, translations
