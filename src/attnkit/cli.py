@@ -9,13 +9,11 @@ stopped by Ctrl-C or SIGTERM saves ``last``, prints one line
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 import warnings
 from pathlib import Path
 
-from attnkit import __version__
+from attnkit import __version__, families
 from attnkit.errors import AttnkitError, TrainingInterrupted
 
 
@@ -283,55 +281,20 @@ def cmd_demo(args) -> None:
 
 
 def cmd_train(args) -> None:
-    from attnkit.config import apply_overrides, read_yaml
-
-    data = read_yaml(args.config)
-    if data.get("family") == "vision":
-        from attnkit.training.vision import train_vision
-
-        data = apply_overrides(data, args.overrides)
-        best = train_vision(
-            data,
-            output_dir=args.output_dir,
-            resume=args.resume,
-            source=str(args.config),
-            overwrite=args.overwrite,
-        )
-    else:
-        from attnkit.experiment import experiment_from_dict
-        from attnkit.training.trainer import train_experiment
-
-        cfg = experiment_from_dict(data, args.overrides, source=str(args.config), user=True)
-        if args.output_dir is not None:  # a path, never parsed as YAML
-            cfg.output_dir = str(args.output_dir)
-        best = train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
+    from attnkit.config import read_yaml
     from attnkit.training.distributed import rank
 
+    data = read_yaml(args.config)
+    best = families.of_experiment(data).train(data, args)
     if rank() == 0:  # under torchrun, rank 0 speaks for the run
         print(f"best checkpoint: {best}")
-
-
-def _family(model_dir: Path) -> str:
-    from attnkit.checkpoint import read_meta
-
-    return read_meta(model_dir)["family"]
-
-
-def _check_decode_args(args) -> None:
-    if args.beam < 1:
-        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
-    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
-        raise AttnkitError(f"--alpha must be a finite number >= 0, got {args.alpha}")
-    n_best = getattr(args, "n_best", 1)
-    if not 1 <= n_best <= max(args.beam, 1):
-        raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
 
 
 def cmd_translate(args) -> None:
     from attnkit.translator import load_translator, read_inputs
     from attnkit.viz import save_records
 
-    _check_decode_args(args)
+    families.check_decode_args(args)
     texts = args.texts
     if not texts or texts == ["-"]:
         if sys.stdin is None or sys.stdin.isatty() and not texts:
@@ -354,49 +317,11 @@ def cmd_translate(args) -> None:
 
 
 def cmd_evaluate(args) -> None:
-    if _family(args.model[0]) == "vision":
-        from attnkit.training.vision import evaluate_vision
-
-        if len(args.model) > 1:
-            raise AttnkitError(
-                "--model: ensembles are for seq2seq checkpoints; give one vision checkpoint"
-            )
-        print(
-            json.dumps(
-                evaluate_vision(
-                    args.model[0], split=args.split, mc_samples=args.mc_samples, device=args.device
-                )
-            )
-        )
-        return
-    from attnkit.evaluation.report import evaluate_model
-
-    _check_decode_args(args)
-    scores = evaluate_model(args.model, args.split, args.beam, args.alpha, args.out, args.device)
-    print(json.dumps(scores))
+    families.of_checkpoint(args.model[0]).evaluate(args)
 
 
 def cmd_plot(args) -> None:
-    if _family(args.model) == "vision":
-        from attnkit.training.vision import plot_vision
-
-        if args.image is None:
-            raise AttnkitError("vision models need --image N (the index of a test image)")
-        for path in plot_vision(args.model, args.image, args.output):
-            print(path)
-        return
-    from attnkit.translator import Translator
-    from attnkit.viz import save_heatmap
-
-    _check_decode_args(args)
-    if not args.text:
-        raise AttnkitError("give the TEXT to translate and draw")
-    if args.output.suffix not in (".png", ".svg"):
-        raise AttnkitError(f"-o {args.output}: use a .png or .svg file name")
-    translator = Translator.load(args.model, args.device)
-    (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
-    save_heatmap(t.record(), args.output)
-    print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+    families.of_checkpoint(args.model).plot(args)
 
 
 def cmd_explain(args) -> None:

@@ -30,6 +30,7 @@ from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict
 from attnkit.data.tasks.settings import NumbersData, TaskData
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2SeqConfig
+from attnkit.training.renamed_keys import upgrade_train_keys
 
 
 @dataclass
@@ -38,17 +39,17 @@ class TrainConfig:
     batch_size: int | None = 64  # sentences per batch (or use max_tokens)
     max_tokens: int | None = None  # padded tokens per batch; overrides batch_size
     lr: float = 0.001
-    clip: float = 1.0  # gradient norm clipping (0 = off)
+    clip: float | None = 1.0  # gradient-norm clipping (0 or null = off)
     # an update with a NaN/inf loss or gradient norm is skipped; this many in a row stop the run
     max_bad_updates: int = 20
     label_smoothing: float = 0.0
-    scheduler: str = "plateau"  # plateau | cosine | constant | noam
+    # plateau | cosine | constant | noam (attnkit.training.schedules)
+    scheduler: str = "plateau"
     lr_factor: float = 0.5  # plateau: multiply the LR by this ...
     lr_patience: int = 1  # ... after this many evaluations without improvement
     min_lr: float = 1.0e-5  # plateau: never below this; cosine: where it ends
-    warmup_steps: int = (
-        0  # noam and cosine: linear warm-up over this many updates (noam then decays as 1/sqrt)
-    )
+    # linear warm-up over this many updates (constant, cosine; noam rises over them, then decays)
+    warmup_steps: int = 0
     patience: int | None = (
         5  # early stopping: evaluations without improvement (None = never stop early)
     )
@@ -59,7 +60,7 @@ class TrainConfig:
     max_minutes: float | None = None  # time budget for training
     seed: int = 1
     device: str = "auto"  # auto | cpu | cuda
-    threads: int = 0  # torch CPU threads (0 = torch's default)
+    threads: int | None = 0  # torch CPU threads (0 or null = torch's default)
     # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
     backend: str = "auto"
     progress: bool = True
@@ -76,7 +77,7 @@ class TrainConfig:
         "batch_size": at_least(1, null=True),
         "max_tokens": at_least(1, null=True),
         "lr": above(0),
-        "clip": not_below(0),
+        "clip": not_below(0, null=True),
         "label_smoothing": between(0, 1),
         "lr_factor": (lambda v: 0 < v < 1, "in (0, 1)"),  # torch's plateau schedule refuses >= 1
         "lr_patience": at_least(0),
@@ -86,7 +87,10 @@ class TrainConfig:
         "average_checkpoints": at_least(0),
         "eval_every": at_least(0),
         "max_minutes": above(0, null=True),
-        "threads": (lambda v: v >= 0, "at least 1, or 0 for torch's default"),
+        "threads": (
+            lambda v: v is None or v >= 0,
+            "at least 1, or 0 or null for torch's default",
+        ),
         "max_bad_updates": at_least(1),
     }
 
@@ -154,7 +158,7 @@ def experiment_from_dict(
     error (:func:`attnkit.data.tasks.registry.data_from_dict` says which keys of
     configs written before the section was split by task are dropped instead).
     """
-    data = _replace_compile(apply_overrides(data, overrides), source, user)
+    data = upgrade_train_keys(apply_overrides(data, overrides), source, user)
     _drop_processes(data, source, user)
     cfg = from_dict(ExperimentConfig, {k: v for k, v in data.items() if k != "data"}, source)
     if user:
@@ -164,24 +168,6 @@ def experiment_from_dict(
     if user:
         _check_user_config(data, cfg, source)
     return cfg
-
-
-def _replace_compile(data: dict, source: str, user: bool) -> dict:
-    """``train.compile`` became ``train.backend: compile``. ``compile: false`` is dropped; ``true``
-    is an error in what a person wrote and, in a checkpoint's saved config, the compile backend."""
-    train = data.get("train")
-    if not isinstance(train, dict) or "compile" not in train:
-        return data
-    train = dict(train)
-    value = train.pop("compile")
-    if value is not False:
-        if user or value is not True:  # only a checkpoint's saved `true` is taken over
-            raise ConfigError(
-                f"{_key(_key(source, 'train'), 'compile')}: replaced by train.backend; "
-                "write `backend: compile` in the train section instead"
-            )
-        train.setdefault("backend", "compile")
-    return {**data, "train": train}
 
 
 def _drop_processes(data: dict, source: str, user: bool) -> None:

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from attnkit.checkpoint import read_json, read_meta
+from attnkit.cli import main
 from attnkit.config import read_yaml
 from attnkit.errors import CheckpointError, ConfigError, TrainingError
 from attnkit.training.vision import (
@@ -76,7 +78,8 @@ def test_shipped_configs_parse_and_comment_every_key(name):
 def test_config_errors_name_the_key_and_list_valid_ones():
     base = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}, "train": {}}
     with pytest.raises(
-        ConfigError, match=r"unknown key 'optimiser'; valid keys: family, data, model, train"
+        ConfigError,
+        match=r"unknown key 'optimiser'; valid keys: family, output_dir, data, model, train",
     ):
         parse_config({**base, "optimiser": {}}, "x.yaml")
     with pytest.raises(
@@ -125,7 +128,7 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
             "core": "lstm",
             "mc_samples": 2,
         },
-        "train": quiet_train(epochs=4, lr_schedule="constant"),
+        "train": quiet_train(epochs=4, scheduler="constant"),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
     assert best == tmp_path / "run" / "best"
@@ -151,10 +154,35 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     with pytest.raises(ConfigError, match="test split has images 0..199"):
         plot_vision(best, 200, tmp_path / "pics")
 
+    # checkpoints written before the train keys were renamed: evaluate, plot and resume read them
+    for name in ("best", "last"):
+        _previous_version_config(tmp_path / "run" / name)
+    assert evaluate_vision(best, "test", device="cpu") == result
+    assert main(["plot", "--model", str(best), "--image", "5", "-o", str(tmp_path / "old")]) == 0
+
     config["train"]["epochs"] = 5
     train_vision(config, output_dir=tmp_path / "run", resume=True)
     trainer = read_json(tmp_path / "run" / "last" / "trainer.json")
     assert trainer["epoch"] == 5 and len(trainer["history"]) == 5
+    assert "clip" in read_yaml(tmp_path / "run" / "last" / "config.yaml")["train"]
+
+
+def _previous_version_config(checkpoint: Path) -> None:
+    """Rewrite ``checkpoint/config.yaml`` with the train keys the previous version wrote."""
+    saved = read_yaml(checkpoint / "config.yaml")
+    train = saved["train"]
+    for new, old in (
+        ("clip", "grad_clip"),
+        ("threads", "num_threads"),
+        ("scheduler", "lr_schedule"),
+    ):
+        train[old] = train.pop(new)
+    train["min_lr_ratio"] = train.pop("min_lr") / train["lr"]
+    train["compile"] = train.pop("backend") == "compile"
+    del train["warmup_steps"]
+    train["warmup_epochs"] = 0.0
+    train["output_dir"] = saved.pop("output_dir")
+    (checkpoint / "config.yaml").write_text(yaml.safe_dump(saved), encoding="utf-8")
 
 
 @needs_mnist
@@ -179,7 +207,7 @@ def test_reader_learns_a_handful_of_strips(tmp_path):
             "attention_dim": 32,
             "dropout": 0.0,
         },
-        "train": quiet_train(epochs=6, batch_size=16, lr=5e-3, lr_schedule="constant"),
+        "train": quiet_train(epochs=6, batch_size=16, lr=5e-3, scheduler="constant"),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
     history = read_json(best.parent / "last" / "trainer.json")["history"]
@@ -288,7 +316,7 @@ def test_resume_refuses_damaged_trainer_state(tmp_path, tensor, value, needle):
 )
 def test_a_diverging_vision_run_stops_naming_the_update(tmp_path, lr, needle):
     config = _pooling_config(
-        tmp_path, epochs=10, batch_size=16, lr=lr, max_bad_updates=4, lr_schedule="constant"
+        tmp_path, epochs=10, batch_size=16, lr=lr, max_bad_updates=4, scheduler="constant"
     )
     with pytest.raises(TrainingError, match=needle):
         train_vision(config, output_dir=tmp_path / "run")

@@ -678,3 +678,21 @@ def test_train_compile_is_replaced_by_the_backend_key(tmp_path):
     assert saved.train.backend == "compile"
     cfg = load_experiment(path, ["train.backend=native", "decode.backend=reference"])
     assert (cfg.train.backend, cfg.decode.backend) == ("native", "reference")
+
+
+@pytest.mark.parametrize(
+    "old, new", [("grad_clip", "clip"), ("num_threads", "threads"), ("lr_schedule", "scheduler")]
+)
+def test_a_vision_key_of_an_earlier_version_names_the_shared_one(tmp_path, old, new):
+    """The seq2seq and vision train sections share one vocabulary; the old vision names of its
+    keys (in a file or --set) are one line naming the key to write."""
+    msg = _error(tmp_path, {"data": {"task": "numbers"}, "train": {old: 1}})
+    assert f"train.{old}: renamed to train.{new}" in msg and "\n" not in msg
+    msg = _error(tmp_path, {"data": {"task": "numbers"}}, [f"train.{old}=1"])
+    assert f"train.{old}: renamed to train.{new}" in msg
+
+
+def test_clip_and_threads_take_null_as_off_and_default(tmp_path):
+    path = _write(tmp_path, {"data": {"task": "numbers"}, "train": {"clip": None, "threads": None}})
+    cfg = load_experiment(path)
+    assert cfg.train.clip is None and cfg.train.threads is None

@@ -1,9 +1,14 @@
-"""Vision experiment files: every numeric train key range-checked, with the file and key named."""
+"""Vision experiment files: every numeric train key range-checked, with the file and key named;
+the train keys of earlier versions refused in a file and translated in a saved checkpoint."""
 
 import pytest
+import torch
 
+from attnkit.checkpoint import write_checkpoint
+from attnkit.config import apply_overrides
 from attnkit.errors import ConfigError
-from attnkit.training.vision import parse_config
+from attnkit.training.vision import load_vision_model, parse_config
+from attnkit.training.vision_families import MODEL_TYPES
 
 BASE = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}}
 
@@ -18,14 +23,14 @@ BASE = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}}
         ("batch_size", 0),
         ("eval_batch_size", 0),
         ("epochs", 0),
-        ("num_threads", -1),
+        ("threads", -1),
         ("max_minutes", 0),
         ("max_minutes", -2.5),
-        ("grad_clip", -1.0),
-        ("min_lr_ratio", 1.5),
+        ("clip", -1.0),
+        ("min_lr", -1e-5),
         ("lr_step_epochs", 0),
         ("lr_gamma", 0),
-        ("warmup_epochs", -1.0),
+        ("warmup_steps", -1),
         ("weight_decay", -0.1),
         ("patience", 0),
     ],
@@ -39,14 +44,74 @@ def test_out_of_range_train_values_name_file_and_key(key, value):
 @pytest.mark.parametrize(
     "train",
     [
-        {"num_threads": 0},
-        {"num_threads": None},
-        {"grad_clip": None},
+        {"threads": 0},
+        {"threads": None},
+        {"clip": None},
         {"patience": None, "max_minutes": None},
-        {"grad_clip": 0.0},
+        {"clip": 0.0},
     ],
 )
 def test_defaults_and_off_values_are_accepted(train):
     cfg = parse_config({**BASE, "train": train}, "v.yaml")
     for key, value in train.items():
         assert getattr(cfg.train, key) == value
+
+
+#: a vision train section as the previous version wrote it into a checkpoint's config.yaml
+OLD_TRAIN = {
+    "epochs": 3,
+    "lr": 2e-3,
+    "lr_schedule": "step",
+    "min_lr_ratio": 0.01,
+    "warmup_epochs": 0.0,
+    "grad_clip": None,
+    "num_threads": 2,
+    "compile": True,
+    "output_dir": "runs/old",
+}
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("grad_clip", "renamed to train.clip"),
+        ("num_threads", "renamed to train.threads"),
+        ("lr_schedule", "renamed to train.scheduler"),
+        ("min_lr_ratio", "replaced by train.min_lr"),
+        ("warmup_epochs", "replaced by train.warmup_steps"),
+        ("compile", "replaced by train.backend"),
+        ("output_dir", "moved to output_dir at the top level"),
+    ],
+)
+def test_an_old_train_key_in_a_file_or_set_names_the_new_one(old, new):
+    with pytest.raises(ConfigError) as err:
+        parse_config({**BASE, "train": {old: OLD_TRAIN[old]}}, "v.yaml")
+    assert str(err.value).startswith(f"v.yaml: train.{old}: {new}")
+    assert "\n" not in str(err.value)
+    with pytest.raises(ConfigError, match=f"train.{old}: {new}"):
+        parse_config(apply_overrides(BASE, [f"train.{old}={OLD_TRAIN[old]}"]), "v.yaml")
+
+
+def test_compile_false_is_the_default_and_is_dropped():
+    assert parse_config({**BASE, "train": {"compile": False}}).train.backend == "auto"
+
+
+def test_a_saved_config_with_the_old_keys_is_translated():
+    cfg = parse_config({**BASE, "train": OLD_TRAIN}, "config.yaml", user=False)
+    t = cfg.train
+    assert (t.clip, t.threads, t.scheduler, t.backend) == (None, 2, "step", "compile")
+    assert t.min_lr == pytest.approx(2e-3 * 0.01) and t.warmup_steps == 0
+    assert cfg.output_dir == "runs/old"
+
+
+def test_a_checkpoint_written_with_the_old_keys_loads(tmp_path):
+    """A checkpoint of the previous version (config.yaml with the old train keys) still loads
+    for evaluate and plot, with the same weights."""
+    model_cfg = parse_config(BASE).model
+    model = MODEL_TYPES["ram"].build(model_cfg)
+    config = {**BASE, "model": {"type": "ram", **vars(model_cfg)}, "train": OLD_TRAIN}
+    write_checkpoint(tmp_path / "old", "vision", model.state_dict(), config, {})
+    cfg, family, loaded = load_vision_model(tmp_path / "old")
+    assert family is MODEL_TYPES["ram"] and cfg.train.clip is None
+    saved, now = model.state_dict(), loaded.state_dict()
+    assert all(torch.equal(saved[k], now[k]) for k in saved)

@@ -203,6 +203,27 @@ def on_all(dist: Distributed | None, fn):
     return result
 
 
+def start_data_parallel(dist: Distributed, translator, examples: list, seed: int, log) -> nn.Module:
+    """Check that every rank holds the same vocabularies and training examples, give each rank
+    but 0 its own dropout (``seed``; rank 0 keeps the generator of a 1-process run), and return
+    the translator's model wrapped in DistributedDataParallel."""
+    fingerprint = digest(
+        translator.src_vocab.to_json(),
+        translator.tgt_vocab.to_json(),
+        [(e.src, e.tgt) for e in examples],
+    )
+    dist.check_same(fingerprint, "vocabularies or training examples")
+    if not dist.is_main:
+        torch.manual_seed(seed)
+    wrapped = dist.wrap(translator.model)
+    backend = "nccl" if dist.device.type == "cuda" else "gloo"
+    log(
+        f"DistributedDataParallel: {dist.world} processes ({backend}), "
+        f"{torch.get_num_threads()} thread(s) each; rank 0 evaluates and saves"
+    )
+    return wrapped
+
+
 def digest(*parts: object) -> bytes:
     """A fingerprint of ``parts`` (their reprs) for :meth:`Distributed.check_same`."""
     h = hashlib.sha256()

@@ -1,0 +1,149 @@
+"""The model families and what the ``attnkit`` commands do with each.
+
+An experiment file names its family (``family:``, seq2seq when absent) and so does every
+checkpoint (``meta.json``). :data:`FAMILIES` maps the name to a :class:`Family`: how to train an
+experiment of it, evaluate and plot a checkpoint of it, and load one. The command line
+(:mod:`attnkit.cli`) looks the family up here and calls its functions; a family this registry
+does not know goes to seq2seq, whose config and checkpoint checks name the family they expected.
+The ``train``, ``evaluate`` and ``plot`` functions take the command's parsed arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnkit.errors import AttnkitError
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the commands do with the experiments and checkpoints of one family."""
+
+    name: str
+    train: Callable[[dict, argparse.Namespace], Path]  # (experiment mapping, args) -> best/
+    evaluate: Callable[[argparse.Namespace], None]  # prints the scores as JSON
+    plot: Callable[[argparse.Namespace], None]  # draws the attention, prints what it wrote
+    load: Callable[[Path, str], object]  # (checkpoint directory, device) -> the loaded model
+
+
+def check_decode_args(args: argparse.Namespace) -> None:
+    """``--beam``, ``--alpha`` and ``--n-best`` of a decoding command, or one-line errors."""
+    if args.beam < 1:
+        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
+    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
+        raise AttnkitError(f"--alpha must be a finite number >= 0, got {args.alpha}")
+    n_best = getattr(args, "n_best", 1)
+    if not 1 <= n_best <= max(args.beam, 1):
+        raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
+
+
+# ---- seq2seq ----------------------------------------------------------------------------------
+def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.experiment import experiment_from_dict
+    from attnkit.training.trainer import train_experiment
+
+    cfg = experiment_from_dict(data, args.overrides, source=str(args.config), user=True)
+    if args.output_dir is not None:  # a path, never parsed as YAML
+        cfg.output_dir = str(args.output_dir)
+    return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
+
+
+def _evaluate_seq2seq(args: argparse.Namespace) -> None:
+    from attnkit.evaluation.report import evaluate_model
+
+    check_decode_args(args)
+    scores = evaluate_model(args.model, args.split, args.beam, args.alpha, args.out, args.device)
+    print(json.dumps(scores))
+
+
+def _plot_seq2seq(args: argparse.Namespace) -> None:
+    from attnkit.viz import save_heatmap
+
+    check_decode_args(args)
+    if not args.text:
+        raise AttnkitError("give the TEXT to translate and draw")
+    if args.output.suffix not in (".png", ".svg"):
+        raise AttnkitError(f"-o {args.output}: use a .png or .svg file name")
+    translator = _load_seq2seq(args.model, args.device)
+    (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
+    save_heatmap(t.record(), args.output)
+    print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+
+
+def _load_seq2seq(model_dir: Path, device: str):
+    """A :class:`attnkit.translator.Translator`."""
+    from attnkit.translator import Translator
+
+    return Translator.load(model_dir, device)
+
+
+# ---- vision -----------------------------------------------------------------------------------
+def _train_vision(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.config import apply_overrides
+    from attnkit.training.vision import train_vision
+
+    return train_vision(
+        apply_overrides(data, args.overrides),
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+    )
+
+
+def _evaluate_vision(args: argparse.Namespace) -> None:
+    from attnkit.training.vision import evaluate_vision
+
+    if len(args.model) > 1:
+        raise AttnkitError(
+            "--model: ensembles are for seq2seq checkpoints; give one vision checkpoint"
+        )
+    scores = evaluate_vision(
+        args.model[0], split=args.split, mc_samples=args.mc_samples, device=args.device
+    )
+    print(json.dumps(scores))
+
+
+def _plot_vision(args: argparse.Namespace) -> None:
+    from attnkit.training.vision import plot_vision
+
+    if args.image is None:
+        raise AttnkitError("vision models need --image N (the index of a test image)")
+    for path in plot_vision(args.model, args.image, args.output):
+        print(path)
+
+
+def _load_vision(model_dir: Path, device: str):
+    """(config, model type, model in eval mode)."""
+    from attnkit.training.vision import load_vision_model
+
+    return load_vision_model(model_dir, device)
+
+
+FAMILIES: dict[str, Family] = {
+    "seq2seq": Family("seq2seq", _train_seq2seq, _evaluate_seq2seq, _plot_seq2seq, _load_seq2seq),
+    "vision": Family("vision", _train_vision, _evaluate_vision, _plot_vision, _load_vision),
+}
+DEFAULT = "seq2seq"  # an experiment file without ``family:`` is a seq2seq one
+
+
+def of_experiment(data: dict) -> Family:
+    """The family of an experiment mapping (its ``family:`` key)."""
+    return _lookup(data.get("family", DEFAULT))
+
+
+def of_checkpoint(model_dir: Path) -> Family:
+    """The family of a checkpoint directory (``meta.json``, checked first)."""
+    from attnkit.checkpoint import read_meta
+
+    return _lookup(read_meta(model_dir)["family"])
+
+
+def _lookup(name: object) -> Family:
+    known = isinstance(name, str) and name in FAMILIES
+    return FAMILIES[name if known else DEFAULT]

@@ -1,0 +1,109 @@
+"""A vision run's checkpoints: weights, config, trainer counters, optimizer and RNG.
+
+``OUT/best`` and ``OUT/last`` are written with :func:`save`; :func:`restore` loads ``last``
+back into a fresh model and optimizer for ``--resume``, each part checked first
+(:mod:`attnkit.training.resume`). An epoch a signal interrupted is saved with its image order
+(``epoch_order``), so the resumed run trains the rest of that epoch in the same order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from attnkit import checkpoint as ckpt
+from attnkit.errors import CheckpointError
+from attnkit.training import resume
+from attnkit.training.guard import check_weights
+from attnkit.training.vision_config import FAMILY, VisionConfig
+
+
+@dataclass
+class TrainerState:
+    """What ``trainer.json`` holds: enough to resume and to report."""
+
+    epoch: int = 0  # epochs completed
+    batches_done: int = 0  # batches of the next epoch already trained (a signal stopped it)
+    step: int = 0
+    planned_epochs: int = 0
+    best_dev_error: float = float("inf")
+    best_epoch: int = 0
+    bad_epochs: int = 0
+    elapsed_s: float = 0.0  # training wall time, summed over resumed runs
+    stopped: str = ""  # why training ended: "", "epochs", "patience", "budget"
+    skipped_updates: int = 0  # steps whose loss or gradient norm was not finite: no update applied
+    history: list = field(default_factory=list)
+
+
+def save(
+    directory: Path,
+    model: nn.Module,
+    optimizer,
+    cfg: VisionConfig,
+    state: TrainerState,
+    epoch_order: Tensor | None = None,
+) -> None:
+    """Write a checkpoint; ``epoch_order`` (N,): the image order of an interrupted epoch."""
+    check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
+    info, tensors = resume.optimizer_to_tensors(optimizer)
+    if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
+        tensors["epoch_order"] = epoch_order
+    tensors["rng.torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    trainer = {**asdict(state), "optimizer": info}
+    if trainer["best_dev_error"] == float("inf"):
+        trainer["best_dev_error"] = None
+    ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
+
+
+def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
+    """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
+    ckpt.read_meta(directory, FAMILY)
+    ckpt.load_model_state(model, directory)
+    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
+    trainer = resume.check_sections(
+        ckpt.read_json(json_path),
+        json_path,
+        ("optimizer",),
+        tuple(TrainerState.__dataclass_fields__),
+    )
+    tensors = ckpt.read_tensors(tensors_path)
+    resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
+    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
+    if counters.get("best_dev_error", 0) is None:  # saved as null while no epoch has been scored
+        del counters["best_dev_error"]
+    state = resume.dataclass_from_json(TrainerState, counters, str(json_path))
+    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_rng(tensors, tensors_path)
+    return state
+
+
+def interrupted_order(directory: Path, device: torch.device) -> Tensor:
+    """The image order (N,) of the epoch a signal interrupted, saved with ``last``."""
+    path = directory / "trainer.safetensors"
+    order = (ckpt.read_tensors(path) or {}).get("epoch_order")
+    if order is None:
+        raise CheckpointError(f"{path}: an interrupted epoch without its epoch_order")
+    if (
+        order.dtype != torch.int64
+        or order.dim() != 1
+        or bool((order < 0).any())
+        or order.unique().numel() != order.numel()
+    ):
+        raise CheckpointError(
+            f"{path}: epoch_order must be distinct image indices (int64, 1-D), "
+            f"got {order.dtype} {tuple(order.shape)}"
+        )
+    return order.to(device)
+
+
+def checkpoint_dir(model_dir: str | Path) -> Path:
+    """A checkpoint directory itself, or the run directory holding ``best/``."""
+    model_dir = Path(model_dir)
+    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
+        return model_dir / "best"
+    return model_dir
