@@ -325,22 +325,10 @@ def cmd_plot(args) -> None:
 
 
 def cmd_explain(args) -> None:
-    from attnkit.explain.report import explain_model
-
-    if _family(args.model) != "seq2seq":
+    family = families.of_checkpoint(args.model)
+    if family.explain is None:
         raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
-    scores = explain_model(
-        args.model,
-        texts=args.texts or None,
-        split=args.split,
-        count=args.count,
-        method=args.method,
-        reference=args.reference,
-        out_dir=args.out,
-        image_format=args.format,
-        device=args.device,
-    )
-    print(json.dumps(scores, indent=1))
+    family.explain(args)
 
 
 COMMANDS = {

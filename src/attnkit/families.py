@@ -29,6 +29,7 @@ class Family:
     evaluate: Callable[[argparse.Namespace], None]  # prints the scores as JSON
     plot: Callable[[argparse.Namespace], None]  # draws the attention, prints what it wrote
     load: Callable[[Path, str], object]  # (checkpoint directory, device) -> the loaded model
+    explain: Callable[[argparse.Namespace], None] | None = None  # saliency beside attention
 
 
 def check_decode_args(args: argparse.Namespace) -> None:
@@ -73,6 +74,23 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
     (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
     save_heatmap(t.record(), args.output)
     print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+
+
+def _explain_seq2seq(args: argparse.Namespace) -> None:
+    from attnkit.explain.report import explain_model
+
+    scores = explain_model(
+        args.model,
+        texts=args.texts or None,
+        split=args.split,
+        count=args.count,
+        method=args.method,
+        reference=args.reference,
+        out_dir=args.out,
+        image_format=args.format,
+        device=args.device,
+    )
+    print(json.dumps(scores, indent=1))
 
 
 def _load_seq2seq(model_dir: Path, device: str):
@@ -126,7 +144,9 @@ def _load_vision(model_dir: Path, device: str):
 
 
 FAMILIES: dict[str, Family] = {
-    "seq2seq": Family("seq2seq", _train_seq2seq, _evaluate_seq2seq, _plot_seq2seq, _load_seq2seq),
+    "seq2seq": Family(
+        "seq2seq", _train_seq2seq, _evaluate_seq2seq, _plot_seq2seq, _load_seq2seq, _explain_seq2seq
+    ),
     "vision": Family("vision", _train_vision, _evaluate_vision, _plot_vision, _load_vision),
 }
 DEFAULT = "seq2seq"  # an experiment file without ``family:`` is a seq2seq one
