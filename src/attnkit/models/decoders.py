@@ -101,6 +101,7 @@ class RNNDecoder(nn.Module):
     #: whether no step reads the previous step's attention, so the RNN can run over the whole
     #: target in one call (:meth:`_forward_whole`)
     steps_independent = False
+    #: whether the state carries the previous attentional vector into the next input (Luong)
     input_feeding = False
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
