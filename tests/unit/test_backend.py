@@ -13,33 +13,38 @@ from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 def test_auto_is_native_on_the_cpu_and_fused_on_cuda():
     cpu, cuda = resolve("auto", "cpu"), resolve("auto", "cuda")
     assert (cpu.name, cpu.handwritten_loop, cpu.requested) == ("native", True, "auto")
-    assert (cuda.name, cuda.cell, cuda.handwritten_loop, cuda.note) == ("fused", "fused", False, "")
+    assert (cuda.name, cuda.whole_target, cuda.handwritten_loop) == ("fused", True, False)
 
 
 @pytest.mark.parametrize(
-    "name, cell, loop, compiled",
+    "name, cell, whole, compiled",
     [
         ("reference", "nn", False, False),
-        ("fused", "fused", False, False),
-        ("compile", "fused", False, True),
+        ("fused", "fused", True, False),
+        ("compile", "fused", True, True),
     ],
 )
-def test_explicit_backends(name, cell, loop, compiled):
+def test_explicit_backends(name, cell, whole, compiled):
     for device in ("cpu", "cuda"):
         b = resolve(name, device)
-        assert (b.name, b.cell, b.handwritten_loop, b.compiled, b.kernels) == (
+        # off the CPU the steps call the RNN module: torch's fused cells there take no per-row bias
+        expected_cell = cell if device == "cpu" else "nn"
+        assert (b.name, b.cell, b.whole_target, b.handwritten_loop, b.compiled, b.kernels) == (
             name,
-            cell,
-            loop,
+            expected_cell,
+            whole,
+            False,
             compiled,
             False,
         )
         assert b.describe().startswith(f"backend: {name} (")
+        assert (b.note != "") == (device == "cuda" and name != "reference"), b.describe()
 
 
 def test_native_falls_back_with_a_reason():
     on_gpu = resolve("native", "cuda")
     assert on_gpu.name == "fused" and "CPU only" in on_gpu.note and "\n" not in on_gpu.describe()
+    assert on_gpu.cell == "nn" and on_gpu.whole_target and "nn.GRU/nn.LSTM" in on_gpu.describe()
     double = resolve("native", "cpu", torch.float64)
     assert double.handwritten_loop and not double.kernels and "float64" in double.note
     assert "float64" in double.describe("gru") and "GRU" in double.describe("gru")

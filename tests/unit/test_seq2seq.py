@@ -1,12 +1,13 @@
 """Seq2seq: stepping equals teacher forcing, padding never changes a result, padded sources get 0
-attention."""
+attention, and the handwritten loops' own behaviour (dropout, where they apply). That every
+backend computes the reference function, for every attention and decoder: test_equivalence.py."""
 
 import itertools
 
 import pytest
 import torch
 
-from attnkit.accel.backend import COMPILE, FUSED, REFERENCE, resolve
+from attnkit.accel.backend import FUSED, REFERENCE, resolve
 from attnkit.attention.modules import ATTENTION_TYPES, LuongAttention
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.errors import ConfigError
@@ -123,21 +124,6 @@ def test_padding_changes_nothing_and_gets_zero_attention(att, rnn, style):
         assert torch.all(wide_weights[..., 6:] == 0.0)
 
 
-@pytest.mark.parametrize("rnn", ["gru", "lstm"])
-@pytest.mark.parametrize("att", ["luong-general", "luong-dot", "multihead"])
-def test_luong_without_input_feeding_whole_sequence_equals_stepping(att, rnn):
-    cfg = _cfg(att, rnn, "luong-nofeed", layers=2)
-    model = _model(cfg)
-    assert model.decoder.style == "luong" and not model.decoder.input_feeding
-    src, lengths, tgt_in = _batch(lengths=(5, 5, 3, 2), t=7, seed=3)
-    with torch.no_grad():
-        memory, state = model.encode(src, lengths)
-        whole_logits, whole_weights = model.decoder(tgt_in, state, memory)
-        step_logits, step_weights = _stepwise(model, src, lengths, tgt_in)
-    torch.testing.assert_close(step_logits, whole_logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(step_weights, whole_weights, atol=1e-5, rtol=1e-5)
-
-
 def test_target_padding_does_not_change_earlier_positions():
     model = _model(_cfg("bahdanau", "gru", "bahdanau"))
     src, lengths, tgt_in = _batch()
@@ -180,9 +166,7 @@ def test_gradients_flow_to_encoder_and_attention():
         assert grad is not None and grad.abs().sum() > 0, name
 
 
-@pytest.mark.skipif(
-    not torch.cuda.is_available(), reason="needs a CUDA device (the fused CUDA cell path)"
-)
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize(
     "att, rnn, style",
     [
@@ -194,8 +178,8 @@ def test_gradients_flow_to_encoder_and_attention():
 )
 @pytest.mark.parametrize("layers", [1, 2])
 def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
-    """On CUDA the fused cells take the hoisted projection through the input gates: same loss and
-    gradients as on CPU."""
+    """What ``auto`` runs on CUDA (nn.GRU/nn.LSTM steps, one RNN call over the target) gives the
+    CPU's loss and gradients (the native backend there)."""
     results = []
     for device in ("cpu", "cuda"):
         model = (
@@ -218,6 +202,28 @@ def test_fused_decoder_on_cuda_matches_cpu_in_training(att, rnn, style, layers):
         torch.testing.assert_close(cuda_grads[name], grad, atol=2e-3, rtol=2e-3, msg=name)
 
 
+@pytest.mark.parametrize("requested", ["fused", "compile", "native"])
+def test_what_cuda_backends_compute_is_the_reference_function(requested, monkeypatch):
+    """The backends resolved for CUDA step through the RNN module and keep the one-call path over
+    the target; run on the CPU, they give the reference's logits and gradients (the CUDA run
+    itself is compared in the test above, where a GPU exists)."""
+    monkeypatch.setattr(torch, "compile", lambda fn, **kw: fn)  # its step is the eager one
+    backend = resolve(requested, "cuda")
+    assert backend.cell == "nn" and backend.whole_target and not backend.handwritten_loop
+    src, lengths, tgt_in = _batch()
+    for style in STYLES:
+        results = []
+        for b in (backend, REFERENCE):
+            model = _model(_cfg("luong-general", "lstm", style, layers=2)).double().train()
+            model.set_backend(b)
+            results.append(_train_once(model, (src, lengths, tgt_in)))
+        (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
+        torch.testing.assert_close(logits_a, logits_b, atol=1e-12, rtol=1e-10)
+        torch.testing.assert_close(weights_a, weights_b, atol=1e-12, rtol=1e-10)
+        for name, grad in grads_b.items():
+            torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+
+
 def test_initial_state_shapes():
     model = _model(_cfg("luong-general", "lstm", "luong-feed", layers=2))
     src, lengths, _ = _batch()
@@ -229,82 +235,6 @@ def test_initial_state_shapes():
     assert state.feed.shape == (3, 16) and torch.all(state.feed == 0)
     # padded encoder states are zero (packed sequence), so nothing leaks through the values
     assert torch.all(memory.states[2, 1:] == 0)
-
-
-@pytest.mark.parametrize(
-    "att, rnn, style",
-    [
-        ("bahdanau", "gru", "bahdanau"),
-        ("luong-general", "lstm", "luong-feed"),
-        ("multihead", "lstm", "bahdanau"),
-        ("luong-concat", "gru", "luong-nofeed"),
-    ],
-)
-@pytest.mark.parametrize("layers", [1, 2])
-def test_fused_decoder_step_equals_plain_rnn_module(att, rnn, style, layers):
-    """The hoisted-matmul recurrent step computes the same function as calling nn.GRU/nn.LSTM per
-    step."""
-    model = _model(_cfg(att, rnn, style, layers=layers))
-    src, lengths, tgt_in = _batch()
-    with torch.no_grad():
-        model.set_backend(FUSED)
-        fused = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
-        model.set_backend(REFERENCE)
-        plain = model(src, lengths, tgt_in), _stepwise(model, src, lengths, tgt_in)
-    for (a_logits, a_weights), (b_logits, b_weights) in zip(fused, plain):
-        torch.testing.assert_close(a_logits, b_logits, atol=1e-5, rtol=1e-5)
-        torch.testing.assert_close(a_weights, b_weights, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.parametrize("rnn", ["gru", "lstm"])
-def test_whole_sequence_path_equals_its_step_loop(rnn):
-    """Luong without input feeding: one RNN call over the target (every backend but reference) gives
-    the reference step loop's logits and weights."""
-    model = _model(_cfg("luong-general", rnn, "luong-nofeed", layers=2))
-    src, lengths, tgt_in = _batch()
-    with torch.no_grad():
-        model.set_backend(FUSED)
-        whole = model(src, lengths, tgt_in)
-        model.set_backend(REFERENCE)
-        stepped = model(src, lengths, tgt_in)
-    for a, b in zip(whole, stepped):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
-
-
-@pytest.mark.slow
-def test_compiled_step_gives_the_eager_loss_and_gradients():
-    """backend compile: the torch.compile'd one-step function computes the same function, for any
-    batch shape."""
-    model = _model(_cfg("bahdanau", "gru", "luong-feed")).train()
-    batches = [_batch(), _batch(lengths=(7, 5, 3, 2), t=6, seed=3)]
-    eager = []
-    for src, lengths, tgt_in in batches:
-        logits, _ = model(src, lengths, tgt_in)
-        logits.logsumexp(-1).sum().backward()
-        eager.append(
-            (
-                logits.detach(),
-                {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None},
-            )
-        )
-        model.zero_grad()
-    model.set_backend(COMPILE)
-    assert model.decoder.loop_spec() is None  # the compiled step, not the loop
-    for (src, lengths, tgt_in), (logits_e, grads_e) in zip(batches, eager):
-        logits, _ = model(src, lengths, tgt_in)
-        logits.logsumexp(-1).sum().backward()
-        torch.testing.assert_close(logits, logits_e, atol=1e-5, rtol=1e-5)
-        for name, grad in grads_e.items():
-            torch.testing.assert_close(
-                dict(model.named_parameters())[name].grad, grad, atol=1e-5, rtol=1e-5, msg=name
-            )
-        model.zero_grad()
-
-
-#: the registered attentions that declare their scores to the handwritten-backward loop
-LOOP_ATTENTIONS = [
-    name for name, build in ATTENTION_TYPES.items() if build(16, 16, 12, 2).loop_spec() is not None
-]
 
 
 def _native():
@@ -344,11 +274,11 @@ def _train_once(model, batch, seed=5):
 
 @pytest.mark.parametrize("style", ["luong-feed", "bahdanau"])
 @pytest.mark.parametrize("rnn", ["gru", "lstm"])
-@pytest.mark.parametrize("att", LOOP_ATTENTIONS)
-def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
-    """The one-node teacher-forcing loop gives autograd's logits, weights and gradients
-    (float64, dropout on), on targets of different lengths in no particular order, for both decoder
-    styles."""
+@pytest.mark.parametrize("att", ["luong-concat", "scaled-dot"])  # additive and dot scores
+def test_handwritten_backward_loop_draws_the_step_loops_dropout(att, rnn, style):
+    """With dropout on, the one-node teacher-forcing loop gives the fused step loop's logits,
+    weights and gradients (float64): both draw every step's mask in one call, in the same order.
+    Without dropout every backend is compared with the reference in test_equivalence.py."""
     cfg = _cfg(att, rnn, style)
     cfg.dropout = 0.3
     src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
@@ -361,19 +291,13 @@ def test_handwritten_backward_loop_equals_autograd(att, rnn, style):
             assert (model.decoder.loop_spec() is not None) == handwritten
             results.append(_train_once(model, (src, lengths, tgt_in)))
     (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
-    real = (
-        tgt_in != PAD_ID
-    )  # past a target's end the loop computes nothing; the loss ignores those positions
+    real = tgt_in != PAD_ID  # past a target's end the loop computes nothing; the loss ignores it
     torch.testing.assert_close(logits_a[real], logits_b[real], atol=1e-12, rtol=1e-10)
     torch.testing.assert_close(weights_a[real], weights_b[real], atol=1e-12, rtol=1e-10)
     assert torch.all(weights_a[~real] == 0)
     assert grads_a.keys() == grads_b.keys() and "decoder.rnn.weight_hh_l0" in grads_a
     for name, grad in grads_b.items():
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
-    # masked source positions got exactly zero weight
-    assert torch.all(
-        weights_a.masked_select((src == PAD_ID).unsqueeze(1).expand_as(weights_a)) == 0
-    )
 
 
 def test_loop_rejects_active_rows_that_grow():
@@ -418,27 +342,17 @@ def test_loop_is_not_used_where_it_does_not_apply(att, rnn, style, layers):
     assert model.decoder.loop_spec() is None
 
 
-@pytest.mark.parametrize("rnn, layers", [("gru", 1), ("lstm", 1), ("gru", 2), ("lstm", 2)])
-def test_handwritten_rnn_over_target_equals_autograd(rnn, layers):
-    """Luong without input feeding: the handwritten-backward RNN call gives nn.GRU/nn.LSTM's logits
-    and gradients on the real target positions (float64; dropout on for one layer, where both draw
-    alike)."""
-    cfg = _cfg("luong-general", rnn, "luong-nofeed", layers=layers)
-    cfg.dropout = 0.3 if layers == 1 else 0.0
-    src, lengths, tgt_in = _batch(lengths=(6, 4, 1, 3), t=5)
-    tgt_in = _padded_targets(tgt_in, (3, 5, 1, 4))
-    results = []
-    for handwritten in (True, False):
-        model = _model(cfg).double().train()
-        model.set_backend(_native() if handwritten else FUSED)
-        results.append(_train_once(model, (src, lengths, tgt_in)))
-    (logits_a, weights_a, grads_a), (logits_b, weights_b, grads_b) = results
-    real = tgt_in != PAD_ID
-    torch.testing.assert_close(logits_a[real], logits_b[real], atol=1e-12, rtol=1e-10)
-    torch.testing.assert_close(weights_a[real], weights_b[real], atol=1e-12, rtol=1e-10)
-    assert grads_a.keys() == grads_b.keys() and "decoder.rnn.weight_hh_l0" in grads_a
-    for name, grad in grads_b.items():
-        torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
+@pytest.mark.parametrize("style", ["luong-feed", "bahdanau"])
+def test_every_attention_declaring_its_scores_gets_the_loop(style):
+    """One layer, native backend: the loop applies exactly where the attention declares scores."""
+    declaring = []
+    for att in ATTENTION_TYPES:
+        model = _model(_cfg(att, "gru", style))
+        model.set_backend(_native())
+        declares = model.decoder.attention.loop_spec() is not None
+        assert (model.decoder.loop_spec() is not None) == declares, att
+        declaring += [att] if declares else []
+    assert {"bahdanau", "luong-concat", "luong-general", "scaled-dot"} <= set(declaring)
 
 
 @pytest.mark.parametrize("bidirectional", [True, False])

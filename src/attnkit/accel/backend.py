@@ -13,9 +13,13 @@
                ``fused`` on CUDA
 =============  ==================================================================================
 
+On CUDA, whose fused cells take no per-row input bias (the hoisted projection), ``fused`` and
+``compile`` step through nn.GRU/nn.LSTM (as fast there for training, faster for decoding:
+docs/RESULTS.md) and keep the one RNN call over the target.
+
 :func:`resolve` is the only place that looks at the device, the dtype, the kernels and
 ``ATTNKIT_NATIVE``; models take the result through ``set_backend``. Every backend computes the same
-function (tests/unit/test_seq2seq.py compares each with the reference).
+function (tests/unit/test_equivalence.py compares each with the reference).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import contextlib
 from dataclasses import dataclass
 
 import torch
+from torch import Tensor
 
 from attnkit.accel import native
 
@@ -36,12 +41,14 @@ class Backend:
 
     cell: ``nn`` (the RNN module per step), ``fused`` (hoisted projection + torch's fused cells) or
     ``native`` (the fused path with the C kernels allowed: they still decline, per call, tensors
-    they do not fit). handwritten_loop: training on a CPU goes through the handwritten-backward
-    loops. note: why the request was not met as asked, or "".
+    they do not fit). whole_target: a decoder whose steps do not read the previous attention runs
+    its RNN over the whole target in one call. handwritten_loop: training on a CPU goes through the
+    handwritten-backward loops. note: why the request was not met as asked, or "".
     """
 
     name: str
     cell: str = "nn"
+    whole_target: bool = False
     handwritten_loop: bool = False
     compiled: bool = False
     requested: str = ""
@@ -51,6 +58,11 @@ class Backend:
     def kernels(self) -> bool:
         """Whether the C kernels may run (else they decline and torch computes everything)."""
         return self.cell == "native"
+
+    def trains_by_hand(self, x: Tensor) -> bool:
+        """Whether the handwritten-backward loops run for input ``x``: this backend has them, on the
+        CPU, with autograd recording (they exist for training; decoding needs no backward)."""
+        return self.handwritten_loop and x.device.type == "cpu" and torch.is_grad_enabled()
 
     def scope(self):
         """A context in which the kernels decline unless this backend allows them."""
@@ -84,10 +96,12 @@ class Backend:
 
 
 REFERENCE = Backend("reference")
-FUSED = Backend("fused", cell="fused")
-COMPILE = Backend("compile", cell="fused", compiled=True)
+FUSED = Backend("fused", cell="fused", whole_target=True)
+COMPILE = Backend("compile", cell="fused", whole_target=True, compiled=True)
 #: a model's backend until something resolves one: the CPU's choice, kernels where they fit
-DEFAULT = Backend("native", cell="native", handwritten_loop=True, requested="auto")
+DEFAULT = Backend(
+    "native", cell="native", whole_target=True, handwritten_loop=True, requested="auto"
+)
 
 
 def resolve(
@@ -106,16 +120,19 @@ def resolve(
         chosen = requested
     if chosen == "reference":
         return Backend("reference", requested=requested)
-    if chosen == "fused":
-        return Backend("fused", cell="fused", requested=requested)
-    if chosen == "compile":
-        return Backend("compile", cell="fused", compiled=True, requested=requested)
     if device.type != "cpu":
         return Backend(
-            "fused",
-            cell="fused",
+            "compile" if chosen == "compile" else "fused",
+            whole_target=True,
+            compiled=chosen == "compile",
             requested=requested,
-            note=f"native runs on the CPU only; fused on {device.type}",
+            note=_off_cpu_note(chosen, device.type),
+        )
+    if chosen == "fused":
+        return Backend("fused", cell="fused", whole_target=True, requested=requested)
+    if chosen == "compile":
+        return Backend(
+            "compile", cell="fused", whole_target=True, compiled=True, requested=requested
         )
     why = native.unavailable()
     if why is None and dtype != torch.float32:
@@ -124,8 +141,17 @@ def resolve(
         return Backend(
             "native",
             cell="fused",
+            whole_target=True,
             handwritten_loop=True,
             requested=requested,
             note=f"C kernels not used: {why}",
         )
-    return Backend("native", cell="native", handwritten_loop=True, requested=requested)
+    return Backend(
+        "native", cell="native", whole_target=True, handwritten_loop=True, requested=requested
+    )
+
+
+def _off_cpu_note(chosen: str, device: str) -> str:
+    """Why ``fused``, ``compile`` or ``native`` step through the RNN module on ``device``."""
+    cells = f"torch's fused cells take no per-row input bias on {device}"
+    return f"native runs on the CPU only, and {cells}" if chosen == "native" else cells

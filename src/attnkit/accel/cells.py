@@ -1,11 +1,12 @@
-"""The fused recurrent step of the decoder (backends ``fused``, ``native``, ``compile``).
+"""The fused recurrent step of the decoder (backends ``fused``, ``native``, ``compile`` on a CPU).
 
 Instead of calling ``nn.GRU``/``nn.LSTM`` once per step on [y_{t-1}; extra], the embedding half of
 layer 0's input matmul is done for all T steps at once (:func:`project_inputs`), and each step is
 one ``torch.gru_cell``/``lstm_cell`` per layer fed only ``extra``, the part that depends on the
 previous step. The parameters are the RNN module's own, so both compute the same function
-(tests/unit/test_seq2seq.py). On CUDA, whose fused cells take only 1-D biases, layer 0 forms its
-gates itself and calls the same kernels (:func:`_cuda_cell_step`).
+(tests/unit/test_equivalence.py). The hoisted projection enters layer 0 as a per-row input bias,
+which CUDA's fused cells do not take (1-D biases only); there the backends step through the RNN
+module instead (:func:`attnkit.accel.backend.resolve`).
 
 Shapes: B batch, E embedding width, H hidden, G gates (3 GRU, 4 LSTM), L layers.
 """
@@ -66,11 +67,8 @@ def fused_step(
             inp, b_ih = extra, x_proj_t  # the hoisted projection is a per-row input bias
         else:
             inp = dropout(new_h[-1], rnn.dropout, training)  # as nn.GRU between layers
-        c_prev = c_all[layer] if lstm else None
-        if layer == 0 and inp.is_cuda:  # CUDA's fused cells take only 1-D biases
-            h, c = _cuda_cell_step(lstm, inp, b_ih, h_all[layer], c_prev, w_ih, w_hh, b_hh)
-        elif lstm:
-            h, c = torch.lstm_cell(inp, (h_all[layer], c_prev), w_ih, w_hh, b_ih, b_hh)
+        if lstm:
+            h, c = torch.lstm_cell(inp, (h_all[layer], c_all[layer]), w_ih, w_hh, b_ih, b_hh)
         else:
             h, c = torch.gru_cell(inp, h_all[layer], w_ih, w_hh, b_ih, b_hh), None
         new_h.append(h)
@@ -78,30 +76,3 @@ def fused_step(
             new_c.append(c)
     h_stack = torch.stack(new_h)  # (L, B, H)
     return new_h[-1], ((h_stack, torch.stack(new_c)) if lstm else h_stack)
-
-
-def _cuda_cell_step(
-    lstm: bool,
-    inp: Tensor,
-    x_proj: Tensor,
-    h: Tensor,
-    c: Tensor | None,
-    w_ih: Tensor,
-    w_hh: Tensor,
-    b_hh: Tensor,
-) -> tuple[Tensor, Tensor | None]:
-    """One LSTM/GRU cell step on CUDA whose input gates get a per-row bias x_proj (B, G*H).
-
-    ``torch.lstm_cell``/``gru_cell`` on CUDA require 1-D biases, so the gates are formed here and
-    handed to the same fused kernels, both biases already inside: ``x_proj + inp W_ih^T`` (x_proj
-    holds b_ih) and ``h W_hh^T + b_hh`` (GRU's reset gate multiplies this whole term, b_hh
-    included, as nn.GRU does). Given a hidden bias alone, the kernels leave it out (seen on an
-    H100), so they get none. Returns the new h (B, H) and, for an LSTM, the new c (B, H).
-    """
-    input_gates = torch.addmm(x_proj, inp, w_ih.t())  # (B, G*H)
-    hidden_gates = F.linear(h, w_hh, b_hh)  # (B, G*H)
-    if lstm:
-        h_new, c_new, _ = torch.ops.aten._thnn_fused_lstm_cell(input_gates, hidden_gates, c)
-        return h_new, c_new
-    h_new, _ = torch.ops.aten._thnn_fused_gru_cell(input_gates, hidden_gates, h)
-    return h_new, None

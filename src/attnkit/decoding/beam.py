@@ -58,20 +58,9 @@ def beam_search(
     for t in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B*K, V), (B*K, S)
         logp = output_log_probs(logits).view(b, k, -1)  # (B, K, V)
-        vocab = logp.size(-1)
-        # a finished beam continues only with PAD at no cost, keeping its score and length
-        frozen = torch.full_like(logp[0, 0], float("-inf"))
-        frozen[PAD_ID] = 0.0
-        logp = torch.where(finished.unsqueeze(-1), frozen, logp)
-        total = scores.unsqueeze(-1) + logp  # (B, K, V)
-        new_len = (lengths + (~finished).long()).unsqueeze(-1).expand_as(total)
-        ranked = total / length_penalty(new_len, alpha)
-        _, flat = ranked.view(b, -1).topk(k, dim=-1)  # (B, K)
-        beam, token = flat // vocab, flat % vocab
-        scores = total.view(b, -1).gather(1, flat)
-        lengths = new_len.reshape(b, -1).gather(1, flat)
-        was_finished = finished.gather(1, beam)
-        finished = was_finished | (token == EOS_ID)
+        beam, token, scores, lengths, finished = _best_continuations(
+            logp, scores, lengths, finished, alpha
+        )
 
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
@@ -108,6 +97,31 @@ def beam_search(
             b = keep.numel()
             base = (torch.arange(b, device=device) * k).unsqueeze(1)
     return results  # type: ignore[return-value]
+
+
+def _best_continuations(
+    logp: Tensor, scores: Tensor, lengths: Tensor, finished: Tensor, alpha: float
+) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """The K best-ranked one-token continuations of every input's K beams.
+
+    logp (B, K, V) the next token's log-probabilities; scores, lengths, finished (B, K) of the
+    beams. Returns, each (B, K) and best first: the beam each continues, its token, and its
+    score, length and finished flag.
+    """
+    b, k, vocab = logp.shape
+    # a finished beam continues only with PAD at no cost, keeping its score and length
+    frozen = torch.full_like(logp[0, 0], float("-inf"))
+    frozen[PAD_ID] = 0.0
+    logp = torch.where(finished.unsqueeze(-1), frozen, logp)
+    total = scores.unsqueeze(-1) + logp  # (B, K, V)
+    new_len = (lengths + (~finished).long()).unsqueeze(-1).expand_as(total)
+    ranked = total / length_penalty(new_len, alpha)
+    _, flat = ranked.view(b, -1).topk(k, dim=-1)  # (B, K)
+    beam, token = flat // vocab, flat % vocab
+    scores = total.view(b, -1).gather(1, flat)
+    lengths = new_len.reshape(b, -1).gather(1, flat)
+    finished = finished.gather(1, beam) | (token == EOS_ID)
+    return beam, token, scores, lengths, finished
 
 
 def _collect(
