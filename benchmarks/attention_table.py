@@ -76,7 +76,7 @@ def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
         )
     if ev.returncode != 0:
         return {"config": str(config), "error": f"evaluate exited {ev.returncode}"}
-    scores = json.loads(ev.stdout.strip().splitlines()[-1])
+    scores = json.loads((out / "eval-test" / "scores.json").read_text(encoding="utf-8"))
     state = json.loads((out / "best" / "trainer.json").read_text())["state"]
     last = json.loads((out / "last" / "trainer.json").read_text())["state"]
     return {
@@ -85,6 +85,7 @@ def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
         "task": scores["task"],
         "greedy": scores["greedy"],
         f"beam{beam}": scores.get(f"beam{beam}"),
+        "alignment": scores.get("alignment"),  # tasks with gold links: numbers, dates
         "train_minutes": round(last["elapsed_s"] / 60, 2),
         "wall_minutes": round(wall / 60, 2),
         "updates": last["step"],
@@ -137,6 +138,28 @@ def main() -> None:
         print(
             f"| {r['task']} | {r['attention']} | {r['greedy'].get(metric)} | {beam.get(metric)} | "
             f"{r['train_minutes']} | {r['updates']} | {r['machine']} |"
+        )
+    print_alignment_table(rows)
+
+
+def print_alignment_table(rows: list[dict]) -> None:
+    """Attention against gold links (teacher-forced on every test reference, and on the model's
+    own correct outputs), for the configs whose task has them."""
+    scored = [r for r in rows if r.get("alignment")]
+    if not scored:
+        return
+    print(
+        "\n| task | attention | exact match | AER (forced) | argmax in span (forced) | "
+        "entropy 0-1 (forced) | unattended % (forced) | AER (own correct) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for r in sorted(scored, key=lambda r: r["config"]):
+        forced, own = r["alignment"]["teacher_forced"], r["alignment"]["own_output"]
+        print(
+            f"| {r['task']} | {r['attention']} | {r['greedy'].get('exact_match')} | "
+            f"{forced.get('aer')} | {forced.get('argmax_in_span')} | "
+            f"{forced.get('entropy_normalised')} | {forced.get('unattended_pct')} | "
+            f"{own.get('aer')} |"
         )
 
 
