@@ -2,7 +2,8 @@
 against two attention models, scored by source length, on the same data and training budget.
 
     python benchmarks/length_curve.py                       # 3 models x 10 minutes, 2 at a time
-    python benchmarks/length_curve.py --minutes 3 --quick   # a smoke run
+    python benchmarks/length_curve.py --minutes 3 --quick   # small data, the full model
+    python benchmarks/length_curve.py --smoke               # tiny data and model (CI)
 
 The task is generated (no download): a list of 1 to ``--max-count`` numbers below 1000, written
 in English words and separated by commas, to be written as digits::
@@ -52,6 +53,8 @@ MODELS = {
     "luong-general": {"attention": "luong-general"},
 }
 BUCKET_CHARS = 25
+FULL_MODEL = {"embedding_dim": 64, "encoder_hidden": 128, "decoder_hidden": 256, "dropout": 0.1}
+TINY_MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "dropout": 0.0}
 
 
 def number_list(rng: random.Random, count: int) -> tuple[str, str]:
@@ -97,7 +100,7 @@ def config(name: str, model: dict, data: dict, args, out: Path) -> Path:
             "max_src_len": longest,
             "max_tgt_len": 4 * args.max_count + 10,
         },
-        "model": {"decoder_hidden": 256, "encoder_hidden": 128, "dropout": 0.1, **model},
+        "model": {**(TINY_MODEL if args.smoke else FULL_MODEL), **model},
         "train": {
             "epochs": 1000,
             "batch_size": 64,
@@ -197,13 +200,19 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2, help="models trained at once")
     parser.add_argument("--threads", type=int, default=1, help="torch threads per model")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="small data (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="small data, the full model")
+    parser.add_argument(
+        "--smoke", action="store_true", help="tiny data and model, seconds per model (CI)"
+    )
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "length_curve")
     args = parser.parse_args()
     if args.quick:
         args.train_size, args.test_size, args.eval_every = 2000, 240, 100
+    if args.smoke:
+        args.train_size, args.test_size, args.eval_every, args.max_count = 200, 40, 5, 4
+        args.minutes = min(args.minutes, 0.1)
     out = args.out.resolve()
-    sizes = {"train": args.train_size, "dev": 300, "test": args.test_size}
+    sizes = {"train": args.train_size, "dev": 20 if args.smoke else 300, "test": args.test_size}
     splits = make_splits(args.seed, args.max_count, sizes)
     data = write_data(out / "data", splits)
     configs = {name: config(name, MODELS[name], data, args, out) for name in args.models}
