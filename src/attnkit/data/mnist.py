@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnkit.data.download import download_file, verify_file
+from attnkit.data.download import HOW_TO_DOWNLOAD, download_file, verify_file
 from attnkit.errors import DataError
 
 SPLITS = ("train", "test")
@@ -127,9 +127,8 @@ def load(
         if path is None:
             if not download:
                 raise DataError(
-                    f"missing MNIST file {name}.gz (or {name}) in {directory}: copy it there, or "
-                    "pass download=True (--set data.download=true) to fetch it from "
-                    f"{BASE_URLS[0]}",
+                    f"missing MNIST file {name}.gz (or {name}) in {directory}: set "
+                    f"{HOW_TO_DOWNLOAD} to fetch it from {BASE_URLS[0]}, or copy it there",
                     path=directory / f"{name}.gz",
                 )
             path = fetch(directory, name)
