@@ -46,6 +46,7 @@ BASE_URLS = (
 )
 
 SIZES = {"train": 60000, "test": 10000}
+SIDE = 28  # every digit is SIDE x SIDE pixels
 _IMAGE_MAGIC, _LABEL_MAGIC = 2051, 2049
 
 

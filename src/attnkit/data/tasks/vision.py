@@ -300,6 +300,14 @@ class DataConfig:
                 f"{self.dev_size}"
             )
 
+    def image_shape(self) -> tuple[int, int]:
+        """``(H, W)`` of every image of the task (what a model trained on it reads)."""
+        if self.task == "mnist":
+            return mnist.SIDE, mnist.SIDE
+        if self.task == "strips":
+            return self.spec().layout.canvas(mnist.SIDE, mnist.SIDE)
+        return self.canvas, self.canvas
+
     def spec(self) -> TaskSpec:
         layout = StripLayout(self.min_digits, self.max_digits, self.digit_spacing, self.jitter)
         return TaskSpec(self.task, self.canvas, self.clutter_pieces, self.clutter_size, layout)
