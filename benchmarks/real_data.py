@@ -7,8 +7,10 @@
     # an ensemble of 3
     python benchmarks/real_data.py --config configs/g2p_cmudict.yaml --seeds 1,2,3 --jobs 3
 
-Run it from the repository root (the configs name ``../shared/data/...``
-relative to the working directory). Steps, one subprocess each:
+Run it from the repository root. The configs' ``data.directory: null`` reads
+``$ATTNKIT_DATA_DIR/<data set>``; when that variable is unset it is set to the offline copies in
+``../shared/data`` next to the repository, if they exist (else the user cache is used and missing
+files are downloaded). Steps, one subprocess each:
 
 1. ``attnkit train CONFIG`` into ``--runs/<config name>`` (its output:
    ``--runs/<config name>.train.log``; the rest logs to ``--runs/<config name>.log``);
@@ -44,6 +46,7 @@ from machine_info import describe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHOR = ROOT.parent / "shared" / "anchors" / "joeynmt_g2p.py"
+SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
 def _attnkit(args: list[str], log, capture: bool = False) -> subprocess.CompletedProcess:
@@ -217,7 +220,10 @@ def main() -> None:
     if args.jobs < 1:
         ap.error("--jobs must be at least 1")
 
+    if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
+        os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)  # inherited by every attnkit subprocess
     sys.path.insert(0, str(ROOT / "src"))
+    from attnkit.data.location import dataset_dir
     from attnkit.data.tasks.registry import task_info
     from attnkit.experiment import load_experiment
 
@@ -285,7 +291,9 @@ def main() -> None:
             sys.exit(1)
         result.update({"threads": cfg.train.threads, "machine": describe(), "log": str(log_path)})
         if args.anchor_epochs is not None:
-            result["anchor"] = run_anchor(args.anchor_epochs, Path(cfg.data.directory), log)
+            result["anchor"] = run_anchor(
+                args.anchor_epochs, dataset_dir("cmudict", cfg.data.directory), log
+            )
     print(json.dumps(result), flush=True)
 
 

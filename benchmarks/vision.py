@@ -12,8 +12,9 @@ One JSON line per config on stdout::
 ``--max-minutes`` sets ``train.max_minutes`` (the training budget of each
 run; the LR schedule is fitted to it), so a command with a wall-clock limit
 can plan: budget per run + about half a minute for data and the test set.
-MNIST is read from ``data.directory`` when given, else ``$ATTNKIT_DATA_DIR/mnist``,
-else ``../shared/data/mnist`` next to the repository (or ``shared/data/mnist`` inside it). A failing
+MNIST is read from ``data.directory`` when given, else ``$ATTNKIT_DATA_DIR/mnist``; when that
+variable is unset it is set to ``../shared/data`` next to the repository (or ``shared/data`` inside
+it) where that holds ``mnist/``, else the user cache is used (README, "Data"). A failing
 run prints a JSON line with ``"error"`` and the others still run; the exit status is 1
 if any failed.
 """
@@ -63,13 +64,14 @@ def device_name(device: str) -> str:
     return f"cpu ({torch.get_num_threads()} threads)"
 
 
-def default_data_dir() -> str | None:
-    if os.environ.get("ATTNKIT_DATA_DIR"):
-        return None  # the config's null directory already resolves to it
-    for shared in (REPO.parent / "shared" / "data" / "mnist", REPO / "shared" / "data" / "mnist"):
-        if shared.is_dir():
-            return str(shared)
-    return None
+def use_shared_data() -> None:
+    """Point ``ATTNKIT_DATA_DIR`` at the offline copies beside the repository, unless it is set."""
+    if os.environ.get("ATTNKIT_DATA_DIR", "").strip():
+        return
+    for shared in (REPO.parent / "shared" / "data", REPO / "shared" / "data"):
+        if (shared / "mnist").is_dir():
+            os.environ["ATTNKIT_DATA_DIR"] = str(shared)
+            return
 
 
 def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -> dict:
@@ -78,8 +80,6 @@ def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -
     extra = [f"train.device={args.device}", f"train.progress={str(args.progress).lower()}"]
     if args.max_minutes is not None:
         extra.append(f"train.max_minutes={args.max_minutes}")
-    if not (config.get("data") or {}).get("directory") and default_data_dir():
-        extra.append(f"data.directory={default_data_dir()}")
     config = apply_overrides(config, extra + overrides)  # the user's --set last: they win
     out = Path(args.output_root) / name
     began = time.perf_counter()
@@ -142,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--progress", action="store_true", help="show progress bars on stderr")
     args = parser.parse_args(argv)
+    use_shared_data()
     configs = [REPO / "configs" / f"{name}.yaml" for name in ALL] if args.all else args.config
     failed = False
     for path in configs:

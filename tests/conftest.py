@@ -1,8 +1,10 @@
 """Shared test helpers.
 
-Real-data tests read the offline copies in ``../shared/data/<name>`` next to
-the repository (or ``$ATTNKIT_DATA_DIR/<name>`` when that variable is set) and
-skip, naming the missing directory, where they are absent.
+Real-data tests read ``$ATTNKIT_DATA_DIR/<name>``. When the variable is unset and the offline
+copies in ``../shared/data`` next to the repository exist, it is set to them here, for the whole
+session (and the subprocesses it starts): the shipped configs (``data.directory: null``) then read
+those copies, never the user cache or the network. Tests skip, naming the missing directory, where
+a data set is absent.
 """
 
 from __future__ import annotations
@@ -25,21 +27,19 @@ if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
     atexit.register(shutil.rmtree, _INDUCTOR_CACHE, ignore_errors=True)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
+if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
+    os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)
 
 
 def shared_data_dir(name: str) -> Path:
-    """``$ATTNKIT_DATA_DIR/<name>`` if set, else ``<repo>/../shared/data/<name>``; skips the test
-    when absent."""
-    root = os.environ.get("ATTNKIT_DATA_DIR")
-    base = Path(root).expanduser() if root else REPO_ROOT.parent / "shared" / "data"
-    path = base / name
+    """``$ATTNKIT_DATA_DIR/<name>``; skips the test when absent."""
+    root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
+    if not root:
+        pytest.skip(f"no data: set ATTNKIT_DATA_DIR to a directory holding {name}/")
+    path = Path(root).expanduser() / name
     if not path.is_dir():
-        hint = (
-            " (from ATTNKIT_DATA_DIR)"
-            if root
-            else " (set ATTNKIT_DATA_DIR to a directory holding it)"
-        )
-        pytest.skip(f"data directory {path} is missing{hint}")
+        pytest.skip(f"data directory {path} is missing (from ATTNKIT_DATA_DIR)")
     return path
 
 

@@ -199,13 +199,25 @@ def _add_plot(sub) -> None:
         formatter_class=_formatter,
         help="draw the attention of one input",
         description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
-        "to -o (.png or .svg). For vision models, --image N draws test image N.",
+        "to -o (.png or .svg). For vision models, --image N draws test image N and --image FILE "
+        "a PNG or JPEG of your own (made grey, white on black and the model's size, as its "
+        "training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
+        "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
+        "a .gif.",
     )
     p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
-    p.add_argument("--image", type=int, default=None, help="vision models: index of the test image")
     p.add_argument(
-        "-o", "--output", type=Path, required=True, help="output file (.png or .svg; vision: .png)"
+        "--image",
+        default=None,
+        metavar="N|FILE",
+        help="vision models: the index of a test image, or a PNG/JPEG file",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="output file (.png or .svg; vision: also .gif, or a directory DIR/)",
     )
     _decode_options(p)
 

@@ -26,7 +26,7 @@ class Family:
 
     name: str
     train: Callable[[dict, argparse.Namespace], Path]  # (experiment mapping, args) -> best/
-    evaluate: Callable[[argparse.Namespace], None]  # prints the scores as JSON
+    evaluate: Callable[[argparse.Namespace], None]  # writes the scores and a report, prints them
     plot: Callable[[argparse.Namespace], None]  # draws the attention, prints what it wrote
     load: Callable[[Path, str], object]  # (checkpoint directory, device) -> the loaded model
     explain: Callable[[argparse.Namespace], None] | None = None  # saliency beside attention
@@ -65,6 +65,7 @@ def _evaluate_seq2seq(args: argparse.Namespace) -> None:
 def _plot_seq2seq(args: argparse.Namespace) -> None:
     from attnkit.viz import save_heatmap
 
+    args.output = Path(args.output)  # the command line gives a string (vision reads "dir/")
     check_decode_args(args)
     if not args.text:
         raise AttnkitError("give the TEXT to translate and draw")
@@ -115,23 +116,42 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
 
 
 def _evaluate_vision(args: argparse.Namespace) -> None:
-    from attnkit.training.vision import evaluate_vision
+    from attnkit.training.vision_evaluation import evaluate_to_dir, summary
 
     if len(args.model) > 1:
         raise AttnkitError(
             "--model: ensembles are for seq2seq checkpoints; give one vision checkpoint"
         )
-    scores = evaluate_vision(
-        args.model[0], split=args.split, mc_samples=args.mc_samples, device=args.device
+    _refuse_decoding_options(args)
+    scores = evaluate_to_dir(
+        args.model[0], args.split, args.mc_samples, args.device, getattr(args, "out", None)
     )
-    print(json.dumps(scores))
+    print(json.dumps(scores) if getattr(args, "json", False) else summary(scores))
+
+
+def _refuse_decoding_options(args: argparse.Namespace) -> None:
+    """A vision model answers each image in one pass: no beam search, no length penalty.
+
+    ``--beam`` left at the command's default (5) or 1 passes; anything else is refused rather
+    than ignored, so that a user never believes a beam ran."""
+    beam, alpha = getattr(args, "beam", None), getattr(args, "alpha", None)
+    if beam not in (None, 1, 5):
+        raise AttnkitError(
+            f"--beam {beam}: a vision model answers each image in one pass, without beam search; "
+            "leave --beam out (RAM: --mc-samples sets the glimpse paths averaged per image)"
+        )
+    if alpha is not None:
+        raise AttnkitError(f"--alpha {alpha}: a length penalty is for seq2seq decoding")
 
 
 def _plot_vision(args: argparse.Namespace) -> None:
     from attnkit.training.vision import plot_vision
 
     if args.image is None:
-        raise AttnkitError("vision models need --image N (the index of a test image)")
+        raise AttnkitError(
+            "vision models need --image N (the index of a test image) or --image FILE (a PNG or "
+            "JPEG)"
+        )
     for path in plot_vision(args.model, args.image, args.output):
         print(path)
 

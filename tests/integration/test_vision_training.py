@@ -147,7 +147,7 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     )
     assert evaluate_vision(best, "test", device="cpu") == result  # Monte Carlo paths are seeded
 
-    png, gif = plot_vision(best, 5, tmp_path / "pics")
+    png, gif = plot_vision(best, 5, f"{tmp_path / 'pics'}/")  # a directory: both pictures
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with Image.open(gif) as image:
         assert image.n_frames == 4  # one frame per glimpse
@@ -158,7 +158,9 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     for name in ("best", "last"):
         _previous_version_config(tmp_path / "run" / name)
     assert evaluate_vision(best, "test", device="cpu") == result
-    assert main(["plot", "--model", str(best), "--image", "5", "-o", str(tmp_path / "old")]) == 0
+    assert (
+        main(["plot", "--model", str(best), "--image", "5", "-o", str(tmp_path / "old.png")]) == 0
+    )
 
     config["train"]["epochs"] = 5
     train_vision(config, output_dir=tmp_path / "run", resume=True)
@@ -214,8 +216,9 @@ def test_reader_learns_a_handful_of_strips(tmp_path):
     assert history[-1]["train_loss"] < 0.7 * history[0]["train_loss"]
     result = evaluate_vision(best, device="cpu")
     assert result["images"] == 32 and result["task"] == "strips"
-    png, gif = plot_vision(best, 0, tmp_path / "reader.png")
-    assert png == tmp_path / "reader.png" and gif == tmp_path / "reader.gif"
+    assert plot_vision(best, 0, tmp_path / "reader.png") == [tmp_path / "reader.png"]
+    (gif,) = plot_vision(best, 0, tmp_path / "reader.gif")
+    assert gif == tmp_path / "reader.gif" and (tmp_path / "reader.png").is_file()
     with Image.open(gif) as image:
         assert image.n_frames >= 2  # the input, then one frame per output step
 

@@ -243,8 +243,11 @@ def test_parallel_task_with_files_and_file_pairs(tmp_path):
     assert cfg.data.train == "t.tsv" and cfg.data.dev == ["d.src", "d.tgt"]
 
 
-def test_g2p_needs_directory(tmp_path):
-    assert "data.directory" in _error(tmp_path, {"data": {"task": "g2p"}})
+def test_g2p_without_a_directory_reads_the_default_location(tmp_path):
+    """No data.directory: $ATTNKIT_DATA_DIR/cmudict or the user cache (test_data_location.py)."""
+    cfg = load_experiment(_write(tmp_path, {"data": {"task": "g2p"}}))
+    assert cfg.data.directory is None and cfg.data.download is False
+    assert "data.directory" in _error(tmp_path, {"data": {"task": "g2p", "directory": [1]}})
 
 
 # ---- --set overrides -----------------------------------------------------------------------------

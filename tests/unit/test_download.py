@@ -56,7 +56,7 @@ def test_ensure_files_missing_says_how_to_get_it(tmp_path):
         ensure_files(tmp_path, {"train.txt": "0" * 64}, base_url="https://example.org/data/")
     message = str(info.value)
     assert "train.txt" in message
-    assert "--download" in message and "https://example.org/data/train.txt" in message
+    assert "--set data.download=true" in message and "https://example.org/data/train.txt" in message
 
 
 def test_ensure_files_verifies_present_files(sample):

@@ -37,7 +37,7 @@ def test_missing_directory_says_how_to_get_it(tmp_path):
     with pytest.raises(DataError) as info:
         g2p.load(tmp_path)
     message = str(info.value)
-    assert "train.txt" in message and "--download" in message and "CNTK" in message
+    assert "train.txt" in message and "--set data.download=true" in message and "CNTK" in message
 
 
 def test_references_and_unique_words_keep_file_order():

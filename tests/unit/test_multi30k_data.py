@@ -53,7 +53,7 @@ def test_language_pair_is_checked(tmp_path, src, tgt):
 def test_missing_files_say_how_to_get_them(tmp_path):
     with pytest.raises(DataError) as info:
         multi30k.load(tmp_path)
-    assert "train.de.gz" in str(info.value) and "--download" in str(info.value)
+    assert "train.de.gz" in str(info.value) and "data.download=true" in str(info.value)
     assert "raw.githubusercontent.com/multi30k/dataset" in str(info.value)
 
 

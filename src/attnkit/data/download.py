@@ -2,9 +2,10 @@
 
 Loaders take a local directory and call :func:`ensure_files` with the file
 names and checksums they expect. Files that are present are verified; files
-that are missing are fetched from their public home only when the user asks
-for it (``download=True``, ``--download`` on the command line). Nothing here
-is called at import time and nothing touches the network unless asked.
+that are missing are fetched from their public home only when the caller asks
+for it (``download=True``; in an experiment file ``data.download: true``, the
+default). Nothing here is called at import time and nothing touches the
+network unless asked.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from attnkit.errors import DataError
 
 ALGORITHMS = ("sha256", "md5-content")
+HOW_TO_DOWNLOAD = "data.download: true (attnkit train CONFIG --set data.download=true)"
+"""What a user sets to have missing files fetched: named by every "missing file" error."""
 _CHUNK = 1 << 20
 
 
@@ -127,8 +130,7 @@ def ensure_files(
         if not path.is_file():
             if not download or url is None:
                 how = (
-                    f"rerun with --download (download=True) to fetch it from {url}, or copy it "
-                    "there by hand"
+                    f"set {HOW_TO_DOWNLOAD} to fetch it from {url}, or copy it there by hand"
                     if url
                     else "copy it there by hand"
                 )

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnkit.data.download import download_file, verify_file
+from attnkit.data.download import HOW_TO_DOWNLOAD, download_file, verify_file
 from attnkit.errors import DataError
 
 SPLITS = ("train", "test")
@@ -46,6 +46,7 @@ BASE_URLS = (
 )
 
 SIZES = {"train": 60000, "test": 10000}
+SIDE = 28  # every digit is SIDE x SIDE pixels
 _IMAGE_MAGIC, _LABEL_MAGIC = 2051, 2049
 
 
@@ -127,9 +128,8 @@ def load(
         if path is None:
             if not download:
                 raise DataError(
-                    f"missing MNIST file {name}.gz (or {name}) in {directory}: copy it there, or "
-                    "pass download=True (--set data.download=true) to fetch it from "
-                    f"{BASE_URLS[0]}",
+                    f"missing MNIST file {name}.gz (or {name}) in {directory}: set "
+                    f"{HOW_TO_DOWNLOAD} to fetch it from {BASE_URLS[0]}, or copy it there",
                     path=directory / f"{name}.gz",
                 )
             path = fetch(directory, name)

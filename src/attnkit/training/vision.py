@@ -8,8 +8,9 @@ points (the CLI calls these):
   first, :mod:`attnkit.training.vision_checkpoint`); steps with a NaN/inf loss or gradient norm
   are skipped; TensorBoard event files in ``OUT/tensorboard``
   (:mod:`attnkit.training.tensorboard`);
-* :func:`evaluate_vision` -- error % on the test (or dev) split;
-* :func:`plot_vision` -- PNG + GIF of where the model looks on test image N.
+* :func:`evaluate_vision` -- error % on the test (or dev) split (:func:`score_vision` keeps each
+  image's answer; :mod:`attnkit.training.vision_evaluation` writes them with a report);
+* :func:`plot_vision` -- where the model looks on test image N or an image file: PNG, SVG, GIF.
 
 Data lives on the training device as uint8 and is cut into batches there
 (:mod:`attnkit.training.vision_epoch`); the training images of translated / cluttered / strip
@@ -18,7 +19,9 @@ tasks are redrawn every epoch (``data.resample``) in a background thread.
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -29,7 +32,8 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
-from attnkit.data.tasks.vision import VisionData
+from attnkit.data.image_file import read_image
+from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import distributed, rundir
@@ -41,11 +45,14 @@ from attnkit.training.vision_config import FAMILY, TrainConfig, VisionConfig, pa
 from attnkit.training.vision_epoch import (
     EpochStop,
     dev_figures,
+    error_scores,
     evaluate_split,
     log,
+    predict_split,
     train_epoch,
 )
 from attnkit.training.vision_families import MODEL_TYPES, Family
+from attnkit.viz import visual
 
 __all__ = [
     "FAMILY",
@@ -55,8 +62,10 @@ __all__ = [
     "evaluate_vision",
     "load_vision_model",
     "parse_config",
+    "picture_paths",
     "plot_vision",
     "resolve_device",
+    "score_vision",
     "train_vision",
 ]
 
@@ -321,6 +330,44 @@ def load_vision_model(
     return cfg, family, model.to(device).eval()
 
 
+@dataclass
+class Scored:
+    """A checkpoint scored on a split: what :func:`evaluate_vision` returns and a report shows."""
+
+    cfg: VisionConfig
+    family: Family
+    model: nn.Module
+    images: Split  # the split as generated (uint8 (N, H, W) and labels)
+    answers: list[str]  # the model's answer to each image, as text
+    right: np.ndarray  # (N,) bool
+    scores: dict  # evaluate_vision's result
+
+
+def score_vision(
+    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
+) -> Scored:
+    """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer."""
+    if split not in ("test", "dev"):
+        raise ConfigError(f"split {split!r}: evaluate reads test or dev")
+    if mc_samples is not None and mc_samples < 1:
+        raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
+    cfg, family, model = load_vision_model(model_dir, device)
+    dev = next(model.parameters()).device
+    images = VisionData(cfg.data).split(split)
+    data = family.to_device(images, dev)
+    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
+    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
+        torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
+        answers, right = predict_split(
+            family, model, data, cfg.model, cfg.train.eval_batch_size, mc
+        )
+    scores = error_scores(len(right), float(right.sum()))
+    scores = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **scores}
+    if mc is not None:
+        scores["mc_samples"] = mc
+    return Scored(cfg, family, model, images, answers, right, scores)
+
+
 def evaluate_vision(
     model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
 ) -> dict:
@@ -329,43 +376,61 @@ def evaluate_vision(
     Returns ``{"split", "task", "model", "images", "accuracy", "error_pct"}``
     (plus ``"mc_samples"`` for RAM: glimpse paths averaged per image,
     ``model.mc_samples`` unless given). For strips, accuracy is whole-string.
+    :mod:`attnkit.training.vision_evaluation` writes these with a report.
     """
-    if split not in ("test", "dev"):
-        raise ConfigError(f"split {split!r}: evaluate reads test or dev")
-    if mc_samples is not None and mc_samples < 1:
-        raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
-    cfg, family, model = load_vision_model(model_dir, device)
-    dev = next(model.parameters()).device
-    data = family.to_device(VisionData(cfg.data).split(split), dev)
-    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
-    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
-        torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
-        result = evaluate_split(family, model, data, cfg.model, cfg.train.eval_batch_size, mc)
-    result = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **result}
-    if mc is not None:
-        result["mc_samples"] = mc
-    return result
+    return score_vision(model_dir, split, mc_samples, device).scores
 
 
-def plot_vision(model_dir: Path, image_index: int, out: Path) -> list[Path]:
-    """Draw where the model looks on test image ``image_index``: a PNG grid and an animated GIF.
+def plot_vision(model_dir: Path, image: int | str | Path, out: str | Path) -> list[Path]:
+    """Draw where the model looks on one image: test image ``image`` (an int, or a string of
+    one), or a PNG / JPEG file (:func:`attnkit.data.image_file.read_image`).
 
-    ``out`` is a directory (files named ``<type>-test<N>.png/.gif``) or a file
-    name whose stem is used for both. Returns the written paths.
+    ``out`` is a file -- ``.png`` or ``.svg``: the steps side by side; ``.gif``: one frame per
+    step -- or a directory (a string ending in a separator, or one that exists) that gets both
+    ``<type>-<name>.png`` and ``.gif``, ``<name>`` being ``test<N>`` or the image file's stem.
+    Returns the written paths.
     """
     cfg, family, model = load_vision_model(model_dir, "cpu")
-    test = VisionData(cfg.data).split("test")
-    if not 0 <= image_index < len(test.images):
-        raise ConfigError(
-            f"--image {image_index}: the test split has images 0..{len(test.images) - 1}"
-        )
-    out = Path(out)
-    stem = (
-        out.with_suffix("")
-        if out.suffix.lower() in (".png", ".gif")
-        else out / f"{cfg.model_type}-test{image_index}"
-    )
+    pixels, label, name = _plot_input(cfg, image)
+    paths = picture_paths(out, f"{cfg.model_type}-{name}")
     torch.manual_seed(0)
-    return family.picture(
-        model, test.images[image_index], test.labels[image_index], stem, cfg.model
+    return family.picture(model, pixels, label, paths, cfg.model)
+
+
+def _plot_input(cfg: VisionConfig, image: int | str | Path) -> tuple[np.ndarray, object, str]:
+    """(uint8 (H, W) pixels, label or None, name) of test image N or of an image file."""
+    index = image if isinstance(image, int) else _as_index(str(image))
+    if index is None:
+        picture = read_image(image, cfg.data.image_shape())
+        if picture.inverted:
+            warnings.warn(
+                f"{image}: a light background, inverted to white strokes on black as in "
+                "the training images",
+                stacklevel=3,
+            )
+        return picture.pixels, None, Path(image).stem
+    test = VisionData(cfg.data).split("test")
+    if not 0 <= index < len(test.images):
+        raise ConfigError(f"--image {index}: the test split has images 0..{len(test.images) - 1}")
+    return test.images[index], test.labels[index], f"test{index}"
+
+
+def _as_index(text: str) -> int | None:
+    """``text`` as a test-image index, or None for a file name (write ./5 for a file named 5)."""
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def picture_paths(out: str | Path, stem: str) -> list[Path]:
+    """The files a picture goes to: ``out`` itself (.png, .svg, .gif), or ``stem.png`` and
+    ``stem.gif`` in the directory ``out`` (a string ending in a separator, or one that exists)."""
+    path = Path(out)
+    if str(out).endswith(("/", os.sep)) or path.is_dir():
+        return [path / f"{stem}.png", path / f"{stem}.gif"]
+    if path.suffix.lower() in (*visual.FIGURE_SUFFIXES, ".gif"):
+        return [path]
+    raise ConfigError(
+        f"-o {out}: name a .png, .svg or .gif file, or a directory (end it with {os.sep})"
     )

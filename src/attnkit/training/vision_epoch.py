@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from tqdm import tqdm
@@ -68,13 +69,39 @@ def evaluate_split(
     with torch.no_grad():
         for idx in batches(len(split), batch_size, split.images.device, shuffle=False):
             correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
-    n, right = len(split), float(correct)
-    # from the counts: 410 wrong of 10,000 is exactly 4.1, where 100 * (1 - 0.959) is
-    # 4.100000000000001
+    return error_scores(len(split), float(correct))
+
+
+def predict_split(
+    family: Family,
+    model: nn.Module,
+    split: DeviceSplit,
+    model_cfg,
+    batch_size: int,
+    mc_samples: int | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """``(answers, right)`` of ``model`` on every image of a split on its device, in order: each
+    answer as text ("7", "4071") and (N,) bool. The same batches and random draws as
+    :func:`evaluate_split`, so the same error %."""
+    model.eval()
+    answers: list[str] = []
+    right: list[Tensor] = []
+    with torch.no_grad():
+        for idx in batches(len(split), batch_size, split.images.device, shuffle=False):
+            batch = split.batch(idx)
+            predictions = family.predict(model, batch, model_cfg, mc_samples)
+            answers += family.answers(predictions)
+            right.append(family.right(predictions, batch).cpu())
+    return answers, torch.cat(right).numpy() if right else np.zeros(0, dtype=bool)
+
+
+def error_scores(images: int, right: float) -> dict:
+    """``{"images", "accuracy", "error_pct"}`` from the counts: 410 wrong of 10,000 is exactly 4.1,
+    where 100 * (1 - 0.959) is 4.100000000000001."""
     return {
-        "images": n,
-        "accuracy": right / max(n, 1),
-        "error_pct": 100.0 * (n - right) / max(n, 1),
+        "images": images,
+        "accuracy": right / max(images, 1),
+        "error_pct": 100.0 * (images - right) / max(images, 1),
     }
 
 

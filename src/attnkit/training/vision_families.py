@@ -73,8 +73,21 @@ class Family:
         """
         raise NotImplementedError
 
-    def count_correct(self, model, batch: dict, m, mc_samples: int | None) -> Tensor:
+    def predict(self, model, batch: dict, m, mc_samples: int | None) -> Tensor:
+        """The model's answers on a batch: class ids (B,), or a reader's tokens (B, T) padded like
+        ``batch["targets"]``."""
         raise NotImplementedError
+
+    def right(self, predictions: Tensor, batch: dict) -> Tensor:
+        """(B,) bool: which answers of :meth:`predict` are right (a reader's: whole strings)."""
+        return predictions == batch["labels"]
+
+    def answers(self, predictions: Tensor) -> list[str]:
+        """The answers of :meth:`predict` as text: "7", or a reader's digit string "4071"."""
+        return [str(k) for k in predictions.tolist()]
+
+    def count_correct(self, model, batch: dict, m, mc_samples: int | None) -> Tensor:
+        return self.right(self.predict(model, batch, m, mc_samples), batch).sum()
 
     def dev_mc(self, m) -> int | None:
         return None
@@ -82,8 +95,10 @@ class Family:
     def test_mc(self, m) -> int | None:
         return None
 
-    def picture(self, model, image: np.ndarray, label, stem: Path, m) -> list[Path]:
-        """``stem.png`` (the :meth:`figure`) and ``stem.gif`` (one frame per step) of one image."""
+    def picture(self, model, image: np.ndarray, label, paths: list[Path], m) -> list[Path]:
+        """Where ``model`` looks on one ``(H, W)`` uint8 image, drawn to each of ``paths`` by its
+        suffix: ``.png`` / ``.svg`` the :meth:`figure`, ``.gif`` one frame per step. ``label``
+        None: an image without a known answer (a user's file)."""
         raise NotImplementedError
 
     def figure(self, model, image: np.ndarray, label, m) -> Figure:
@@ -98,6 +113,8 @@ def _image_batch(model: nn.Module, image: np.ndarray) -> Tensor:
 
 
 def _pred_title(pred, label) -> str:
+    if label is None:
+        return f"pred {pred}"
     return f"pred {pred} ({'right' if str(pred) == str(label) else f'true {label}'})"
 
 
@@ -125,9 +142,8 @@ class RAMFamily(Family):
         loss = hybrid_loss(model(batch["images"], sample=True), batch["labels"], m.reinforce_weight)
         return loss.total, loss.classification, loss.reward.sum()
 
-    def count_correct(self, model, batch, m, mc_samples):
-        probs = predict(model, batch["images"], mc_samples or 1)  # (B, 10)
-        return (probs.argmax(dim=-1) == batch["labels"]).sum()
+    def predict(self, model, batch, m, mc_samples):
+        return predict(model, batch["images"], mc_samples or 1).argmax(dim=-1)  # of (B, 10)
 
     def dev_mc(self, m):
         return m.dev_mc_samples
@@ -150,12 +166,15 @@ class RAMFamily(Family):
         centres, boxes, titles, top = self._path(model, image, label)
         return visual.glimpse_grid(image, centres, boxes, titles, suptitle=top)
 
-    def picture(self, model, image, label, stem, m):
+    def picture(self, model, image, label, paths, m):
         centres, boxes, titles, top = self._path(model, image, label)
-        png = stem.with_name(stem.name + ".png")
-        visual.glimpse_grid(image, centres, boxes, titles, path=png, suptitle=top)
-        gif = stem.with_name(stem.name + ".gif")
-        return [png, visual.glimpse_gif(image, centres, boxes, titles, gif, suptitle=top)]
+        for path in paths:
+            if path.suffix.lower() == ".gif":
+                visual.glimpse_gif(image, centres, boxes, titles, path, suptitle=top)
+            else:
+                grid = visual.glimpse_grid(image, centres, boxes, titles, suptitle=top)
+                visual.save_figure(grid, path)
+        return list(paths)
 
 
 class SoftFamily(Family):
@@ -169,12 +188,14 @@ class SoftFamily(Family):
         maps, titles, top = self.maps(model, image, label)
         return visual.attention_grid(image, maps, titles, suptitle=top)
 
-    def picture(self, model, image, label, stem, m):
+    def picture(self, model, image, label, paths, m):
         maps, titles, top = self.maps(model, image, label)
-        png = stem.with_name(stem.name + ".png")
-        visual.attention_grid(image, maps, titles, path=png, suptitle=top)
-        gif = stem.with_name(stem.name + ".gif")
-        return [png, visual.attention_gif(image, maps, titles, gif, suptitle=top)]
+        for path in paths:
+            if path.suffix.lower() == ".gif":
+                visual.attention_gif(image, maps, titles, path, suptitle=top)
+            else:
+                visual.save_figure(visual.attention_grid(image, maps, titles, suptitle=top), path)
+        return list(paths)
 
 
 class ReaderFamily(SoftFamily):
@@ -195,13 +216,18 @@ class ReaderFamily(SoftFamily):
         right = (out.logits.argmax(dim=-1) == targets) | (targets == sat.PAD)  # teacher-forced
         return loss, ce, right.all(dim=1).sum()
 
-    def count_correct(self, model, batch, m, mc_samples):
+    def predict(self, model, batch, m, mc_samples):
         targets = batch["targets"]  # (B, T)
         tokens, _, _ = model.greedy(batch["images"], targets.shape[1])  # (B, T') T' <= T
         tokens = F.pad(tokens, (0, targets.shape[1] - tokens.shape[1]), value=sat.PAD)
         after_eos = (tokens == sat.EOS).long().cumsum(dim=1) - (tokens == sat.EOS).long() > 0
-        tokens = tokens.masked_fill(after_eos, sat.PAD)  # (B, T)
-        return (tokens == targets).all(dim=1).sum()
+        return tokens.masked_fill(after_eos, sat.PAD)  # (B, T)
+
+    def right(self, predictions, batch):
+        return (predictions == batch["targets"]).all(dim=1)
+
+    def answers(self, predictions):
+        return sat.decode_tokens(predictions.cpu())
 
     def maps(self, model, image, label):
         with torch.no_grad():
@@ -214,10 +240,10 @@ class ReaderFamily(SoftFamily):
         return maps, titles, _pred_title(sat.decode_tokens(tokens)[0], label)
 
 
-def _picture_steps(label: str) -> int:
+def _picture_steps(label: str | None) -> int:
     """Greedy decoding length for a picture: enough for any strip (5 digits + EOS, or the
     label's)."""
-    return max(len(str(label)), 5) + 1
+    return max(len(label) if label is not None else 0, 5) + 1
 
 
 class PoolingFamily(SoftFamily):
@@ -232,8 +258,8 @@ class PoolingFamily(SoftFamily):
         loss = F.nll_loss(out.log_probs, batch["labels"])
         return loss, loss, (out.log_probs.argmax(-1) == batch["labels"]).sum()
 
-    def count_correct(self, model, batch, m, mc_samples):
-        return (model(batch["images"]).log_probs.argmax(-1) == batch["labels"]).sum()
+    def predict(self, model, batch, m, mc_samples):
+        return model(batch["images"]).log_probs.argmax(-1)
 
     def maps(self, model, image, label):
         with torch.no_grad():

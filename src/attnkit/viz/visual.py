@@ -11,6 +11,7 @@ assembled with Pillow from rendered frames.
 * :func:`glimpse_grid` / :func:`glimpse_gif` -- hard attention: one panel
   (or frame) per glimpse, the path so far and the squares of every scale of
   the current glimpse.
+* :func:`save_figure` -- a figure as PNG or SVG.
 
 Images are ``(H, W)`` arrays (uint8 0-255 or float 0-1), shown in grey.
 """
@@ -126,6 +127,23 @@ def save_png(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     render(fig).save(path, format="PNG")
+    return path
+
+
+FIGURE_SUFFIXES = (".png", ".svg")
+"""The file types :func:`save_figure` writes (a GIF is an animation: :func:`save_gif`)."""
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """``fig`` as a PNG or an SVG (vector: sharp at any zoom), by the suffix of ``path``."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FIGURE_SUFFIXES:
+        raise ValueError(f"{path}: a figure is saved as {' or '.join(FIGURE_SUFFIXES)}")
+    if suffix == ".png":
+        return save_png(fig, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="svg")
     return path
 
 

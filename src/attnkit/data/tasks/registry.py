@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from attnkit.config import from_dict, join_key
+from attnkit.data.location import dataset_dir
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.settings import (
     FLAT_DEFAULTS,
@@ -52,14 +53,15 @@ def _parallel(cfg: ParallelData) -> Splits:
 def _g2p(cfg: G2PData) -> Splits:
     from attnkit.data.tasks import g2p
 
-    return g2p.load(cfg.directory, download=cfg.download)
+    return g2p.load(dataset_dir("cmudict", cfg.directory), download=cfg.download)
 
 
 def _multi30k(cfg: Multi30kData) -> Splits:
     from attnkit.data.tasks import multi30k
 
+    directory = dataset_dir("multi30k", cfg.directory)
     return multi30k.load(
-        cfg.directory, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, download=cfg.download
+        directory, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, download=cfg.download
     )
 
 

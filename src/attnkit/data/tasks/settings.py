@@ -108,18 +108,15 @@ class ParallelData(TaskData):
 
 @dataclass
 class DownloadedData(TaskData):
-    """A public data set read from fixed files in ``directory`` (fetched with ``download``)."""
+    """A public data set read from fixed files in ``directory`` (fetched with ``download``).
+
+    ``directory`` null: ``$ATTNKIT_DATA_DIR/<name>``, else the user cache
+    (:mod:`attnkit.data.location`). With ``download`` (the shipped configs set it) missing files
+    are fetched and checked against their sha256; without, a missing file is an error saying so.
+    """
 
     directory: str | None = None
-    download: bool = False
-
-    def validate(self, where: str) -> None:
-        super().validate(where)
-        if not self.directory:
-            raise ConfigError(
-                f"{join_key(where, 'directory')}: task {self.task!r} needs the directory holding "
-                "its files"
-            )
+    download: bool = False  # the default of the single data section of before (FLAT_DEFAULTS)
 
 
 @dataclass

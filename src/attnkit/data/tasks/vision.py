@@ -23,7 +23,6 @@ MNIST test digits only, and training images can be redrawn every epoch.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from attnkit.data import mnist
+from attnkit.data.location import dataset_dir
 from attnkit.errors import ConfigError
 
 Seed = int | Sequence[int]
@@ -243,10 +243,11 @@ class DataConfig:
     task: str = "mnist"
     """mnist (28x28 digits), translated, cluttered, or strips (multi-digit strings)."""
     directory: str | None = None
-    """Folder with the MNIST IDX files (.gz or not); null: $ATTNKIT_DATA_DIR/mnist, else
-    data/mnist."""
+    """Folder with the MNIST IDX files (.gz or not); null: $ATTNKIT_DATA_DIR/mnist, else the user
+    cache (:mod:`attnkit.data.location`)."""
     download: bool = False
-    """Fetch missing MNIST files from the public home (needs internet)."""
+    """Fetch missing MNIST files from the public home (needs internet), checked by md5 (the
+    shipped configs set it)."""
     verify: bool = True
     """Check the md5 of the MNIST files' content before reading them."""
     canvas: int = 60
@@ -299,6 +300,14 @@ class DataConfig:
                 f"{self.dev_size}"
             )
 
+    def image_shape(self) -> tuple[int, int]:
+        """``(H, W)`` of every image of the task (what a model trained on it reads)."""
+        if self.task == "mnist":
+            return mnist.SIDE, mnist.SIDE
+        if self.task == "strips":
+            return self.spec().layout.canvas(mnist.SIDE, mnist.SIDE)
+        return self.canvas, self.canvas
+
     def spec(self) -> TaskSpec:
         layout = StripLayout(self.min_digits, self.max_digits, self.digit_spacing, self.jitter)
         return TaskSpec(self.task, self.canvas, self.clutter_pieces, self.clutter_size, layout)
@@ -313,11 +322,8 @@ class Split:
 
 
 def data_directory(directory: str | None) -> Path:
-    """``data.directory``, else ``$ATTNKIT_DATA_DIR/mnist``, else ``data/mnist``."""
-    if directory:
-        return Path(directory).expanduser()
-    env = os.environ.get("ATTNKIT_DATA_DIR")
-    return Path(env) / "mnist" if env else Path("data") / "mnist"
+    """``data.directory``, else ``$ATTNKIT_DATA_DIR/mnist``, else the user cache's ``mnist``."""
+    return dataset_dir("mnist", directory)
 
 
 class VisionData:

@@ -1,0 +1,89 @@
+"""A user's picture (PNG or JPEG) as the input a vision model was trained on.
+
+The training images are ``uint8 (H, W)`` grey, white strokes on a black background, of one size
+per task (28x28 MNIST, 60x60 translated / cluttered, the strips' canvas); the model divides them
+by 255. :func:`read_image` turns a file into that: checked (size on disk, a PNG or JPEG that
+decodes, its sides), flattened onto white where it is transparent, made grey, inverted when its
+border is light (a dark digit on paper), scaled to fit the model's size keeping its aspect
+ratio, and centred on black.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, UnidentifiedImageError
+
+from attnkit.errors import DataError
+
+FORMATS = ("PNG", "JPEG")
+MAX_BYTES = 20 * 1024 * 1024  # a digit needs far less; refuses a wrong file before decoding it
+MIN_SIDE, MAX_SIDE = 8, 4096  # pixels
+
+
+@dataclass
+class ModelImage:
+    """A file converted to a model's input: ``pixels`` uint8 (H, W), white on black."""
+
+    pixels: np.ndarray
+    original_size: tuple[int, int]  # (width, height) of the file's picture
+    inverted: bool  # dark strokes on a light background were turned around
+
+
+def read_image(path: str | Path, shape: tuple[int, int]) -> ModelImage:
+    """The PNG or JPEG at ``path`` as a ``shape = (H, W)`` input; DataError naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError("no such image file (give a PNG or JPEG, or a test-image index)", path=path)
+    size = path.stat().st_size
+    if size > MAX_BYTES:
+        raise DataError(f"{size:,} bytes: an image file may hold at most {MAX_BYTES:,}", path=path)
+    try:
+        with Image.open(path) as opened:  # reads the header only
+            if opened.format not in FORMATS:
+                raise DataError(f"a {opened.format} image: give a PNG or JPEG", path=path)
+            width, height = opened.size
+            if not (MIN_SIDE <= min(width, height) and max(width, height) <= MAX_SIDE):
+                raise DataError(
+                    f"{width}x{height} pixels: each side must be {MIN_SIDE} to {MAX_SIDE}",
+                    path=path,
+                )
+            grey = _flatten_to_grey(opened)  # decodes
+    except (UnidentifiedImageError, Image.DecompressionBombError):
+        raise DataError("not an image Pillow can read: give a PNG or JPEG", path=path) from None
+    except (OSError, SyntaxError, ValueError) as exc:  # truncated or corrupt data
+        raise DataError(f"cannot decode the image ({exc})", path=path) from None
+    inverted = _light_border(grey)
+    if inverted:
+        grey = 255 - grey
+    return ModelImage(_fit(grey, shape), (width, height), inverted)
+
+
+def _flatten_to_grey(image: Image.Image) -> np.ndarray:
+    """uint8 (h, w) grey of ``image``, its transparent parts white (as paper)."""
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(paper, rgba)
+    return np.asarray(image.convert("L"), dtype=np.uint8)
+
+
+def _light_border(grey: np.ndarray) -> bool:
+    """Whether the outermost pixels are mostly light: a dark figure on a light ground."""
+    border = np.concatenate([grey[0], grey[-1], grey[:, 0], grey[:, -1]])
+    return float(np.median(border)) > 127
+
+
+def _fit(grey: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """``grey`` scaled to fit ``shape`` (H, W) keeping its aspect ratio, centred on black."""
+    height, width = shape
+    h, w = grey.shape
+    scale = min(height / h, width / w)
+    new_h, new_w = max(1, round(h * scale)), max(1, round(w * scale))
+    resized = Image.fromarray(grey).resize((new_w, new_h), Image.LANCZOS)
+    canvas = np.zeros((height, width), dtype=np.uint8)
+    top, left = (height - new_h) // 2, (width - new_w) // 2
+    canvas[top : top + new_h, left : left + new_w] = np.asarray(resized, dtype=np.uint8)
+    return canvas

@@ -1,0 +1,107 @@
+"""``attnkit evaluate`` of a vision checkpoint: score a split and write everything down.
+
+The output directory (default ``RUN/eval/CHECKPOINT-SPLIT``, beside the checkpoint like a seq2seq
+evaluation's) gets:
+
+* ``scores.json`` -- :func:`attnkit.training.vision.evaluate_vision`'s scores, plus the
+  checkpoint and the number of errors;
+* ``predictions.tsv`` -- one row per image in split order: ``image``, ``label``, ``answer``,
+  ``right`` (1 or 0), under a header row;
+* ``report.html`` -- the scores, then the first :data:`REPORT_ERRORS` errors, each with the
+  picture of where the model looked (attention overlays or glimpse path), then the first
+  :data:`REPORT_RIGHT` right answers (:mod:`attnkit.viz.vision_report`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnkit.evaluation.report import default_eval_dir
+from attnkit.training.vision import Scored, score_vision
+from attnkit.training.vision_checkpoint import checkpoint_dir
+from attnkit.viz import visual
+from attnkit.viz.vision_report import VisionExample, write_vision_report
+
+REPORT_ERRORS = 24  # errors pictured in the report (each picture is a forward pass and a render)
+REPORT_RIGHT = 6  # right answers pictured after them
+
+
+def evaluate_to_dir(
+    model_dir: Path,
+    split: str = "test",
+    mc_samples: int | None = None,
+    device: str = "auto",
+    out_dir: Path | None = None,
+) -> dict:
+    """Score ``model_dir`` on ``split`` and write scores.json, predictions.tsv and report.html to
+    ``out_dir`` (default: :func:`attnkit.evaluation.report.default_eval_dir`); the scores, with
+    ``"out"`` naming the directory."""
+    checkpoint = checkpoint_dir(model_dir)
+    scored = score_vision(checkpoint, split, mc_samples, device)
+    out = Path(out_dir) if out_dir is not None else default_eval_dir([checkpoint], split)
+    out.mkdir(parents=True, exist_ok=True)
+    scores = {
+        "checkpoint": str(checkpoint),
+        **scored.scores,
+        "errors": int((~scored.right).sum()),
+    }
+    (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    _write_predictions(out / "predictions.tsv", scored)
+    cfg = scored.cfg
+    errors, right = _examples(scored)
+    write_vision_report(
+        out / "report.html",
+        f"attnkit evaluate: {cfg.model_type} ({cfg.data.task}, {split})",
+        scores,
+        errors,
+        right,
+        config=cfg.to_dict(),
+        notes=f"{scores['errors']:,} of {scores['images']:,} images wrong; each picture shows "
+        "where the model looked, errors first.",
+    )
+    return {**scores, "out": str(out)}
+
+
+def summary(scores: dict) -> str:
+    """Two or three lines for a person: the error and where the files are."""
+    mc = f", {scores['mc_samples']} glimpse paths per image" if "mc_samples" in scores else ""
+    out = Path(scores["out"])
+    return (
+        f"{scores['model']} on {scores['task']} ({scores['split']}): error "
+        f"{scores['error_pct']:.2f}% ({scores['errors']:,} of {scores['images']:,} images "
+        f"wrong{mc})\nscores: {out / 'scores.json'}\nreport: {out / 'report.html'}"
+    )
+
+
+def _write_predictions(path: Path, scored: Scored) -> None:
+    rows = ["image\tlabel\tanswer\tright"]
+    rows += [
+        f"{i}\t{label}\t{answer}\t{int(ok)}"
+        for i, (label, answer, ok) in enumerate(
+            zip(scored.images.labels, scored.answers, scored.right)
+        )
+    ]
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+
+
+def _examples(scored: Scored) -> tuple[list[VisionExample], list[VisionExample]]:
+    """The first errors and right answers of the split, each with its picture."""
+    wrong = np.flatnonzero(~scored.right)[:REPORT_ERRORS]
+    right = np.flatnonzero(scored.right)[:REPORT_RIGHT]
+    family, model = scored.family, scored.model
+    images, labels = scored.images.images, scored.images.labels
+    torch.manual_seed(0)
+
+    def example(i: int) -> VisionExample:
+        figure = family.figure(model, images[i], labels[i], scored.cfg.model)
+        buffer = io.BytesIO()
+        visual.render(figure).save(buffer, format="PNG")
+        ok = bool(scored.right[i])
+        return VisionExample(int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue())
+
+    return [example(i) for i in wrong], [example(i) for i in right]
