@@ -106,6 +106,7 @@ def _evaluate(models: list[Path], out: Path, args, log) -> dict:
         str(args.beam),
         "--out",
         str(out),
+        "--json",
     ]
     if args.alpha is not None:
         evaluate += ["--alpha", str(args.alpha)]

@@ -139,6 +139,16 @@ def test_help(capsys, command, options):
         assert option in out
 
 
+@pytest.mark.parametrize("command", ["demo", "train", "translate", "evaluate", "plot", "explain"])
+def test_help_prints_no_escaped_percent_and_the_demo_budget(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "%%" not in out
+    if command == "demo":
+        assert "2.25 minutes" in out and "3 minutes" not in out
+
+
 def test_no_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main([])
