@@ -202,3 +202,27 @@ def test_files_are_for_seq2seq_checkpoints(capsys, tmp_path):
 
     vision = write_checkpoint(tmp_path / "vis", "vision", {"w": torch.zeros(1)}, {})
     _fails(capsys, ["evaluate", "--model", vision, "--tsv", "x.tsv"], "--tsv", "seq2seq")
+
+
+def test_a_checkpoint_from_before_scores_as_it_did(capsys, project, tmp_path, monkeypatch):
+    """A checkpoint written before data.metric and absolute paths: its config holds no metric and
+    the paths as written, relative to the directory training ran in. It scores by exact match,
+    and --split reads its files from the current directory, as it did then."""
+    old = tmp_path / "old"
+    shutil.copytree(project / "runs" / "tiny" / "best", old)
+    saved = yaml.safe_load((old / "config.yaml").read_text())
+    del saved["data"]["metric"]
+    for split in ("train", "dev", "test"):
+        saved["data"][split] = f"configs/data/{split}.tsv"
+    (old / "config.yaml").write_text(yaml.safe_dump(saved))
+    monkeypatch.chdir(project)
+    assert main(["evaluate", "--model", str(old), "--beam", "1", "--json"]) == 0
+    scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert scores["metric"] == "exact_match" and set(scores["greedy"]) == {
+        "exact_match",
+        "items",
+        "decode_s",
+        "inputs_per_s",
+    }
+    monkeypatch.chdir(tmp_path)  # elsewhere the relative path names a file that is not there
+    _fails(capsys, ["evaluate", "--model", old], "configs/data/test.tsv", "--src FILE --ref FILE")

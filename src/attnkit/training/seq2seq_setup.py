@@ -94,9 +94,9 @@ def resumed_translator(cfg: ExperimentConfig, device: torch.device) -> Translato
         key = _first_difference(mine, theirs)
         if key is not None:
             raise CheckpointError(
-                f"{last}: {section}.{key} is {_value(mine, key)} there but {_value(theirs, key)} "
-                "in this config; resume needs the same experiment (set it back, or train afresh "
-                "with --overwrite)"
+                f"{last}: {section}.{key} differs: {_value(mine, key)} there, "
+                f"{_value(theirs, key)} in this config; resume needs the same experiment (set it "
+                "back, or train afresh with --overwrite)"
             )
     return translator
 
