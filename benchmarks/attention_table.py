@@ -68,6 +68,7 @@ def run_one(config: Path, runs: Path, overrides: list[str], beam: int) -> dict:
                 str(beam),
                 "--out",
                 str(out / "eval-test"),
+                "--json",
             ],
             stdout=subprocess.PIPE,
             stderr=log,

@@ -109,6 +109,7 @@ def _evaluate(models: list[Path], out: Path, args, log) -> dict:
         str(args.beam),
         "--out",
         str(out),
+        "--json",
     ]
     if args.alpha is not None:
         evaluate += ["--alpha", str(args.alpha)]
@@ -224,13 +225,13 @@ def main() -> None:
         os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)  # inherited by every attnkit subprocess
     sys.path.insert(0, str(ROOT / "src"))
     from attnkit.data.location import dataset_dir
-    from attnkit.data.tasks.registry import task_info
+    from attnkit.data.tasks.registry import task_metric
     from attnkit.experiment import load_experiment
 
     cfg = load_experiment(args.config, args.overrides)  # fails early, naming the bad key
     if args.anchor_epochs is not None and cfg.data.task != "g2p":
         ap.error(f"--anchor-epochs is for G2P configs; {args.config} has task {cfg.data.task!r}")
-    higher_is_better = task_info(cfg.data.task)[3]
+    higher_is_better = task_metric(cfg.data).higher_is_better
     name = args.config.stem
     args.runs.mkdir(parents=True, exist_ok=True)
     sets = [x for o in args.overrides for x in ("--set", o)]

@@ -151,10 +151,13 @@ def _add_evaluate(sub) -> None:
     p = sub.add_parser(
         "evaluate",
         formatter_class=_formatter,
-        help="score a model on a split, greedy and beam",
-        description="Decode the split greedily and with beam search and print the task's metrics "
-        "(exact match; WER/PER for G2P; BLEU/chrF for translation; error %% for vision). "
-        "Writes hypotheses, scores.json and report.html to --out.",
+        help="score a model on a split or on your own files, greedy and beam",
+        description="Decode a split of the checkpoint's task (--split), or any test set of yours "
+        "(--src FILE --ref FILE, one sentence per line; or --tsv FILE, source TAB reference), "
+        "greedily and with beam search, and print a table of the task's metrics (exact match; "
+        "WER/PER for G2P; BLEU/chrF for translation; for your own data, data.metric's: exact, "
+        "bleu, chrf, wer or cer; error % for vision). Writes hypotheses, scores.json and "
+        "report.html to --out.",
     )
     p.add_argument(
         "--model",
@@ -166,7 +169,20 @@ def _add_evaluate(sub) -> None:
         "task (same vocabularies) as an ensemble (the mean of their output probabilities at every "
         "step)",
     )
-    p.add_argument("--split", choices=("dev", "test"), default="test")
+    p.add_argument(
+        "--split",
+        choices=("dev", "test"),
+        default="test",
+        help="the split of the checkpoint's task to score (default test; read from where the "
+        "training config named it)",
+    )
+    p.add_argument("--src", type=Path, default=None, metavar="FILE", help="sources to score")
+    p.add_argument(
+        "--ref", type=Path, default=None, metavar="FILE", help="their references, line by line"
+    )
+    p.add_argument(
+        "--tsv", type=Path, default=None, metavar="FILE", help="source<TAB>reference lines"
+    )
     p.add_argument(
         "--beam",
         type=int,
@@ -180,7 +196,8 @@ def _add_evaluate(sub) -> None:
         "--out",
         type=Path,
         default=None,
-        help="output directory (default: RUN/eval/CKPT-SPLIT for --model RUN/CKPT)",
+        help="output directory (default: RUN/eval/CKPT-SPLIT for --model RUN/CKPT; "
+        "RUN/eval/CKPT-FILENAME for --src or --tsv FILENAME)",
     )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument(
@@ -188,6 +205,9 @@ def _add_evaluate(sub) -> None:
         type=int,
         default=None,
         help="vision RAM models: glimpse paths averaged at test",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print the scores as one JSON line, not a table"
     )
     _threads_option(p)
 
@@ -199,8 +219,8 @@ def _add_plot(sub) -> None:
         formatter_class=_formatter,
         help="draw the attention of one input",
         description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
-        "to -o (.png or .svg). For vision models, --image N draws test image N and --image FILE "
-        "a PNG or JPEG of your own (made grey, white on black and the model's size, as its "
+        "to -o (.png, .svg or .pdf). For vision models, --image N draws test image N and --image "
+        "FILE a PNG or JPEG of your own (made grey, white on black and the model's size, as its "
         "training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
         "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
         "a .gif.",
@@ -217,7 +237,7 @@ def _add_plot(sub) -> None:
         "-o",
         "--output",
         required=True,
-        help="output file (.png or .svg; vision: also .gif, or a directory DIR/)",
+        help="output file (.png, .svg or .pdf; vision: .png, .svg, .gif, or a directory DIR/)",
     )
     _decode_options(p)
 
@@ -329,7 +349,11 @@ def cmd_translate(args) -> None:
 
 
 def cmd_evaluate(args) -> None:
-    families.of_checkpoint(args.model[0]).evaluate(args)
+    family = families.of_checkpoint(args.model[0])
+    given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
+    if given and family.name != "seq2seq":
+        raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
+    family.evaluate(args)
 
 
 def cmd_plot(args) -> None:

@@ -26,6 +26,7 @@ from attnkit.config import (
     to_dict,
 )
 from attnkit.config import join_key as _key
+from attnkit.data.tasks.paths import command_line_data_keys, resolve_data_paths
 from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict
 from attnkit.data.tasks.settings import NumbersData, TaskData
 from attnkit.errors import ConfigError
@@ -146,7 +147,11 @@ class ExperimentConfig:
 
 
 def experiment_from_dict(
-    data: dict, overrides: Iterable[str] = (), source: str = "config", user: bool = False
+    data: dict,
+    overrides: Iterable[str] = (),
+    source: str = "config",
+    user: bool = False,
+    config_dir: str | Path | None = None,
 ) -> ExperimentConfig:
     """A mapping + ``--set`` overrides -> a validated ExperimentConfig.
 
@@ -156,8 +161,12 @@ def experiment_from_dict(
     settings ignore (``model.heads`` with luong-dot attention) are errors. The
     ``data`` section is the class of its task, and a key of another task is an
     error (:func:`attnkit.data.tasks.registry.data_from_dict` says which keys of
-    configs written before the section was split by task are dropped instead).
+    configs written before the section was split by task are dropped instead). A person's
+    relative data paths become absolute, read from ``config_dir`` (the experiment file's
+    directory; the current directory for ``--set`` values and when None), so that the config a
+    checkpoint saves finds its files from anywhere (:mod:`attnkit.data.tasks.paths`).
     """
+    overrides = list(overrides)
     data = upgrade_train_keys(apply_overrides(data, overrides), source, user)
     _drop_processes(data, source, user)
     cfg = from_dict(ExperimentConfig, {k: v for k, v in data.items() if k != "data"}, source)
@@ -167,6 +176,8 @@ def experiment_from_dict(
     cfg.data = data_from_dict(data.get("data"), _key(source, "data"), saved=not user)
     if user:
         _check_user_config(data, cfg, source)
+        from_command_line = command_line_data_keys(overrides)
+        resolve_data_paths(cfg.data, config_dir, from_command_line, _key(source, "data"))
     return cfg
 
 
@@ -211,8 +222,11 @@ def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
 
 
 def load_experiment(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentConfig:
-    """YAML file + ``--set`` overrides -> a validated ExperimentConfig, checked as a user's file."""
-    return experiment_from_dict(read_yaml(path), overrides, source=str(path), user=True)
+    """YAML file + ``--set`` overrides -> a validated ExperimentConfig, checked as a user's file
+    (relative data paths read from the file's directory)."""
+    return experiment_from_dict(
+        read_yaml(path), overrides, source=str(path), user=True, config_dir=Path(path).parent
+    )
 
 
 def experiment_to_dict(cfg: ExperimentConfig) -> dict:

@@ -26,7 +26,7 @@ class Family:
 
     name: str
     train: Callable[[dict, argparse.Namespace], Path]  # (experiment mapping, args) -> best/
-    evaluate: Callable[[argparse.Namespace], None]  # writes the scores and a report, prints them
+    evaluate: Callable[[argparse.Namespace], None]  # writes scores and a report, prints a summary
     plot: Callable[[argparse.Namespace], None]  # draws the attention, prints what it wrote
     load: Callable[[Path, str], object]  # (checkpoint directory, device) -> the loaded model
     explain: Callable[[argparse.Namespace], None] | None = None  # saliency beside attention
@@ -48,18 +48,25 @@ def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
     from attnkit.experiment import experiment_from_dict
     from attnkit.training.trainer import train_experiment
 
-    cfg = experiment_from_dict(data, args.overrides, source=str(args.config), user=True)
+    cfg = experiment_from_dict(
+        data, args.overrides, source=str(args.config), user=True, config_dir=args.config.parent
+    )
     if args.output_dir is not None:  # a path, never parsed as YAML
         cfg.output_dir = str(args.output_dir)
     return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
 
 
 def _evaluate_seq2seq(args: argparse.Namespace) -> None:
+    from attnkit.evaluation.inputs import EvalFiles
     from attnkit.evaluation.report import evaluate_model
+    from attnkit.evaluation.summary import scores_table
 
     check_decode_args(args)
-    scores = evaluate_model(args.model, args.split, args.beam, args.alpha, args.out, args.device)
-    print(json.dumps(scores))
+    files = EvalFiles(args.src, args.ref, args.tsv)
+    scores = evaluate_model(
+        args.model, args.split, args.beam, args.alpha, args.out, args.device, files
+    )
+    print(json.dumps(scores) if args.json else scores_table(scores))
 
 
 def _plot_seq2seq(args: argparse.Namespace) -> None:
@@ -69,8 +76,8 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
     check_decode_args(args)
     if not args.text:
         raise AttnkitError("give the TEXT to translate and draw")
-    if args.output.suffix not in (".png", ".svg"):
-        raise AttnkitError(f"-o {args.output}: use a .png or .svg file name")
+    if args.output.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
     translator = _load_seq2seq(args.model, args.device)
     (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
     save_heatmap(t.record(), args.output)

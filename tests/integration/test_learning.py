@@ -244,4 +244,5 @@ def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys)
     )
     assert main(["train", str(cfg)]) == 0
     assert main(["train", str(cfg), "--resume", "--set", "model.decoder_hidden=24"]) == 2
-    assert "differs" in capsys.readouterr().err
+    err = capsys.readouterr().err  # names the key and both values
+    assert "model.decoder_hidden differs: 16 there, 24 in this config" in err

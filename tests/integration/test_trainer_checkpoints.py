@@ -351,3 +351,57 @@ def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
     assert sum(": skipped, not finite (" in line for line in logged) == state["skipped_updates"]
     assert f"({state['skipped_updates']} skipped, not finite)" in logged[-1]
     Translator.load(tmp_path / "run" / "last", "cpu")  # finite weights
+
+
+# dev scores of successive evaluations where exact match and BLEU disagree: by BLEU the second is
+# best and the next two are worse (early stopping, a plateau cut); by exact match the fourth is
+# best and nothing stalls. The last two score the averaging candidates (best single, mean of 2).
+SCRIPTED_BLEU = [10.0, 30.0, 20.0, 25.0, 30.0, 40.0]
+SCRIPTED_EXACT = [90.0, 0.0, 95.0, 99.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("metric", ["bleu", "wer"])
+def test_data_metric_picks_best_stops_early_cuts_lr_and_ranks_averaging(
+    tmp_path, monkeypatch, metric
+):
+    """With data.metric bleu (higher is better) or wer (lower: scripted as 100 - BLEU), the
+    trainer selects by that metric, not by exact match, in every decision it makes."""
+    scripted = iter(zip(SCRIPTED_BLEU, SCRIPTED_EXACT))
+    real = trainer_module.evaluate_translator
+
+    def scripted_evaluation(translator, family, pairs, **kwargs):
+        assert family == "text"
+        _, sources, refs, translations = real(translator, family, pairs, **kwargs)
+        bleu, exact = next(scripted)
+        scores = {"bleu": bleu, "chrf": bleu, "wer": 100 - bleu, "cer": 100 - bleu}
+        return (
+            {**scores, "exact_match": exact, "sentences": len(sources)},
+            sources,
+            refs,
+            translations,
+        )
+
+    monkeypatch.setattr(trainer_module, "evaluate_translator", scripted_evaluation)
+    train = {"epochs": 1, "eval_every": 1, "patience": 2, "lr": 0.01, "lr_patience": 1}
+    cfg = _config(
+        tmp_path,
+        _write_tsvs(tmp_path, _sentence, sizes=(100, 10, 10)),
+        {**train, "average_checkpoints": 2, "tensorboard": False},
+        src_level="word",
+        tgt_level="word",
+        metric=metric,
+    )
+    lines = []
+    Trainer(cfg, log_fn=lines.append).train()
+    run = tmp_path / "run"
+    state = json.loads((run / "last" / "trainer.json").read_text())
+    assert state["metric"] == metric
+    history = state["state"]["history"]
+    assert [h["step"] for h in history] == [1, 2, 3, 4]  # stopped early: 2 evaluations worse
+    assert state["state"]["best_step"] == 2
+    assert json.loads((run / "best" / "trainer.json").read_text())["state"]["step"] == 2
+    lrs = [h["lr"] for h in history]
+    assert lrs[:3] == [0.01] * 3 and lrs[3] == pytest.approx(0.005)  # the plateau followed it
+    averaged = json.loads((run / "averaged" / "trainer.json").read_text())
+    assert averaged["averaged_steps"] == [2, 4] and averaged["choice"] == "average of the 2 best"
+    assert any(f"dev {metric} " in line and "(best)" in line for line in lines)

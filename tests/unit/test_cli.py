@@ -139,6 +139,16 @@ def test_help(capsys, command, options):
         assert option in out
 
 
+@pytest.mark.parametrize("command", ["demo", "train", "translate", "evaluate", "plot", "explain"])
+def test_help_prints_no_escaped_percent_and_the_demo_budget(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert "%%" not in out
+    if command == "demo":
+        assert "2.25 minutes" in out and "3 minutes" not in out
+
+
 def test_no_command_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as exit_:
         main([])
@@ -544,30 +554,29 @@ def test_plot_writes_svg(trained, tmp_path):
 
 def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     out = tmp_path / "eval"
-    assert (
-        main(
-            [
-                "evaluate",
-                "--model",
-                str(trained / "best"),
-                "--split",
-                "dev",
-                "--beam",
-                "2",
-                "--out",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    argv = ["evaluate", "--model", trained / "best", "--split", "dev", "--beam", "2", "--out", out]
+    assert main([str(a) for a in argv]) == 0
+    table = capsys.readouterr().out
     scores = json.loads((out / "scores.json").read_text())
     assert scores["split"] == "dev" and scores["task"] == "parallel"
+    assert scores["metric"] == "exact_match" and scores["higher_is_better"] is True
     assert scores["backend"].startswith("backend: native (")  # decode.backend auto on the CPU
     for name in ("greedy", "beam2"):
         assert 0.0 <= scores[name]["exact_match"] <= 100.0
         assert scores[name]["items"] == 10
         assert len((out / f"hyps.{name}.txt").read_text().splitlines()) == 10
+    # a table for a person: what was scored, a row per decoding, where the files are
+    lines = table.strip().splitlines()
+    assert "on dev (parallel, 10 items): exact_match decides, higher is better" in lines[0]
+    assert lines[1].split() == ["decoding", "exact_match", "inputs/s"]
+    for line, name in zip(lines[2:4], ("greedy", "beam2")):
+        assert line.split()[:2] == [name, f"{scores[name]['exact_match']:.2f}"]
+    assert lines[-1].endswith(str(out))
+    # the same scores as one JSON line with --json
+    assert main([str(a) for a in argv + ["--json"]]) == 0
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed["out"] == str(out)
+    for name in ("greedy", "beam2"):
         assert printed[name]["exact_match"] == scores[name]["exact_match"]
     records = load_records(out / "attention.json")
     assert len(records) == 10 and all(r.reference is not None for r in records)
@@ -578,7 +587,7 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
 
 
 def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(capsys, trained):
-    argv = ["evaluate", "--model", str(trained / "best"), "--split", "dev", "--beam", "1"]
+    argv = ["evaluate", "--model", str(trained / "best"), "--split", "dev", "--beam", "1", "--json"]
     assert main(argv) == 0
     out = trained / "eval" / "best-dev"
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
@@ -593,7 +602,7 @@ def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(cap
 def test_evaluate_and_translate_an_ensemble(capsys, trained):
     models = [str(trained / "best"), str(trained / "last")]
     repeated = ["--model", models[0], "--model", models[1]]
-    assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2"]) == 0
+    assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2", "--json"]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     out = trained / "eval" / "best-dev-ensemble2"  # the default directory names the ensemble
     scores = json.loads((out / "scores.json").read_text())

@@ -8,7 +8,15 @@ import pytest
 import yaml
 
 from attnkit.config import apply_overrides, from_dict, read_yaml
-from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict, task_info
+from attnkit.data.tasks import settings
+from attnkit.data.tasks.registry import (
+    PARALLEL_METRICS,
+    TASK_REGISTRY,
+    Metric,
+    data_from_dict,
+    task_entry,
+    task_metric,
+)
 from attnkit.data.tasks.settings import FLAT_DEFAULTS, NumbersData
 from attnkit.errors import AttnkitError, ConfigError
 from attnkit.experiment import (
@@ -218,7 +226,7 @@ def test_unknown_task(tmp_path):
     for task in ("numbers", "dates", "parallel", "g2p", "multi30k"):
         assert task in msg
     with pytest.raises(ConfigError, match="poetry"):
-        task_info("poetry")
+        task_entry("poetry")
 
 
 def test_parallel_task_without_files(tmp_path):
@@ -240,7 +248,9 @@ def test_parallel_task_with_files_and_file_pairs(tmp_path):
             },
         )
     )
-    assert cfg.data.train == "t.tsv" and cfg.data.dev == ["d.src", "d.tgt"]
+    # relative paths are read from the experiment file's directory, and kept absolute
+    assert cfg.data.train == str(tmp_path / "t.tsv")
+    assert cfg.data.dev == [str(tmp_path / "d.src"), str(tmp_path / "d.tgt")]
 
 
 def test_g2p_without_a_directory_reads_the_default_location(tmp_path):
@@ -482,7 +492,7 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
 OWN_VALUES = {
     "numbers": {"seed": 3, "languages": ["de", "fr"], "direction": "both", "max_number": 50},
     "dates": {"seed": 4, "train_size": 300, "dev_size": 20, "test_size": 30},
-    "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv"},
+    "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv", "metric": "chrf"},
     "g2p": {"directory": "cmudict", "download": True},
     "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
 }
@@ -501,6 +511,16 @@ def _fields(cls) -> list[str]:
     return [f.name for f in dataclasses.fields(cls)]
 
 
+def _beside(directory, name, cls, value):
+    """``value`` of key ``name`` as loaded from an experiment file in ``directory``: paths
+    absolute, read from there."""
+    if name not in cls.PATH_KEYS:
+        return value
+    if isinstance(value, list):
+        return [str(directory / v) for v in value]
+    return str(directory / value)
+
+
 @pytest.mark.parametrize("task", list(TASK_REGISTRY))
 def test_each_task_takes_its_own_keys(tmp_path, task):
     own = {**COMMON_VALUES, **OWN_VALUES[task]}
@@ -509,7 +529,7 @@ def test_each_task_takes_its_own_keys(tmp_path, task):
     cfg = load_experiment(_write(tmp_path, {"data": {"task": task, **own}}))
     assert type(cfg.data) is cls and cfg.data.task == task
     for name, value in own.items():
-        assert getattr(cfg.data, name) == value, name
+        assert getattr(cfg.data, name) == _beside(tmp_path, name, cls, value), name
         assert value != getattr(cls(), name), f"{name}: test a value other than the default"
     saved = experiment_to_dict(cfg)
     assert list(saved["data"]) == _fields(cls)  # a checkpoint stores the task's keys only
@@ -567,7 +587,9 @@ def test_the_old_flat_keys_keep_their_defaults_in_every_task():
     for task in TASK_REGISTRY.values():
         defaults = task.config()
         for name in _fields(task.config):
-            if name != "task":
+            if name in task.config.ADDED_KEYS:  # a key of later: no flat section had it
+                assert name not in FLAT_DEFAULTS, name
+            elif name != "task":
                 assert getattr(defaults, name) == FLAT_DEFAULTS[name], (task.config, name)
 
 
@@ -605,6 +627,9 @@ def test_an_old_flat_data_section_at_its_defaults_still_loads(tmp_path, task):
     flat = {**OLD_FLAT_SECTION, **own}
     # a checkpoint's config.yaml, and the same file trained again by a person
     assert experiment_from_dict({"data": flat}, source="ckpt/config.yaml") == expected
+    cls = TASK_REGISTRY[task].config
+    for name in cls.PATH_KEYS:  # a person's file: paths read from its directory
+        setattr(expected.data, name, _beside(tmp_path, name, cls, getattr(expected.data, name)))
     assert load_experiment(_write(tmp_path, {"data": flat})) == expected
 
 
@@ -699,3 +724,101 @@ def test_clip_and_threads_take_null_as_off_and_default(tmp_path):
     path = _write(tmp_path, {"data": {"task": "numbers"}, "train": {"clip": None, "threads": None}})
     cfg = load_experiment(path)
     assert cfg.train.clip is None and cfg.train.threads is None
+
+
+# ---- data.metric of the parallel task ---------------------------------------------------------
+PARALLEL = {"task": "parallel", "train": "t.tsv", "dev": "d.tsv", "test": "x.tsv"}
+
+
+@pytest.mark.parametrize(
+    "level, metric", [("char", "exact"), ("word", "bleu"), ("sentencepiece", "bleu")]
+)
+def test_the_parallel_metric_defaults_by_target_level_and_is_saved_resolved(
+    tmp_path, level, metric
+):
+    cfg = load_experiment(_write(tmp_path, {"data": {**PARALLEL, "tgt_level": level}}))
+    assert cfg.data.metric == metric
+    saved = experiment_to_dict(cfg)["data"]
+    assert saved["metric"] == metric  # a checkpoint's config names the metric it was scored by
+    assert experiment_from_dict({"data": saved}, source="ckpt/config.yaml").data.metric == metric
+
+
+@pytest.mark.parametrize(
+    "name, family, key, higher",
+    [
+        ("exact", "exact", "exact_match", True),
+        ("bleu", "text", "bleu", True),
+        ("chrf", "text", "chrf", True),
+        ("wer", "text", "wer", False),
+        ("cer", "text", "cer", False),
+    ],
+)
+def test_each_parallel_metric_scores_and_decides_its_way(tmp_path, name, family, key, higher):
+    cfg = load_experiment(_write(tmp_path, {"data": {**PARALLEL, "metric": name}}))
+    assert task_metric(cfg.data) == Metric(family, key, higher)
+
+
+def test_the_parallel_metric_choices_are_the_registry_s():
+    assert tuple(PARALLEL_METRICS) == settings.PARALLEL_METRICS
+
+
+def test_a_bad_metric_is_one_line_naming_the_key(tmp_path):
+    msg = _error(tmp_path, {"data": {**PARALLEL, "metric": "rouge"}})
+    assert "data.metric: 'rouge' is not one of exact, bleu, chrf, wer, cer" in msg
+    assert "\n" not in msg
+    msg = _error(tmp_path, {"data": {"task": "g2p", "directory": "d", "metric": "bleu"}})
+    assert "data.metric: not a key of task g2p" in msg and "\n" not in msg
+
+
+def test_the_other_tasks_keep_their_metric():
+    assert task_metric(NumbersData()) == Metric("exact", "exact_match", True)
+    g2p = data_from_dict({"task": "g2p", "directory": "d"})
+    assert task_metric(g2p) == Metric("g2p", "wer", False)
+    multi30k = data_from_dict({"task": "multi30k", "directory": "d"})
+    assert task_metric(multi30k) == Metric("bleu", "bleu", True)
+
+
+def test_a_checkpoint_from_before_data_metric_scores_by_exact_match():
+    """Every parallel run was scored by exact match before the key; word targets now default to
+    BLEU, but an old checkpoint's saved config must keep scoring as it did."""
+    old = {"data": {**PARALLEL, "tgt_level": "word"}}  # no metric key
+    cfg = experiment_from_dict(old, source="ckpt/config.yaml")
+    assert cfg.data.metric == "exact"
+    assert task_metric(cfg.data) == Metric("exact", "exact_match", True)
+
+
+# ---- relative data paths ----------------------------------------------------------------------
+def test_data_paths_are_read_beside_the_file_and_set_ones_from_the_current_directory(
+    tmp_path, monkeypatch
+):
+    configs, elsewhere = tmp_path / "configs", tmp_path / "elsewhere"
+    configs.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    path = _write(configs, {"data": {**PARALLEL, "dev": ["d.src", "/abs/d.tgt"]}})
+    cfg = load_experiment(path, ["data.test=mine/x.tsv"])
+    assert cfg.data.train == str(configs / "t.tsv")
+    assert cfg.data.dev == [str(configs / "d.src"), "/abs/d.tgt"]
+    assert cfg.data.test == str(elsewhere / "mine" / "x.tsv")  # a command-line path
+    # a mapping built in Python has no file: its paths are the current directory's
+    built = experiment_from_dict({"data": PARALLEL}, user=True)
+    assert built.data.train == str(elsewhere / "t.tsv")
+    # a checkpoint's saved config is read as written (old ones hold relative paths)
+    assert experiment_from_dict({"data": PARALLEL}).data.train == "t.tsv"
+
+
+def test_a_path_written_for_the_current_directory_still_works_with_a_warning(tmp_path, monkeypatch):
+    """Before, relative paths were read from the current directory: such a file keeps working
+    where the path exists there and not beside the file, and the warning says what to write."""
+    configs = tmp_path / "configs"
+    configs.mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "t.tsv").write_text("a\tb\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    path = _write(configs, {"data": {**PARALLEL, "train": "data/t.tsv"}})
+    with pytest.warns(UserWarning, match=r"data.train: data/t.tsv .* write \.\./data/t\.tsv"):
+        cfg = load_experiment(path)
+    assert cfg.data.train == str(tmp_path / "data" / "t.tsv")
+    (configs / "data").mkdir()
+    (configs / "data" / "t.tsv").write_text("a\tb\n", encoding="utf-8")
+    assert load_experiment(path).data.train == str(configs / "data" / "t.tsv")  # beside wins

@@ -7,11 +7,14 @@ from attnkit.errors import ConfigError
 from attnkit.evaluation import metrics
 from attnkit.evaluation.metrics import (
     bleu,
+    char_error_rate,
     chrf,
     edit_distance,
     exact_match,
     g2p_scores,
     sequence_metrics,
+    text_scores,
+    word_error_rate,
 )
 
 
@@ -97,3 +100,29 @@ def test_sequence_metrics_dispatch():
     assert out == {"bleu": bleu(HYPS, REFS), "chrf": chrf(HYPS, REFS)}
     with pytest.raises(ConfigError, match="exact"):
         sequence_metrics("rouge", HYPS, REFS)
+
+
+def test_word_error_rate_is_corpus_level():
+    # line 1: "the cat sat" vs "the cat sat down": 1 deletion; line 2: "a dog" vs "the dog":
+    # 1 substitution. Corpus: 2 edits over 4 + 2 reference words, not the mean of 25% and 50%.
+    hyps, refs = ["the cat sat", "a dog"], ["the cat sat down", "the dog"]
+    assert word_error_rate(hyps, refs) == pytest.approx(100 * 2 / 6)
+    assert word_error_rate(refs, refs) == 0.0
+    # insertions count too: an output longer than its reference passes 100%
+    assert word_error_rate(["x y z"], ["w"]) == pytest.approx(300.0)
+
+
+def test_char_error_rate_counts_characters_with_spaces():
+    # "ab c" vs "abc": one inserted space; "xy" vs "xyz": one deletion -> 2 edits / 6 characters
+    assert char_error_rate(["ab c", "xy"], ["abc", "xyz"]) == pytest.approx(100 * 2 / 6)
+    assert char_error_rate(["  abc "], ["abc"]) == 0.0  # surrounding whitespace is not scored
+    with pytest.raises(ValueError):
+        char_error_rate(["a"], ["a", "b"])
+
+
+def test_text_scores_hold_every_line_metric():
+    out = text_scores(HYPS, REFS)
+    assert out["bleu"] == bleu(HYPS, REFS) and out["chrf"] == chrf(HYPS, REFS)
+    assert out["wer"] == word_error_rate(HYPS, REFS) and out["cer"] == char_error_rate(HYPS, REFS)
+    assert out["exact_match"] == pytest.approx(100 * exact_match(HYPS, REFS), abs=1e-4)
+    assert sequence_metrics("text", HYPS, REFS) == out

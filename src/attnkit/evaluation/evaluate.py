@@ -1,10 +1,15 @@
 """Decode a split and score it with the task's metric family.
 
-* ``exact`` (numbers, dates, parallel): per distinct source, right if the
+* ``exact`` (numbers, dates, parallel's ``exact``): per distinct source, right if the
   output equals any of its references;
 * ``g2p``: per distinct word, WER (no reference matched) and PER (against the
   closest reference), as in the literature;
-* ``bleu``: every line, sacrebleu BLEU and chrF on detokenized text.
+* ``bleu``: every line, sacrebleu BLEU and chrF on detokenized text;
+* ``text`` (parallel with ``data.metric`` bleu, chrf, wer or cer): every line,
+  BLEU, chrF, corpus WER and CER, and exact match, against its one reference.
+
+Which score of the family decides (picks the best checkpoint, stops early) is the
+task's :class:`attnkit.data.tasks.registry.Metric`.
 """
 
 from __future__ import annotations
@@ -12,7 +17,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from attnkit.evaluation.metrics import bleu, chrf, g2p_scores
+from attnkit.evaluation.metrics import bleu, chrf, g2p_scores, text_scores
+
+LINE_BY_LINE = ("bleu", "text")
+"""Families that score every line against its own reference; the others score each distinct
+source against all of its references."""
 
 
 def group_references(pairs: Sequence[tuple[str, str]]) -> OrderedDict[str, list[str]]:
@@ -29,7 +38,7 @@ def evaluation_inputs(
     family: str, pairs: Sequence[tuple[str, str]]
 ) -> tuple[list[str], list[list[str]]]:
     """The sources to decode and their reference lists, for a metric family."""
-    if family == "bleu":
+    if family in LINE_BY_LINE:
         return [s for s, _ in pairs], [[t] for _, t in pairs]
     refs = group_references(pairs)
     return list(refs), list(refs.values())
@@ -44,6 +53,9 @@ def score(family: str, hyps: Sequence[str], refs: Sequence[list[str]]) -> dict:
             "chrf": round(chrf(hyps, first), 2),
             "sentences": len(hyps),
         }
+    if family == "text":
+        scores = text_scores(list(hyps), [r[0] for r in refs])
+        return {**{k: round(v, 2) for k, v in scores.items()}, "sentences": len(hyps)}
     if family == "g2p":
         return g2p_scores(list(hyps), [list(r) for r in refs])
     right = sum(h in r for h, r in zip(hyps, refs))

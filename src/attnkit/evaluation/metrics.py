@@ -1,9 +1,10 @@
-"""Sequence metrics: exact match, G2P word/phone error rates, BLEU and chrF.
+"""Sequence metrics: exact match, G2P word/phone error rates, WER/CER, BLEU and chrF.
 
 All inputs are detokenized strings (hypotheses and references as text). Rates
 reported by :func:`sequence_metrics` and :func:`g2p_scores` are percentages
 rounded to 4 decimals; BLEU and chrF are sacrebleu's corpus scores (0-100),
-unrounded so that they equal what sacrebleu prints.
+unrounded so that they equal what sacrebleu prints. :func:`word_error_rate` and
+:func:`char_error_rate` are corpus-level edit-distance rates, in percent, unrounded.
 """
 
 from __future__ import annotations
@@ -119,6 +120,25 @@ def g2p_scores(
     }
 
 
+def word_error_rate(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """Corpus WER in percent: word edits (insertions, deletions, substitutions) summed over
+    lines, divided by the reference words summed over lines; words are whitespace-separated.
+    Lower is better; above 100 when the outputs are much longer than the references."""
+    return _error_rate([h.split() for h in hyps], [r.split() for r in refs])
+
+
+def char_error_rate(hyps: Sequence[str], refs: Sequence[str]) -> float:
+    """Corpus CER in percent: as :func:`word_error_rate` over characters (spaces included,
+    surrounding whitespace stripped)."""
+    return _error_rate([h.strip() for h in hyps], [r.strip() for r in refs])
+
+
+def _error_rate(hyps: Sequence[Sequence], refs: Sequence[Sequence]) -> float:
+    _check_lengths(hyps, refs)
+    edits = sum(edit_distance(h, r) for h, r in zip(hyps, refs))
+    return 100.0 * edits / max(1, sum(len(r) for r in refs))
+
+
 def bleu(hyps: Sequence[str], refs: Sequence[str]) -> float:
     """Corpus BLEU (0-100) of detokenized hypotheses against one raw reference each, sacrebleu
     defaults."""
@@ -140,12 +160,28 @@ def _translation(hyps, refs) -> dict:
     return {"bleu": bleu(hyps, refs), "chrf": chrf(hyps, refs)}
 
 
-METRICS: dict[str, Callable[..., dict]] = {"exact": _exact, "g2p": g2p_scores, "bleu": _translation}
+def text_scores(hyps: Sequence[str], refs: Sequence[str]) -> dict:
+    """Every line against its one reference: BLEU, chrF, WER, CER and exact match (percent)."""
+    return {
+        **_translation(hyps, refs),
+        "wer": word_error_rate(hyps, refs),
+        "cer": char_error_rate(hyps, refs),
+        **_exact(hyps, refs),
+    }
+
+
+METRICS: dict[str, Callable[..., dict]] = {
+    "exact": _exact,
+    "g2p": g2p_scores,
+    "bleu": _translation,
+    "text": text_scores,
+}
 
 
 def sequence_metrics(task: str, hyps, refs) -> dict:
     """Scores for a task's metric family: ``"exact"`` -> ``{"exact_match": %}``,
-    ``"g2p"`` -> :func:`g2p_scores`, ``"bleu"`` -> ``{"bleu": ..., "chrf": ...}``."""
+    ``"g2p"`` -> :func:`g2p_scores`, ``"bleu"`` -> ``{"bleu": ..., "chrf": ...}``,
+    ``"text"`` -> :func:`text_scores`."""
     try:
         metric = METRICS[task]
     except KeyError:

@@ -1,8 +1,10 @@
-"""``attnkit evaluate``: decode a split greedily and with beam search, write everything down.
+"""``attnkit evaluate``: decode a split, or the user's files, greedily and with beam search, and
+write everything down.
 
 Output directory: ``hyps.greedy.txt``, ``hyps.beamK.txt`` (one output per
 evaluated source, in order), ``scores.json`` and ``report.html`` (metrics and
-the attention of the first examples).
+the attention of the first examples). The scores are the checkpoint's task metric's
+(:func:`attnkit.data.tasks.registry.task_metric`); ``scores.json`` names the one that decides.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.data.tasks.gold import gold_aligner
-from attnkit.data.tasks.registry import build_splits, task_info
+from attnkit.data.tasks.registry import task_metric
 from attnkit.evaluation.alignment import score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.translator import load_translator
 from attnkit.viz import save_records, write_report
 
@@ -38,9 +41,10 @@ def evaluate_model(
     alpha: float | None = None,
     out_dir: Path | None = None,
     device: str = "auto",
+    files: EvalFiles | None = None,
 ) -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are
-    the first's).
+    the first's), on ``split`` or, when given, on the user's ``files``.
 
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it).
@@ -48,28 +52,16 @@ def evaluate_model(
     dirs = (
         [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
     )
+    files = files if files is not None and files.given else None
+    file_pairs = files.read() if files is not None else None  # bad files fail before loading
     translator = load_translator(dirs, device)
     cfg = translator.config
-    _, family, metric, _ = task_info(cfg.data.task)
-    pairs = getattr(build_splits(cfg.data), split)
-    out = Path(out_dir) if out_dir else default_eval_dir(dirs, split)
+    family = task_metric(cfg.data).family
+    pairs = file_pairs if files is not None else split_pairs(cfg.data, split)
+    set_name = files.name if files is not None else split
+    out = Path(out_dir) if out_dir else default_eval_dir(dirs, set_name)
     out.mkdir(parents=True, exist_ok=True)
-    if len(dirs) == 1:
-        scores = {
-            "model": str(dirs[0]),
-            "task": cfg.data.task,
-            "split": split,
-            "attention": cfg.model.attention,
-        }
-    else:  # each member's own attention: they may differ
-        scores = {
-            "model": [str(d) for d in dirs],
-            "task": cfg.data.task,
-            "split": split,
-            "attention": [member.cfg.attention for member in translator.model.members],
-        }
-    members = getattr(translator.model, "members", [translator.model])
-    scores["backend"] = members[0].backend.record()["describe"]  # all members load with one setting
+    scores = _header(dirs, translator, split, files)
     records = []
     for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
@@ -100,10 +92,30 @@ def evaluate_model(
     save_records(records, out / "attention.json")
     write_report(
         out / "report.html",
-        f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})",
+        f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})",
         scores,
         records,
         config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)),
     )
     scores["out"] = str(out)
     return scores
+
+
+def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -> dict:
+    """What was scored, how, and by which metric: the first keys of scores.json."""
+    cfg = translator.config
+    metric = task_metric(cfg.data)
+    members = getattr(translator.model, "members", [translator.model])
+    return {
+        "model": str(dirs[0]) if len(dirs) == 1 else [str(d) for d in dirs],
+        "task": cfg.data.task,
+        "split": None if files is not None else split,
+        **({"files": files.describe()} if files is not None else {}),
+        "metric": metric.key,  # the score that decides (best checkpoint, early stopping)
+        "higher_is_better": metric.higher_is_better,
+        # an ensemble lists each member's own attention: they may differ
+        "attention": cfg.model.attention
+        if len(dirs) == 1
+        else [member.cfg.attention for member in members],
+        "backend": members[0].backend.record()["describe"],  # all members load with one setting
+    }

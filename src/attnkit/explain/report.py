@@ -23,7 +23,7 @@ import numpy as np
 
 from attnkit.data.batching import collate
 from attnkit.data.tasks.gold import gold_aligner
-from attnkit.data.tasks.registry import build_splits
+from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import alignment_metrics
 from attnkit.explain.saliency import METHODS, saliency_maps
@@ -72,7 +72,7 @@ def explain_model(
     cfg = translator.config
     refs: list[str | None]
     if split is not None:
-        pairs = getattr(build_splits(cfg.data), split)[:count]
+        pairs = build_split(cfg.data, split)[:count]  # that split alone
         sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     else:
         sources, refs = list(texts), [None] * len(texts)

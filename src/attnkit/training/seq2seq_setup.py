@@ -3,6 +3,8 @@ checkpoint it resumes; and its training examples, encoded."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import random
 import shutil
 import tempfile
@@ -14,6 +16,7 @@ import torch
 
 from attnkit.data.batching import encode_pairs
 from attnkit.data.tasks.base import Splits
+from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError
@@ -81,11 +84,35 @@ def resumed_translator(cfg: ExperimentConfig, device: torch.device) -> Translato
         raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
     translator = Translator.load(last, device)
     saved = translator.config
-    if saved.model != cfg.model or saved.data != cfg.data:
-        raise CheckpointError(
-            f"{last}: its model/data config differs from this one; resume needs the same experiment"
-        )
+    # paths saved relative (before they were stored absolute) were read from the current directory
+    saved_data = copy.deepcopy(saved.data)
+    resolve_data_paths(saved_data, None, (), "data")
+    for section, mine, theirs in (
+        ("model", saved.model, cfg.model),
+        ("data", saved_data, cfg.data),
+    ):
+        key = _first_difference(mine, theirs)
+        if key is not None:
+            raise CheckpointError(
+                f"{last}: {section}.{key} differs: {_value(mine, key)} there, "
+                f"{_value(theirs, key)} in this config; resume needs the same experiment (set it "
+                "back, or train afresh with --overwrite)"
+            )
     return translator
+
+
+def _first_difference(saved, given) -> str | None:
+    """The first key whose value differs between two config sections (``task`` for two tasks)."""
+    if type(saved) is not type(given):
+        return "task"
+    for f in dataclasses.fields(saved):
+        if getattr(saved, f.name) != getattr(given, f.name):
+            return f.name
+    return None
+
+
+def _value(section, key: str) -> str:
+    return repr(getattr(section, key, None))
 
 
 def training_examples(translator: Translator, splits: Splits, cfg: ExperimentConfig) -> list:

@@ -39,7 +39,7 @@ from tqdm import tqdm
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import make_batches
 from attnkit.data.tasks.base import Splits
-from attnkit.data.tasks.registry import build_splits, task_info
+from attnkit.data.tasks.registry import build_splits, task_metric
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.evaluate import evaluate_translator
@@ -75,7 +75,9 @@ class Trainer:
         if tc.threads:
             torch.set_num_threads(tc.threads)
         self.device = resolve_device(tc.device)
-        _, self.family, self.metric, self.higher_is_better = task_info(cfg.data.task)
+        metric = task_metric(cfg.data)  # the task's, or the parallel task's data.metric
+        self.family, self.metric = metric.family, metric.key
+        self.higher_is_better = metric.higher_is_better
         self.checkpoints = RunCheckpoints(
             cfg, self.metric, self.higher_is_better, lambda message: self.log(message)
         )

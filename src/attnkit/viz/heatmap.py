@@ -23,7 +23,7 @@ from attnkit.viz.records import AttentionRecord
 ANNOTATE_MAX = 12  # annotate cell values when both T and S are at most this
 _SPECIAL = {" ": "␣", "\n": "↵", "\t": "⇥"}
 _MIN_SIZE, _MAX_SIZE = (4.0, 3.0), (16.0, 12.0)  # figure inches (w, h)
-_FORMATS = (".png", ".svg")
+_FORMATS = (".png", ".svg", ".pdf")
 
 
 def display_token(token: str) -> str:
@@ -86,7 +86,7 @@ def plot_heatmap(
 
 
 def save_heatmap(record: AttentionRecord | Any, path: str | Path, **kwargs: Any) -> Path:
-    """Save a heatmap of ``record`` as ``.png`` or ``.svg`` (by suffix); returns the path.
+    """Save a heatmap of ``record`` as ``.png``, ``.svg`` or ``.pdf`` (by suffix); returns the path.
 
     Parent directories are created. ``kwargs`` go to :func:`plot_heatmap`.
     """
@@ -276,7 +276,7 @@ def _panel_title(record: AttentionRecord, width: int = 40) -> str:
 def _check_suffix(path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
-        raise ValueError(f"{path}: heatmaps are saved as .png or .svg, not '{path.suffix}'")
+        raise ValueError(f"{path}: heatmaps are saved as .png, .svg or .pdf, not '{path.suffix}'")
     return path
 
 

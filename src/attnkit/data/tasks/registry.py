@@ -9,7 +9,7 @@ from typing import Any
 
 from attnkit.config import from_dict, join_key
 from attnkit.data.location import dataset_dir
-from attnkit.data.tasks.base import Splits
+from attnkit.data.tasks.base import Pair, Splits
 from attnkit.data.tasks.settings import (
     FLAT_DEFAULTS,
     DatesData,
@@ -50,6 +50,12 @@ def _parallel(cfg: ParallelData) -> Splits:
     return parallel.load_splits(cfg.train, cfg.dev, cfg.test)
 
 
+def _parallel_split(cfg: ParallelData, name: str) -> list[Pair]:
+    from attnkit.data.tasks import parallel
+
+    return parallel.load_pairs(getattr(cfg, name))
+
+
 def _g2p(cfg: G2PData) -> Splits:
     from attnkit.data.tasks import g2p
 
@@ -66,22 +72,41 @@ def _multi30k(cfg: Multi30kData) -> Splits:
 
 
 @dataclass(frozen=True)
+class Metric:
+    """How a task's outputs are scored, and which score decides."""
+
+    family: str  # exact | g2p | bleu | text: the scores computed (attnkit.evaluation.evaluate)
+    key: str  # the dev score that picks best, stops early, steps the plateau LR, ranks averaging
+    higher_is_better: bool
+
+
+PARALLEL_METRICS: dict[str, Metric] = {
+    "exact": Metric("exact", "exact_match", True),
+    "bleu": Metric("text", "bleu", True),
+    "chrf": Metric("text", "chrf", True),
+    "wer": Metric("text", "wer", False),
+    "cer": Metric("text", "cer", False),
+}
+"""``data.metric`` of the parallel task -> its Metric (the keys are settings.PARALLEL_METRICS)."""
+
+
+@dataclass(frozen=True)
 class Task:
     """What training and evaluation need to know about one task."""
 
     config: type[TaskData]  # the class of its data: section
     build: Callable[[Any], Splits]  # its data config -> its splits
-    metric_family: str  # exact | g2p | bleu (attnkit.evaluation.metrics)
-    metric: str  # the primary metric: the key of the dev score that picks the best checkpoint
-    higher_is_better: bool
+    metric: Metric | None  # None: its data section's `metric` key chooses (PARALLEL_METRICS)
+    # (data config, split name) -> that split alone, for tasks that read it from its own file
+    build_one: Callable[[Any, str], list[Pair]] | None = None
 
 
 TASK_REGISTRY: dict[str, Task] = {
-    "numbers": Task(NumbersData, _numbers, "exact", "exact_match", True),
-    "dates": Task(DatesData, _dates, "exact", "exact_match", True),
-    "parallel": Task(ParallelData, _parallel, "exact", "exact_match", True),
-    "g2p": Task(G2PData, _g2p, "g2p", "wer", False),
-    "multi30k": Task(Multi30kData, _multi30k, "bleu", "bleu", True),
+    "numbers": Task(NumbersData, _numbers, Metric("exact", "exact_match", True)),
+    "dates": Task(DatesData, _dates, Metric("exact", "exact_match", True)),
+    "parallel": Task(ParallelData, _parallel, None, _parallel_split),
+    "g2p": Task(G2PData, _g2p, Metric("g2p", "wer", False)),
+    "multi30k": Task(Multi30kData, _multi30k, Metric("bleu", "bleu", True)),
 }
 
 DEFAULT_TASK = "numbers"
@@ -90,22 +115,33 @@ DEFAULT_TASK = "numbers"
 
 def build_splits(cfg: TaskData) -> Splits:
     """The splits for ``cfg``; generator argument errors become ConfigErrors."""
-    builder = task_info(cfg.task)[0]
     try:
-        return builder(cfg)
+        return task_entry(cfg.task).build(cfg)
     except AttnkitError:
         raise
     except ValueError as exc:
         raise ConfigError(f"data: {exc}") from None
 
 
-def task_info(task: str) -> tuple[Callable, str, str, bool]:
-    """``(split builder, metric family, primary metric, higher is better)`` of ``task``."""
+def build_split(cfg: TaskData, name: str) -> list[Pair]:
+    """The pairs of split ``name`` (train, dev or test): read alone where the task keeps each
+    split in its own files, else cut from all three."""
+    one = task_entry(cfg.task).build_one
+    return one(cfg, name) if one is not None else getattr(build_splits(cfg), name)
+
+
+def task_entry(task: str) -> Task:
+    """The registry entry of ``task``; a ConfigError naming the valid tasks otherwise."""
     try:
-        entry = TASK_REGISTRY[task]
+        return TASK_REGISTRY[task]
     except KeyError:
         raise ConfigError(f"unknown task {task!r}; valid: {', '.join(TASK_REGISTRY)}") from None
-    return entry.build, entry.metric_family, entry.metric, entry.higher_is_better
+
+
+def task_metric(cfg: TaskData) -> Metric:
+    """How the task of ``cfg`` is scored: its fixed metric, or its ``data.metric``'s."""
+    fixed = task_entry(cfg.task).metric
+    return fixed if fixed is not None else PARALLEL_METRICS[cfg.metric]
 
 
 def data_from_dict(section: Any, where: str = "config: data", saved: bool = False) -> TaskData:
@@ -115,7 +151,9 @@ def data_from_dict(section: Any, where: str = "config: data", saved: bool = Fals
     one listing them. Files written while the section was one class for every task still load:
     a key of that class (:data:`FLAT_DEFAULTS`) that the task lacks is dropped when it holds
     its old default (a saved ``config.yaml`` trained again), and whatever it holds when
-    ``saved`` (the resolved config a checkpoint stores, where those keys were never read).
+    ``saved`` (the resolved config a checkpoint stores, where those keys were never read). A
+    saved config without a key added to its task later (``ADDED_KEYS``) gets the value that
+    key's behaviour had before, so an old checkpoint scores as it did.
     """
     if section is None:
         section = {}
@@ -131,6 +169,8 @@ def data_from_dict(section: Any, where: str = "config: data", saved: bool = Fals
     cls = TASK_REGISTRY[task].config
     own = [f.name for f in dataclasses.fields(cls)]
     kept = {}
+    if saved:  # written before the task had these keys: what it was run with then
+        kept.update({k: v for k, v in cls.ADDED_KEYS.items() if k not in section})
     for name, value in section.items():
         if name in own or name not in _keys_of_any_task():
             kept[name] = value  # from_dict checks it (and names an unknown key)

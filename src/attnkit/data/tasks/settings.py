@@ -10,6 +10,7 @@ task naming the keys the chosen task has.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from attnkit.config import at_least, check_values, join_key
 from attnkit.data.tasks import multi30k, numbers
@@ -19,6 +20,8 @@ LEVELS = ("char", "word", "sentencepiece")
 """How ``src_level`` / ``tgt_level`` cut text into tokens."""
 OVERLONG = ("truncate", "skip", "error")
 """What happens to a pair longer than ``max_src_len`` / ``max_tgt_len``."""
+PARALLEL_METRICS = ("exact", "bleu", "chrf", "wer", "cer")
+"""What ``data.metric`` of the ``parallel`` task may name (:mod:`attnkit.data.tasks.registry`)."""
 
 
 @dataclass
@@ -35,6 +38,10 @@ class TaskData:
     overlong: str = "truncate"
 
     CHOICES = {"src_level": LEVELS, "tgt_level": LEVELS, "overlong": OVERLONG}
+    # keys added to a task after checkpoints were written without them, and the value such a
+    # checkpoint's saved config means (registry.data_from_dict fills it in)
+    ADDED_KEYS: ClassVar[dict] = {}
+    PATH_KEYS: ClassVar[tuple[str, ...]] = ()  # keys naming files or directories (data.tasks.paths)
 
     def validate(self, where: str) -> None:
         check_values(self, where, {name: at_least(1) for name in ("max_tgt_len", "vocab_size")})
@@ -99,11 +106,26 @@ class ParallelData(TaskData):
     train: str | list[str] | None = None
     dev: str | list[str] | None = None
     test: str | list[str] | None = None
+    # exact | bleu | chrf | wer | cer: scores evaluation, picks best, stops early, ranks averaging;
+    # null: exact for char-level targets, bleu for word and sentencepiece ones
+    metric: str | None = None
+
+    CHOICES = {**TaskData.CHOICES, "metric": PARALLEL_METRICS}
+    ADDED_KEYS = {"metric": "exact"}  # what every parallel run was scored by before the key
+    PATH_KEYS = ("train", "dev", "test")
 
     def validate(self, where: str) -> None:
         super().validate(where)
         if not (self.train and self.dev and self.test):
             raise ConfigError(f"{where}: task 'parallel' needs data.train, data.dev and data.test")
+        if self.metric is None:  # resolved here: a checkpoint's config names the metric it used
+            self.metric = default_parallel_metric(self.tgt_level)
+
+
+def default_parallel_metric(tgt_level: str) -> str:
+    """``exact`` for character targets (transliteration, spelling: one right answer), ``bleu``
+    for word and sentencepiece ones (sentences, where exact match is almost always 0)."""
+    return "exact" if tgt_level == "char" else "bleu"
 
 
 @dataclass
@@ -117,6 +139,8 @@ class DownloadedData(TaskData):
 
     directory: str | None = None
     download: bool = False  # the default of the single data section of before (FLAT_DEFAULTS)
+
+    PATH_KEYS = ("directory",)
 
 
 @dataclass

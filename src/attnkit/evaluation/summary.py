@@ -1,0 +1,57 @@
+"""What ``attnkit evaluate`` prints: a short table of its ``scores.json`` for a person."""
+
+from __future__ import annotations
+
+SIZES = ("items", "sentences", "words")  # how many were scored, per metric family
+TIMINGS = ("decode_s", "inputs_per_s")
+
+
+def scores_table(scores: dict) -> str:
+    """One line saying what was scored, a row per decoding (greedy, beamK) with the deciding
+    metric first, the alignment figures where the task has gold links, and where it all went."""
+    runs = [name for name in scores if name == "greedy" or name.startswith("beam")]
+    if not runs:
+        return ""
+    first = scores[runs[0]]
+    metric = scores.get("metric")
+    columns = [k for k in first if k not in SIZES + TIMINGS]
+    if metric in columns:  # the one that decides comes first
+        columns.remove(metric)
+        columns.insert(0, metric)
+    size = next((f"{first[k]} {k}" for k in SIZES if k in first), "")
+    model = scores["model"] if isinstance(scores["model"], str) else " + ".join(scores["model"])
+    scored = scores.get("split") or ", ".join((scores.get("files") or {}).values())
+    lines = [f"{model} on {scored} ({scores['task']}, {size})"]
+    if metric is not None:
+        better = "higher" if scores.get("higher_is_better", True) else "lower"
+        lines[0] += f": {metric} decides, {better} is better"
+    header = ["decoding", *columns, "inputs/s"]
+    rows = [
+        [
+            run,
+            *(_number(scores[run].get(k)) for k in columns),
+            _number(scores[run].get("inputs_per_s")),
+        ]
+        for run in runs
+    ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        cells = [str(row[0]).ljust(widths[0])] + [
+            str(cell).rjust(width) for cell, width in zip(row[1:], widths[1:])
+        ]
+        lines.append("  ".join(cells))
+    for kind, figures in (scores.get("alignment") or {}).items():
+        if "aer" in figures:
+            lines.append(
+                f"alignment ({kind.replace('_', ' ')}): AER {figures['aer']}%, argmax in gold "
+                f"span {figures['argmax_in_span']}%"
+            )
+    if "out" in scores:
+        lines.append(f"hypotheses, scores.json and report.html in {scores['out']}")
+    return "\n".join(lines)
+
+
+def _number(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
