@@ -1,8 +1,13 @@
 """``attnkit evaluate``: decode a split greedily and with beam search, write everything down.
 
 Output directory: ``hyps.greedy.txt``, ``hyps.beamK.txt`` (one output per
-evaluated source, in order), ``scores.json`` and ``report.html`` (metrics and
-the attention of the first examples).
+evaluated source, in order), ``scores.json``, ``attention.json`` and ``report.html`` (metrics
+and the attention of the first examples).
+
+A model without attention (``model.attention: none``, or an ensemble of such models) has no
+attention to score or draw: ``scores.json`` has no ``alignment`` block, and ``saliency.json``
+and the report hold the gradient saliency of the first examples' outputs instead
+(:mod:`attnkit.explain.no_attention`; an ensemble of them has no pictures).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_splits, task_info
 from attnkit.evaluation.alignment import score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.translator import load_translator
 from attnkit.viz import save_records, write_report
 
@@ -70,6 +76,7 @@ def evaluate_model(
         }
     members = getattr(translator.model, "members", [translator.model])
     scores["backend"] = members[0].backend.record()["describe"]  # all members load with one setting
+    attends = translator.model.has_attention
     records = []
     for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
@@ -88,22 +95,25 @@ def evaluate_model(
         )
         if k == 1:
             aligner = gold_aligner(cfg.data)
-            if aligner is not None:
+            if aligner is not None and attends:
                 scores["alignment"] = score_alignments(
                     translator, aligner, sources, refs, translations
                 )
-            records = [
-                t.record(r[0])
-                for t, r in zip(translations[:REPORT_EXAMPLES], refs[:REPORT_EXAMPLES])
-            ]
+            shown = pictured(translator, translations[:REPORT_EXAMPLES])
+            records = [t.record(r[0]) for t, r in zip(shown, refs[:REPORT_EXAMPLES])]
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
-    save_records(records, out / "attention.json")
+    save_records(records, out / ("attention.json" if attends else "saliency.json"))
+    notes = None if attends else NOTE
+    if not attends and not can_explain(translator):
+        notes = "These models have no attention, and saliency is drawn for one model alone."
     write_report(
         out / "report.html",
         f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})",
         scores,
         records,
         config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)),
+        notes=notes,
+        map_title=None if attends else TITLE,
     )
     scores["out"] = str(out)
     return scores
