@@ -102,12 +102,12 @@ def run_demo(
     # a model without attention is drawn by its gradient saliency, titled to say so
     title = None if attends else TITLE
     label = "attention weight" if attends else "saliency"
+    examples = pictured(translator, shown + hyps[:30])
     heat_dir = out / "heatmaps"
     paths = []
-    for i, t in enumerate(pictured(translator, shown)):
+    for i, t in enumerate(examples[: len(shown)]):
         path = heat_dir / f"{i:02d}_{_slug(t.source)}.png"
         paths.append(save_heatmap(t.record(), path, title=title, value_label=label))
-    examples = pictured(translator, shown + hyps[:30])
     references = [None] * len(shown) + [r[0] for r in refs[:30]]
     records = [t.record(r) for t, r in zip(examples, references)]
     data_file = out / ("attention.json" if attends else "saliency.json")

@@ -102,18 +102,26 @@ def evaluate_model(
             shown = pictured(translator, translations[:REPORT_EXAMPLES])
             records = [t.record(r[0]) for t, r in zip(shown, refs[:REPORT_EXAMPLES])]
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})"
+    _write_examples(out, title, translator, scores, records)
+    scores["out"] = str(out)
+    return scores
+
+
+def _write_examples(out: Path, title: str, translator, scores: dict, records: list) -> None:
+    """The first examples' maps as records and report.html: their attention (attention.json), or
+    for a model without attention their saliency (saliency.json), the report saying so."""
+    attends = translator.model.has_attention
     save_records(records, out / ("attention.json" if attends else "saliency.json"))
     notes = None if attends else NOTE
     if not attends and not can_explain(translator):
         notes = "These models have no attention, and saliency is drawn for one model alone."
     write_report(
         out / "report.html",
-        f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {split})",
+        title,
         scores,
         records,
-        config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)),
+        config=json.loads(json.dumps(translator.config, default=lambda o: o.__dict__)),
         notes=notes,
         map_title=None if attends else TITLE,
     )
-    scores["out"] = str(out)
-    return scores
