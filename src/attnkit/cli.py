@@ -26,8 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="attnkit",
         formatter_class=_formatter,
         description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong "
-        "(dot, general, concat), scaled dot-product and multi-head attention; visual soft and hard "
-        "attention.",
+        "(dot, general, concat), scaled dot-product and multi-head attention, or none; visual "
+        "soft and hard attention.",
         epilog="Run 'attnkit COMMAND --help' for the options of each command.",
     )
     parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
@@ -60,7 +60,12 @@ def _add_demo(sub) -> None:
         action="store_true",
         help="a small, fast version for smoke tests (under a minute)",
     )
-    p.add_argument("--attention", default="bahdanau", help="attention type (default: bahdanau)")
+    p.add_argument(
+        "--attention",
+        default="bahdanau",
+        help="attention type (default: bahdanau); none trains the encoder-decoder without "
+        "attention, whose pictures show gradient saliency",
+    )
     p.add_argument(
         "--minutes",
         type=float,
@@ -139,7 +144,8 @@ def _add_translate(sub) -> None:
         "--attention-out",
         type=Path,
         default=None,
-        help="write the attention to FILE (.json or .npz)",
+        help="write the attention to FILE (.json or .npz); refused for a model without attention "
+        "(model.attention: none: see attnkit explain)",
     )
     p.add_argument(
         "--scores", action="store_true", help="print the log-probability after each output"
@@ -219,9 +225,10 @@ def _add_plot(sub) -> None:
         formatter_class=_formatter,
         help="draw the attention of one input",
         description="Translate TEXT and draw its attention heatmap (source on x, output on y) "
-        "to -o (.png, .svg or .pdf). For vision models, --image N draws test image N and --image "
-        "FILE a PNG or JPEG of your own (made grey, white on black and the model's size, as its "
-        "training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
+        "to -o (.png, .svg or .pdf); for a model without attention (model.attention: none), its "
+        "gradient saliency, titled so. For vision models, --image N draws test image N and "
+        "--image FILE a PNG or JPEG of your own (made grey, white on black and the model's size, "
+        "as its training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
         "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
         "a .gif.",
     )
@@ -253,7 +260,8 @@ def _add_explain(sub) -> None:
         "token over the source (captum: gradient = the sequential Jacobian's norm, "
         "input x gradient, integrated gradients), on shared axes. Writes NNN.png, "
         "attention.json, saliency.json and scores.json (agreement of the two maps and, on the "
-        "numbers and dates tasks, both scored against gold alignments) to --out.",
+        "numbers and dates tasks, both scored against gold alignments) to --out. A model without "
+        "attention (model.attention: none) gets its saliency alone.",
     )
     p.add_argument("--model", type=Path, required=True, help="seq2seq checkpoint directory")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
@@ -337,6 +345,11 @@ def cmd_translate(args) -> None:
     if args.attention_out is not None and args.attention_out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {args.attention_out}: use a .json or .npz file name")
     translator = load_translator(args.model, args.device)
+    if args.attention_out is not None and not translator.model.has_attention:
+        raise AttnkitError(
+            f"--attention-out {args.attention_out}: the model has no attention (model.attention: "
+            "none); 'attnkit explain' draws and writes its gradient saliency instead"
+        )
     results = translator.translate(texts, beam_size=args.beam, alpha=args.alpha, n_best=args.n_best)
     for t in results:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]

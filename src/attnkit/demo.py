@@ -4,6 +4,9 @@ No download: the task is generated with num2words (number words in English,
 German, French and Spanish -> digits). German compounds such as
 "siebenundneunzig" (seven-and-ninety) -> "97" make the alignment
 non-monotonic, which the heatmaps show.
+
+With ``--attention none`` the model has no attention (the classic encoder-decoder): the demo
+says so, and its heatmaps, records (``saliency.json``) and report show gradient saliency.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import json
 import time
 from pathlib import Path
 
+from attnkit.attention.modules import NO_ATTENTION
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig, experiment_from_dict
+from attnkit.explain.no_attention import NOTE, TITLE, pictured
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
 from attnkit.viz import save_heatmap, save_records, write_report
@@ -38,9 +43,10 @@ def demo_config(
             "data.max_number=199",
             "model.encoder_hidden=64",
             "model.decoder_hidden=128",
-            "model.attention_dim=64",
             "train.epochs=4",
         ]
+        if attention != NO_ATTENTION:  # a model without attention has no attention space
+            overrides.append("model.attention_dim=64")
     if minutes is not None:
         overrides.append(f"train.max_minutes={minutes}")
     base = {
@@ -69,9 +75,11 @@ def run_demo(
     out = Path(out_dir)
     cfg = demo_config(out, quick, attention, minutes)
     cfg.train.progress = progress
+    attends = attention != NO_ATTENTION
+    what = f"{attention} attention" if attends else "no attention (model.attention: none)"
     print(
-        f"attnkit demo: number words (en, de, fr, es) -> digits, {attention} attention, CPU/GPU "
-        f"auto; output in {out}/",
+        f"attnkit demo: number words (en, de, fr, es) -> digits, {what}, CPU/GPU auto; output in "
+        f"{out}/",
         flush=True,
     )
     t0 = time.time()
@@ -91,12 +99,19 @@ def run_demo(
     print("\nsome translations:")
     for t in shown:
         print(f"  {t.source:32s} -> {t.output}")
+    # a model without attention is drawn by its gradient saliency, titled to say so
+    title = None if attends else TITLE
+    label = "attention weight" if attends else "saliency"
+    examples = pictured(translator, shown + hyps[:30])
     heat_dir = out / "heatmaps"
     paths = []
-    for i, t in enumerate(shown):
-        paths.append(save_heatmap(t.record(), heat_dir / f"{i:02d}_{_slug(t.source)}.png"))
-    records = [t.record() for t in shown] + [h.record(r[0]) for h, r in zip(hyps[:30], refs[:30])]
-    save_records(records, out / "attention.json")
+    for i, t in enumerate(examples[: len(shown)]):
+        path = heat_dir / f"{i:02d}_{_slug(t.source)}.png"
+        paths.append(save_heatmap(t.record(), path, title=title, value_label=label))
+    references = [None] * len(shown) + [r[0] for r in refs[:30]]
+    records = [t.record(r) for t, r in zip(examples, references)]
+    data_file = out / ("attention.json" if attends else "saliency.json")
+    save_records(records, data_file)
     summary = {
         "task": "numbers",
         "attention": attention,
@@ -106,15 +121,19 @@ def run_demo(
     }
     report = write_report(
         out / "report.html",
-        f"attnkit demo: numbers, {attention} attention",
+        f"attnkit demo: numbers, {what}",
         summary,
         records,
         config=_config_dict(best),
+        notes=None if attends else NOTE,
+        map_title=title,
     )
     (out / "metrics.json").write_text(json.dumps(summary, indent=1))
+    if not attends:
+        print("\nthe model has no attention: the pictures show gradient saliency instead")
     print(
-        f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\nattention data: "
-        f"{out / 'attention.json'}\nreport: {report}"
+        f"\nheatmaps: {heat_dir}/ ({len(paths)} PNG)\n{'attention' if attends else 'saliency'} "
+        f"data: {data_file}\nreport: {report}"
     )
     return summary
 

@@ -27,7 +27,7 @@ class Family:
     name: str
     train: Callable[[dict, argparse.Namespace], Path]  # (experiment mapping, args) -> best/
     evaluate: Callable[[argparse.Namespace], None]  # writes scores and a report, prints a summary
-    plot: Callable[[argparse.Namespace], None]  # draws the attention, prints what it wrote
+    plot: Callable[[argparse.Namespace], None]  # draws attention (or saliency), prints the file
     load: Callable[[Path, str], object]  # (checkpoint directory, device) -> the loaded model
     explain: Callable[[argparse.Namespace], None] | None = None  # saliency beside attention
 
@@ -80,8 +80,17 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
         raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
     translator = _load_seq2seq(args.model, args.device)
     (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
-    save_heatmap(t.record(), args.output)
-    print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+    if translator.model.has_attention:
+        save_heatmap(t.record(), args.output)
+        print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
+        return
+    from attnkit.explain.no_attention import TITLE, pictured
+
+    if not t.source_tokens:
+        raise AttnkitError("the input is blank: nothing was decoded, nothing to draw")
+    (shown,) = pictured(translator, [t])
+    save_heatmap(shown.record(), args.output, title=TITLE, value_label="saliency")
+    print(f"{t.source} -> {t.output}\nsaliency (the model has no attention): {args.output}")
 
 
 def _explain_seq2seq(args: argparse.Namespace) -> None:

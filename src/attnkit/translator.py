@@ -34,7 +34,9 @@ FAMILY = "seq2seq"
 
 @dataclass
 class Translation:
-    """One output for one input; ``weights`` is (len(output_tokens), len(source_tokens))."""
+    """One output for one input; ``weights`` is (len(output_tokens), len(source_tokens)): the
+    attention, all zeros for a model without it (``model.has_attention`` False; pictures take
+    its saliency instead, :mod:`attnkit.explain.no_attention`)."""
 
     source: str
     source_tokens: list[str]  # what the encoder read, "</s>" included

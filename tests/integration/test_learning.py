@@ -106,6 +106,21 @@ def test_demo_quick(tmp_path, capsys):
     assert (out / "model" / "best" / "model.safetensors").is_file()
 
 
+def test_demo_quick_without_attention_says_so_and_draws_saliency(tmp_path, capsys):
+    out = tmp_path / "demo"
+    argv = ["demo", "--quick", "--attention", "none", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--minutes", "0.1"]) == 0
+    printed = capsys.readouterr().out
+    assert "no attention (model.attention: none)" in printed
+    assert "the model has no attention: the pictures show gradient saliency" in printed
+    pngs = sorted((out / "heatmaps").glob("*.png"))
+    assert len(pngs) == 5 and all(p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
+    assert not (out / "attention.json").exists()
+    records = load_records(out / "saliency.json")
+    assert records and all(abs(r.weights.sum(1) - 1).max() < 1e-4 for r in records)
+    assert "This model has no attention" in (out / "report.html").read_text()
+
+
 # ---- --resume ------------------------------------------------------------------------------------
 TINY_MODEL = {
     "embedding_dim": 8,

@@ -160,6 +160,7 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
         "luong-concat",
         "scaled-dot",
         "multihead",
+        "none",
     ):
         assert name in msg
 
@@ -464,6 +465,18 @@ def test_zero_threads_and_null_budget_mean_the_defaults(tmp_path):
             "decoder luong, not bahdanau",
         ),
         (TASK, ["model.heads=8"], "model.heads", "attention multihead, not bahdanau"),
+        (
+            {**TASK, "model": {"attention": "none", "attention_dim": 64}},
+            [],
+            "model.attention_dim",
+            "attention bahdanau or luong-dot",
+        ),
+        (
+            {**TASK, "model": {"attention": "none"}},
+            ["model.input_feeding=false"],
+            "model.input_feeding",
+            "decoder luong, not fixed",
+        ),
     ],
 )
 def test_keys_that_do_not_apply_are_rejected(tmp_path, data, overrides, key, because):
@@ -822,3 +835,23 @@ def test_a_path_written_for_the_current_directory_still_works_with_a_warning(tmp
     (configs / "data").mkdir()
     (configs / "data" / "t.tsv").write_text("a\tb\n", encoding="utf-8")
     assert load_experiment(path).data.train == str(configs / "data" / "t.tsv")  # beside wins
+
+
+@pytest.mark.parametrize(
+    "model, needle",
+    [
+        ({"attention": "none", "decoder": "bahdanau"}, "bahdanau does not go with attention none"),
+        ({"attention": "luong-dot", "decoder": "fixed"}, "fixed does not go with attention luong"),
+    ],
+)
+def test_attention_none_pairs_with_the_fixed_decoder_only(tmp_path, model, needle):
+    msg = _error(tmp_path, {**TASK, "model": model})
+    assert "model.decoder: " in msg and needle in msg and "\n" not in msg
+
+
+def test_attention_none_picks_the_fixed_decoder(tmp_path):
+    cfg = load_experiment(_write(tmp_path, {**TASK, "model": {"attention": "none"}}))
+    assert cfg.model.decoder_style == "fixed"
+    for name in ("numbers_none.yaml", "dates_none.yaml"):  # the shipped configs load
+        cfg = load_experiment(Path(__file__).resolve().parents[2] / "configs" / name)
+        assert cfg.model.attention == "none" and cfg.model.decoder_style == "fixed"

@@ -1,11 +1,12 @@
 """Every backend computes the reference model's function.
 
-For every registered attention x registered decoder x cell x input feeding (where the config says
+For every attention a model may name (the registered ones and ``none``) x registered decoder that
+holds it (:func:`attnkit.models.decoders.pairs_with`) x cell x input feeding (where the config says
 it applies) x decoder layers, each backend available here gives the ``reference`` backend's
 teacher-forced logits and attention weights, the gradient of a loss with respect to every
 parameter, and the greedy and beam-search (size 3) outputs. The combinations are read from the
-registries (ATTENTION_TYPES, DECODERS, Seq2SeqConfig.APPLIES), so a newly registered attention or
-decoder is compared here without editing this file.
+registries (Seq2SeqConfig.CHOICES, DECODERS, Seq2SeqConfig.APPLIES), so a newly registered
+attention or decoder is compared here without editing this file.
 
 Float64 where the backend allows it (tight tolerances); the C kernels take float32 only, so the
 ``native-f32`` backend is compared in float32, to float32 tolerances.
@@ -22,10 +23,9 @@ import torch
 
 from attnkit.accel import loops, native
 from attnkit.accel.backend import BACKENDS, REFERENCE, resolve
-from attnkit.attention.modules import ATTENTION_TYPES
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.decoding import beam_search, greedy_decode
-from attnkit.models.decoders import DECODERS
+from attnkit.models.decoders import DECODERS, pairs_with
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 SRC_V, TGT_V = 11, 10
@@ -34,6 +34,7 @@ TGT_LENGTHS = (3, 5, 1, 4)  # not longest first: the handwritten loop sorts and 
 MAX_LEN = 6  # decoding steps
 
 _FEEDING_STYLES = Seq2SeqConfig.APPLIES["input_feeding"][1]  # the decoders that read it
+_ATTENTIONS = Seq2SeqConfig.CHOICES["attention"]  # every registered attention, and none
 
 
 def _feeding_options(style: str) -> tuple[bool | None, ...]:
@@ -48,7 +49,8 @@ def _model_id(att, style, feeding, rnn, layers) -> str:
 #: (attention, decoder, input feeding or None, cell, decoder layers): every combination
 MODELS = [
     (att, style, feeding, rnn, layers)
-    for att, style in itertools.product(ATTENTION_TYPES, DECODERS)
+    for att, style in itertools.product(_ATTENTIONS, DECODERS)
+    if pairs_with(style, att)
     for feeding in _feeding_options(style)
     for rnn, layers in itertools.product(("gru", "lstm"), (1, 2))
 ]
@@ -58,7 +60,14 @@ MODELS = [
 #: registered decoder, marked slow: it compiles the same ``_step`` whatever the attention, cell or
 #: depth, and the other backends cover those.
 COMPILE_MODELS = [
-    (next(iter(ATTENTION_TYPES)), style, _feeding_options(style)[0], "gru", 1) for style in DECODERS
+    (
+        next(a for a in _ATTENTIONS if pairs_with(style, a)),
+        style,
+        _feeding_options(style)[0],
+        "gru",
+        1,
+    )
+    for style in DECODERS
 ]
 
 

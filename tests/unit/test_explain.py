@@ -1,17 +1,23 @@
-"""attnkit explain: attention beside saliency, written as pictures, records and scores."""
+"""attnkit explain: attention beside saliency, written as pictures, records and scores; and a
+model without attention through every verb, whose pictures are its saliency."""
 
 import json
 
 import numpy as np
 import pytest
 import torch
+import yaml
+from tensorboard.backend.event_processing import event_accumulator
 
 from attnkit.cli import main
 from attnkit.data.tasks.registry import build_splits
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
+from attnkit.evaluation.report import evaluate_model
 from attnkit.experiment import experiment_from_dict
+from attnkit.explain.no_attention import TITLE
 from attnkit.explain.report import argmax_agreement, explain_model
+from attnkit.models.decoders import FixedContextDecoder
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.translator import Translator
 from attnkit.viz import load_records
@@ -95,3 +101,107 @@ def test_argmax_agreement():
     b = np.array([[0.6, 0.4], [0.7, 0.3], [0.5, 0.5]])
     assert argmax_agreement([(a, b)]) == pytest.approx(200 / 3, abs=0.01)
     assert argmax_agreement([(a, a)]) == 100.0
+
+
+# ---- a model without attention (model.attention: none) -------------------------------------
+NO_ATTENTION_MODEL = {
+    "attention": "none",
+    "embedding_dim": 8,
+    "encoder_hidden": 8,
+    "decoder_hidden": 16,
+    "dropout": 0.0,
+}
+
+
+@pytest.fixture(scope="module")
+def trained_none(tmp_path_factory):
+    """A model without attention trained for 2 epochs by ``attnkit train`` on German numbers
+    (gold alignments exist); returns its run directory."""
+    tmp = tmp_path_factory.mktemp("none")
+    cfg = {
+        "name": "none",
+        "data": {"task": "numbers", "languages": ["de"], "max_number": 99},
+        "model": NO_ATTENTION_MODEL,
+        "train": {"epochs": 2, "batch_size": 16, "threads": 1, "progress": False, "lr": 0.01},
+        "decode": {"beam_size": 2, "max_len_cap": 6},
+    }
+    (tmp / "exp.yaml").write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    assert main(["train", str(tmp / "exp.yaml"), "--output-dir", str(tmp / "run")]) == 0
+    return tmp / "run"
+
+
+def test_a_model_without_attention_round_trips_its_checkpoint(trained_none, tmp_path):
+    loaded = Translator.load(trained_none / "best", "cpu")
+    assert type(loaded.model.decoder) is FixedContextDecoder and not loaded.model.has_attention
+    loaded.save(tmp_path / "copy")
+    again = Translator.load(tmp_path / "copy", "cpu")
+    for (name, a), (_, b) in zip(
+        loaded.model.state_dict().items(), again.model.state_dict().items()
+    ):
+        assert torch.equal(a, b), name
+    texts = ["siebenundneunzig", "elf"]
+    assert [t.output for t in again.translate(texts, beam_size=2)] == [
+        t.output for t in loaded.translate(texts, beam_size=2)
+    ]
+
+
+def test_training_without_attention_logs_no_attention_pictures(trained_none):
+    logged = event_accumulator.EventAccumulator(
+        str(trained_none / "tensorboard"), size_guidance={"scalars": 0, "images": 0}
+    )
+    logged.Reload()
+    assert "dev/exact_match" in logged.Tags()["scalars"]
+    assert logged.Tags()["images"] == []
+
+
+def test_plot_draws_the_saliency_and_says_there_is_no_attention(trained_none, tmp_path, capsys):
+    svg = tmp_path / "map.svg"
+    assert main(["plot", "--model", str(trained_none / "best"), "elf", "-o", str(svg)]) == 0
+    assert "saliency (the model has no attention)" in capsys.readouterr().out
+    assert TITLE in svg.read_text()  # SVG text stays text
+
+
+def test_explain_without_attention_draws_and_scores_saliency_alone(trained_none, tmp_path):
+    scores = explain_model(
+        trained_none / "best",
+        split="test",
+        count=3,
+        reference=True,
+        out_dir=tmp_path,
+        image_format="svg",
+    )
+    assert not (tmp_path / "attention.json").exists()
+    saliency = load_records(tmp_path / "saliency.json")
+    assert len(saliency) == 3 and all(s.output == s.reference for s in saliency)
+    for s in saliency:
+        np.testing.assert_allclose(
+            s.weights.sum(1), 1.0, atol=1e-4
+        )  # weights rounded to 5 decimals in JSON
+    assert scores["attention"] == "none" and "argmax_agreement" not in scores
+    assert 0.0 <= scores["saliency"]["aer"] <= 100.0  # the references' gold links exist
+    assert TITLE in (tmp_path / "000.svg").read_text()
+
+
+def test_evaluate_without_attention_scores_no_attention(trained_none, tmp_path):
+    scores = evaluate_model(trained_none / "best", "test", beam=2, out_dir=tmp_path, device="cpu")
+    assert scores["attention"] == "none" and "alignment" not in scores
+    assert scores["greedy"]["items"] == scores["beam2"]["items"] == 10
+    assert not (tmp_path / "attention.json").exists()
+    saliency = load_records(tmp_path / "saliency.json")
+    assert len(saliency) == 10
+    for s in saliency:  # each row is a saliency map, not the decoder's zero weights
+        assert s.weights.shape == (len(s.output_tokens), len(s.source_tokens))
+        np.testing.assert_allclose(
+            s.weights.sum(1), 1.0, atol=1e-4
+        )  # weights rounded to 5 decimals in JSON
+    page = (tmp_path / "report.html").read_text()
+    assert "This model has no attention" in page and f'alt="{TITLE}"' in page
+
+
+def test_translate_refuses_to_write_attention_it_does_not_have(trained_none, tmp_path, capsys):
+    out = tmp_path / "a.json"
+    argv = ["translate", "--model", str(trained_none / "best"), "elf", "--attention-out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("attnkit: error: --attention-out") and "\n" not in err
+    assert "has no attention" in err and not out.exists()

@@ -24,6 +24,7 @@ from attnkit.viz import (
     save_records_npz,
     write_report,
 )
+from attnkit.viz import report as report_module
 from attnkit.viz.heatmap import display_token, figure_size, label_fontsize
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -366,3 +367,25 @@ def test_report_caps_pictures_and_survives_nan(tmp_path, monkeypatch):
     assert page.count("data:image/png;base64,") == 1
     data = embedded_data(page)  # still valid JSON: no NaN tokens
     assert len(data["records"]) == 4 and "NaN" not in json.dumps(data)
+
+
+def test_a_report_of_other_maps_names_them_on_every_picture(tmp_path, monkeypatch):
+    """map_title (a model without attention: its saliency) is written above the examples and on
+    the static pictures, whose colour bar no longer says "attention weight"."""
+    drawn = []
+    plot = report_module.plot_heatmap
+    monkeypatch.setattr(
+        report_module, "plot_heatmap", lambda r, **kw: drawn.append(kw) or plot(r, **kw)
+    )
+    title = "no attention: gradient saliency"
+    page = write_report(tmp_path / "r.html", "t", {}, [make_record()], map_title=title)
+    assert f"({title})" in page.read_text() and f'alt="{title}"' in page.read_text()
+    assert drawn == [{"title": title, "value_label": "weight"}]
+    write_report(tmp_path / "a.html", "t", {}, [make_record()])
+    assert drawn[1] == {"title": None, "value_label": "attention weight"}
+
+
+def test_the_colour_bar_names_the_values():
+    fig = plot_heatmap(make_record(), value_label="saliency")
+    assert [ax.get_ylabel() for ax in fig.axes][-1] == "saliency"
+    assert plot_heatmap(make_record()).axes[-1].get_ylabel() == "attention weight"

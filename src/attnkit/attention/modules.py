@@ -13,7 +13,10 @@ Every module follows one protocol:
   care which attention they hold.
 
 ``build_attention(name, query_dim, key_dim, attn_dim, heads)`` is the registry
-the models and configs use.
+the models and configs use. A model's ``attention`` may also be :data:`NO_ATTENTION`
+(``none``), which is no module and has no entry here: the encoder-decoder without attention,
+whose decoder reads one fixed context vector instead
+(:class:`attnkit.models.decoders.FixedContextDecoder`).
 """
 
 from __future__ import annotations
@@ -226,6 +229,9 @@ class MultiHeadAttention(Attention):
 
 
 AttentionBuilder = Callable[[int, int, int, int], Attention]
+
+#: what a model's ``attention`` names when it has none (no module: not in the registry)
+NO_ATTENTION = "none"
 
 #: name -> builder(query_dim, key_dim, attn_dim, heads)
 ATTENTION_TYPES: dict[str, AttentionBuilder] = {

@@ -2,9 +2,14 @@
 write everything down.
 
 Output directory: ``hyps.greedy.txt``, ``hyps.beamK.txt`` (one output per
-evaluated source, in order), ``scores.json`` and ``report.html`` (metrics and
-the attention of the first examples). The scores are the checkpoint's task metric's
+evaluated source, in order), ``scores.json``, ``attention.json`` and ``report.html`` (metrics
+and the attention of the first examples). The scores are the checkpoint's task metric's
 (:func:`attnkit.data.tasks.registry.task_metric`); ``scores.json`` names the one that decides.
+
+A model without attention (``model.attention: none``, or an ensemble of such models) has no
+attention to score or draw: ``scores.json`` has no ``alignment`` block, and ``saliency.json``
+and the report hold the gradient saliency of the first examples' outputs instead
+(:mod:`attnkit.explain.no_attention`; an ensemble of them has no pictures).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from attnkit.data.tasks.registry import task_metric
 from attnkit.evaluation.alignment import score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
+from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.translator import load_translator
 from attnkit.viz import save_records, write_report
 
@@ -62,6 +68,7 @@ def evaluate_model(
     out = Path(out_dir) if out_dir else default_eval_dir(dirs, set_name)
     out.mkdir(parents=True, exist_ok=True)
     scores = _header(dirs, translator, split, files)
+    attends = translator.model.has_attention
     records = []
     for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
@@ -80,23 +87,15 @@ def evaluate_model(
         )
         if k == 1:
             aligner = gold_aligner(cfg.data)
-            if aligner is not None:
+            if aligner is not None and attends:
                 scores["alignment"] = score_alignments(
                     translator, aligner, sources, refs, translations
                 )
-            records = [
-                t.record(r[0])
-                for t, r in zip(translations[:REPORT_EXAMPLES], refs[:REPORT_EXAMPLES])
-            ]
+            shown = pictured(translator, translations[:REPORT_EXAMPLES])
+            records = [t.record(r[0]) for t, r in zip(shown, refs[:REPORT_EXAMPLES])]
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
-    save_records(records, out / "attention.json")
-    write_report(
-        out / "report.html",
-        f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})",
-        scores,
-        records,
-        config=json.loads(json.dumps(cfg, default=lambda o: o.__dict__)),
-    )
+    title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})"
+    _write_examples(out, title, translator, scores, records)
     scores["out"] = str(out)
     return scores
 
@@ -119,3 +118,22 @@ def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -
         else [member.cfg.attention for member in members],
         "backend": members[0].backend.record()["describe"],  # all members load with one setting
     }
+
+
+def _write_examples(out: Path, title: str, translator, scores: dict, records: list) -> None:
+    """The first examples' maps as records and report.html: their attention (attention.json), or
+    for a model without attention their saliency (saliency.json), the report saying so."""
+    attends = translator.model.has_attention
+    save_records(records, out / ("attention.json" if attends else "saliency.json"))
+    notes = None if attends else NOTE
+    if not attends and not can_explain(translator):
+        notes = "These models have no attention, and saliency is drawn for one model alone."
+    write_report(
+        out / "report.html",
+        title,
+        scores,
+        records,
+        config=json.loads(json.dumps(translator.config, default=lambda o: o.__dict__)),
+        notes=notes,
+        map_title=None if attends else TITLE,
+    )

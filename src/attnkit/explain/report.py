@@ -11,6 +11,11 @@ Written to the output directory:
   draws either);
 * ``scores.json``: how often the two agree (argmax of each output row), and, where the task has
   gold alignments, both maps scored against them (AER, argmax in span, entropy, coverage).
+
+A model without attention (``model.attention: none``) has saliency alone: each picture is its
+saliency map titled "no attention: gradient saliency" (or the method's name), and no
+``attention.json``, agreement or attention scores are written (``scores.json`` says
+``"attention": "none"``).
 """
 
 from __future__ import annotations
@@ -21,14 +26,14 @@ from pathlib import Path
 
 import numpy as np
 
-from attnkit.data.batching import collate
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import alignment_metrics
-from attnkit.explain.saliency import METHODS, saliency_maps
-from attnkit.translator import Translation, Translator
-from attnkit.viz import plot_side_by_side, save_records
+from attnkit.explain.no_attention import TITLE, saliency_translations
+from attnkit.explain.saliency import METHODS
+from attnkit.translator import Translator
+from attnkit.viz import plot_heatmap, plot_side_by_side, save_records
 
 MAX_EXAMPLES = 500
 
@@ -79,60 +84,41 @@ def explain_model(
     outputs = [t.output for t in translator.translate(sources)]
     forced_outputs = list(refs) if reference else outputs
     attention = translator.teacher_forced(sources, forced_outputs)
-    saliency = _saliency(translator, sources, forced_outputs, attention, method)
+    saliency = saliency_translations(translator, attention, method)
+    attends = translator.model.has_attention
     out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
     out.mkdir(parents=True, exist_ok=True)
     att_records = [t.record(r) for t, r in zip(attention, refs)]
     sal_records = [t.record(r) for t, r in zip(saliency, refs)]
     for i, (a, s) in enumerate(zip(att_records, sal_records)):
-        plot_side_by_side(
-            a, s, out / f"{i:03d}.{image_format}", titles=("attention", f"saliency ({method})")
-        ).clear()
-    save_records(att_records, out / "attention.json")
+        path = out / f"{i:03d}.{image_format}"
+        if attends:
+            titles = ("attention", f"saliency ({method})")
+            plot_side_by_side(a, s, path, titles=titles).clear()
+        else:  # the zero weights are no attention: the saliency map alone, saying so
+            title = TITLE if method == "gradient" else f"no attention: saliency ({method})"
+            plot_heatmap(s, path=path, title=title, value_label="saliency").clear()
+    if attends:
+        save_records(att_records, out / "attention.json")
     save_records(sal_records, out / "saliency.json")
     scores = {
         "model": str(model_dir),
         "method": method,
         "explained": "reference" if reference else "own output",
         "examples": len(sources),
-        "argmax_agreement": argmax_agreement(
-            [(a.weights, s.weights) for a, s in zip(attention, saliency)]
-        ),
     }
+    if attends:
+        scores["argmax_agreement"] = argmax_agreement(
+            [(a.weights, s.weights) for a, s in zip(attention, saliency)]
+        )
+    else:
+        scores["attention"] = "none"
     aligner = gold_aligner(cfg.data)
     if aligner is not None:
         gold = [aligner(src, o) for src, o in zip(sources, forced_outputs)]
-        scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
+        if attends:
+            scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
         scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     scores["out"] = str(out)
     return scores
-
-
-def _saliency(
-    translator: Translator,
-    sources: list[str],
-    outputs: list[str],
-    attention: list[Translation],
-    method: str,
-) -> list[Translation]:
-    """The saliency maps of ``outputs``, as Translations shaped like ``attention``'s."""
-    examples, _ = translator.encode_sources(sources)
-    targets = [translator.tgt_vocab.encode(translator.tgt_tokenizer.tokenize(o)) for o in outputs]
-    maps: list[np.ndarray | None] = [None] * len(sources)
-    size = translator.config.decode.batch_size
-    for start in range(0, len(examples), size):
-        batch = collate(examples[start : start + size]).to(translator.device)
-        rows = saliency_maps(
-            translator.model,
-            batch.src,
-            batch.src_lengths,
-            [targets[i] for i in batch.indices],
-            method,
-        )
-        for index, m in zip(batch.indices, rows):
-            maps[index] = m.numpy()
-    return [
-        Translation(a.source, a.source_tokens, a.output, a.output_tokens, m, a.score)
-        for a, m in zip(attention, maps)
-    ]

@@ -7,6 +7,11 @@ through a learned bridge: s_0 = tanh(W_b [final forward state; final backward st
 * ``bahdanau`` (Bahdanau et al. 2015): the previous state s_{t-1} queries the
   memory, the context c_t enters the RNN input [y_{t-1}; c_t], and the output
   reads tanh(W_o [s_t; c_t; y_{t-1}]).
+* ``fixed`` (Cho et al. 2014; Sutskever et al. 2014): no attention (``model.attention: none``).
+  The Bahdanau equations with c_t = c, the encoder's final state, at every step: the RNN steps
+  on [y_{t-1}; c] and the output reads tanh(W_o [s_t; c; y_{t-1}]). The whole source must pass
+  through that one vector, the bottleneck attention was invented to remove. No step reads the
+  previous one's context, so the fast backends run the RNN over the whole target in one call.
 * ``luong`` (Luong et al. 2015): the RNN steps first on [y_{t-1}; h~_{t-1}]
   (input feeding) or y_{t-1} alone; the new state h_t queries the memory; the
   attentional vector h~_t = tanh(W_c [c_t; h_t]) feeds the output layer. Without
@@ -39,6 +44,7 @@ from attnkit.accel import cells, loops, recurrence
 from attnkit.accel.backend import DEFAULT, Backend
 from attnkit.accel.loops import LoopSpec
 from attnkit.attention import build_attention
+from attnkit.attention.modules import NO_ATTENTION
 from attnkit.data.vocab import PAD_ID
 from attnkit.models.dropout import Dropout, keep_mask
 
@@ -103,6 +109,9 @@ class RNNDecoder(nn.Module):
     steps_independent = False
     #: whether the state carries the previous attentional vector into the next input (Luong)
     input_feeding = False
+    #: whether the decoder holds an attention (False: ``model.attention: none``, and the weights
+    #: its steps return are zeros that nothing may read as attention)
+    attends = True
 
     def __init__(self, cfg: Seq2SeqConfig, vocab_size: int):
         super().__init__()
@@ -113,8 +122,10 @@ class RNNDecoder(nn.Module):
         self.embed = nn.Embedding(vocab_size, cfg.embedding_dim, padding_idx=PAD_ID)
         self.dropout = Dropout(cfg.dropout)
         self.bridge = nn.Linear(memory_dim, self.layers * self.hidden)
-        self.attention = build_attention(
-            cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads
+        self.attention = (
+            build_attention(cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads)
+            if self.attends
+            else None
         )
         self.combine = nn.Linear(self.combine_width(cfg), self.hidden)
         self.rnn = make_rnn(
@@ -141,7 +152,7 @@ class RNNDecoder(nn.Module):
         weights: list | None = None,
     ) -> tuple[Tensor, DecoderState, Tensor]:
         """One step given the embedded previous token: emb_t (B, E) -> pre-output (B, H), new
-        state, attention weights (B, S).
+        state, attention weights (B, S) (zeros for a decoder that does not attend).
 
         ``x_proj_t`` and ``weights``: as :meth:`_recur` takes them; ``keep_t`` (B, H): a dropout
         mask already scaled by 1/(1-p), drawn for all steps at once.
@@ -359,8 +370,63 @@ class LuongDecoder(RNNDecoder):
         return self.output(pre), weights
 
 
+class FixedContextDecoder(RNNDecoder):
+    """No attention: c = the encoder's final state (``memory.final``) at every step; the RNN
+    steps on [y_{t-1}; c]; the output reads tanh(W_o [s_t; c; y_{t-1}]) (``combine`` is W_o).
+
+    It holds no attention module (``attention`` is None) and returns all-zero weights
+    (B, S), so that decoding keeps one shape for every model; ``attends`` says they mean nothing.
+    """
+
+    style = "fixed"
+    attends = False
+    steps_independent = True  # the context never changes, so no step waits for the previous one
+
+    def combine_width(self, cfg: Seq2SeqConfig) -> int:
+        return cfg.decoder_hidden + cfg.memory_dim + cfg.embedding_dim  # [s_t; c; y_{t-1}]
+
+    def rnn_input_width(self, cfg: Seq2SeqConfig) -> int:
+        return cfg.embedding_dim + cfg.memory_dim  # [y_{t-1}; c]
+
+    def project_keys(self, states: Tensor) -> None:
+        return None  # nothing attends to the states
+
+    def _step(self, emb_t, state, memory, x_proj_t=None, keep_t=None, weights=None):
+        context = memory.final  # c, (B, Dk)
+        s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn, weights)  # (B, H)
+        pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
+        return self._drop(pre, keep_t), DecoderState(rnn_state), _no_weights(memory)
+
+    def _forward_whole(self, tgt_in, emb, state, memory):
+        """One RNN call over T on [y_{t-1}; c], then the output layer for all T steps.
+        emb (B, T, E) -> logits (B, T, V), weights (B, T, S) (zeros)."""
+        steps = emb.size(1)
+        context = memory.final.unsqueeze(1).expand(-1, steps, -1)  # (B, T, Dk)
+        rnn_in = torch.cat([emb, context], -1)  # (B, T, E + Dk)
+        if self.backend.trains_by_hand(emb):
+            s = recurrence.over_target(self.rnn, tgt_in != PAD_ID, rnn_in, state.rnn, self.training)
+        else:
+            s, _ = self.rnn(rnn_in, state.rnn)  # (B, T, H)
+        pre = self.dropout(torch.tanh(self.combine(torch.cat([s, context, emb], -1))))
+        weights = _no_weights(memory).unsqueeze(1).expand(-1, steps, -1)  # (B, T, S)
+        return self.output(pre), weights
+
+
+def _no_weights(memory: Memory) -> Tensor:
+    """(B, S) zeros: the weights of a decoder that attends to nothing."""
+    return memory.states.new_zeros(memory.mask.shape)
+
+
 #: model.decoder name -> class; ``auto`` in the config picks one from the attention
 DECODERS: dict[str, type[RNNDecoder]] = {
     BahdanauDecoder.style: BahdanauDecoder,
     LuongDecoder.style: LuongDecoder,
+    FixedContextDecoder.style: FixedContextDecoder,
 }
+
+
+def pairs_with(style: str, attention: str) -> bool:
+    """Whether decoder ``style`` can hold ``attention``: the decoder without attention takes
+    ``none`` and only it, every other decoder any real attention. The one rule for configs and
+    for every place that iterates attentions x decoders."""
+    return DECODERS[style].attends == (attention != NO_ATTENTION)

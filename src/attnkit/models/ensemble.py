@@ -6,8 +6,10 @@ ensemble's output distribution is the mean of the members' probabilities:
     log p(y_t) = log( (1/M) sum_m p_m(y_t | y_<t, x) )
 
 (probability averaging, as fairseq and OpenNMT ensemble). The attention shown for an output is the
-mean of the members' weights. The members may differ in size, cell or attention type; they must
-share the vocabularies, which :meth:`attnkit.translator.Translator.load_ensemble` checks.
+mean of the weights of the members that attend (a member without attention, ``attention: none``,
+has none to add); an ensemble of such members only has no attention (:attr:`has_attention`).
+The members may differ in size, cell or attention type; they must share the vocabularies, which
+:meth:`attnkit.translator.Translator.load_ensemble` checks.
 
 :class:`Ensemble` offers what the decoders in :mod:`attnkit.decoding` call (``encode`` and
 ``decoder.step``), so greedy decoding and beam search run an ensemble unchanged.
@@ -44,6 +46,11 @@ class Ensemble(nn.Module):
         self.members = nn.ModuleList(members)
         self.decoder = _EnsembleDecoder(self.members)
 
+    @property
+    def has_attention(self) -> bool:
+        """Whether any member attends (the weights of decoding mean something)."""
+        return any(member.has_attention for member in self.members)
+
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[MemberStates, MemberStates]:
         """src (B, S) -> every member's attention memory and initial decoder state."""
         encoded = [member.encode(src, src_lengths) for member in self.members]
@@ -59,8 +66,8 @@ class _EnsembleDecoder:
     def step(
         self, prev_tokens: Tensor, state: MemberStates, memory: MemberStates
     ) -> tuple[Tensor, MemberStates, Tensor]:
-        """prev_tokens (B,) -> log of the mean probability (B, V), the new states, mean weights
-        (B, S).
+        """prev_tokens (B,) -> log of the mean probability (B, V), the new states, the mean
+        weights of the attending members (B, S) (zeros where none attends).
 
         The first output is already normalised log-probabilities; the decoders' ``log_softmax``
         leaves it as it is.
@@ -70,10 +77,12 @@ class _EnsembleDecoder:
             logits, new_state, w = member.decoder.step(prev_tokens, member_state, member_memory)
             log_probs.append(torch.log_softmax(logits.float(), dim=-1))
             states.append(new_state)
-            weights.append(w.float())
+            if member.has_attention:
+                weights.append(w.float())
+        mean_weights = torch.stack(weights).mean(0) if weights else w.float()  # (B, S)
         if len(log_probs) == 1:
-            return log_probs[0], MemberStates(states), weights[0]
+            return log_probs[0], MemberStates(states), mean_weights
         mean_log_prob = torch.logsumexp(torch.stack(log_probs), dim=0) - math.log(
             len(log_probs)
         )  # (B, V)
-        return mean_log_prob, MemberStates(states), torch.stack(weights).mean(0)
+        return mean_log_prob, MemberStates(states), mean_weights

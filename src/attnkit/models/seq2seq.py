@@ -1,11 +1,13 @@
-"""RNN encoder-decoder with attention, readable top to bottom.
+"""RNN encoder-decoder with attention (or without), readable top to bottom.
 
 Encoder: embeddings -> GRU/LSTM (layers, optionally bidirectional, packed so
 padding never enters the states). Its states are the attention memory.
 
 Decoder: one of the registered styles of :mod:`attnkit.models.decoders` (``bahdanau``,
-``luong``), picked by ``model.decoder``; each holds any attention from
-:mod:`attnkit.attention` and starts from the encoder's final state through a learned bridge.
+``luong``, ``fixed``), picked by ``model.decoder``; each starts from the encoder's final state
+through a learned bridge. ``bahdanau`` and ``luong`` hold any attention from
+:mod:`attnkit.attention`; ``fixed`` goes with ``model.attention: none`` and reads the encoder's
+final state as the same context at every step (:attr:`Seq2Seq.has_attention` is False).
 
 Shapes: B batch, S source length, T target length, E embedding width,
 H decoder hidden, Dk encoder state width (hidden x directions), V vocab.
@@ -26,11 +28,11 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.accel import recurrence
 from attnkit.accel.backend import DEFAULT, Backend
-from attnkit.attention.modules import ATTENTION_TYPES
+from attnkit.attention.modules import ATTENTION_TYPES, NO_ATTENTION
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
-from attnkit.models.decoders import DECODERS, DecoderState, RNNDecoder, make_rnn
+from attnkit.models.decoders import DECODERS, DecoderState, RNNDecoder, make_rnn, pairs_with
 from attnkit.models.dropout import Dropout
 
 #: the decoders' base under its former name, for code that imports it from here
@@ -41,10 +43,10 @@ Decoder = RNNDecoder
 class Seq2SeqConfig:
     """The model section of an experiment file."""
 
-    attention: str = (
-        "bahdanau"  # bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead
-    )
-    decoder: str = "auto"  # a DECODERS name | auto (bahdanau for bahdanau attention, else luong)
+    #: bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead | none
+    attention: str = "bahdanau"
+    #: a DECODERS name | auto (bahdanau for bahdanau attention, fixed for none, else luong)
+    decoder: str = "auto"
     rnn: str = "gru"  # gru | lstm
     embedding_dim: int = 64
     encoder_hidden: int = 128  # per direction
@@ -52,18 +54,19 @@ class Seq2SeqConfig:
     bidirectional: bool = True
     decoder_hidden: int = 256
     decoder_layers: int = 1
-    attention_dim: int = 128  # width of additive/projected attention spaces
+    attention_dim: int = 128  # width of additive/projected attention spaces (not for none)
     heads: int = 4  # multihead only
     input_feeding: bool = True  # luong decoder only
     dropout: float = 0.1
 
     CHOICES = {
-        "attention": tuple(ATTENTION_TYPES),
+        "attention": (*ATTENTION_TYPES, NO_ATTENTION),
         "decoder": ("auto", *DECODERS),
         "rnn": ("gru", "lstm"),
     }
     #: keys that only some attentions / decoders read (see attnkit.config.check_applicable)
     APPLIES = {
+        "attention_dim": ("attention", tuple(ATTENTION_TYPES)),
         "heads": ("attention", ("multihead",)),
         "input_feeding": ("decoder_style", ("luong",), "decoder"),
     }
@@ -86,11 +89,25 @@ class Seq2SeqConfig:
             raise ConfigError(
                 f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
             )
+        self.check_decoder(where)
+
+    def check_decoder(self, where: str) -> None:
+        """ConfigError unless the decoder style holds the attention (``none``: only ``fixed``)."""
+        style = self.decoder_style
+        if style in DECODERS and not pairs_with(style, self.attention):
+            wanted = "attention none" if self.attention != NO_ATTENTION else "an attention"
+            raise ConfigError(
+                f"{join_key(where, 'decoder')}: {style} does not go with attention "
+                f"{self.attention}; the decoder {style} needs {wanted} "
+                f"(decoder auto picks the one that fits)"
+            )
 
     @property
     def decoder_style(self) -> str:
         if self.decoder != "auto":
             return self.decoder
+        if self.attention == NO_ATTENTION:
+            return "fixed"
         return "bahdanau" if self.attention == "bahdanau" else "luong"
 
     @property
@@ -102,16 +119,18 @@ class Seq2SeqConfig:
 class Memory:
     """What the decoder attends to, computed once per source batch.
 
-    states (B, S, Dk); projected: the attention's precomputed keys; mask (B, S) bool;
-    input_table (V, G*H) or None: every target token's layer-0 input gates, for decoding
-    (:meth:`RNNDecoder.input_table`). It lives exactly as long as one decoding call's memory,
-    so no weight update can ever meet a stale table.
+    states (B, S, Dk); projected: the attention's precomputed keys (None without attention);
+    mask (B, S) bool; input_table (V, G*H) or None: every target token's layer-0 input gates,
+    for decoding (:meth:`RNNDecoder.input_table`). It lives exactly as long as one decoding
+    call's memory, so no weight update can ever meet a stale table. final (B, Dk): the encoder's
+    final state, the fixed context of the decoder without attention.
     """
 
     states: Tensor
     projected: Any
     mask: Tensor
     input_table: Tensor | None = None
+    final: Tensor | None = None
 
     def index_select(self, index: Tensor) -> Memory:
         """Rows in ``index`` order (beam search expands B to B*K); the token table has no rows."""
@@ -120,6 +139,7 @@ class Memory:
             _index_select(self.projected, index),
             self.mask.index_select(0, index),
             self.input_table,
+            _index_select(self.final, index),
         )
 
 
@@ -179,8 +199,8 @@ class Encoder(nn.Module):
 
 
 class Seq2Seq(nn.Module):
-    """Encoder + the attention decoder ``cfg.decoder_style`` names.  ``forward`` is
-    teacher-forced; decoding uses ``encode``/``decoder.step``."""
+    """Encoder + the decoder ``cfg.decoder_style`` names.  ``forward`` is teacher-forced;
+    decoding uses ``encode``/``decoder.step``."""
 
     family = "seq2seq"
 
@@ -193,7 +213,14 @@ class Seq2Seq(nn.Module):
                 f"model.decoder: {cfg.decoder!r} is not one of "
                 f"{', '.join(Seq2SeqConfig.CHOICES['decoder'])}"
             )
+        cfg.check_decoder("model")
         self.decoder = DECODERS[cfg.decoder_style](cfg, tgt_vocab_size)
+
+    @property
+    def has_attention(self) -> bool:
+        """False for ``attention: none``: the weights it returns are zeros, never to be drawn
+        or scored as attention (pictures show its gradient saliency instead)."""
+        return self.decoder.attends
 
     @property
     def backend(self) -> Backend:
@@ -211,9 +238,10 @@ class Seq2Seq(nn.Module):
             mask = src != PAD_ID  # (B, S), True = may attend
             table = self.decoder.input_table(src.numel())
             keys = self.decoder.project_keys(states)  # projected once per batch
-            return Memory(states, keys, mask, table), self.decoder.init_state(final)
+            return Memory(states, keys, mask, table, final), self.decoder.init_state(final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
-        """src (B, S), tgt_in (B, T) -> logits (B, T, V), attention weights (B, T, S)."""
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V), attention weights (B, T, S) (zeros
+        without attention)."""
         memory, state = self.encode(src, src_lengths)
         return self.decoder(tgt_in, state, memory)

@@ -11,7 +11,9 @@ Both trainers write the same tags (``tensorboard --logdir runs`` shows every run
 * ``attention/dev<i>`` at every evaluation: where the model looked on dev example
   ``i`` (the first :data:`EXAMPLES` of the dev split, the same ones every time),
   skipped at an evaluation where the pictures so far took more than
-  :data:`PICTURE_SHARE` of the run's time (short epochs on a GPU: then fewer).
+  :data:`PICTURE_SHARE` of the run's time (short epochs on a GPU: then fewer); never for a
+  model without attention (``model.attention: none``: its weights are zeros, and saliency would
+  cost a backward pass per output step; ``attnkit explain`` draws it after training).
 
 The x axis is the update number. A resumed run appends to the same directory and
 tells TensorBoard to drop what an earlier run logged after the resumed update.

@@ -345,9 +345,11 @@ class Trainer:
         metrics, _, refs, translations = evaluate_translator(
             translator, self.family, self.splits.dev, beam_size=1
         )
-        # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard
+        # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard (a model
+        # without attention has none to draw)
         self.board.scalars(state.step, metrics, "dev")
-        self.board.pictures(state.step, _heatmaps(translations[: tb.EXAMPLES], refs))
+        if translator.model.has_attention:
+            self.board.pictures(state.step, _heatmaps(translations[: tb.EXAMPLES], refs))
         return self.checkpoints.after_evaluation(
             translator, metrics, state, optimizer, scheduler, start
         )

@@ -58,8 +58,10 @@ def plot_heatmap(
     ax: Axes | None = None,
     cmap: str = "viridis",
     annotate: bool | None = None,
+    value_label: str = "attention weight",
 ) -> Figure:
-    """Draw one attention matrix and return its figure.
+    """Draw one attention matrix (or another map of the same shape, named by ``value_label`` on
+    the colour bar) and return its figure.
 
     ``record_or_weights`` is an :class:`AttentionRecord` or an array-like (a
     torch tensor works) of shape ``(T, S)``. Explicit ``source_tokens`` /
@@ -77,7 +79,7 @@ def plot_heatmap(
         fig = ax.figure
     image = _draw(ax, weights, src, out, cmap=cmap, annotate=annotate)
     colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
-    colorbar.set_label("attention weight")
+    colorbar.set_label(value_label)
     if title:
         ax.set_title(title, fontsize=11, pad=8)
     if path is not None:

@@ -128,12 +128,15 @@ def write_report(
     records: list[AttentionRecord],
     config: Mapping[str, Any] | None = None,
     notes: str | None = None,
+    map_title: str | None = None,
 ) -> Path:
     """Write one self-contained HTML report and return its path (parent dirs created).
 
     ``metrics`` may nest (shown as dotted keys); ``config`` is shown
     pretty-printed in a collapsible block. Every record is listed and embedded;
-    pass a sample, not a whole test set, to keep the page light.
+    pass a sample, not a whole test set, to keep the page light. ``map_title``: what the
+    records' weights are when they are not attention (e.g. "no attention: gradient saliency"),
+    written on every picture and above the examples.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,9 +159,10 @@ def write_report(
         )
     parts.append(f"<h2>Examples ({len(records)})</h2>")
     if records:
-        parts.append("<p>Click an example to see where each output token looked.</p>")
+        shown = f" ({esc(map_title)})" if map_title else ""
+        parts.append(f"<p>Click an example to see where each output token looked{shown}.</p>")
     parts.append('<ol class="examples">')
-    parts += [_example(i, r) for i, r in enumerate(records)]
+    parts += [_example(i, r, map_title) for i, r in enumerate(records)]
     parts.append("</ol>")
     parts.append(
         f'<script type="application/json" id="attnkit-data">{_data_json(records)}</script>'
@@ -218,7 +222,7 @@ def _metrics_table(metrics: Mapping[str, Any]) -> str:
     return '<table class="metrics">' + "".join(body) + "</table>"
 
 
-def _example(i: int, record: AttentionRecord) -> str:
+def _example(i: int, record: AttentionRecord, map_title: str | None = None) -> str:
     esc = html.escape
     mark = ""
     if record.correct is not None:
@@ -241,13 +245,15 @@ def _example(i: int, record: AttentionRecord) -> str:
     rows.append(row("output", record.output, mark + score))
     picture = ""
     if i < STATIC_PICTURES and record.weights.size:
-        src = _png_data_uri(record)
-        picture = f'<div class="pic"><img alt="attention heatmap" src="{src}"></div>'
+        src = _png_data_uri(record, map_title)
+        alt = esc(map_title or "attention heatmap", quote=True)
+        picture = f'<div class="pic"><img alt="{alt}" src="{src}"></div>'
     return f'<li class="ex" data-i="{i}" tabindex="0">{"".join(rows)}{picture}</li>'
 
 
-def _png_data_uri(record: AttentionRecord) -> str:
-    fig = plot_heatmap(record)
+def _png_data_uri(record: AttentionRecord, map_title: str | None = None) -> str:
+    label = "attention weight" if map_title is None else "weight"
+    fig = plot_heatmap(record, title=map_title, value_label=label)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=96)
     fig.clear()
