@@ -280,6 +280,9 @@ def _add_explain(sub) -> None:
     )
     p.add_argument("--format", choices=("png", "svg"), default="png", help="picture format")
     p.add_argument(
+        "--pictures", type=int, default=20, help="draw the first N (default 20); all are scored"
+    )
+    p.add_argument(
         "--out", type=Path, default=None, help="output directory (default: RUN/explain/CKPT)"
     )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")

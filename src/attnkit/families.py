@@ -106,6 +106,7 @@ def _explain_seq2seq(args: argparse.Namespace) -> None:
         out_dir=args.out,
         image_format=args.format,
         device=args.device,
+        pictures=args.pictures,
     )
     print(json.dumps(scores, indent=1))
 

@@ -16,7 +16,7 @@ from attnkit.data.vocab import Vocab
 from attnkit.evaluation.report import evaluate_model
 from attnkit.experiment import experiment_from_dict
 from attnkit.explain.no_attention import TITLE
-from attnkit.explain.report import argmax_agreement, explain_model
+from attnkit.explain.report import argmax_agreement, explain_model, rank_correlation
 from attnkit.models.decoders import FixedContextDecoder
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.translator import Translator
@@ -205,3 +205,13 @@ def test_translate_refuses_to_write_attention_it_does_not_have(trained_none, tmp
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnkit: error: --attention-out") and "\n" not in err
     assert "has no attention" in err and not out.exists()
+
+
+def test_rank_correlation_of_maps():
+    a = np.array([[0.1, 0.2, 0.7], [0.5, 0.3, 0.2]])
+    assert rank_correlation([(a, a)]) == 1.0
+    assert rank_correlation([(a, a[:, ::-1])]) == -1.0
+    flat = np.full((2, 3), 1 / 3)  # constant rows have no rank correlation
+    assert rank_correlation([(a, flat)]) is None
+    ties = np.array([[0.2, 0.2, 0.6]])  # tied values share their mean rank
+    assert rank_correlation([(ties, np.array([[0.1, 0.3, 0.6]]))]) == pytest.approx(0.866, abs=1e-3)

@@ -47,6 +47,27 @@ def argmax_agreement(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
     return round(100.0 * same / max(1, total), 2)
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks of ``x`` from 0, tied values sharing their mean rank."""
+    order = x.argsort(kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(len(x))
+    _, tie_group = np.unique(x, return_inverse=True)
+    return (np.bincount(tie_group, weights=ranks) / np.bincount(tie_group))[tie_group]
+
+
+def rank_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None:
+    """Mean over output rows of the Spearman correlation of two (T, S) maps' rows (rows where
+    either map is constant have no correlation and are left out); None when no row has one."""
+    values = []
+    for a, b in pairs:
+        for row_a, row_b in zip(np.asarray(a, float), np.asarray(b, float)):
+            ra, rb = _ranks(row_a), _ranks(row_b)
+            if ra.std() > 0 and rb.std() > 0:
+                values.append(float(np.corrcoef(ra, rb)[0, 1]))
+    return round(float(np.mean(values)), 4) if values else None
+
+
 def explain_model(
     model_dir: Path,
     texts: Sequence[str] | None = None,
@@ -57,16 +78,19 @@ def explain_model(
     out_dir: Path | None = None,
     image_format: str = "png",
     device: str = "auto",
+    pictures: int = 20,
 ) -> dict:
     """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
-    own outputs, or the references with ``reference``); returns the scores written to
-    ``out_dir/scores.json``."""
+    own outputs, or the references with ``reference``); the first ``pictures`` are drawn, all
+    are scored. Returns the scores written to ``out_dir/scores.json``."""
     if method not in METHODS:
         raise AttnkitError(
             f"--method: unknown saliency method {method!r}; valid: {', '.join(METHODS)}"
         )
     if (texts is None) == (split is None):
         raise AttnkitError("give inputs to explain, or --split to explain the first items of one")
+    if pictures < 0:
+        raise AttnkitError(f"--pictures must be at least 0, got {pictures}")
     if not 1 <= count <= MAX_EXAMPLES:
         raise AttnkitError(f"--count must be between 1 and {MAX_EXAMPLES}, got {count}")
     if image_format not in ("png", "svg"):
@@ -90,7 +114,7 @@ def explain_model(
     out.mkdir(parents=True, exist_ok=True)
     att_records = [t.record(r) for t, r in zip(attention, refs)]
     sal_records = [t.record(r) for t, r in zip(saliency, refs)]
-    for i, (a, s) in enumerate(zip(att_records, sal_records)):
+    for i, (a, s) in enumerate(zip(att_records[:pictures], sal_records[:pictures])):
         path = out / f"{i:03d}.{image_format}"
         if attends:
             titles = ("attention", f"saliency ({method})")
@@ -108,9 +132,9 @@ def explain_model(
         "examples": len(sources),
     }
     if attends:
-        scores["argmax_agreement"] = argmax_agreement(
-            [(a.weights, s.weights) for a, s in zip(attention, saliency)]
-        )
+        maps = [(a.weights, s.weights) for a, s in zip(attention, saliency)]
+        scores["argmax_agreement"] = argmax_agreement(maps)
+        scores["rank_correlation"] = rank_correlation(maps)
     else:
         scores["attention"] = "none"
     aligner = gold_aligner(cfg.data)
