@@ -1,6 +1,7 @@
 """Seq2seq: stepping equals teacher forcing, padding never changes a result, padded sources get 0
 attention."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -426,6 +427,8 @@ def test_loop_arguments_round_trip_through_the_autograd_function():
     from attnkit.accel.loops import LoopInputs, LoopWeights
     from attnkit.accel.loops.spec import spread, unpack
 
+    for cls, not_tensors in ((LoopInputs, {"active"}), (LoopWeights, set())):
+        assert set(cls.TENSORS) == {f.name for f in dataclasses.fields(cls)} - not_tensors
     inputs, weights = _loop_inputs((2, 1))
     tensors = spread(inputs, weights)
     assert len(tensors) == len(LoopInputs.TENSORS) + len(LoopWeights.TENSORS)
