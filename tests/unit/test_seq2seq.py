@@ -2,6 +2,7 @@
 attention, and the handwritten loops' own behaviour (dropout, where they apply). That every
 backend computes the reference function, for every attention and decoder: test_equivalence.py."""
 
+import dataclasses
 import itertools
 
 import pytest
@@ -300,30 +301,73 @@ def test_handwritten_backward_loop_draws_the_step_loops_dropout(att, rnn, style)
         torch.testing.assert_close(grads_a[name], grad, atol=1e-12, rtol=1e-10, msg=name)
 
 
-def test_loop_rejects_active_rows_that_grow():
-    from attnkit.accel.loops import LoopSpec, run_loop
+def _loop_inputs(active, feed0=True):
+    """LoopInputs and LoopWeights of a GRU loop over T=2 steps, B=2 rows, S=3, H=4."""
+    from attnkit.accel.loops import LoopInputs, LoopWeights
 
     h = torch.zeros(2, 4)
+    inputs = LoopInputs(
+        x_proj=torch.zeros(2, 2, 12),
+        h0=h,
+        c0=None,
+        keys=torch.zeros(2, 3, 4),
+        projected=torch.zeros(2, 3, 4),
+        mask=torch.ones(2, 3, dtype=torch.bool),
+        keep=None,
+        active=active,
+        feed0=h if feed0 else None,
+    )
+    weights = LoopWeights(
+        w_ih_rest=torch.zeros(12, 4),
+        w_hh=torch.zeros(12, 4),
+        b_hh=torch.zeros(12),
+        w_query=None,
+        v=None,
+        w_combine=torch.zeros(4, 8),
+        b_combine=torch.zeros(4),
+    )
+    return inputs, weights
+
+
+def test_loop_rejects_active_rows_that_grow():
     with pytest.raises(ValueError, match="must not increase"):
-        run_loop(
-            LoopSpec(lstm=False, additive=False),
-            torch.zeros(2, 2, 12),
-            h,
-            None,
-            h,
-            torch.zeros(2, 3, 4),
-            torch.zeros(2, 3, 4),
-            torch.ones(2, 3, dtype=torch.bool),
-            None,
-            torch.zeros(12, 4),
-            torch.zeros(12, 4),
-            torch.zeros(12),
-            None,
-            None,
-            torch.zeros(4, 8),
-            torch.zeros(4),
-            [1, 2],
-        )
+        _loop_inputs((1, 2))
+
+
+def test_loop_rejects_inputs_of_the_other_style():
+    from attnkit.accel.loops import LoopSpec, run_bahdanau_loop, run_loop
+
+    spec = LoopSpec(lstm=False, additive=False)
+    inputs, weights = _loop_inputs((2, 1), feed0=False)
+    with pytest.raises(ValueError, match="feed0"):
+        run_loop(spec, inputs, weights)
+    with pytest.raises(ValueError, match="comb_x"):
+        run_bahdanau_loop(spec, inputs, weights)
+
+
+def test_loop_arguments_round_trip_through_the_autograd_function():
+    """The tensors a loop's Function is given come back as the same dataclasses, absent ones as
+    None, and every tensor field has its place among the gradients."""
+    from attnkit.accel.loops import LoopInputs, LoopWeights
+    from attnkit.accel.loops.spec import spread, unpack
+
+    for cls, not_tensors in ((LoopInputs, {"active"}), (LoopWeights, set())):
+        assert set(cls.TENSORS) == {f.name for f in dataclasses.fields(cls)} - not_tensors
+    inputs, weights = _loop_inputs((2, 1))
+    tensors = spread(inputs, weights)
+    assert len(tensors) == len(LoopInputs.TENSORS) + len(LoopWeights.TENSORS)
+    inputs_back, weights_back = unpack(tensors, inputs.active)
+    for original, back in ((inputs, inputs_back), (weights, weights_back)):
+        for name in type(original).TENSORS:
+            assert (getattr(back, name) is None) == (getattr(original, name) is None), name
+            if getattr(original, name) is not None:
+                assert getattr(back, name) is getattr(original, name), name
+    assert inputs_back.active == (2, 1)
+    grads = LoopInputs.gradients(h0=inputs.h0)
+    assert grads[LoopInputs.TENSORS.index("h0")] is inputs.h0
+    assert sum(g is not None for g in grads) == 1
+    with pytest.raises(TypeError, match="no tensor field"):
+        LoopWeights.gradients(w_feed=inputs.h0)
 
 
 @pytest.mark.parametrize(

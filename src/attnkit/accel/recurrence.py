@@ -173,7 +173,17 @@ class _Recurrence(torch.autograd.Function):
             elif native_gru:  # the kernel adds b_hh: baddbmm would first copy it into its output
                 gh = torch.bmm(h_prev, w_hh_t, out=extra[t])
                 cell_forward(
-                    False, gates_x[:, t], gh, h_prev, None, gates[t], None, h_new, None, True, b_hh
+                    False,
+                    gates_x[:, t],
+                    gh,
+                    h_prev,
+                    None,
+                    gates[t],
+                    None,
+                    h_new,
+                    None,
+                    native_gru=True,
+                    hidden_bias=b_hh,
                 )
             else:
                 gh = torch.baddbmm(bias, h_prev, w_hh_t, out=extra[t])
@@ -208,9 +218,8 @@ class _Recurrence(torch.autograd.Function):
         keep = valid.unsqueeze(-1)
         carry = 1 - keep
         for t in reversed(range(steps)):
-            carried = (
-                d_h * carry[t]
-            )  # the part of d h_t that reaches h_{t-1} unchanged past the end
+            # the part of d h_t that reaches h_{t-1} unchanged past the end
+            carried = d_h * carry[t]
             d_new = (d_h + grad_out[:, t]) * keep[t]
             dgx = d_gates_x[:, t]
             dgh = dgx if lstm else d_gates_h[:, t]
@@ -225,7 +234,7 @@ class _Recurrence(torch.autograd.Function):
                 cells[t] if lstm else None,
                 dgx,
                 dgh,
-                ctx.native_gru,
+                native_gru=ctx.native_gru,
             )
             d_h = add_hidden_matmul(direct, dgh, w_hh) + carried
             if lstm:
