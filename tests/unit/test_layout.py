@@ -156,10 +156,6 @@ def test_the_size_check_finds_each_kind_of_offender(tmp_path):
     ]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="some modules, classes and functions are still being split to fit the limits",
-)
 def test_no_module_class_or_function_outgrows_the_limits():
     found = [item for path in sorted(SRC.rglob("*.py")) for item in oversized(path)]
     assert not found, "over the size limits:\n" + "\n".join(found)

@@ -281,7 +281,7 @@ class Trainer:
         state.step += 1
         state.batches_done += 1
         if state.step % tb.EVERY == 0:
-            self._log_train(state, optimizer)
+            self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
 
     def _sync(self, start: float) -> tuple[bool, float]:
         """(stop for a signal?, seconds since ``start``); under DDP the same on every rank."""
@@ -322,7 +322,7 @@ class Trainer:
     ) -> bool:
         """Score dev, save checkpoints, step the schedule (in rank 0); True means stop early."""
         if self.board.window.pending:  # the updates since the last log, before the clock stops
-            self._log_train(state, optimizer)
+            self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
         try:
             stop = self._on_main(
                 lambda: self._score_and_save(translator, state, optimizer, scheduler, start),
@@ -335,9 +335,6 @@ class Trainer:
             schedules.set_rate(optimizer, lr)
             stop = bool(flag)
         return stop
-
-    def _log_train(self, state: TrainerState, optimizer) -> None:
-        self.board.train(state.step, optimizer.param_groups[0]["lr"], state.skipped_updates)
 
     def _score_and_save(
         self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float
