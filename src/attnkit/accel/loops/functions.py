@@ -125,6 +125,7 @@ class _LuongLoop(torch.autograd.Function):
             w_combine=flat(bwd.combined).t() @ flat(ctx_h),
             b_combine=flat(bwd.combined).sum(0),
         )
+        fwd.finish()  # ctx.fwd holding the outputs again would be a reference cycle
         return None, None, *grads_in, *grads_w
 
 
@@ -200,4 +201,5 @@ class _BahdanauLoop(torch.autograd.Function):
             v=d_v,
             w_combine=flat(bwd.combined).t() @ flat(state_ctx),
         )
+        fwd.finish()  # ctx.fwd holding the outputs again would be a reference cycle
         return None, None, *grads_in, *grads_w
