@@ -1071,7 +1071,21 @@ cli_case(
     _tr("--threads", "0", "abc"),
     check=lambda r: _decoded(r) if r.rc == 0 else one_line_error(r, "threads"),
 )
-cli_case("translate_blank_input", "held", _tr("-"), stdin=b"abc\n   \n")
+
+
+def _blank_line_kept(res: Result) -> str | None:
+    """Success: one output line per input line, the blank one blank, and a warning naming it."""
+    if why := succeeded(res):
+        return why
+    out = res.stdout.split("\n")
+    if len(out) != 4 or out[1] != "":  # three lines, each ending in a newline
+        return f"the blank input did not give a blank output line: {res.stdout[:200]!r}"
+    if "attnkit: warning: 1 blank input(s) (line 2)" not in res.stderr:
+        return f"no warning naming the blank line: {res.tail()}"
+    return None
+
+
+cli_case("translate_blank_input", "held", _tr("-"), stdin=b"abc\n   \nab\n", check=_blank_line_kept)
 cli_case("translate_empty_stdin", "held", _tr("-"), stdin=b"")
 cli_case(
     "translate_overlong_input_warns",
