@@ -63,18 +63,25 @@ def number_list(rng: random.Random, count: int) -> tuple[str, str]:
 
 
 def make_splits(seed: int, max_count: int, sizes: dict[str, int]) -> dict[str, list]:
-    """Disjoint splits with the count of numbers uniform in 1..max_count."""
+    """Disjoint splits (no source in two), the count of numbers cycling through 1..max_count.
+
+    Test is drawn first, so every count is equally represented there; where the short lists run
+    out of distinct sources (there are only 1,000 single numbers), a longer list is drawn.
+    """
     rng, seen, splits = random.Random(seed), set(), {}
-    for split, size in sizes.items():
+    for split in ("test", "dev", "train"):
         pairs = []
-        while len(pairs) < size:
-            src, tgt = number_list(rng, 1 + len(pairs) % max_count)
-            if src not in seen:
-                seen.add(src)
-                pairs.append((src, tgt))
+        while len(pairs) < sizes[split]:
+            count = 1 + len(pairs) % max_count
+            for attempt in range(100 * max_count):
+                src, tgt = number_list(rng, min(max_count, count + attempt // 20))
+                if src not in seen:
+                    break
+            seen.add(src)
+            pairs.append((src, tgt))
         rng.shuffle(pairs)
         splits[split] = pairs
-    return splits
+    return {split: splits[split] for split in sizes}
 
 
 def write_data(directory: Path, splits: dict[str, list]) -> dict[str, str]:
