@@ -676,6 +676,7 @@ class _TeacherForcingLoop(torch.autograd.Function):
         d_b_c = _flat(bwd.combined).sum(0)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, states)  # h_t queries
         d_c0 = d_c if spec.lstm else None
+        fwd.release_outputs()  # ctx.fwd holding the outputs again would be a reference cycle
         return (
             None,
             None,
@@ -784,6 +785,7 @@ class _BahdanauLoop(torch.autograd.Function):
         d_w_sc = _flat(bwd.combined).t() @ _flat(state_ctx)
         d_keys, d_projected, d_v = bwd.memory(spec, fwd, h_prev_all)
         d_c0 = d_c if spec.lstm else None
+        fwd.release_outputs()  # ctx.fwd holding the outputs again would be a reference cycle
         return (
             None,
             None,
