@@ -61,7 +61,6 @@ from attnkit.training.loss import token_loss_backward
 from attnkit.training.optim import adam
 from attnkit.training.resume import restore_seq2seq
 from attnkit.translator import Translation, Translator
-from attnkit.viz.heatmap import plot_heatmap
 
 
 def make_tokenizer(
@@ -602,6 +601,9 @@ def noam_lr(tc, step: int) -> float:
 
 def _heatmaps(translations: list[Translation], refs: list[list[str]]):
     """(tag, heatmap figure) of each translation's attention (T, S), titled with its result."""
+    # matplotlib (~30 MB resident) is imported only where heatmaps are drawn
+    from attnkit.viz.heatmap import plot_heatmap
+
     for i, (out, options) in enumerate(zip(translations, refs)):
         mark = "right" if out.output in options else f"expected {options[0]}"
         title = f"{out.source} -> {out.output} ({mark})"
