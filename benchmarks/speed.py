@@ -30,6 +30,12 @@ updates, as JoeyNMT logs them), peak memory, greedy and beam-5 decoding of
 dev+test (entries/s, model loading included), model FLOPs utilisation against
 a matmul peak measured on the spot, then the anchor's numbers and the ratios.
 
+Memory: ``peak_memory_mb`` is this whole process's (on a GPU: the device's peak allocation), which
+decodes and measures more than training; ``train_peak_rss_mb`` (with its phases under
+``train_memory``) is the peak resident memory of a separate process that only trains the same
+model on the same batches for the same updates (``train_memory.py``), which is how the anchor
+measures its ``train_peak_rss_mb``; ``train_peak_rss_ratio`` is attnkit's over the anchor's.
+
 ``--matmul-ceiling`` adds what no implementation of this model could beat here: the matmuls of real
 updates replayed alone (see ``matmul_ceiling.py``), as tokens/s and, with the anchor, as a ratio to
 it.
@@ -49,6 +55,7 @@ import time
 from pathlib import Path
 
 import torch
+import train_memory
 
 from attnkit.accel.backend import BACKENDS, resolve
 
@@ -428,7 +435,8 @@ def run_anchor(args) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
+    """speed.py's options (train_memory.py takes the same)."""
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -518,6 +526,11 @@ def main() -> None:
         help="also train the fused path and the reference loop from one initialisation and compare "
         "dev accuracy",
     )
+    return ap
+
+
+def main() -> None:
+    ap = parser()
     args = ap.parse_args()
     if not args.data.is_dir():
         sys.exit(
@@ -577,6 +590,9 @@ def main() -> None:
         )
     if args.matmul_ceiling:
         result["matmul_ceiling"] = ceiling(model, batches, device)
+    # in a process that only trains, as the anchor measures
+    result["train_memory"] = train_memory.measure(sys.argv[1:])
+    result["train_peak_rss_mb"] = result["train_memory"].get("train_peak_rss_mb")
     if not args.skip_anchor:
         anchor = run_anchor(args)
         result["anchor"] = anchor
@@ -589,6 +605,10 @@ def main() -> None:
                     result["matmul_ceiling"]["matmul_only_tokens_per_s"]
                     / anchor["train_tokens_per_s_median"],
                     2,
+                )
+            if result["train_peak_rss_mb"]:
+                result["train_peak_rss_ratio"] = round(
+                    result["train_peak_rss_mb"] / anchor["train_peak_rss_mb"], 2
                 )
             for beam in (1, 5):
                 result[f"beam{beam}_entries_per_s_ratio"] = round(

@@ -28,9 +28,12 @@ def token_loss_backward(
         label_smoothing=label_smoothing,
         reduction="sum",
     )
-    loss = loss_sum / total_tokens
-    (loss if scale == 1.0 else loss * scale).backward()
     with torch.no_grad():
         mask = batch.tgt_out != PAD_ID  # (B, T)
-        correct = int(((logits.argmax(-1) == batch.tgt_out) & mask).sum())
-    return loss_sum.detach().item(), correct, int(mask.sum())
+        correct = ((logits.argmax(-1) == batch.tgt_out) & mask).sum()
+    # the loss keeps the log-probabilities it needs: without the logits, the backward's peak holds
+    # one (B, T, V) buffer fewer
+    del logits
+    loss = loss_sum / total_tokens
+    (loss if scale == 1.0 else loss * scale).backward()
+    return loss_sum.detach().item(), int(correct), int(mask.sum())

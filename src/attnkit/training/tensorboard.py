@@ -25,12 +25,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 
-from attnkit.viz.visual import render
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 EVERY = 20  # updates between training scalars: a few scalars, never a picture, per update
 EXAMPLES = 3  # dev examples pictured at each evaluation
@@ -91,6 +92,8 @@ class Board:
         began = time.perf_counter()
         if self._picture_s > PICTURE_SHARE * (began - self._opened):
             return
+        from attnkit.viz.visual import render  # matplotlib only once there are pictures
+
         try:
             for tag, fig in figures:
                 pixels = np.asarray(render(fig))  # (H, W, 3) uint8

@@ -59,7 +59,6 @@ from attnkit.training.seq2seq_setup import (
     training_examples,
 )
 from attnkit.translator import Translation, Translator
-from attnkit.viz.heatmap import plot_heatmap
 
 
 class Trainer:
@@ -396,6 +395,9 @@ def _show_update(bar: tqdm, loss: float, accuracy: float, tok_s: float, lr: floa
 
 def _heatmaps(translations: list[Translation], refs: list[list[str]]):
     """(tag, heatmap figure) of each translation's attention (T, S), titled with its result."""
+    # matplotlib (~30 MB resident) is imported only where heatmaps are drawn
+    from attnkit.viz.heatmap import plot_heatmap
+
     for i, (out, options) in enumerate(zip(translations, refs)):
         mark = "right" if out.output in options else f"expected {options[0]}"
         title = f"{out.source} -> {out.output} ({mark})"
