@@ -123,7 +123,7 @@ class Memory:
     mask (B, S) bool; input_table (V, G*H) or None: every target token's layer-0 input gates,
     for decoding (:meth:`RNNDecoder.input_table`). It lives exactly as long as one decoding
     call's memory, so no weight update can ever meet a stale table. final (B, Dk): the encoder's
-    final state, the fixed context of the decoder without attention.
+    final state, the fixed context of the decoder without attention (None for the others).
     """
 
     states: Tensor
@@ -238,7 +238,9 @@ class Seq2Seq(nn.Module):
             mask = src != PAD_ID  # (B, S), True = may attend
             table = self.decoder.input_table(src.numel())
             keys = self.decoder.project_keys(states)  # projected once per batch
-            return Memory(states, keys, mask, table, final), self.decoder.init_state(final)
+            # only the decoder without attention reads it: no per-step index_select otherwise
+            fixed_context = None if self.decoder.attends else final
+            return Memory(states, keys, mask, table, fixed_context), self.decoder.init_state(final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S), tgt_in (B, T) -> logits (B, T, V), attention weights (B, T, S) (zeros

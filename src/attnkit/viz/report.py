@@ -141,22 +141,7 @@ def write_report(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     esc = html.escape
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-    ]
-    if notes:
-        parts.append(f'<p class="notes">{esc(notes)}</p>')
-    parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
-    if config is not None:
-        pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
-        parts.append(
-            f'<details><summary><h2 style="display:inline">Config</h2></summary>'
-            f"<pre>{esc(pretty)}</pre></details>"
-        )
+    parts = page_head(title, _CSS, metrics, config, notes)
     parts.append(f"<h2>Examples ({len(records)})</h2>")
     if records:
         shown = f" ({esc(map_title)})" if map_title else ""
@@ -170,6 +155,35 @@ def write_report(
     parts.append(f"<script>{_JS}</script></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+def page_head(
+    title: str,
+    css: str,
+    metrics: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    notes: str | None,
+) -> list[str]:
+    """The opening of a report page: title, notes, the metrics table and the collapsible
+    config, as HTML pieces to which the caller appends its examples."""
+    esc = html.escape
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title><style>{css}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
+    if notes:
+        parts.append(f'<p class="notes">{esc(notes)}</p>')
+    parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
+    if config is not None:
+        pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
+        parts.append(
+            f'<details><summary><h2 style="display:inline">Config</h2></summary>'
+            f"<pre>{esc(pretty)}</pre></details>"
+        )
+    return parts
 
 
 def _data_json(records: list[AttentionRecord]) -> str:

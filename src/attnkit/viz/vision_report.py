@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.viz.report import _CSS, _metrics_table
+from attnkit.viz.report import _CSS, page_head
 
 _EXTRA_CSS = """
 ol.images{padding-left:2.2rem}
@@ -50,23 +49,7 @@ def write_vision_report(
     ``errors`` (each with its picture), then the ``right`` answers."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    esc = html.escape
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{esc(title)}</title><style>{_CSS}{_EXTRA_CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-    ]
-    if notes:
-        parts.append(f'<p class="notes">{esc(notes)}</p>')
-    parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
-    if config is not None:
-        pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
-        parts.append(
-            f'<details><summary><h2 style="display:inline">Config</h2></summary>'
-            f"<pre>{esc(pretty)}</pre></details>"
-        )
+    parts = page_head(title, _CSS + _EXTRA_CSS, metrics, config, notes)
     for heading, examples in (("Errors", errors), ("Right answers", right)):
         parts.append(
             f'<h2 id="{heading.split()[0].lower()}">{heading} ({len(examples)} shown)</h2>'
