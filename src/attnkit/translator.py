@@ -26,7 +26,7 @@ from attnkit.decoding import beam_search, forced_decode, greedy_decode, max_outp
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
-from attnkit.models.seq2seq import Seq2Seq
+from attnkit.models.architectures import MODEL_CLASSES, build_model
 from attnkit.viz.records import AttentionRecord
 
 FAMILY = "seq2seq"
@@ -61,7 +61,7 @@ class Translation:
 class Translator:
     def __init__(
         self,
-        model: Seq2Seq,
+        model: torch.nn.Module,
         config: ExperimentConfig,
         src_tokenizer: Tokenizer,
         tgt_tokenizer: Tokenizer,
@@ -82,7 +82,7 @@ class Translator:
         trainer_state: dict | None = None,
         trainer_tensors: dict[str, torch.Tensor] | None = None,
     ) -> Path:
-        if not isinstance(self.model, Seq2Seq):
+        if not isinstance(self.model, MODEL_CLASSES):
             raise AttnkitError(
                 "an ensemble has no checkpoint of its own: its members' directories are its "
                 "checkpoint"
@@ -132,7 +132,7 @@ class Translator:
         src_tok = tokenizer_from_json(tokenizers["source"], directory)
         tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
         device = device if isinstance(device, torch.device) else resolve_device(device)
-        model = Seq2Seq(config.model, len(src_vocab), len(tgt_vocab))
+        model = build_model(config.model, len(src_vocab), len(tgt_vocab))
         ckpt.load_model_state(model, directory)
         model.to(device).eval()
         model.set_backend(
