@@ -45,6 +45,9 @@ class Translation:
     weights: np.ndarray
     score: float
     nbest: list[Translation] = field(default_factory=list)  # all n-best, this one first
+    #: (len(output_tokens), L, H, len(source_tokens)): every layer's and head's attention, for a
+    #: Transformer translated with ``heads=True`` (``weights`` is their mean); else None
+    heads: np.ndarray | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
         return AttentionRecord(
@@ -55,6 +58,7 @@ class Translation:
             weights=self.weights,
             reference=reference,
             score=self.score,
+            heads=self.heads,
         )
 
 
@@ -235,9 +239,11 @@ class Translator:
         batch_size: int | None = None,
         progress: bool = False,
         warn_unknown: bool = True,
+        heads: bool = False,
     ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
-        order; a blank input gives a blank output (with a warning)."""
+        order; a blank input gives a blank output (with a warning). ``heads``: keep every layer's
+        and head's attention where the model has them (a Transformer)."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
@@ -280,11 +286,21 @@ class Translator:
             )
             if beam_size == 1:
                 hyps = [
-                    [h] for h in greedy_decode(self.model, batch.src, batch.src_lengths, max_len)
+                    [h]
+                    for h in greedy_decode(
+                        self.model, batch.src, batch.src_lengths, max_len, keep_heads=heads
+                    )
                 ]
             else:
                 hyps = beam_search(
-                    self.model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best
+                    self.model,
+                    batch.src,
+                    batch.src_lengths,
+                    max_len,
+                    beam_size,
+                    alpha,
+                    n_best,
+                    keep_heads=heads,
                 )
             for row, index in enumerate(batch.indices):
                 options = [
@@ -295,11 +311,16 @@ class Translator:
         return results  # type: ignore[return-value]
 
     def teacher_forced(
-        self, texts: Sequence[str], references: Sequence[str], batch_size: int | None = None
+        self,
+        texts: Sequence[str],
+        references: Sequence[str],
+        batch_size: int | None = None,
+        heads: bool = False,
     ) -> list[Translation]:
         """Make the model write each reference (forced decoding): one Translation per input, in
         order, whose output is the reference, with the attention paid while writing it and its
-        log-probability as the score. Reference tokens unknown to the model become ``<unk>``."""
+        log-probability as the score. Reference tokens unknown to the model become ``<unk>``.
+        ``heads``: keep every layer's and head's attention where the model has them."""
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
         examples, token_lists = self.encode_sources(_as_utf8(texts, "input"), warn_unknown=False)
@@ -313,7 +334,11 @@ class Translator:
         for start in range(0, len(examples), batch_size):
             batch = collate(examples[start : start + batch_size]).to(self.device)
             hyps = forced_decode(
-                self.model, batch.src, batch.src_lengths, [targets[i] for i in batch.indices]
+                self.model,
+                batch.src,
+                batch.src_lengths,
+                [targets[i] for i in batch.indices],
+                keep_heads=heads,
             )
             for index, hyp in zip(batch.indices, hyps):
                 results[index] = self._translation(texts[index], token_lists[index], hyp)
@@ -323,7 +348,10 @@ class Translator:
         output_tokens = self.tgt_vocab.decode(hyp.tokens, strip_specials=False)
         output = self.tgt_tokenizer.detokenize(output_tokens)
         shown = output_tokens + ([EOS] if hyp.finished else [])
-        return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
+        heads = None if hyp.heads is None else hyp.heads.numpy()
+        return Translation(
+            text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads
+        )
 
 
 def load_translator(

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.scores import attend, masked_softmax, scaled_dot_scores
+from attnkit.models.dropout import dropout
 
 
 class QKVAttention(nn.Module):
@@ -71,7 +72,7 @@ class QKVAttention(nn.Module):
             weights = None
         else:
             weights = masked_softmax(scaled_dot_scores(q, keys), mask)  # (B, H, T, S)
-            dropped = F.dropout(weights, p) if p else weights
+            dropped = dropout(weights, p, True) if p else weights
             context = attend(dropped, values)  # (B, H, T, Dh)
         b, h, t, dh = context.shape
         context = context.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)

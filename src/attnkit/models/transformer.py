@@ -38,6 +38,7 @@ from attnkit.attention.qkv import QKVAttention
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
+from attnkit.models.dropout import Dropout
 
 #: what ``model.attention`` reads for a Transformer (reports and the model list show it)
 ATTENTION_NAME = "transformer"
@@ -134,7 +135,7 @@ class Embeddings(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, width, padding_idx=PAD_ID)
         self.scale = math.sqrt(width)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.register_buffer("positions", sinusoids(512, width), persistent=False)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
@@ -151,7 +152,7 @@ class FeedForward(nn.Sequential):
 
     def __init__(self, width: int, inner: int, dropout: float):
         super().__init__(
-            nn.Linear(width, inner), nn.ReLU(), nn.Dropout(dropout), nn.Linear(inner, width)
+            nn.Linear(width, inner), nn.ReLU(), Dropout(dropout), nn.Linear(inner, width)
         )
 
 
@@ -163,7 +164,7 @@ class EncoderLayer(nn.Module):
         self.self_attn = QKVAttention(d, cfg.heads, cfg.dropout)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, fast: bool) -> Tensor:
         """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D)."""
@@ -184,7 +185,7 @@ class DecoderLayer(nn.Module):
         self.cross_attn = QKVAttention(d, cfg.heads, cfg.dropout)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(
         self,
