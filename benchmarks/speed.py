@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Training and decoding speed of attnkit's RNN attention model, side by side with JoeyNMT.
+"""Training and decoding speed of attnkit's RNN attention model (or Transformer), side by side
+with JoeyNMT.
 
     # attnkit, then the JoeyNMT anchor
     python benchmarks/speed.py --updates 150
+    # the Transformers: 3 + 3 pre-norm layers of width 256, 4 heads, feed-forward 1024
+    python benchmarks/speed.py --arch transformer --emb 256 --layers 3 --heads 4 --ff 1024 \
+        --updates 150
     python benchmarks/speed.py --updates 150 --no-input-feeding --skip-anchor
     # the plain nn.GRU step loop
     python benchmarks/speed.py --updates 150 --reference-loop
@@ -23,7 +27,10 @@ The reference model (identical in both toolkits): CMUdict G2P, char source,
 phone target; embeddings 128; bi-GRU encoder 256 per direction; bridge; GRU
 decoder 256 with input feeding whose new state queries the encoder with
 additive (Bahdanau) scores; attentional vector tanh(W[h; c]); dropout 0.2;
-Adam 1e-3; clipping; batches of 128 words.
+Adam 1e-3; clipping; batches of 128 words. With ``--arch transformer``, both toolkits' pre-norm
+Transformers of the sizes given (embeddings scaled by sqrt(D), sinusoidal positions, untied output,
+Xavier-uniform initialisation, dropout on embeddings, sub-layers and attention weights), trained
+and decoded on the same batches the same way.
 
 Prints one JSON line: attnkit's median training target tokens/s (windows of 10
 updates, as JoeyNMT logs them), peak memory, greedy and beam-5 decoding of
@@ -110,13 +117,56 @@ def useful_flops(
     return 2.0 * (enc * src_tokens + dec * tgt_tokens)
 
 
+def transformer_flops(
+    cfg, src_tokens: int, tgt_tokens: int, mean_src_len: float, mean_tgt_len: float, vocab: int
+) -> float:
+    """The Transformer's forward multiply-adds x 2 of the non-pad tokens (as :func:`useful_flops`
+    counts the RNN's): projections, feed-forward, attention scores and contexts, output layer."""
+    d, f = cfg.embedding_dim, cfg.ff_dim
+    enc = cfg.encoder_layers * (4 * d * d + 2 * d * f + 2 * mean_src_len * d)
+    enc += cfg.decoder_layers * 2 * d * d  # every decoder layer's cross keys and values
+    dec = cfg.decoder_layers * (
+        4 * d * d
+        + mean_tgt_len * d  # causal self-attention: about half the positions
+        + 2 * d * d
+        + 2 * mean_src_len * d  # cross-attention queries, output, scores, context
+        + 2 * d * f
+    )
+    return 2.0 * (enc * src_tokens + (dec + d * vocab) * tgt_tokens)
+
+
+def model_section(args) -> dict:
+    """The experiment file's model section for ``--arch``."""
+    if args.arch == "transformer":
+        return {
+            "arch": "transformer",
+            "embedding_dim": args.emb,
+            "encoder_layers": args.layers,
+            "decoder_layers": args.layers,
+            "heads": args.heads,
+            "ff_dim": args.ff,
+            "dropout": args.dropout,
+        }
+    return {
+        "attention": args.attention,
+        "decoder": args.decoder,
+        "rnn": args.rnn,
+        "embedding_dim": args.emb,
+        "encoder_hidden": args.hidden,
+        "decoder_hidden": args.hidden,
+        "attention_dim": args.hidden,
+        "input_feeding": not args.no_input_feeding,
+        "dropout": args.dropout,
+    }
+
+
 def build(args, device):
     from attnkit.data.batching import encode_pairs, make_batches
     from attnkit.data.tasks import g2p
     from attnkit.data.tokenizers import CharTokenizer, WordTokenizer
     from attnkit.data.vocab import Vocab
     from attnkit.experiment import experiment_from_dict
-    from attnkit.models.seq2seq import Seq2Seq
+    from attnkit.models.architectures import build_model
 
     splits = g2p.load(args.data)
     cfg = experiment_from_dict(
@@ -128,17 +178,7 @@ def build(args, device):
                 "src_level": "char",
                 "tgt_level": "word",
             },
-            "model": {
-                "attention": args.attention,
-                "decoder": args.decoder,
-                "rnn": args.rnn,
-                "embedding_dim": args.emb,
-                "encoder_hidden": args.hidden,
-                "decoder_hidden": args.hidden,
-                "attention_dim": args.hidden,
-                "input_feeding": not args.no_input_feeding,
-                "dropout": args.dropout,
-            },
+            "model": model_section(args),
             "train": {"batch_size": args.batch_size, "lr": 1e-3, "clip": 1.0},
             "decode": {"batch_size": args.decode_batch_size},
         },
@@ -148,7 +188,7 @@ def build(args, device):
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
     torch.manual_seed(42)
-    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
+    model = build_model(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     # compile: compiled during the untimed warm-up updates
     model.set_backend(resolve(_backend_name(args), device, next(model.parameters()).dtype))
     examples = encode_pairs(splits.train, src_tok, tgt_tok, src_vocab, tgt_vocab)
@@ -189,10 +229,14 @@ def train_speed(args, cfg, model, batches, device, tgt_vocab_size: int) -> dict:
     windows = [
         sum(tokens[i : i + 10]) / sum(times[i : i + 10]) for i in range(0, len(times) - 9, 10)
     ]
-    mean_src = sum(srcs) / len(srcs)
-    flops = 3 * useful_flops(
-        cfg.model, sum(srcs), sum(tokens), mean_src / args.batch_size, tgt_vocab_size
-    )
+    mean_src = sum(srcs) / len(srcs) / args.batch_size
+    if cfg.model.arch == "transformer":
+        mean_tgt = sum(tokens) / len(tokens) / args.batch_size
+        flops = 3 * transformer_flops(
+            cfg.model, sum(srcs), sum(tokens), mean_src, mean_tgt, tgt_vocab_size
+        )
+    else:
+        flops = 3 * useful_flops(cfg.model, sum(srcs), sum(tokens), mean_src, tgt_vocab_size)
     return {
         "train_tokens_per_s_median": round(statistics.median(windows), 1),
         "train_tokens_per_s_mean": round(sum(tokens) / sum(times), 1),
@@ -429,6 +473,9 @@ def run_anchor(args) -> dict:
     ]
     if args.no_input_feeding:
         cmd.append("--no-input-feeding")
+    if args.arch == "transformer":
+        cmd += ["--arch", "transformer", "--layers", str(args.layers)]
+        cmd += ["--heads", str(args.heads), "--ff", str(args.ff)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1:] or ["anchor failed"]}
@@ -459,6 +506,16 @@ def parser() -> argparse.ArgumentParser:
         default="gru",
         help="encoder and decoder cell (the anchor runs GRUs only: lstm needs --skip-anchor)",
     )
+    ap.add_argument(
+        "--arch",
+        choices=("rnn", "transformer"),
+        default="rnn",
+        help="rnn (the reference model) or transformer (--emb is its width; --layers, --heads, "
+        "--ff its size)",
+    )
+    ap.add_argument("--layers", type=int, default=3, help="transformer: layers of each stack")
+    ap.add_argument("--heads", type=int, default=4, help="transformer: attention heads")
+    ap.add_argument("--ff", type=int, default=1024, help="transformer: feed-forward width")
     ap.add_argument("--emb", type=int, default=128)
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--dropout", type=float, default=0.2)
@@ -536,7 +593,14 @@ def main() -> None:
         sys.exit(
             f"speed.py: {args.data} not found (the CMUdict G2P split; see shared/data/README.md)"
         )
-    if (args.rnn != "gru" or args.decoder != "luong") and not args.skip_anchor:
+    rnn_only = ("same_learning", "interleave_autograd", "interleave_native", "matmul_ceiling")
+    if args.arch == "transformer" and any(getattr(args, name) for name in rnn_only):
+        ap.error("--same-learning, --interleave-* and --matmul-ceiling measure the RNN model")
+    if (
+        args.arch == "rnn"
+        and (args.rnn != "gru" or args.decoder != "luong")
+        and not args.skip_anchor
+    ):
         ap.error(
             "the JoeyNMT anchor script trains its Luong-style GRU model only: add --skip-anchor"
         )
@@ -553,12 +617,19 @@ def main() -> None:
         "threads": torch.get_num_threads(),
         "updates": args.updates,
         "batch_size": args.batch_size,
-        "attention": args.attention,
-        "decoder": args.decoder,
-        "rnn": args.rnn,
-        "input_feeding": not args.no_input_feeding,
-        "path": _path_name(args, device),
-        "backend": model.backend.describe(args.rnn),
+        "arch": args.arch,
+        **(
+            {"emb": args.emb, "layers": args.layers, "heads": args.heads, "ff": args.ff}
+            if args.arch == "transformer"
+            else {
+                "attention": args.attention,
+                "decoder": args.decoder,
+                "rnn": args.rnn,
+                "input_feeding": not args.no_input_feeding,
+                "path": _path_name(args, device),
+            }
+        ),
+        "backend": model.describe_backend(model.backend),
         "bucketing": not args.no_bucketing,
         "compile": args.compile,
         "matmul_peak_gflops": round(peak, 1),
