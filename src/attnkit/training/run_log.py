@@ -73,7 +73,7 @@ class RunLog:
         if not self.main:
             return
         self.echo(message)
-        self._stamped("_text", message)
+        self._stamped(message)
 
     def __enter__(self) -> RunLog:
         if self.main:
@@ -86,7 +86,7 @@ class RunLog:
     def __exit__(self, kind, error, traceback) -> None:
         if error is not None:  # the CLI prints the reason; the log keeps it too
             reason = str(error).strip().splitlines()[:1]
-            self._stamped("_text", f"stopped: {': '.join([kind.__name__, *reason])}")
+            self._stamped(f"stopped: {': '.join([kind.__name__, *reason])}")
         for handle in (self._text, self._metrics):
             if handle is not None:
                 handle.close()
@@ -135,9 +135,9 @@ class RunLog:
             self._give_up(name, exc)
             return None
 
-    def _stamped(self, name: str, message: str) -> None:
+    def _stamped(self, message: str) -> None:
         """``message`` after the local time, as a line of the text log."""
-        self._write(name, f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
+        self._write("_text", f"{time.strftime('%Y-%m-%d %H:%M:%S')} {message}\n")
 
     def _write(self, name: str, text: str) -> None:
         """``text`` to the file held in attribute ``name``, if open; given up on an OSError."""
@@ -164,7 +164,7 @@ class RunLog:
 def _keep_until(path: Path, step: int) -> None:
     """Drop the lines of ``path`` after update ``step`` (and any line that is not a record)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
     except FileNotFoundError:
         return
     kept = []
