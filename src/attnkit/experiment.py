@@ -66,7 +66,7 @@ class TrainConfig:
     threads: int | None = 0  # torch CPU threads (0 or null = torch's default)
     # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
     backend: str = "auto"
-    progress: bool = True
+    progress: bool = True  # a tqdm bar, drawn only when stderr is a terminal
     tensorboard: bool = True  # event files in run_dir/tensorboard: scalars, dev metrics, attention
 
     CHOICES = {

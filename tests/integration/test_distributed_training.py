@@ -97,6 +97,10 @@ def test_two_gloo_ranks_train_like_one_process(reference, tmp_path):
     assert "DistributedDataParallel: 2 processes (gloo)" in done.stdout
     assert done.stdout.count("best checkpoint:") == 1  # rank 0 speaks for the run
     assert done.stdout.count("): dev exact_match ") == 60 // 7  # rank 0 alone evaluates
+    # rank 0 alone writes the run's log and metrics
+    assert (tmp_path / "two" / "train.log").read_text().count("): dev exact_match ") == 60 // 7
+    kinds = [json.loads(line)["kind"] for line in (tmp_path / "two" / "metrics.jsonl").open()]
+    assert kinds.count("dev") == 60 // 7
     _assert_same_training(tmp_path / "two", tmp / "one")
 
 

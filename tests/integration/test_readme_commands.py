@@ -29,6 +29,19 @@ def test_every_readme_command_is_valid():
     assert result["commands"] >= 15  # the Commands block alone holds more
 
 
+def test_every_multi30k_config_is_trained_by_a_readme_command():
+    """The checked commands include a training of each shipped Multi30k pair (de/en, en/fr)."""
+    module = _module()
+    trained = {
+        command.argv[1]
+        for command in module.commands((REPO_ROOT / "README.md").read_text(encoding="utf-8"))
+        if isinstance(command, module.Command) and command.argv[:1] == ["train"]
+    }
+    shipped = {f"configs/{p.name}" for p in (REPO_ROOT / "configs").glob("multi30k_*.yaml")}
+    assert {"configs/multi30k_en_fr.yaml", "configs/multi30k_fr_en.yaml"} <= shipped
+    assert shipped <= trained, shipped - trained
+
+
 def test_the_check_finds_what_a_reader_would_trip_on():
     readme = "\n".join(
         [

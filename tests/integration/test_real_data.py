@@ -27,7 +27,8 @@ from attnkit.translator import Translator
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
-CONFIGS = ["g2p_cmudict", "g2p_reference", "multi30k_de_en", "multi30k_en_de"]
+MULTI30K = ["multi30k_de_en", "multi30k_en_de", "multi30k_en_fr", "multi30k_fr_en"]
+CONFIGS = ["g2p_cmudict", "g2p_reference", *MULTI30K]
 SMALL = [
     "model.embedding_dim=16",
     "model.encoder_hidden=16",
@@ -63,22 +64,28 @@ def test_real_data_configs_parse_and_comment_every_key(name):
 
 
 def test_strong_configs_keep_and_average_checkpoints():
-    for name in ("g2p_cmudict", "multi30k_de_en", "multi30k_en_de"):
+    for name in ("g2p_cmudict", *MULTI30K):
         cfg = load_experiment(REPO / "configs" / f"{name}.yaml")
         assert (
             cfg.train.average_checkpoints >= 2
             and cfg.train.max_minutes <= 90
             and cfg.decode.beam_size == 5
         )
-    de_en, en_de = (
-        load_experiment(REPO / "configs" / f"multi30k_{d}.yaml").data for d in ("de_en", "en_de")
-    )
-    assert (de_en.src_lang, de_en.tgt_lang, en_de.src_lang, en_de.tgt_lang) == (
-        "de",
-        "en",
-        "en",
-        "de",
-    )
+
+
+def test_multi30k_configs_differ_only_in_name_and_languages():
+    """One model for every pair: the file's name says its languages, and nothing else differs."""
+    reference = load_experiment(REPO / "configs" / "multi30k_de_en.yaml")
+    for name in MULTI30K:
+        cfg = load_experiment(REPO / "configs" / f"{name}.yaml")
+        assert (cfg.data.src_lang, cfg.data.tgt_lang) == tuple(name.split("_")[1:])
+        assert (cfg.model, cfg.train, cfg.decode) == (
+            reference.model,
+            reference.train,
+            reference.decode,
+        )
+        shared = {k: v for k, v in vars(cfg.data).items() if not k.endswith("_lang")}
+        assert shared == {k: v for k, v in vars(reference.data).items() if not k.endswith("_lang")}
 
 
 # ---- a few updates on 200-line slices ------------------------------------------------------------
@@ -117,10 +124,14 @@ def test_g2p_cmudict_config_on_a_200_word_slice(tmp_path, shared_data):
         assert 0.0 <= metrics["wer"] <= 100.0 and metrics["per"] >= 0.0
 
 
-def test_multi30k_de_en_config_on_a_200_sentence_slice(tmp_path, shared_data):
+@pytest.mark.parametrize("name", ["multi30k_de_en", "multi30k_en_fr"])
+def test_multi30k_config_on_a_200_sentence_slice(tmp_path, shared_data, name):
     directory = shared_data("multi30k")
+    src_lang, tgt_lang = name.split("_")[1:]
+    if not (directory / f"train.{tgt_lang}.gz").is_file():
+        pytest.skip(f"{directory / f'train.{tgt_lang}.gz'} is missing")
     cfg = load_experiment(
-        REPO / "configs" / "multi30k_de_en.yaml",
+        REPO / "configs" / f"{name}.yaml",
         SMALL
         + [
             f"data.directory={directory}",
@@ -129,7 +140,7 @@ def test_multi30k_de_en_config_on_a_200_sentence_slice(tmp_path, shared_data):
             "train.max_tokens=600",
         ],
     )
-    splits = _slice(multi30k.load(directory, "de", "en"), n_dev=30, n_test=30)
+    splits = _slice(multi30k.load(directory, src_lang, tgt_lang), n_dev=30, n_test=30)
     best = Trainer(cfg, splits=splits, log_fn=lambda m: None).train()
 
     assert {"source.model", "target.model"} <= {

@@ -1,6 +1,7 @@
 """End to end: a run directory survives signals, a second trainer, an earlier run, a read-only
 directory and a full disk, each reported in one line."""
 
+import io
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import attnkit
 from attnkit import checkpoint as ckpt
 from attnkit.cli import main
 from attnkit.errors import TrainingInterrupted
+from attnkit.experiment import load_experiment
 from attnkit.training import rundir
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
@@ -281,3 +283,62 @@ def test_a_full_disk_at_a_save_keeps_the_previous_checkpoint(tmp_path, monkeypat
     assert sorted(p.name for p in (tmp_path / "run").iterdir() if p.name.startswith(".")) == [
         rundir.LOCK_NAME
     ]
+
+
+# ---- the run's own log ------------------------------------------------------------------------
+
+
+def _records(run):
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_a_run_keeps_its_log_and_metrics_and_a_resumed_one_adds_to_them(tmp_path, capsys):
+    """train.log holds what was printed; metrics.jsonl a train and a dev record per evaluation
+    (5 updates an epoch, fewer than tensorboard.EVERY); with stderr no terminal, no bar."""
+    run = tmp_path / "run"
+    cfg = _config(tmp_path / "exp.yaml", run, {"epochs": 2, "progress": True})
+    assert main(["train", str(cfg)]) == 0
+    out, err = capsys.readouterr()
+    logged = [line.split(" ", 2)[2] for line in (run / "train.log").read_text().splitlines()]
+    # all but the CLI's closing "best checkpoint: ..."
+    assert logged == out.strip().splitlines()[:-1] and len(logged) >= 4
+    assert "epoch 1/2" not in err and "batch/s" not in err  # no progress bar in a file or pipe
+    first = _records(run)
+    assert [(r["kind"], r["update"], r["epoch"]) for r in first] == [
+        ("train", 5, 1),
+        ("dev", 5, 1),
+        ("train", 10, 2),
+        ("dev", 10, 2),
+    ]
+    metric = json.loads((run / "best" / "trainer.json").read_text())["metric"]
+    for record in first:
+        assert record["elapsed_s"] > 0 and record["lr"] == pytest.approx(0.01)
+        if record["kind"] == "train":
+            assert record["loss"] > 0 and record["tokens_per_s"] > 0
+        else:
+            assert metric in record["dev"]
+    assert first[3]["elapsed_s"] > first[0]["elapsed_s"]
+
+    assert main(["train", str(cfg), "--resume", "--set", "train.epochs=3"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    again = [line.split(" ", 2)[2] for line in (run / "train.log").read_text().splitlines()]
+    assert again == logged + out[:-1]
+    after = _records(run)
+    assert after[:4] == first
+    assert [(r["kind"], r["update"], r["epoch"]) for r in after[4:]] == [
+        ("train", 15, 3),
+        ("dev", 15, 3),
+    ]
+    assert after[4]["elapsed_s"] > first[3]["elapsed_s"]  # the clock goes on from the checkpoint
+
+
+def test_on_a_terminal_the_bar_is_drawn(tmp_path, monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    path = _config(tmp_path / "exp.yaml", tmp_path / "run", {"epochs": 1, "progress": True})
+    Trainer(load_experiment(path), log_fn=lambda message: None).train()
+    assert "epoch 1/1" in terminal.getvalue() and "loss=" in terminal.getvalue()

@@ -142,7 +142,7 @@ def test_bad_types(tmp_path, data, key):
         ({"data": {"task": "dates", "src_level": "byte"}}, "data.src_level", "byte"),
         ({"data": {"task": "numbers", "direction": "up"}}, "data.direction", "up"),
         ({"data": {"task": "numbers", "languages": ["en", "xx"]}}, "data.languages[1]", "xx"),
-        ({"data": {"task": "multi30k", "src_lang": "fr"}}, "data.src_lang", "fr"),
+        ({"data": {"task": "multi30k", "src_lang": "cs"}}, "data.src_lang", "cs"),
         ({"family": "vision2"}, "family", "vision2"),
     ],
 )
@@ -190,6 +190,19 @@ def test_bad_attention_choice_lists_every_attention(tmp_path):
 )
 def test_bad_values(tmp_path, data, key):
     assert key in _error(tmp_path, data)
+
+
+@pytest.mark.parametrize("src, tgt", [("de", "fr"), ("fr", "de")])
+def test_multi30k_refuses_german_french_naming_the_pairs(tmp_path, src, tgt):
+    msg = _error(tmp_path, {"data": {"task": "multi30k", "src_lang": src, "tgt_lang": tgt}})
+    assert "data.tgt_lang" in msg and "en<->de, en<->fr" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize("src, tgt", [("en", "fr"), ("fr", "en"), ("de", "en"), ("en", "de")])
+def test_multi30k_accepts_the_aligned_pairs(tmp_path, src, tgt):
+    data = {"task": "multi30k", "directory": "d", "src_lang": src, "tgt_lang": tgt}
+    cfg = load_experiment(_write(tmp_path, {"data": data}))
+    assert (cfg.data.src_lang, cfg.data.tgt_lang) == (src, tgt)
 
 
 @pytest.mark.parametrize(

@@ -59,7 +59,9 @@ def test_every_task_resolves_its_directory_the_same_way(cache, monkeypatch):
     assert vision_tasks.data_directory(None) == cache / "data" / "mnist"
 
 
-@pytest.mark.parametrize("name", ["g2p_cmudict", "g2p_reference", "multi30k_de_en"])
+@pytest.mark.parametrize(
+    "name", ["g2p_cmudict", "g2p_reference", "multi30k_de_en", "multi30k_en_fr", "multi30k_fr_en"]
+)
 def test_shipped_configs_name_no_directory_beside_the_repository(name):
     cfg = load_experiment(REPO / "configs" / f"{name}.yaml")
     assert cfg.data.directory is None and cfg.data.download is True

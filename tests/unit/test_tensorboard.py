@@ -116,3 +116,20 @@ def test_without_the_package_the_run_says_so_once_and_goes_on(tmp_path, monkeypa
     assert len(said) == 1 and "tensorboard package is missing" in said[0]
     assert "train.tensorboard: false" in said[0]
     assert not (tmp_path / "tb").exists()
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["event-files", "off"])
+def test_listeners_get_every_group_of_scalars_with_or_without_event_files(tmp_path, on):
+    heard = []
+    with tb.Board(tmp_path / "tb", on, print, "tokens") as board:
+        board.listen(lambda *args: heard.append(args))
+        board.start(0)
+        board.window.add(3.0, 1, 2)
+        board.train(20, 1e-3, 1)
+        board.scalars(20, {"bleu": 7.5, "sentences": 30, "note": "text"}, "dev")
+    (prefix, step, values), dev = heard
+    assert (prefix, step) == ("train", 20) and not board.window.pending
+    assert values["loss"] == pytest.approx(1.5) and values["accuracy"] == pytest.approx(0.5)
+    assert (values["lr"], values["skipped_updates"]) == (1e-3, 1) and values["tokens_per_s"] > 0
+    assert dev == ("dev", 20, {"bleu": 7.5})  # counts and text left out, as in the event files
+    assert (tmp_path / "tb").exists() is on

@@ -15,6 +15,9 @@ Both trainers write the same tags (``tensorboard --logdir runs`` shows every run
   model without attention (``model.attention: none``: its weights are zeros, and saliency would
   cost a backward pass per output step; ``attnkit explain`` draws it after training).
 
+Listeners (:meth:`Board.listen`) get the same scalars, with the event files or without them
+(``RUN/metrics.jsonl``, :mod:`attnkit.training.run_log`).
+
 The x axis is the update number. A resumed run appends to the same directory and
 tells TensorBoard to drop what an earlier run logged after the resumed update.
 Without the ``tensorboard`` package the run says so once and goes on without it.
@@ -55,6 +58,7 @@ class Board:
         self._writer = None
         self._opened = time.perf_counter()
         self._picture_s = 0.0  # seconds spent making pictures
+        self._listeners: list[Callable[[str, int, dict], None]] = []
 
     def start(self, step: int) -> None:
         """Open the writer for a run that goes on after update ``step`` (0: a fresh run)."""
@@ -64,21 +68,33 @@ class Board:
             self._writer = _writer_class()(log_dir=str(self.directory), purge_step=purge)
             self._opened = time.perf_counter()
 
+    def listen(self, listener: Callable[[str, int, dict], None]) -> None:
+        """Call ``listener(prefix, step, {name: number})`` with every group of scalars logged
+        (``train`` every :data:`EVERY` updates, ``dev`` at each evaluation), on or off."""
+        self._listeners.append(listener)
+
     def scalars(self, step: int, values: dict, prefix: str) -> None:
         """``prefix/name`` for every number in ``values`` (counts in :data:`COUNTS` left out)."""
+        numbers = {
+            name: value
+            for name, value in values.items()
+            if isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and name not in COUNTS
+        }
+        for listener in self._listeners:
+            listener(prefix, step, numbers)
         if self._writer is None:
             return
         try:
-            for name, value in values.items():
-                number = isinstance(value, (int, float)) and not isinstance(value, bool)
-                if number and name not in COUNTS:
-                    self._writer.add_scalar(f"{prefix}/{name}", value, step)
+            for name, value in numbers.items():
+                self._writer.add_scalar(f"{prefix}/{name}", value, step)
         except Exception as exc:  # noqa: BLE001 - logging must never cost a checkpoint
             self._give_up(exc)
 
     def train(self, step: int, lr: float, skipped_updates: int) -> None:
         """``train/*`` at update ``step``: the window's means (then a new window), LR, skips."""
-        if self._writer is None:
+        if self._writer is None and not self._listeners:
             self.window.restart()  # reading a GPU tensor would wait for the device: not for nothing
             return
         values = {**self.window.take(), "lr": lr, "skipped_updates": skipped_updates}

@@ -5,8 +5,10 @@ Adam with gradient clipping (``train.clip``; 0 or null: none); learning-rate sch
 (down to ``min_lr`` by the end of the epochs or of the time budget), ``noam`` (warm-up then
 1/sqrt decay) or ``constant``;
 early stopping on the dev metric; a progress bar with loss, token accuracy and
-target tokens/s, and the same in TensorBoard (``train.tensorboard``,
-:mod:`attnkit.training.tensorboard`) with dev metrics and attention heatmaps.
+target tokens/s (``train.progress``, drawn only when stderr is a terminal), and the same in
+TensorBoard (``train.tensorboard``, :mod:`attnkit.training.tensorboard`) with dev metrics and
+attention heatmaps. Every line logged also goes to ``run_dir/train.log``, and the training
+and dev figures to ``run_dir/metrics.jsonl`` (:mod:`attnkit.training.run_log`).
 ``run_dir/best`` and ``run_dir/last`` are full checkpoints;
 ``resume=True`` continues from ``last`` exactly where it stopped, once every part
 of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
@@ -51,6 +53,7 @@ from attnkit.training.guard import UpdateGuard
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.optim import adam
 from attnkit.training.resume import restore_seq2seq
+from attnkit.training.run_log import RunLog, bar_disabled
 from attnkit.training.seq2seq_checkpoints import RunCheckpoints, TrainerState
 from attnkit.training.seq2seq_setup import (
     checkpoint_bytes,
@@ -118,8 +121,6 @@ class Trainer:
         with distributed.start(self.cfg.train.device) as self.dist:
             if self.dist is not None:
                 self.device = self.dist.device
-                if not self.dist.is_main:
-                    self.log = _quiet
             board_on = self.cfg.train.tensorboard and self._is_main  # rank 0 logs for all
             with (
                 self._claim(resume, overwrite),
@@ -136,10 +137,11 @@ class Trainer:
 
     @contextmanager
     def _claim(self, resume: bool, overwrite: bool):
-        """Hold the run directory (rank 0 alone under DDP; the others start once it holds it)."""
+        """Hold the run directory (rank 0 alone under DDP, the others wait) and open its logs."""
         with ExitStack() as stack:
             claim = rundir.claim_run_dir(self.run_dir, resume, overwrite, self.log)
             self._on_main(lambda: stack.enter_context(claim))
+            self.log = stack.enter_context(RunLog(self.run_dir, self.log, self._is_main, resume))
             yield
 
     def _on_main(self, fn, default=None):
@@ -179,6 +181,7 @@ class Trainer:
                 self.dist, translator, examples, seed, self.log
             )
         start = time.time() - state.elapsed_s
+        self.log.start(state, start, self.board)  # RUN/metrics.jsonl from here
         budget_s = tc.max_minutes * 60 if tc.max_minutes else None
         interrupted = self._loop(translator, state, optimizer, scheduler, examples, start, budget_s)
         if interrupted:
@@ -380,7 +383,7 @@ def _progress_bar(tc, state: TrainerState, n_batches: int, show: bool) -> tqdm:
         unit="batch",
         desc=f"epoch {state.epoch + 1}/{tc.epochs}",
         leave=False,
-        disable=not show,
+        disable=bar_disabled(show),  # only on a terminal
         dynamic_ncols=True,
     )
 
@@ -408,10 +411,6 @@ def _log(message: str) -> None:
     """Print above any progress bar, at once (also when stdout is a file)."""
     tqdm.write(message)
     sys.stdout.flush()
-
-
-def _quiet(message: str) -> None:
-    """The log of DDP ranks other than 0: rank 0 speaks for the run."""
 
 
 def train_experiment(cfg: ExperimentConfig, resume: bool = False, overwrite: bool = False) -> Path:

@@ -75,7 +75,7 @@ class TrainConfig:
     """How the training step is computed: auto or reference (eager PyTorch) or compile
     (torch.compile: fewer, fused kernels; the first steps compile for a minute)."""
     progress: bool = True
-    """Show a tqdm progress bar (loss, accuracy, images/s) on stderr."""
+    """Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a terminal."""
     verbose: bool = True
     """Print one summary line per epoch on stderr."""
     tensorboard: bool = True

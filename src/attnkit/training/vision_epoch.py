@@ -22,6 +22,7 @@ from attnkit.errors import CheckpointError
 from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard
+from attnkit.training.run_log import bar_disabled
 from attnkit.training.vision_checkpoint import TrainerState
 from attnkit.training.vision_config import TrainConfig, VisionConfig
 from attnkit.training.vision_families import DeviceSplit, Family
@@ -185,7 +186,7 @@ def train_epoch(
         desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
         unit="batch",
         leave=False,
-        disable=not t_cfg.progress,
+        disable=bar_disabled(t_cfg.progress),  # only on a terminal
         file=sys.stderr,
         dynamic_ncols=True,
     )

@@ -1,9 +1,12 @@
-"""Multi30k task 1 (WMT16 multimodal translation), German <-> English.
+"""Multi30k task 1 (WMT16/17 multimodal translation): English <-> German and English <-> French.
 
-Files (in one directory): ``{train,val,test_2016_flickr}.{de,en}.gz``, gzip
-compressed utf-8, one raw (untokenized, cased) sentence per line, the two
-languages line-aligned: 29,000 / 1,014 / 1,000 pairs. Pairs are
-``(source sentence, target sentence)``; surrounding whitespace is stripped.
+Files (in one directory): ``{train,val,test_2016_flickr}.{de,en,fr}.gz``, gzip
+compressed utf-8, one raw (untokenized, cased) sentence per line: 29,000 / 1,014 /
+1,000 sentences. The German and the French files (the WMT17 extension) are each
+line-aligned with the English ones, so the pairs are en<->de and en<->fr; German and
+French are not aligned with each other. A pair reads (and checks) only its own two
+languages' files. Pairs are ``(source sentence, target sentence)``; surrounding
+whitespace is stripped.
 Score with sacrebleu BLEU and chrF on detokenized output against the raw
 references (:func:`attnkit.evaluation.metrics.bleu`).
 """
@@ -18,7 +21,9 @@ from attnkit.data.download import ensure_files
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.errors import ConfigError, DataError
 
-LANGUAGES = ("de", "en")
+LANGUAGES = ("de", "en", "fr")
+PAIRS = (("en", "de"), ("en", "fr"))
+"""The line-aligned language pairs; each may be read either way round."""
 SPLIT_FILES = {"train": "train", "dev": "val", "test": "test_2016_flickr"}  # split -> file stem
 SHA256 = {
     "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
@@ -27,6 +32,9 @@ SHA256 = {
     "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
     "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
     "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "train.fr.gz": "622e75069e9f4c577425c4f277116ce66e63a2401c0a2312d90073cb12379a3c",
+    "val.fr.gz": "ca3106f1a72390591d25f6c45cb4cd39dec4cd3f123e099748a3ce5256c160e9",
+    "test_2016_flickr.fr.gz": "6d326e188d259fb1d04ac19eae3af956559b3a0b93d7635e56c90987c40c8b90",
 }
 HOME = "https://github.com/multi30k/dataset/tree/master/data/task1/raw"
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
@@ -72,14 +80,36 @@ def read_parallel(src_path: str | Path, tgt_path: str | Path) -> list[Pair]:
     return list(zip(src, tgt))
 
 
-def _check_languages(src_lang: str, tgt_lang: str) -> None:
-    if src_lang not in LANGUAGES or tgt_lang not in LANGUAGES:
-        raise ConfigError(
-            f"multi30k languages must be 'de' or 'en', got src_lang={src_lang!r} "
-            f"tgt_lang={tgt_lang!r}"
-        )
+def pair_names() -> str:
+    """The allowed pairs as a user writes them: ``en<->de, en<->fr``."""
+    return ", ".join(f"{a}<->{b}" for a, b in PAIRS)
+
+
+def language_problem(src_lang: str, tgt_lang: str) -> str | None:
+    """Why ``src_lang -> tgt_lang`` is not a Multi30k pair (one line), or None when it is."""
+    for key, lang in (("src_lang", src_lang), ("tgt_lang", tgt_lang)):
+        if lang not in LANGUAGES:
+            return (
+                f"{key} {lang!r} is not one of {', '.join(LANGUAGES)} "
+                f"(the pairs are {pair_names()}, either way round)"
+            )
     if src_lang == tgt_lang:
-        raise ConfigError(f"multi30k src_lang and tgt_lang must differ, both are {src_lang!r}")
+        return f"src_lang and tgt_lang must differ, both are {src_lang!r}"
+    if (src_lang, tgt_lang) not in PAIRS and (tgt_lang, src_lang) not in PAIRS:
+        return (
+            f"{src_lang}->{tgt_lang} is not a line-aligned pair of Multi30k "
+            f"(the pairs are {pair_names()}, either way round)"
+        )
+    return None
+
+
+def files_for(src_lang: str, tgt_lang: str) -> dict[str, str]:
+    """The file names (-> sha256) that the pair reads, and no others."""
+    return {
+        f"{stem}.{lang}.gz": SHA256[f"{stem}.{lang}.gz"]
+        for stem in SPLIT_FILES.values()
+        for lang in (src_lang, tgt_lang)
+    }
 
 
 def load(
@@ -91,13 +121,17 @@ def load(
 ) -> Splits:
     """Train/val/test_2016_flickr pairs from ``directory`` as train/dev/test.
 
-    ``verify`` checks the sha256 of each .gz file; ``download`` fetches missing
-    ones from the public home first. Raises ConfigError for languages other
-    than de/en or equal ones.
+    Only the pair's six files are needed: ``verify`` checks the sha256 of each,
+    ``download`` fetches missing ones from the public home first. Raises
+    ConfigError for a language outside de/en/fr, equal languages or de<->fr
+    (not line-aligned), naming the allowed pairs.
     """
-    _check_languages(src_lang, tgt_lang)
+    problem = language_problem(src_lang, tgt_lang)
+    if problem:
+        raise ConfigError(f"multi30k: {problem}")
     directory = Path(directory)
-    ensure_files(directory, SHA256, base_url=BASE_URL, download=download, verify=verify)
+    files = files_for(src_lang, tgt_lang)
+    ensure_files(directory, files, base_url=BASE_URL, download=download, verify=verify)
     splits = {
         split: read_parallel(
             directory / f"{stem}.{src_lang}.gz", directory / f"{stem}.{tgt_lang}.gz"

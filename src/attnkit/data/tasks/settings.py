@@ -152,7 +152,8 @@ class G2PData(DownloadedData):
 
 @dataclass
 class Multi30kData(DownloadedData):
-    """``multi30k``: German <-> English image captions (:mod:`attnkit.data.tasks.multi30k`)."""
+    """``multi30k``: image captions, English <-> German or English <-> French
+    (:mod:`attnkit.data.tasks.multi30k`); German <-> French is refused (not line-aligned)."""
 
     task: str = "multi30k"
     src_lang: str = "de"
@@ -162,11 +163,9 @@ class Multi30kData(DownloadedData):
 
     def validate(self, where: str) -> None:
         super().validate(where)
-        if self.src_lang == self.tgt_lang:
-            raise ConfigError(
-                f"{join_key(where, 'tgt_lang')}: must differ from src_lang, both are "
-                f"{self.src_lang!r}"
-            )
+        problem = multi30k.language_problem(self.src_lang, self.tgt_lang)
+        if problem:  # src_lang and tgt_lang are valid choices here: the pair is what is wrong
+            raise ConfigError(f"{join_key(where, 'tgt_lang')}: {problem}")
 
 
 FLAT_DEFAULTS = {
