@@ -113,7 +113,9 @@ def score_alignments(translator, aligner, sources, refs, translations) -> dict:
     * ``own_output``: the attention of the model's own output, on the examples it got right
       (only there do the gold links of the source and its output exist);
     * ``teacher_forced``: the attention paid while the model is made to write the first
-      reference (:meth:`attnkit.translator.Translator.teacher_forced`), on every example.
+      reference (:meth:`attnkit.translator.Translator.teacher_forced`), on every example;
+    * ``per_head`` (a Transformer): the teacher-forced scores of every layer's and head's own
+      map (:func:`per_head_metrics`).
 
     sources: the decoded sources; refs: their reference lists; translations: the model's.
     """
@@ -122,10 +124,32 @@ def score_alignments(translator, aligner, sources, refs, translations) -> dict:
         for src, r, t in zip(sources, refs, translations)
         if t.output in r
     )
-    forced = translator.teacher_forced(list(sources), [r[0] for r in refs])
-    return {
+    forced = translator.teacher_forced(list(sources), [r[0] for r in refs], heads=True)
+    gold = [aligner(src, r[0]) for src, r in zip(sources, refs)]
+    scores = {
         "own_output": alignment_metrics(own),
-        "teacher_forced": alignment_metrics(
-            (t.weights, aligner(src, r[0])) for src, r, t in zip(sources, refs, forced)
-        ),
+        "teacher_forced": alignment_metrics((t.weights, g) for t, g in zip(forced, gold)),
     }
+    if forced and forced[0].heads is not None:
+        scores["per_head"] = per_head_metrics(forced, gold)
+    return scores
+
+
+def per_head_metrics(forced, gold) -> list[dict]:
+    """AER and argmax-in-span of every layer's and head's own map (teacher forced), best AER
+    first: ``[{"layer": l, "head": h, "aer": ..., "argmax_in_span": ...}, ...]`` (1-based)."""
+    _, n_layers, n_heads, _ = forced[0].heads.shape  # (T, L, H, S)
+    rows = []
+    for layer in range(n_layers):
+        for head in range(n_heads):
+            m = alignment_metrics((t.heads[:, layer, head], g) for t, g in zip(forced, gold))
+            rows.append(
+                {
+                    "layer": layer + 1,
+                    "head": head + 1,
+                    "aer": m.get("aer"),
+                    "argmax_in_span": m.get("argmax_in_span"),
+                    "entropy_normalised": m.get("entropy_normalised"),
+                }
+            )
+    return sorted(rows, key=lambda r: (r["aer"] is None, r["aer"]))

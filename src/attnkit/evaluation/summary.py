@@ -41,11 +41,19 @@ def scores_table(scores: dict) -> str:
         ]
         lines.append("  ".join(cells))
     for kind, figures in (scores.get("alignment") or {}).items():
-        if "aer" in figures:
+        if isinstance(figures, dict) and "aer" in figures:
             lines.append(
                 f"alignment ({kind.replace('_', ' ')}): AER {figures['aer']}%, argmax in gold "
                 f"span {figures['argmax_in_span']}%"
             )
+    heads = (scores.get("alignment") or {}).get("per_head")
+    if heads:  # best first
+        best, worst = heads[0], heads[-1]
+        lines.append(
+            f"alignment per head (teacher forced): best layer {best['layer']} head "
+            f"{best['head']} AER {best['aer']}%, worst layer {worst['layer']} head "
+            f"{worst['head']} AER {worst['aer']}% (all {len(heads)} in scores.json)"
+        )
     if "out" in scores:
         lines.append(f"hypotheses, scores.json and report.html in {scores['out']}")
     return "\n".join(lines)
