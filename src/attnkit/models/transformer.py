@@ -168,9 +168,8 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor, fast: bool) -> Tensor:
         """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D)."""
-        h = self.norm_self(x)
-        keys, values = self.self_attn.project_keys(h)
-        context, _ = self.self_attn(h, keys, values, mask, fast=fast)
+        queries, keys, values = self.self_attn.project_all(self.norm_self(x))
+        context, _ = self.self_attn.attend(queries, keys, values, mask, fast=fast)
         x = x + self.dropout(context)
         return x + self.dropout(self.ff(self.norm_ff(x)))
 
@@ -201,11 +200,10 @@ class DecoderLayer(nn.Module):
         the next token (decoding, N = 1, ``cache`` the earlier tokens' keys and values, no mask
         needed). Returns y (B, N, D), the keys and values of every token so far (B, H, t + N, Dh),
         and the cross-attention weights (B, H, N, S) when ``need_weights``."""
-        h = self.norm_self(y)
-        keys, values = self.self_attn.project_keys(h)  # (B, H, N, Dh)
+        queries, keys, values = self.self_attn.project_all(self.norm_self(y))  # (B, H, N, Dh)
         if cache is not None:
             keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
-        context, _ = self.self_attn(h, keys, values, causal, fast=fast)
+        context, _ = self.self_attn.attend(queries, keys, values, causal, fast=fast)
         y = y + self.dropout(context)
         context, weights = self.cross_attn(
             self.norm_cross(y), *cross, src_mask, need_weights=need_weights, fast=fast
