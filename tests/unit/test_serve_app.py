@@ -4,6 +4,8 @@ few dozen steps here (the numbers task has gold alignments)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -184,3 +186,26 @@ def test_two_models_by_name(numbers_model, tmp_path):
         assert not np.array(body["results"][0]["hypotheses"][0]["attention"]).any()
         info = c.get("/v1/models").json()["models"][1]
         assert info["attention"] == "none" and info["has_attention"] is False
+
+
+def test_the_command_line_makes_the_settings(tmp_path):
+    from attnkit.cli import build_parser
+    from attnkit.serve.options import settings_from_args
+
+    argv = ["serve", "--model", "a/best", "--model", "b", "--name", "x", "--max-beam", "4"]
+    settings = settings_from_args(build_parser().parse_args([*argv, "--decode-seconds", "2.5"]))
+    assert settings.models == [Path("a/best"), Path("b")] and settings.names == ["x"]
+    assert settings.limits.max_beam == 4 and settings.limits.decode_seconds == 2.5
+    assert (settings.host, settings.port, settings.max_batch) == ("127.0.0.1", 8000, 32)
+    off = settings_from_args(build_parser().parse_args([*argv, "--no-batching"]))
+    assert (off.max_batch, off.max_wait_ms) == (1, 0.0)
+
+
+def test_serve_errors_are_one_line(capsys, tmp_path):
+    from attnkit.cli import main
+
+    assert main(["serve", "--model", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnkit: error: ") and "missing" in err and "Traceback" not in err
+    assert main(["serve", "--model", str(tmp_path), "--max-chars", "0"]) == 2
+    assert "--max-chars must be > 0" in capsys.readouterr().err

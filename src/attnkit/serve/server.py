@@ -2,12 +2,14 @@
 
 uvicorn handles SIGTERM and SIGINT with a graceful shutdown: it stops accepting connections,
 lets the requests in flight finish (their decoding included: they wait on the batcher, which
-stops only after them), then ends the app's lifespan and returns, and the command exits 0.
+stops only after them), then ends the app's lifespan and returns. After SIGTERM the command
+exits 0; after Ctrl-C, 130 as every attnkit command.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import signal
 import sys
 
 import uvicorn
@@ -49,6 +51,10 @@ class _Server(uvicorn.Server):
         )
 
 
+def _drained(signum, frame) -> None:
+    """SIGTERM after uvicorn's graceful shutdown: nothing left to do."""
+
+
 def serve(settings: ServeSettings) -> None:
     """Load the models, then answer requests until SIGTERM or Ctrl-C."""
     served = load_models(settings.models, settings.names, settings.device)
@@ -69,9 +75,14 @@ def serve(settings: ServeSettings) -> None:
         server_header=False,
     )
     server = _Server(config, list(served))
+    # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: this
+    # one, so that a drained shutdown ends the command with status 0
+    previous = signal.signal(signal.SIGTERM, _drained)
     try:
         server.run()
     except SystemExit:  # uvicorn exits when it cannot bind; it has logged why
         raise AttnkitError(f"cannot listen on {settings.host}:{settings.port}") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if not server.started:
         raise AttnkitError(f"cannot listen on {settings.host}:{settings.port}")
