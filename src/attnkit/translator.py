@@ -258,7 +258,7 @@ class Translator:
         if not (math.isfinite(alpha) and alpha >= 0):
             raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
-        prefix_ids = self.prefix_ids(prefix) if prefix else None
+        prefix_ids = target_prefix_ids(self.tgt_vocab, prefix) if prefix else None
         results: list[Translation | None] = [None] * len(texts)
         blank = [i for i, text in enumerate(texts) if not text.strip()]
         if blank:  # a blank line gives a blank line: files stay line-aligned
@@ -315,45 +315,6 @@ class Translator:
                 options.sort(key=lambda h: -h.score / _length_penalty(h, penalty))
         return whole
 
-    def prefix_ids(self, prefix: Sequence[str]) -> list[int]:
-        """Target token strings -> ids; AttnkitError naming the first one the target vocabulary
-        does not hold (special tokens included: a prefix holds output tokens only)."""
-        ids = []
-        for i, token in enumerate(prefix):
-            index = self.tgt_vocab.stoi.get(token)
-            if index is None or token in SPECIALS:
-                raise AttnkitError(
-                    f"prefix[{i}]: {token!r} is not a token of the target vocabulary"
-                    + (" (special tokens cannot be forced)" if token in SPECIALS else "")
-                )
-            ids.append(index)
-        return ids
-
-    def step_top_k(self, translations: Sequence[Translation], k: int) -> list[list[list]]:
-        """The model's ``k`` most likely tokens at every output step of each translation (one
-        teacher-forced pass, :func:`attnkit.decoding.topk.step_top_k`): per translation, one
-        list per output token of ``(token, probability)`` pairs, best first. A blank input's
-        translation gets []."""
-        filled = [i for i, t in enumerate(translations) if t.source_tokens]
-        out: list[list[list]] = [[] for _ in translations]
-        if not filled:
-            return out
-        examples, _ = self.encode_sources([translations[i].source for i in filled], False)
-        targets = [_target_ids(self.tgt_vocab, translations[i]) for i in filled]
-        size = self.config.decode.batch_size
-        for start in range(0, len(examples), size):
-            batch = collate(examples[start : start + size]).to(self.device)
-            rows = step_top_k(
-                self.model, batch.src, batch.src_lengths, [targets[j] for j in batch.indices], k
-            )
-            for j, (probs, ids) in zip(batch.indices, rows):
-                shown = len(translations[filled[j]].output_tokens)
-                out[filled[j]] = [
-                    list(zip(self.tgt_vocab.decode(r, strip_specials=False), p))
-                    for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
-                ]
-        return out
-
     def teacher_forced(
         self, texts: Sequence[str], references: Sequence[str], batch_size: int | None = None
     ) -> list[Translation]:
@@ -406,6 +367,49 @@ def _warn_unknown(line: int, tokens: Sequence[str], vocab: Vocab) -> None:
 def _identity(tokenizer: Tokenizer) -> tuple:
     """What decides how a tokenizer splits text: its settings and any model file's bytes."""
     return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)
+
+
+def target_prefix_ids(vocab: Vocab, prefix: Sequence[str]) -> list[int]:
+    """Target token strings -> ids; AttnkitError naming the first one the target vocabulary
+    does not hold (special tokens included: a prefix holds output tokens only)."""
+    ids = []
+    for i, token in enumerate(prefix):
+        index = vocab.stoi.get(token)
+        if index is None or token in SPECIALS:
+            raise AttnkitError(
+                f"prefix[{i}]: {token!r} is not a token of the target vocabulary"
+                + (" (special tokens cannot be forced)" if token in SPECIALS else "")
+            )
+        ids.append(index)
+    return ids
+
+
+def top_k_steps(
+    translator: Translator, translations: Sequence[Translation], k: int
+) -> list[list[list]]:
+    """The model's ``k`` most likely tokens at every output step of each translation (one
+    teacher-forced pass, :func:`attnkit.decoding.topk.step_top_k`): per translation, one
+    list per output token of ``(token, probability)`` pairs, best first. A blank input's
+    translation gets []."""
+    filled = [i for i, t in enumerate(translations) if t.source_tokens]
+    out: list[list[list]] = [[] for _ in translations]
+    if not filled:
+        return out
+    examples, _ = translator.encode_sources([translations[i].source for i in filled], False)
+    targets = [_target_ids(translator.tgt_vocab, translations[i]) for i in filled]
+    size = translator.config.decode.batch_size
+    for start in range(0, len(examples), size):
+        batch = collate(examples[start : start + size]).to(translator.device)
+        rows = step_top_k(
+            translator.model, batch.src, batch.src_lengths, [targets[j] for j in batch.indices], k
+        )
+        for j, (probs, ids) in zip(batch.indices, rows):
+            shown = len(translations[filled[j]].output_tokens)
+            out[filled[j]] = [
+                list(zip(translator.tgt_vocab.decode(r, strip_specials=False), p))
+                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
+            ]
+    return out
 
 
 def _length_penalty(hyp, alpha: float) -> float:

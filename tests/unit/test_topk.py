@@ -6,6 +6,7 @@ import pytest
 from test_prefix import SOURCES, small_translator
 
 from attnkit.data.vocab import EOS
+from attnkit.translator import top_k_steps
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +16,7 @@ def translator():
 
 def test_top_k_follows_greedy_decoding_step_by_step(translator):
     greedy = translator.translate(SOURCES)
-    tops = translator.step_top_k(greedy, 4)
+    tops = top_k_steps(translator, greedy, 4)
     for g, steps in zip(greedy, tops):
         assert len(steps) == len(g.output_tokens)
         for token, options in zip(g.output_tokens, steps):
@@ -29,7 +30,7 @@ def test_top_k_follows_greedy_decoding_step_by_step(translator):
 
 def test_top_k_of_a_beam_output_holds_its_tokens_probabilities(translator):
     (t,) = translator.translate(["hello"], beam_size=3, n_best=3)
-    tops = translator.step_top_k(t.nbest, 20)  # more than the vocabulary: all of it
+    tops = top_k_steps(translator, t.nbest, 20)  # more than the vocabulary: all of it
     for h, steps in zip(t.nbest, tops):
         logp = 0.0
         for token, options in zip(h.output_tokens, steps):
@@ -42,5 +43,5 @@ def test_top_k_of_a_beam_output_holds_its_tokens_probabilities(translator):
 def test_a_blank_input_has_no_steps(translator):
     with pytest.warns(UserWarning, match="blank"):
         results = translator.translate(["", "abc"])
-    tops = translator.step_top_k(results, 2)
+    tops = top_k_steps(translator, results, 2)
     assert tops[0] == [] and len(tops[1]) == len(results[1].output_tokens)

@@ -9,6 +9,7 @@ Recurrent Attention Model (centre in -1..1, the smallest patch's size in pixels)
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -16,10 +17,13 @@ import numpy as np
 import torch
 
 from attnkit.errors import AttnkitError
+from attnkit.models import show_attend_tell as sat
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
 
 DIGITS = 6
+#: the show-attend-tell reader's tokens that are not digits, as the page shows them
+READER_SPECIALS = {sat.BOS: "<s>", sat.EOS: "</s>", sat.PAD: "<pad>"}
 
 
 @dataclass(frozen=True)
@@ -37,12 +41,30 @@ def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
     """An upload as the model's input, uint8 (H, W); ApiError naming ``image`` otherwise."""
     from attnkit.data.image_file import image_from_bytes
 
+    size = _image_size(data)
+    if size is not None and max(size) > max_side:
+        raise ApiError(
+            413,
+            "image",
+            f"image: {size[0]}x{size[1]} pixels, above the limit of {max_side} pixels a side "
+            "(--max-image-side)",
+        )
     cfg = model.loaded[0]
     try:
         return image_from_bytes(data, cfg.data.image_shape(), "image", max_side).pixels
     except AttnkitError as exc:
-        status = 413 if "pixels: each side" in str(exc) and "must be" in str(exc) else 422
-        raise ApiError(status, "image", str(exc)) from None
+        raise ApiError(422, "image", str(exc)) from None
+
+
+def _image_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) from an image's header, or None when it is no image Pillow knows."""
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            return opened.size
+    except Exception:  # not an image: image_from_bytes says so, naming the field
+        return None
 
 
 def vision_model(model: ServedModel) -> tuple:
@@ -109,13 +131,11 @@ def _pooling(net, x):
 
 def _reader(net, x):
     """Show, attend and tell: one map per digit read, </s> included."""
-    from attnkit.models import show_attend_tell as sat
-
     tokens, weights, (h, w) = net.greedy(x, 6)  # 5 digits and </s> at most
     tokens = tokens.cpu()
     steps = []
     for t, token in enumerate(tokens[0].tolist()):
-        name = str(token) if token < 10 else "</s>"
+        name = str(token) if token < 10 else READER_SPECIALS.get(token, "?")
         steps.append(
             {"attention": _map(weights[0, t].reshape(h, w).cpu()), "glimpse": None, "token": name}
         )

@@ -17,6 +17,7 @@ import numpy as np
 from attnkit.errors import AttnkitError
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
+from attnkit.translator import target_prefix_ids, top_k_steps
 
 DIGITS = 6  # decimals of the weights and probabilities sent: more is noise
 
@@ -55,7 +56,7 @@ def check_request(model: ServedModel, request) -> tuple[DecodeKey, TranslateJob]
         raise ApiError(422, "explain", f"explain: saliency is not available for {model.name!r}")
     prefix = tuple(request.prefix or ())
     try:
-        translator.prefix_ids(prefix)
+        target_prefix_ids(translator.tgt_vocab, prefix)
     except AttnkitError as exc:
         raise ApiError(422, str(exc).split(":")[0], str(exc)) from None
     for i, text in enumerate(request.inputs):
@@ -109,7 +110,7 @@ def _decode(translator, key: DecodeKey, texts: list[str]):
         )
     if key.top_k == 0:
         return translations, [[None] * len(t.nbest) for t in translations]
-    flat = translator.step_top_k([h for t in translations for h in t.nbest], key.top_k)
+    flat = top_k_steps(translator, [h for t in translations for h in t.nbest], key.top_k)
     tops, start = [], 0
     for t in translations:
         tops.append(flat[start : start + len(t.nbest)])
