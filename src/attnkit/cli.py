@@ -232,10 +232,31 @@ def _add_plot(sub) -> None:
         "--image FILE a PNG or JPEG of your own (made grey, white on black and the model's size, "
         "as its training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
         "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
-        "a .gif.",
+        "a .gif. A Transformer's map is the mean of all its layers and heads unless --layer and/or "
+        "--head pick one; --grid draws every layer and head.",
     )
     p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
+    p.add_argument(
+        "--layer",
+        type=int,
+        default=None,
+        metavar="L",
+        help="Transformer: draw decoder layer L's cross-attention (1 = the lowest; with no --head: "
+        "the mean of its heads)",
+    )
+    p.add_argument(
+        "--head",
+        type=int,
+        default=None,
+        metavar="H",
+        help="Transformer: draw head H (1-based; with no --layer: averaged over the layers)",
+    )
+    p.add_argument(
+        "--grid",
+        action="store_true",
+        help="Transformer: every layer (rows) and head (columns) in one picture",
+    )
     p.add_argument(
         "--image",
         default=None,
@@ -355,7 +376,13 @@ def cmd_translate(args) -> None:
             f"--attention-out {args.attention_out}: the model has no attention (model.attention: "
             "none); 'attnkit explain' draws and writes its gradient saliency instead"
         )
-    results = translator.translate(texts, beam_size=args.beam, alpha=args.alpha, n_best=args.n_best)
+    results = translator.translate(
+        texts,
+        beam_size=args.beam,
+        alpha=args.alpha,
+        n_best=args.n_best,
+        heads=args.attention_out is not None,  # a Transformer's records hold every head
+    )
     for t in results:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
         print("\t".join(outputs))

@@ -1,7 +1,8 @@
 """The experiment file: sections ``data``, ``model``, ``train``, ``decode``.
 
 Each section is a typed dataclass (``data``: the class of its task, from
-:mod:`attnkit.data.tasks.registry`); :func:`load_experiment` reads YAML, applies
+:mod:`attnkit.data.tasks.registry`; ``model``: the class of its ``arch``, from
+:mod:`attnkit.models.architectures`); :func:`load_experiment` reads YAML, applies
 ``--set`` overrides and rejects unknown keys or bad values with the file and
 key named. ``configs/*.yaml`` document every key.
 """
@@ -30,6 +31,7 @@ from attnkit.data.tasks.paths import command_line_data_keys, resolve_data_paths
 from attnkit.data.tasks.registry import TASK_REGISTRY, data_from_dict
 from attnkit.data.tasks.settings import NumbersData, TaskData
 from attnkit.errors import ConfigError
+from attnkit.models.architectures import ModelConfig, model_config_from_dict
 from attnkit.models.seq2seq import Seq2SeqConfig
 from attnkit.training.renamed_keys import upgrade_train_keys
 
@@ -135,7 +137,7 @@ class ExperimentConfig:
     family: str = "seq2seq"
     output_dir: str | None = None  # default runs/<name>
     data: TaskData = field(default_factory=NumbersData)  # the class of data.task's registry entry
-    model: Seq2SeqConfig = field(default_factory=Seq2SeqConfig)
+    model: ModelConfig = field(default_factory=Seq2SeqConfig)  # the class of model.arch
     train: TrainConfig = field(default_factory=TrainConfig)
     decode: DecodeConfig = field(default_factory=DecodeConfig)
 
@@ -169,7 +171,11 @@ def experiment_from_dict(
     overrides = list(overrides)
     data = upgrade_train_keys(apply_overrides(data, overrides), source, user)
     _drop_processes(data, source, user)
-    cfg = from_dict(ExperimentConfig, {k: v for k, v in data.items() if k != "data"}, source)
+    cfg = from_dict(
+        ExperimentConfig, {k: v for k, v in data.items() if k not in ("data", "model")}, source
+    )
+    # model.arch picks the class of the model section (attnkit.models.architectures)
+    cfg.model = model_config_from_dict(data.get("model"), _key(source, "model"))
     if user:
         _check_task_named(data, source)
     # data.task picks the class of the data section (attnkit.data.tasks.registry)

@@ -79,11 +79,13 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
     if args.output.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
     translator = _load_seq2seq(args.model, args.device)
-    (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha)
+    (t,) = translator.translate([args.text], beam_size=args.beam, alpha=args.alpha, heads=True)
     if translator.model.has_attention:
-        save_heatmap(t.record(), args.output)
+        _draw_attention(t.record(), args)
         print(f"{t.source} -> {t.output}\nheatmap: {args.output}")
         return
+    if args.layer is not None or args.head is not None or args.grid:
+        raise AttnkitError("--layer/--head/--grid: the model has no attention to draw")
     from attnkit.explain.no_attention import TITLE, pictured
 
     if not t.source_tokens:
@@ -91,6 +93,21 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
     (shown,) = pictured(translator, [t])
     save_heatmap(shown.record(), args.output, title=TITLE, value_label="saliency")
     print(f"{t.source} -> {t.output}\nsaliency (the model has no attention): {args.output}")
+
+
+def _draw_attention(record, args: argparse.Namespace) -> None:
+    """The map ``plot`` draws: the mean, one layer or head (--layer/--head), or all (--grid)."""
+    from attnkit.viz import save_heatmap
+    from attnkit.viz.heads import choose_map, map_title, plot_head_grid
+
+    if args.grid:
+        if args.layer is not None or args.head is not None:
+            raise AttnkitError("--grid draws every layer and head: leave out --layer/--head")
+        plot_head_grid(record, args.output).clear()
+        return
+    chosen = choose_map(record, args.layer, args.head)
+    title = map_title(args.layer, args.head) if record.heads is not None else None
+    save_heatmap(chosen, args.output, title=title)
 
 
 def _explain_seq2seq(args: argparse.Namespace) -> None:
@@ -164,6 +181,8 @@ def _refuse_decoding_options(args: argparse.Namespace) -> None:
 def _plot_vision(args: argparse.Namespace) -> None:
     from attnkit.training.vision import plot_vision
 
+    if args.layer is not None or args.head is not None or args.grid:
+        raise AttnkitError("--layer/--head/--grid: a vision model has no layers of attention heads")
     if args.image is None:
         raise AttnkitError(
             "vision models need --image N (the index of a test image) or --image FILE (a PNG or "

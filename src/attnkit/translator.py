@@ -29,7 +29,7 @@ from attnkit.decoding.topk import step_top_k
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
-from attnkit.models.seq2seq import Seq2Seq
+from attnkit.models.architectures import MODEL_CLASSES, build_model
 from attnkit.viz.records import AttentionRecord
 
 FAMILY = "seq2seq"
@@ -48,6 +48,9 @@ class Translation:
     weights: np.ndarray
     score: float
     nbest: list[Translation] = field(default_factory=list)  # all n-best, this one first
+    #: (len(output_tokens), L, H, len(source_tokens)): every layer's and head's attention, for a
+    #: Transformer translated with ``heads=True`` (``weights`` is their mean); else None
+    heads: np.ndarray | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
         return AttentionRecord(
@@ -58,13 +61,14 @@ class Translation:
             weights=self.weights,
             reference=reference,
             score=self.score,
+            heads=self.heads,
         )
 
 
 class Translator:
     def __init__(
         self,
-        model: Seq2Seq,
+        model: torch.nn.Module,
         config: ExperimentConfig,
         src_tokenizer: Tokenizer,
         tgt_tokenizer: Tokenizer,
@@ -85,7 +89,7 @@ class Translator:
         trainer_state: dict | None = None,
         trainer_tensors: dict[str, torch.Tensor] | None = None,
     ) -> Path:
-        if not isinstance(self.model, Seq2Seq):
+        if not isinstance(self.model, MODEL_CLASSES):
             raise AttnkitError(
                 "an ensemble has no checkpoint of its own: its members' directories are its "
                 "checkpoint"
@@ -135,7 +139,7 @@ class Translator:
         src_tok = tokenizer_from_json(tokenizers["source"], directory)
         tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
         device = device if isinstance(device, torch.device) else resolve_device(device)
-        model = Seq2Seq(config.model, len(src_vocab), len(tgt_vocab))
+        model = build_model(config.model, len(src_vocab), len(tgt_vocab))
         ckpt.load_model_state(model, directory)
         model.to(device).eval()
         model.set_backend(
@@ -238,10 +242,12 @@ class Translator:
         batch_size: int | None = None,
         progress: bool = False,
         warn_unknown: bool = True,
+        heads: bool = False,
         prefix: Sequence[str] | None = None,
     ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
-        order; a blank input gives a blank output (with a warning).
+        order; a blank input gives a blank output (with a warning). ``heads``: keep every layer's
+        and head's attention where the model has them (a Transformer).
 
         ``prefix``: target tokens every output begins with (decoding is forced through them,
         then searches on; their attention rows and log-probability are part of each output)."""
@@ -286,7 +292,7 @@ class Translator:
             max_len = max_output_length(
                 batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
             )
-            hyps = self._search(batch, max_len, beam_size, alpha, n_best, prefix_ids)
+            hyps = self._search(batch, max_len, beam_size, alpha, n_best, prefix_ids, heads)
             for row, index in enumerate(batch.indices):
                 options = [
                     self._translation(texts[index], token_lists[index], h) for h in hyps[row]
@@ -295,16 +301,18 @@ class Translator:
                 results[index] = options[0]
         return results  # type: ignore[return-value]
 
-    def _search(self, batch, max_len, beam_size, alpha, n_best, prefix_ids):
+    def _search(self, batch, max_len, beam_size, alpha, n_best, prefix_ids, heads):
         """Greedy or beam search of one batch, from ``prefix_ids`` when given."""
-        model = self.model if prefix_ids is None else PrefixedModel(self.model, prefix_ids)
+        model = self.model
         if prefix_ids is not None:  # the continuation's budget; at least one step
+            model = PrefixedModel(self.model, prefix_ids, keep_heads=heads)
             max_len = max(1, max_len - len(prefix_ids))
+        src, lengths = batch.src, batch.src_lengths
         if beam_size == 1:
-            hyps = [[h] for h in greedy_decode(model, batch.src, batch.src_lengths, max_len)]
+            hyps = [[h] for h in greedy_decode(model, src, lengths, max_len, keep_heads=heads)]
         else:
             hyps = beam_search(
-                model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best
+                model, src, lengths, max_len, beam_size, alpha, n_best, keep_heads=heads
             )
         if prefix_ids is None:
             return hyps
@@ -316,11 +324,16 @@ class Translator:
         return whole
 
     def teacher_forced(
-        self, texts: Sequence[str], references: Sequence[str], batch_size: int | None = None
+        self,
+        texts: Sequence[str],
+        references: Sequence[str],
+        batch_size: int | None = None,
+        heads: bool = False,
     ) -> list[Translation]:
         """Make the model write each reference (forced decoding): one Translation per input, in
         order, whose output is the reference, with the attention paid while writing it and its
-        log-probability as the score. Reference tokens unknown to the model become ``<unk>``."""
+        log-probability as the score. Reference tokens unknown to the model become ``<unk>``.
+        ``heads``: keep every layer's and head's attention where the model has them."""
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
         examples, token_lists = self.encode_sources(_as_utf8(texts, "input"), warn_unknown=False)
@@ -334,7 +347,11 @@ class Translator:
         for start in range(0, len(examples), batch_size):
             batch = collate(examples[start : start + batch_size]).to(self.device)
             hyps = forced_decode(
-                self.model, batch.src, batch.src_lengths, [targets[i] for i in batch.indices]
+                self.model,
+                batch.src,
+                batch.src_lengths,
+                [targets[i] for i in batch.indices],
+                keep_heads=heads,
             )
             for index, hyp in zip(batch.indices, hyps):
                 results[index] = self._translation(texts[index], token_lists[index], hyp)
@@ -344,7 +361,10 @@ class Translator:
         output_tokens = self.tgt_vocab.decode(hyp.tokens, strip_specials=False)
         output = self.tgt_tokenizer.detokenize(output_tokens)
         shown = output_tokens + ([EOS] if hyp.finished else [])
-        return Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
+        heads = None if hyp.heads is None else hyp.heads.numpy()
+        return Translation(
+            text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads
+        )
 
 
 def load_translator(

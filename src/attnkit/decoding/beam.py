@@ -11,15 +11,44 @@ steps cost only what the open inputs need. Beam size 1 is greedy decoding.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
 
 
 def length_penalty(length: Tensor, alpha: float) -> Tensor:
     return ((5.0 + length.float()) / 6.0) ** alpha
+
+
+@dataclass
+class _Histories:
+    """What every beam row has emitted so far: tokens (B*K, t), attention (B*K, t, S) and, when
+    kept, every layer's and head's attention (B*K, t, L, H, S)."""
+
+    tokens: Tensor
+    attn: Tensor
+    heads: Tensor | None = None
+
+    def extend(self, order: Tensor, token: Tensor, w: Tensor, keep_heads: bool) -> _Histories:
+        """The rows ``order`` continue, each with its new token (B*K,) and the weights of the
+        step that chose it (B*K, S) or (B*K, L, H, S)."""
+        w, w_heads = split_weights(w)
+        tokens = torch.cat([self.tokens.index_select(0, order), token.view(-1, 1)], 1)
+        attn = torch.cat([self.attn.index_select(0, order), w.index_select(0, order)[:, None]], 1)
+        heads = None
+        if keep_heads and w_heads is not None:
+            new = w_heads.index_select(0, order).unsqueeze(1).float()
+            heads = new if self.heads is None else torch.cat([self.heads[order], new], 1)
+        return _Histories(tokens, attn, heads)
+
+    def rows(self, rows: Tensor) -> _Histories:
+        return _Histories(
+            self.tokens[rows], self.attn[rows], None if self.heads is None else self.heads[rows]
+        )
 
 
 @torch.inference_mode()
@@ -31,8 +60,10 @@ def beam_search(
     beam_size: int = 5,
     alpha: float = 1.0,
     n_best: int = 1,
+    keep_heads: bool = False,
 ) -> list[list[Hypothesis]]:
-    """src (B, S) -> for each input its ``n_best`` hypotheses, best first."""
+    """src (B, S) -> for each input its ``n_best`` hypotheses, best first (``keep_heads``: with
+    every layer's and head's weights where the model has them)."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best ({n_best}) must be between 1 and the beam size ({beam_size})")
     b, k, device = src.size(0), beam_size, src.device
@@ -48,8 +79,10 @@ def beam_search(
     lengths = torch.zeros(b, k, dtype=torch.long, device=device)
     finished = torch.zeros(b, k, dtype=torch.bool, device=device)
     prev = torch.full((b * k,), BOS_ID, dtype=torch.long, device=device)
-    history = torch.empty(b * k, 0, dtype=torch.long, device=device)  # (B*K, t)
-    attn = torch.empty(b * k, 0, src.size(1), device=device)  # (B*K, t, S)
+    history = _Histories(
+        torch.empty(b * k, 0, dtype=torch.long, device=device),  # (B*K, t)
+        torch.empty(b * k, 0, src.size(1), device=device),  # (B*K, t, S)
+    )
     base = (torch.arange(b, device=device) * k).unsqueeze(1)  # (B, 1)
 
     src_lengths = src_lengths.cpu()
@@ -64,8 +97,7 @@ def beam_search(
 
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
-        history = torch.cat([history.index_select(0, order), token.view(-1, 1)], 1)
-        attn = torch.cat([attn.index_select(0, order), w.index_select(0, order).unsqueeze(1)], 1)
+        history = history.extend(order, token, w, keep_heads)
         prev = token.view(-1)
 
         done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first
@@ -77,7 +109,6 @@ def beam_search(
                 inputs,
                 done,
                 history,
-                attn,
                 scores,
                 lengths,
                 finished,
@@ -92,7 +123,7 @@ def beam_search(
             rows = (keep.unsqueeze(1) * k + torch.arange(k, device=device)).view(-1)  # (B'*K,)
             inputs = inputs[keep.cpu()]
             scores, lengths, finished = scores[keep], lengths[keep], finished[keep]
-            prev, history, attn = prev[rows], history[rows], attn[rows]
+            prev, history = prev[rows], history.rows(rows)
             state, memory = state.index_select(rows), memory.index_select(rows)
             b = keep.numel()
             base = (torch.arange(b, device=device) * k).unsqueeze(1)
@@ -125,13 +156,15 @@ def _best_continuations(
 
 
 def _collect(
-    results, inputs, done, history, attn, scores, lengths, finished, src_lengths, alpha, k, n_best
+    results, inputs, done, history, scores, lengths, finished, src_lengths, alpha, k, n_best
 ) -> None:
     """Store the ``n_best`` hypotheses of every input marked ``done``, best first."""
     idx = done.nonzero().squeeze(1)  # (D,) only these inputs' rows leave the device
     rows = (idx.unsqueeze(1) * k + torch.arange(k, device=idx.device)).view(-1)  # (D*K,)
     final = (scores[idx] / length_penalty(lengths[idx], alpha)).cpu()  # (D, K)
-    history, attn = history[rows].cpu(), attn[rows].float().cpu()  # (D*K, t), (D*K, t, S)
+    kept = history.rows(rows)
+    heads = None if kept.heads is None else kept.heads.cpu()  # (D*K, t, L, H, S)
+    history, attn = kept.tokens.cpu(), kept.attn.float().cpu()  # (D*K, t), (D*K, t, S)
     scores, finished = scores[idx].cpu(), finished[idx].cpu()
     for d, i in enumerate(idx.tolist()):
         source = int(inputs[i])
@@ -141,12 +174,14 @@ def _collect(
             ended = bool(finished[d, j])
             n = row.index(EOS_ID) if ended else len(row)
             length = n + 1 if ended else n  # attention rows: the tokens and </s>
+            s = int(src_lengths[source])
             hyps.append(
                 Hypothesis(
                     row[:n],
-                    attn[d * k + j, :length, : int(src_lengths[source])],
+                    attn[d * k + j, :length, :s],
                     float(scores[d, j]),
                     ended,
+                    None if heads is None else heads[d * k + j, :length, ..., :s],
                 )
             )
         results[source] = hyps

@@ -11,12 +11,12 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
 
 
 @torch.inference_mode()
 def forced_decode(
-    model, src: Tensor, src_lengths: Tensor, targets: list[list[int]]
+    model, src: Tensor, src_lengths: Tensor, targets: list[list[int]], keep_heads: bool = False
 ) -> list[Hypothesis]:
     """src (B, S), src_lengths (B,), targets: B lists of target ids (no ``</s>``) -> B finished
     hypotheses holding those tokens, their attention (len + 1, S) with the ``</s>`` step, and
@@ -24,6 +24,8 @@ def forced_decode(
 
     Works with anything that has ``encode`` and ``decoder.step`` (a model or an ensemble); rows
     shorter than the longest target step on with ``</s>`` and are cut back afterwards.
+    ``keep_heads``: keep every layer's and head's weights (len + 1, L, H, S) where the model has
+    them.
     """
     if len(targets) != src.size(0):
         raise ValueError(f"{len(targets)} targets for a batch of {src.size(0)} sources")
@@ -37,14 +39,20 @@ def forced_decode(
     prev = torch.full((b,), BOS_ID, dtype=torch.long, device=device)
     logp = torch.zeros(b, steps, device=device)  # (B, T)
     weights = torch.zeros(b, steps, src.size(1), device=device)  # (B, T, S)
+    heads = []  # per step (B, L, H, S), where the model has them and they are kept
     for t in range(steps):
-        logits, state, w = model.decoder.step(prev, state, memory)  # (B, V), (B, S)
+        logits, state, w = model.decoder.step(prev, state, memory)  # (B, V), (B, ..., S)
         prev = forced[:, t]
         logp[:, t] = output_log_probs(logits).gather(1, prev.unsqueeze(1)).squeeze(1)
+        w, w_heads = split_weights(w)
         weights[:, t] = w.float()
+        if keep_heads and w_heads is not None:
+            heads.append(w_heads.float().cpu())
+    stacked = torch.stack(heads, 1) if heads else None  # (B, T, L, H, S)
     out = []
     for row, target in enumerate(targets):
-        n = len(target) + 1
+        n, s = len(target) + 1, int(src_lengths[row])
         score = float(logp[row, :n].sum())
-        out.append(Hypothesis(list(target), weights[row, :n, : int(src_lengths[row])].cpu(), score))
+        row_heads = None if stacked is None else stacked[row, :n, ..., :s]
+        out.append(Hypothesis(list(target), weights[row, :n, :s].cpu(), score, True, row_heads))
     return out

@@ -28,13 +28,28 @@ class Hypothesis:
 
     tokens: target ids without ``</s>``; weights: (len(tokens) + 1, S) attention
     of every emitted token, ``</s>`` included, over the S true source tokens;
-    score: total log-probability; finished: whether ``</s>`` was emitted.
+    score: total log-probability; finished: whether ``</s>`` was emitted;
+    heads: (len(tokens) + 1, L, H, S) every layer's and head's attention, for models that have
+    them (the Transformer) when the decoder was asked to keep them, else None.
     """
 
     tokens: list[int]
     weights: Tensor
     score: float
     finished: bool = True
+    heads: Tensor | None = None
+
+
+def split_weights(w: Tensor) -> tuple[Tensor, Tensor | None]:
+    """A decoder step's weights -> (the map shown by default (N, S), every layer's and head's
+    (N, L, H, S) or None).
+
+    An RNN decoder's step gives (N, S). A Transformer's gives (N, L, H, S); its default map is
+    the mean over layers and heads (one chosen layer or head is the pictures' affair).
+    """
+    if w.dim() == 2:
+        return w, None
+    return w.mean(dim=(1, 2)), w
 
 
 def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -> int:
@@ -43,11 +58,14 @@ def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -
 
 
 @torch.inference_mode()
-def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list[Hypothesis]:
+def greedy_decode(
+    model, src: Tensor, src_lengths: Tensor, max_len: int, keep_heads: bool = False
+) -> list[Hypothesis]:
     """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step.
 
     Rows that have emitted ``</s>`` leave the batch (state and memory are
     compacted), so a batch costs what its open rows need, not B x max_len.
+    ``keep_heads``: keep every layer's and head's weights where the model has them.
     """
     memory, state = model.encode(src, src_lengths)
     b, device = src.size(0), src.device
@@ -57,12 +75,18 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
     tokens = torch.full((b, max_len), EOS_ID, dtype=torch.long, device=device)  # (B, T)
     weights = torch.zeros(b, max_len, src.size(1), device=device)  # (B, T, S)
     finished = torch.zeros(b, dtype=torch.bool, device=device)  # (B,): emitted </s>
+    heads = None  # (B, T, L, H, S), allocated at the first step that has them
     for t in range(max_len):
-        logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, S)
+        logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, ..., S)
         best_logp, prev = output_log_probs(logits).max(dim=-1)  # (b_open,)
         scores[rows] += best_logp
         tokens[rows, t] = prev
+        w, w_heads = split_weights(w)
         weights[rows, t] = w.float()
+        if keep_heads and w_heads is not None:
+            if heads is None:
+                heads = weights.new_zeros(b, max_len, *w_heads.shape[1:])
+            heads[rows, t] = w_heads.float()
         ended = prev == EOS_ID
         if bool(ended.any()):
             finished[rows[ended]] = True
@@ -70,31 +94,44 @@ def greedy_decode(model, src: Tensor, src_lengths: Tensor, max_len: int) -> list
             if open_.numel() == 0:
                 tokens = tokens[:, : t + 1]
                 weights = weights[:, : t + 1]
+                heads = None if heads is None else heads[:, : t + 1]
                 break
             rows, prev = rows[open_], prev[open_]
             state, memory = state.index_select(open_), memory.index_select(open_)
-    return _collect(tokens, weights, scores, src_lengths, finished)
+    return _collect(tokens, weights, scores, src_lengths, finished, heads)
 
 
 def _collect(
-    tokens: Tensor, weights: Tensor, scores: Tensor, src_lengths: Tensor, finished: Tensor
+    tokens: Tensor,
+    weights: Tensor,
+    scores: Tensor,
+    src_lengths: Tensor,
+    finished: Tensor,
+    heads: Tensor | None = None,
 ) -> list[Hypothesis]:
-    """tokens (B, T), weights (B, T, S) -> hypotheses cut at their first </s>."""
+    """tokens (B, T), weights (B, T, S), heads (B, T, L, H, S) or None -> hypotheses cut at their
+    first </s>."""
     tokens, weights, scores, finished = (
         tokens.cpu(),
         weights.float().cpu(),
         scores.cpu(),
         finished.cpu(),
     )
+    heads = None if heads is None else heads.cpu()
     out = []
     for i in range(tokens.size(0)):
         row = tokens[i].tolist()
         finished_i = bool(finished[i])
         n = row.index(EOS_ID) if finished_i else len(row)
         rows = n + 1 if finished_i else n
+        s = int(src_lengths[i])
         out.append(
             Hypothesis(
-                row[:n], weights[i, :rows, : int(src_lengths[i])], float(scores[i]), finished_i
+                row[:n],
+                weights[i, :rows, :s],
+                float(scores[i]),
+                finished_i,
+                None if heads is None else heads[i, :rows, ..., :s],
             )
         )
     return out

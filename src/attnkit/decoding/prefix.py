@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
 
 
 class _PrefixedDecoder:
@@ -37,16 +37,18 @@ class PrefixedModel:
     """``model`` seen by greedy / beam search as if every output began with ``prefix``.
 
     One use per search: ``encode`` steps through the prefix and keeps, for every input row, the
-    prefix's attention ``weights`` (B, P, S) and log-probability ``logp`` (B,).
+    prefix's attention ``weights`` (B, P, S), its log-probability ``logp`` (B,) and, with
+    ``keep_heads`` and a model that has them, every layer's and head's ``heads`` (B, P, L, H, S).
     """
 
-    def __init__(self, model, prefix: Sequence[int]):
+    def __init__(self, model, prefix: Sequence[int], keep_heads: bool = False):
         if not prefix:
             raise ValueError("an empty prefix: decode without one")
-        self.model, self.prefix = model, list(prefix)
+        self.model, self.prefix, self.keep_heads = model, list(prefix), keep_heads
         self.decoder = _PrefixedDecoder(model.decoder, self.prefix[-1])
         self.weights: Tensor | None = None
         self.logp: Tensor | None = None
+        self.heads: Tensor | None = None
 
     def encode(self, src: Tensor, src_lengths: Tensor):
         """src (B, S) -> (memory, the decoder state that has read <s> and all prefix tokens
@@ -55,13 +57,18 @@ class PrefixedModel:
         b, device = src.size(0), src.device
         prev = torch.full((b,), BOS_ID, dtype=torch.long, device=device)
         logp = torch.zeros(b, device=device)
-        rows = []
+        rows, head_rows = [], []
         for token in self.prefix:
-            logits, state, w = self.model.decoder.step(prev, state, memory)  # (B, V), (B, S)
+            logits, state, w = self.model.decoder.step(prev, state, memory)  # (B, V), (B, ..., S)
             logp += output_log_probs(logits)[:, token]
+            w, w_heads = split_weights(w)
             rows.append(w.float())
+            if w_heads is not None:
+                head_rows.append(w_heads.float())
             prev = torch.full_like(prev, token)
         self.weights = torch.stack(rows, 1)  # (B, P, S)
+        if self.keep_heads and head_rows:
+            self.heads = torch.stack(head_rows, 1)  # (B, P, L, H, S)
         self.logp = logp
         return memory, state
 
@@ -74,6 +81,7 @@ def prefixed_hypotheses(
     log-probability added to the score."""
     assert wrapped.weights is not None and wrapped.logp is not None, "encode has not run"
     weights, logp = wrapped.weights.cpu(), wrapped.logp.cpu()
+    heads = None if wrapped.heads is None else wrapped.heads.cpu()
     out = []
     for row, options in enumerate(hyps):
         n = int(src_lengths[row])
@@ -84,6 +92,9 @@ def prefixed_hypotheses(
                     torch.cat([weights[row, :, :n], h.weights.float()], 0),
                     float(logp[row]) + h.score,
                     h.finished,
+                    None
+                    if heads is None or h.heads is None
+                    else torch.cat([heads[row, ..., :n], h.heads.float()], 0),
                 )
                 for h in options
             ]

@@ -116,7 +116,8 @@ def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -
         "attention": cfg.model.attention
         if len(dirs) == 1
         else [member.cfg.attention for member in members],
-        "backend": members[0].backend.record()["describe"],  # all members load with one setting
+        # all members load with one setting
+        "backend": members[0].describe_backend(members[0].backend),
     }
 
 

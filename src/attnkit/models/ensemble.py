@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from attnkit.decoding.greedy import split_weights
 from attnkit.models.seq2seq import Seq2Seq
 
 
@@ -67,7 +68,8 @@ class _EnsembleDecoder:
         self, prev_tokens: Tensor, state: MemberStates, memory: MemberStates
     ) -> tuple[Tensor, MemberStates, Tensor]:
         """prev_tokens (B,) -> log of the mean probability (B, V), the new states, the mean
-        weights of the attending members (B, S) (zeros where none attends).
+        weights of the attending members (B, S), or (B, L, H, S) when they are Transformers of
+        one shape (zeros where none attends).
 
         The first output is already normalised log-probabilities; the decoders' ``log_softmax``
         leaves it as it is.
@@ -79,7 +81,9 @@ class _EnsembleDecoder:
             states.append(new_state)
             if member.has_attention:
                 weights.append(w.float())
-        mean_weights = torch.stack(weights).mean(0) if weights else w.float()  # (B, S)
+        if len({x.shape for x in weights}) > 1:  # RNN and Transformer members: their maps
+            weights = [split_weights(x)[0] for x in weights]
+        mean_weights = torch.stack(weights).mean(0) if weights else w.float()  # (B, [L, H,] S)
         if len(log_probs) == 1:
             return log_probs[0], MemberStates(states), mean_weights
         mean_log_prob = torch.logsumexp(torch.stack(log_probs), dim=0) - math.log(

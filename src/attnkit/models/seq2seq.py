@@ -41,8 +41,9 @@ Decoder = RNNDecoder
 
 @dataclass
 class Seq2SeqConfig:
-    """The model section of an experiment file."""
+    """The model section of an experiment file with ``arch: rnn`` (the default)."""
 
+    arch: str = "rnn"  # rnn | transformer (attnkit.models.architectures)
     #: bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead | none
     attention: str = "bahdanau"
     #: a DECODERS name | auto (bahdanau for bahdanau attention, fixed for none, else luong)
@@ -60,6 +61,7 @@ class Seq2SeqConfig:
     dropout: float = 0.1
 
     CHOICES = {
+        "arch": ("rnn",),
         "attention": (*ATTENTION_TYPES, NO_ATTENTION),
         "decoder": ("auto", *DECODERS),
         "rnn": ("gru", "lstm"),
@@ -230,6 +232,10 @@ class Seq2Seq(nn.Module):
         """Compute with ``backend`` (see :func:`attnkit.accel.backend.resolve`) from now on."""
         self.encoder.backend = backend
         self.decoder.set_backend(backend)
+
+    def describe_backend(self, backend: Backend) -> str:
+        """One line for the training log."""
+        return backend.describe(self.cfg.rnn)
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         """src (B, S) -> the attention memory and the decoder's initial state."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnkit.errors import AttnkitError
-from attnkit.serve.models import ServedModel
+from attnkit.serve.models import ServedModel, layer_shape
 from attnkit.serve.problems import ApiError
 from attnkit.translator import target_prefix_ids, top_k_steps
 
@@ -107,6 +107,7 @@ def _decode(translator, key: DecodeKey, texts: list[str]):
             batch_size=len(texts),
             warn_unknown=False,
             prefix=list(key.prefix) or None,
+            heads=layer_shape(translator.config.model)[0] is not None,
         )
     if key.top_k == 0:
         return translations, [[None] * len(t.nbest) for t in translations]
@@ -152,7 +153,7 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
 
 
 def _hypothesis(h, top) -> dict:
-    layers = getattr(h, "layer_weights", None)  # (T, L, H, S), Transformer models only
+    layers = h.heads  # (T, L, H, S), Transformer models only
     return {
         "output": h.output,
         "tokens": h.output_tokens,

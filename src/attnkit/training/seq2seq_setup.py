@@ -21,7 +21,7 @@ from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError
 from attnkit.experiment import ExperimentConfig
-from attnkit.models.seq2seq import Seq2Seq
+from attnkit.models.architectures import build_model
 from attnkit.translator import Translator
 
 
@@ -73,7 +73,7 @@ def new_translator(
         )
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
-    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
+    model = build_model(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     return Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
 
 

@@ -164,7 +164,7 @@ class Trainer:
         self.backend = resolve_backend(tc.backend, self.device, next(model.parameters()).dtype)
         model.set_backend(self.backend)
         self.checkpoints.backend_record = self.backend.record()
-        self.log(self.backend.describe(self.cfg.model.rnn))
+        self.log(model.describe_backend(self.backend))
         examples = training_examples(translator, self.splits, self.cfg)
         self.log(
             f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / "

@@ -13,6 +13,8 @@ import importlib
 #: exported name -> the module of attnkit.viz that defines it
 _EXPORTS = {
     "AttentionRecord": "records",
+    "choose_map": "heads",
+    "plot_head_grid": "heads",
     "load_records": "records",
     "load_records_json": "records",
     "load_records_npz": "records",

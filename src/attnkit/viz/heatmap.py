@@ -106,11 +106,12 @@ def plot_heatmap_grid(
     path: str | Path | None,
     cols: int = 2,
     cmap: str = "viridis",
+    titles: Sequence[str] | None = None,
 ) -> Figure:
     """Several records side by side in one figure (reports, README), saved to ``path``.
 
-    Each panel is titled with its output (marked ✓/✗ when a reference exists);
-    one shared colour bar covers all panels.
+    Each panel is titled with ``titles[i]``, or by default its output (marked ✓/✗ when a
+    reference exists); one shared colour bar covers all panels.
     """
     if not records:
         raise ValueError("plot_heatmap_grid needs at least one record")
@@ -138,7 +139,8 @@ def plot_heatmap_grid(
             vmax=1.0,
             aspect="equal",
         )
-        ax.set_title(_panel_title(record), fontsize=10, pad=6)
+        title = titles[i] if titles is not None else _panel_title(record)
+        ax.set_title(title, fontsize=10, pad=6)
     colorbar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
     colorbar.set_label("attention weight")
     if path is not None:

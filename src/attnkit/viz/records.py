@@ -2,7 +2,8 @@
 
 An :class:`AttentionRecord` holds what a picture of attention needs: the
 source and output text, their tokens (the axis labels) and the weights
-``(T, S)``, rows = output tokens, columns = source tokens.
+``(T, S)``, rows = output tokens, columns = source tokens; for a Transformer also
+``heads`` ``(T, L, H, S)``, every layer's and head's attention (``weights`` is their mean).
 
 Two file formats, neither of which ever unpickles anything:
 
@@ -44,7 +45,8 @@ class AttentionRecord:
     """One example: source, output, and where each output token looked.
 
     ``weights`` has shape ``(T, S)``: ``T = len(output_tokens)`` rows and
-    ``S = len(source_tokens)`` columns.
+    ``S = len(source_tokens)`` columns. ``heads`` (T, L, H, S), where the model has layers and
+    heads of attention (a Transformer), else None.
     """
 
     source: str
@@ -54,6 +56,7 @@ class AttentionRecord:
     weights: np.ndarray
     reference: str | None = None
     score: float | None = None
+    heads: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -67,6 +70,19 @@ class AttentionRecord:
             )
         if self.score is not None:
             self.score = float(self.score)
+        if self.heads is not None:
+            self.heads = np.asarray(self.heads, dtype=np.float64)
+            t, s = expected
+            if self.heads.ndim != 4 or (self.heads.shape[0], self.heads.shape[3]) != (t, s):
+                raise ValueError(
+                    f"per-head weights have shape {self.heads.shape}, expected (T, L, H, S) with "
+                    f"T = {t} output and S = {s} source tokens"
+                )
+
+    @property
+    def layers_and_heads(self) -> tuple[int, int] | None:
+        """(L, H) of a Transformer's record, else None."""
+        return None if self.heads is None else (self.heads.shape[1], self.heads.shape[2])
 
     @property
     def correct(self) -> bool | None:
@@ -93,6 +109,8 @@ class AttentionRecord:
         """Plain JSON types; weights as nested lists rounded to 5 decimals."""
         obj = self.meta()
         obj["weights"] = np.round(self.weights, 5).tolist()
+        if self.heads is not None:
+            obj["heads"] = np.round(self.heads, 5).tolist()
         return obj
 
     @classmethod
@@ -108,6 +126,7 @@ class AttentionRecord:
             weights=_weights(obj),
             reference=_optional(obj, "reference", str),
             score=_optional(obj, "score", (int, float)),
+            heads=_heads(obj),
         )
 
 
@@ -137,6 +156,15 @@ def _weights(obj: dict) -> np.ndarray:
     if weights.size == 0:  # [] or [[]]: give back the (T, 0) / (0, S) shape JSON lost
         weights = weights.reshape(len(obj["output_tokens"]), len(obj["source_tokens"]))
     return weights
+
+
+def _heads(obj: dict) -> np.ndarray | None:
+    if obj.get("heads") is None:
+        return None
+    heads = np.asarray(obj["heads"], dtype=np.float64)
+    if heads.ndim != 4:
+        raise ValueError(f"'heads' must be a (T, L, H, S) array, got {heads.ndim} dimensions")
+    return heads
 
 
 # --------------------------------------------------------------------- JSON
@@ -191,6 +219,13 @@ def save_records_npz(records: list[AttentionRecord], path: str | Path) -> None:
     arrays: dict[str, np.ndarray] = {
         f"weights_{i}": r.weights.astype(np.float32) for i, r in enumerate(records)
     }
+    arrays.update(
+        {
+            f"heads_{i}": r.heads.astype(np.float32)
+            for i, r in enumerate(records)
+            if r.heads is not None
+        }
+    )
     meta = [
         json.dumps({"format": FORMAT, "version": VERSION, **r.meta()}, ensure_ascii=False)
         for r in records
@@ -214,6 +249,8 @@ def load_records_npz(path: str | Path) -> list[AttentionRecord]:
                 if key not in npz.files:
                     raise RecordsFileError(f"record {i}: missing array '{key}'", path)
                 m["weights"] = npz[key]
+                if f"heads_{i}" in npz.files:
+                    m["heads"] = npz[f"heads_{i}"]
     except FileNotFoundError:
         raise RecordsFileError("no such attention records file", path) from None
     except RecordsFileError:

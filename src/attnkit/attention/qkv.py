@@ -1,0 +1,79 @@
+"""Multi-head query/key/value attention, the Transformer's (Vaswani et al. 2017).
+
+The RNN decoders' attentions query a memory with one decoder state; here every position of a
+sequence is a query, and the keys and values are projections of a sequence too (the same one for
+self-attention, the encoder's output for cross-attention). The score is the scaled dot product of
+:mod:`attnkit.attention.scores`, the mask convention is attnkit's one (bool, True = may attend,
+broadcastable to (B, H, T, S)), and every call returns ``(context, weights)``.
+
+Two ways to compute the same function, chosen per call:
+
+* **explicit** (``need_weights=True``, or ``fast=False``): scores, :func:`masked_softmax`,
+  weighted sum; the weights (B, H, T, S) come back for pictures and alignment scores;
+* **fused** (``need_weights=False`` and ``fast=True``): ``F.scaled_dot_product_attention``,
+  which never materialises the weights (training, where nothing reads them). Its bool mask has the
+  same meaning as ours. It gives NaN for a query row with no allowed key; no row of a Transformer
+  is like that (a source holds at least ``</s>``; a causal row sees itself).
+
+Shapes: B batch, T queries, S keys, D model width, H heads, Dh = D / H.
+"""
+
+from __future__ import annotations
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnkit.attention.scores import attend, masked_softmax, scaled_dot_scores
+from attnkit.models.dropout import dropout
+
+
+class QKVAttention(nn.Module):
+    """Multi-head attention with its four projections (query, key, value, output)."""
+
+    def __init__(self, width: int, heads: int, dropout: float = 0.0):
+        super().__init__()
+        if width % heads:
+            raise ValueError(f"the width ({width}) must be divisible by the heads ({heads})")
+        self.heads = heads
+        self.dropout = dropout
+        self.query_proj = nn.Linear(width, width)
+        self.key_proj = nn.Linear(width, width)
+        self.value_proj = nn.Linear(width, width)
+        self.out_proj = nn.Linear(width, width)
+
+    def split_heads(self, x: Tensor) -> Tensor:
+        """(B, N, D) -> (B, H, N, Dh)."""
+        b, n, _ = x.shape
+        return x.view(b, n, self.heads, -1).transpose(1, 2)
+
+    def project_keys(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        """(B, S, D) -> keys and values, each (B, H, S, Dh): computed once per source batch for
+        cross-attention, once per new token for a decoder's self-attention cache."""
+        return self.split_heads(self.key_proj(x)), self.split_heads(self.value_proj(x))
+
+    def forward(
+        self,
+        x: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        mask: Tensor | None = None,
+        need_weights: bool = False,
+        fast: bool = True,
+    ) -> tuple[Tensor, Tensor | None]:
+        """x (B, T, D) queries; keys, values (B, H, S, Dh); mask broadcastable to (B, H, T, S).
+
+        Returns context (B, T, D) and weights (B, H, T, S), or None when they were not asked for
+        and the fused path ran.
+        """
+        q = self.split_heads(self.query_proj(x))  # (B, H, T, Dh)
+        p = self.dropout if self.training else 0.0
+        if fast and not need_weights:
+            context = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask, dropout_p=p)
+            weights = None
+        else:
+            weights = masked_softmax(scaled_dot_scores(q, keys), mask)  # (B, H, T, S)
+            dropped = dropout(weights, p, True) if p else weights
+            context = attend(dropped, values)  # (B, H, T, Dh)
+        b, h, t, dh = context.shape
+        context = context.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, D)
+        return self.out_proj(context), weights

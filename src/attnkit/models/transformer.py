@@ -1,0 +1,354 @@
+"""The Transformer encoder-decoder (Vaswani et al. 2017), readable top to bottom.
+
+Attention without recurrence: the decoder state becomes the *query*, the encoder states become
+*keys* and *values*, the dot product is scaled by 1/sqrt(Dh) and split over H heads
+(:class:`attnkit.attention.qkv.QKVAttention`); order comes from sinusoidal positions added to the
+embeddings. Layers are pre-norm (LayerNorm before each sub-layer, a residual around it, one more
+LayerNorm at the top of each stack), which trains without a long warm-up search.
+
+* Encoder layer:  x += Dropout(SelfAttention(LN(x)));  x += Dropout(FeedForward(LN(x)))
+* Decoder layer:  y += Dropout(CausalSelfAttention(LN(y)));
+  y += Dropout(CrossAttention(LN(y), encoder output));  y += Dropout(FeedForward(LN(y)))
+
+It offers what the RNN model offers the rest of attnkit -- ``encode(src, src_lengths)`` ->
+(memory, state), ``decoder.step(prev_tokens, state, memory)``, a teacher-forced ``forward`` --
+so greedy decoding, beam search, forced decoding, ensembles and the translator run it unchanged.
+Decoding is incremental: the state caches every decoder layer's self-attention keys and values,
+and the memory holds every layer's cross-attention keys and values, projected once per source
+batch. A step returns the cross-attention of every layer and head (B, L, H, S).
+
+The backend (``train.backend``/``decode.backend``) is the one switch for speed: ``reference``
+computes every attention explicitly; any other lets the training forward, which reads no weights,
+run ``F.scaled_dot_product_attention``. Both compute the same function.
+
+Shapes: B batch, S source length, T target length, D model width, H heads, Dh = D / H,
+L decoder layers, V vocab, F feed-forward width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from attnkit.accel.backend import DEFAULT, Backend
+from attnkit.attention.qkv import QKVAttention
+from attnkit.config import join_key
+from attnkit.data.vocab import PAD_ID
+from attnkit.errors import ConfigError
+from attnkit.models.dropout import Dropout
+
+#: what ``model.attention`` reads for a Transformer (reports and the model list show it)
+ATTENTION_NAME = "transformer"
+
+
+@dataclass
+class TransformerConfig:
+    """The model section of an experiment file with ``arch: transformer``."""
+
+    arch: str = "transformer"
+    embedding_dim: int = 256  # the model width D (embeddings, every sub-layer's output)
+    encoder_layers: int = 3
+    decoder_layers: int = 3
+    heads: int = 4  # attention heads per layer; embedding_dim must be divisible by it
+    ff_dim: int = 1024  # inner width of each feed-forward sub-layer
+    dropout: float = 0.1  # on embeddings, sub-layer outputs, attention weights, feed-forward
+    tie_output: bool = False  # the output layer reuses the target embeddings (Press & Wolf 2017)
+
+    CHOICES = {"arch": ("transformer",)}
+
+    def validate(self, where: str) -> None:
+        for name in ("embedding_dim", "encoder_layers", "decoder_layers", "heads", "ff_dim"):
+            if getattr(self, name) < 1:
+                raise ConfigError(
+                    f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}"
+                )
+        if self.embedding_dim % self.heads:
+            raise ConfigError(
+                f"{join_key(where, 'embedding_dim')}: {self.embedding_dim} is not divisible by "
+                f"model.heads ({self.heads})"
+            )
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(
+                f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
+            )
+
+    @property
+    def attention(self) -> str:
+        return ATTENTION_NAME
+
+
+@dataclass
+class TransformerMemory:
+    """What the decoder attends to, computed once per source batch.
+
+    states (B, S, D) the encoder's output; cross: per decoder layer its projected keys and
+    values, each (B, H, S, Dh); mask (B, S) bool, True = a real source token.
+    """
+
+    states: Tensor
+    cross: list[tuple[Tensor, Tensor]]
+    mask: Tensor
+
+    def index_select(self, index: Tensor) -> TransformerMemory:
+        """Rows in ``index`` order (beam search expands B to B*K; greedy drops finished rows)."""
+        return TransformerMemory(
+            self.states.index_select(0, index),
+            [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.cross],
+            self.mask.index_select(0, index),
+        )
+
+
+@dataclass
+class TransformerState:
+    """The decoder's self-attention cache: per layer the keys and values of every token fed so
+    far, each (B, H, t, Dh). Its length t is the position of the next token."""
+
+    cache: list[tuple[Tensor, Tensor]]
+
+    @property
+    def length(self) -> int:
+        return self.cache[0][0].size(2)
+
+    def index_select(self, index: Tensor) -> TransformerState:
+        return TransformerState(
+            [(k.index_select(0, index), v.index_select(0, index)) for k, v in self.cache]
+        )
+
+
+def sinusoids(length: int, width: int) -> Tensor:
+    """(length, width) positions: sin(p / 10000^(2i/D)) in even columns, cos in odd ones."""
+    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (N, 1)
+    rate = torch.exp(torch.arange(0, width, 2, dtype=torch.float32) * (-math.log(10000.0) / width))
+    table = torch.zeros(length, width)
+    table[:, 0::2] = torch.sin(position * rate)
+    table[:, 1::2] = torch.cos(position * rate[: width // 2])
+    return table
+
+
+class Embeddings(nn.Module):
+    """Token embeddings scaled by sqrt(D), plus sinusoidal positions, then dropout."""
+
+    def __init__(self, vocab_size: int, width: int, dropout: float):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, width, padding_idx=PAD_ID)
+        self.scale = math.sqrt(width)
+        self.dropout = Dropout(dropout)
+        self.register_buffer("positions", sinusoids(512, width), persistent=False)
+
+    def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
+        """tokens (B, N) at positions start .. start + N - 1 -> (B, N, D)."""
+        end = start + tokens.size(1)
+        if end > self.positions.size(0):  # positions are a function: grow the table on demand
+            self.positions = sinusoids(2 * end, self.positions.size(1)).to(self.positions)
+        x = self.embed(tokens) * self.scale + self.positions[start:end]
+        return self.dropout(x)
+
+
+class FeedForward(nn.Sequential):
+    """Linear(D, F) -> ReLU -> Dropout -> Linear(F, D), applied at every position alike."""
+
+    def __init__(self, width: int, inner: int, dropout: float):
+        super().__init__(
+            nn.Linear(width, inner), nn.ReLU(), Dropout(dropout), nn.Linear(inner, width)
+        )
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        d = cfg.embedding_dim
+        self.norm_self = nn.LayerNorm(d)
+        self.self_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.norm_ff = nn.LayerNorm(d)
+        self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor, fast: bool) -> Tensor:
+        """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D)."""
+        h = self.norm_self(x)
+        keys, values = self.self_attn.project_keys(h)
+        context, _ = self.self_attn(h, keys, values, mask, fast=fast)
+        x = x + self.dropout(context)
+        return x + self.dropout(self.ff(self.norm_ff(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        d = cfg.embedding_dim
+        self.norm_self = nn.LayerNorm(d)
+        self.self_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.norm_cross = nn.LayerNorm(d)
+        self.cross_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.norm_ff = nn.LayerNorm(d)
+        self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
+
+    def forward(
+        self,
+        y: Tensor,
+        cache: tuple[Tensor, Tensor] | None,
+        causal: Tensor | None,
+        cross: tuple[Tensor, Tensor],
+        src_mask: Tensor,
+        need_weights: bool,
+        fast: bool,
+    ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
+        """y (B, N, D): the whole target (teacher forcing, ``cache`` None, ``causal`` (N, N)) or
+        the next token (decoding, N = 1, ``cache`` the earlier tokens' keys and values, no mask
+        needed). Returns y (B, N, D), the keys and values of every token so far (B, H, t + N, Dh),
+        and the cross-attention weights (B, H, N, S) when ``need_weights``."""
+        h = self.norm_self(y)
+        keys, values = self.self_attn.project_keys(h)  # (B, H, N, Dh)
+        if cache is not None:
+            keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
+        context, _ = self.self_attn(h, keys, values, causal, fast=fast)
+        y = y + self.dropout(context)
+        context, weights = self.cross_attn(
+            self.norm_cross(y), *cross, src_mask, need_weights=need_weights, fast=fast
+        )
+        y = y + self.dropout(context)
+        y = y + self.dropout(self.ff(self.norm_ff(y)))
+        return y, (keys, values), weights
+
+
+class TransformerEncoder(nn.Module):
+    def __init__(self, cfg: TransformerConfig, vocab_size: int):
+        super().__init__()
+        self.embeddings = Embeddings(vocab_size, cfg.embedding_dim, cfg.dropout)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.norm = nn.LayerNorm(cfg.embedding_dim)
+
+    @property
+    def embed(self) -> nn.Embedding:
+        """The token embeddings (what saliency attributes to, as for the RNN encoder)."""
+        return self.embeddings.embed
+
+    def forward(self, src: Tensor, mask: Tensor, fast: bool) -> Tensor:
+        """src (B, S), mask (B, S) -> states (B, S, D)."""
+        x = self.embeddings(src)
+        attend_mask = mask[:, None, None, :]  # (B, 1, 1, S)
+        for layer in self.layers:
+            x = layer(x, attend_mask, fast)
+        return self.norm(x)
+
+
+class TransformerDecoder(nn.Module):
+    """The decoder stack with its output layer; ``forward`` teacher-forces, ``step`` decodes."""
+
+    #: it holds attention (pictures and alignment scores read its weights)
+    attends = True
+
+    def __init__(self, cfg: TransformerConfig, vocab_size: int):
+        super().__init__()
+        self.embeddings = Embeddings(vocab_size, cfg.embedding_dim, cfg.dropout)
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        self.norm = nn.LayerNorm(cfg.embedding_dim)
+        self.output = nn.Linear(cfg.embedding_dim, vocab_size)
+        if cfg.tie_output:
+            self.output.weight = self.embeddings.embed.weight
+        self.fast = True
+
+    def project_memory(self, states: Tensor) -> list[tuple[Tensor, Tensor]]:
+        """states (B, S, D) -> every layer's cross-attention keys and values (B, H, S, Dh)."""
+        return [layer.cross_attn.project_keys(states) for layer in self.layers]
+
+    def empty_state(self, memory: TransformerMemory) -> TransformerState:
+        """The cache before the first token: every layer's keys and values of length 0."""
+        k, _ = memory.cross[0]
+        empty = k.new_zeros(k.size(0), k.size(1), 0, k.size(3))  # (B, H, 0, Dh)
+        return TransformerState([(empty, empty) for _ in self.layers])
+
+    def forward(
+        self, tgt_in: Tensor, memory: TransformerMemory, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """tgt_in (B, T) -> logits (B, T, V) and, when ``need_weights``, the cross-attention of
+        every layer and head (B, L, H, T, S)."""
+        y = self.embeddings(tgt_in)
+        t = tgt_in.size(1)
+        causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
+        src_mask = memory.mask[:, None, None, :]  # (B, 1, 1, S)
+        weights = []
+        for layer, cross in zip(self.layers, memory.cross):
+            y, _, w = layer(y, None, causal, cross, src_mask, need_weights, self.fast)
+            weights.append(w)
+        logits = self.output(self.norm(y))
+        return logits, torch.stack(weights, 1) if need_weights else None
+
+    def step(
+        self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory
+    ) -> tuple[Tensor, TransformerState, Tensor]:
+        """prev_tokens (B,) -> logits (B, V), the state with this token cached, and the
+        cross-attention of every layer and head (B, L, H, S)."""
+        y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
+        src_mask = memory.mask[:, None, None, :]
+        cache, weights = [], []
+        for layer, past, cross in zip(self.layers, state.cache, memory.cross):
+            y, kv, w = layer(y, past, None, cross, src_mask, True, self.fast)
+            cache.append(kv)
+            weights.append(w.squeeze(2))  # (B, H, S)
+        logits = self.output(self.norm(y)).squeeze(1)
+        return logits, TransformerState(cache), torch.stack(weights, 1)
+
+
+class Transformer(nn.Module):
+    """Encoder + decoder stacks; see the module docstring."""
+
+    family = "seq2seq"
+    has_attention = True
+
+    def __init__(self, cfg: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int):
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = TransformerEncoder(cfg, src_vocab_size)
+        self.decoder = TransformerDecoder(cfg, tgt_vocab_size)
+        self._init_weights()
+        self.backend = DEFAULT
+
+    def _init_weights(self) -> None:
+        """Xavier-uniform matrices (embeddings included; the padding row zero), zero biases."""
+        for name, p in self.named_parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+        with torch.no_grad():
+            self.encoder.embed.weight[PAD_ID].zero_()
+            self.decoder.embeddings.embed.weight[PAD_ID].zero_()
+
+    def set_backend(self, backend: Backend) -> None:
+        """``reference``: every attention explicit; any other: the fused kernel where no weights
+        are read."""
+        self.backend = backend
+        self.decoder.fast = backend.name != "reference"
+
+    def describe_backend(self, backend: Backend) -> str:
+        """One line for the training log."""
+        how = (
+            "explicit attention everywhere"
+            if backend.name == "reference"
+            else "F.scaled_dot_product_attention where no weights are read"
+        )
+        return f"backend: {backend.name} (Transformer: {how})"
+
+    def encode(
+        self, src: Tensor, src_lengths: Tensor
+    ) -> tuple[TransformerMemory, TransformerState]:
+        """src (B, S) -> the memory (encoder output, every layer's cross keys/values, mask) and
+        the empty decoder cache. ``src_lengths`` is implied by the padding (kept for the common
+        interface)."""
+        mask = src != PAD_ID  # (B, S), True = may attend
+        states = self.encoder(src, mask, self.decoder.fast)
+        memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
+        return memory, self.decoder.empty_state(memory)
+
+    def forward(
+        self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, need_weights: bool = False
+    ) -> tuple[Tensor, Tensor | None]:
+        """src (B, S), tgt_in (B, T) -> logits (B, T, V) and, when ``need_weights``, the
+        cross-attention (B, L, H, T, S) (None otherwise: training reads none)."""
+        memory, _ = self.encode(src, src_lengths)
+        return self.decoder(tgt_in, memory, need_weights)
