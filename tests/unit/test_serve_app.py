@@ -209,3 +209,37 @@ def test_serve_errors_are_one_line(capsys, tmp_path):
     assert err.startswith("attnkit: error: ") and "missing" in err and "Traceback" not in err
     assert main(["serve", "--model", str(tmp_path), "--max-chars", "0"]) == 2
     assert "--max-chars must be > 0" in capsys.readouterr().err
+
+
+def test_a_transformer_sends_every_layer_and_head(tmp_path):
+    from attnkit.models.architectures import build_model
+
+    cfg = experiment_from_dict(
+        {
+            "data": {"task": "numbers", "languages": ["de"], "max_number": 99},
+            "model": {
+                "arch": "transformer",
+                "embedding_dim": 8,
+                "encoder_layers": 1,
+                "decoder_layers": 2,
+                "heads": 2,
+                "ff_dim": 8,
+                "dropout": 0.0,
+            },
+            "decode": {"max_len_cap": 5},
+        }
+    )
+    tok, vocab = CharTokenizer(), Vocab.build([list("abcdefghijklmnopqrstuvwxyzäöüß0123456789")])
+    torch.manual_seed(0)
+    model = build_model(cfg.model, len(vocab), len(vocab)).eval()
+    directory = tmp_path / "tiny-transformer" / "best"
+    Translator(model, cfg, tok, tok, vocab, vocab, torch.device("cpu")).save(directory)
+    with TestClient(create_app(ServeSettings(models=[directory]))) as c:
+        (info,) = c.get("/v1/models").json()["models"]
+        assert (info["attention"], info["layers"], info["heads"]) == ("transformer", 2, 2)
+        for body in ({"inputs": ["vier"], "beam": 2}, {"inputs": ["vier"], "prefix": ["4"]}):
+            (result,) = _translate(c, **body)["results"]
+            h = result["hypotheses"][0]
+            layers, attention = np.array(h["layers"]), np.array(h["attention"])
+            assert layers.shape == (len(h["tokens"]), 2, 2, len(result["source_tokens"]))
+            np.testing.assert_allclose(layers.mean(axis=(1, 2)), attention, atol=1e-5)
