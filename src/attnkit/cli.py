@@ -1,6 +1,6 @@
 """The ``attnkit`` command (also ``python -m attnkit``).
 
-Subcommands: demo, train, translate, evaluate, plot. Errors a user can cause
+Subcommands: demo, train, translate, evaluate, plot, explain, serve. Errors a user can cause
 print one line ``attnkit: error: ...`` and exit with status 2. Training
 stopped by Ctrl-C or SIGTERM saves ``last``, prints one line
 ``attnkit: interrupted: ...`` and exits with 130 (SIGINT) or 143 (SIGTERM).
@@ -15,6 +15,7 @@ from pathlib import Path
 
 from attnkit import __version__, families
 from attnkit.errors import AttnkitError, TrainingInterrupted
+from attnkit.serve.options import add_serve_parser
 
 
 def _formatter(prog):
@@ -38,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_evaluate(sub)
     _add_plot(sub)
     _add_explain(sub)
+    _threads_option(add_serve_parser(sub, _formatter))
     return parser
 
 
@@ -383,6 +385,13 @@ def cmd_explain(args) -> None:
     family.explain(args)
 
 
+def cmd_serve(args) -> None:
+    from attnkit.serve.options import settings_from_args
+    from attnkit.serve.server import serve
+
+    serve(settings_from_args(args))
+
+
 COMMANDS = {
     "demo": cmd_demo,
     "train": cmd_train,
@@ -390,6 +399,7 @@ COMMANDS = {
     "evaluate": cmd_evaluate,
     "plot": cmd_plot,
     "explain": cmd_explain,
+    "serve": cmd_serve,
 }
 
 
@@ -399,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
     try:
-        if hasattr(args, "threads"):  # translate, evaluate, plot
+        if hasattr(args, "threads"):  # translate, evaluate, plot, explain, serve
             from attnkit.device import set_threads
 
             set_threads(args.threads)

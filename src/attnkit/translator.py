@@ -21,8 +21,11 @@ from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
-from attnkit.data.vocab import EOS, EOS_ID, Vocab
+from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
 from attnkit.decoding import beam_search, forced_decode, greedy_decode, max_output_length
+from attnkit.decoding.beam import length_penalty
+from attnkit.decoding.prefix import PrefixedModel, prefixed_hypotheses
+from attnkit.decoding.topk import step_top_k
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
@@ -235,9 +238,13 @@ class Translator:
         batch_size: int | None = None,
         progress: bool = False,
         warn_unknown: bool = True,
+        prefix: Sequence[str] | None = None,
     ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
-        order; a blank input gives a blank output (with a warning)."""
+        order; a blank input gives a blank output (with a warning).
+
+        ``prefix``: target tokens every output begins with (decoding is forced through them,
+        then searches on; their attention rows and log-probability are part of each output)."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
@@ -251,6 +258,7 @@ class Translator:
         if not (math.isfinite(alpha) and alpha >= 0):
             raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
+        prefix_ids = self.prefix_ids(prefix) if prefix else None
         results: list[Translation | None] = [None] * len(texts)
         blank = [i for i, text in enumerate(texts) if not text.strip()]
         if blank:  # a blank line gives a blank line: files stay line-aligned
@@ -278,14 +286,7 @@ class Translator:
             max_len = max_output_length(
                 batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
             )
-            if beam_size == 1:
-                hyps = [
-                    [h] for h in greedy_decode(self.model, batch.src, batch.src_lengths, max_len)
-                ]
-            else:
-                hyps = beam_search(
-                    self.model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best
-                )
+            hyps = self._search(batch, max_len, beam_size, alpha, n_best, prefix_ids)
             for row, index in enumerate(batch.indices):
                 options = [
                     self._translation(texts[index], token_lists[index], h) for h in hyps[row]
@@ -293,6 +294,65 @@ class Translator:
                 options[0].nbest = options
                 results[index] = options[0]
         return results  # type: ignore[return-value]
+
+    def _search(self, batch, max_len, beam_size, alpha, n_best, prefix_ids):
+        """Greedy or beam search of one batch, from ``prefix_ids`` when given."""
+        model = self.model if prefix_ids is None else PrefixedModel(self.model, prefix_ids)
+        if prefix_ids is not None:  # the continuation's budget; at least one step
+            max_len = max(1, max_len - len(prefix_ids))
+        if beam_size == 1:
+            hyps = [[h] for h in greedy_decode(model, batch.src, batch.src_lengths, max_len)]
+        else:
+            hyps = beam_search(
+                model, batch.src, batch.src_lengths, max_len, beam_size, alpha, n_best
+            )
+        if prefix_ids is None:
+            return hyps
+        whole = prefixed_hypotheses(model, hyps, batch.src_lengths)
+        if beam_size > 1:  # ranked again as whole outputs: the prefix counts in the length
+            penalty = self.config.decode.alpha if alpha is None else alpha
+            for options in whole:
+                options.sort(key=lambda h: -h.score / _length_penalty(h, penalty))
+        return whole
+
+    def prefix_ids(self, prefix: Sequence[str]) -> list[int]:
+        """Target token strings -> ids; AttnkitError naming the first one the target vocabulary
+        does not hold (special tokens included: a prefix holds output tokens only)."""
+        ids = []
+        for i, token in enumerate(prefix):
+            index = self.tgt_vocab.stoi.get(token)
+            if index is None or token in SPECIALS:
+                raise AttnkitError(
+                    f"prefix[{i}]: {token!r} is not a token of the target vocabulary"
+                    + (" (special tokens cannot be forced)" if token in SPECIALS else "")
+                )
+            ids.append(index)
+        return ids
+
+    def step_top_k(self, translations: Sequence[Translation], k: int) -> list[list[list]]:
+        """The model's ``k`` most likely tokens at every output step of each translation (one
+        teacher-forced pass, :func:`attnkit.decoding.topk.step_top_k`): per translation, one
+        list per output token of ``(token, probability)`` pairs, best first. A blank input's
+        translation gets []."""
+        filled = [i for i, t in enumerate(translations) if t.source_tokens]
+        out: list[list[list]] = [[] for _ in translations]
+        if not filled:
+            return out
+        examples, _ = self.encode_sources([translations[i].source for i in filled], False)
+        targets = [_target_ids(self.tgt_vocab, translations[i]) for i in filled]
+        size = self.config.decode.batch_size
+        for start in range(0, len(examples), size):
+            batch = collate(examples[start : start + size]).to(self.device)
+            rows = step_top_k(
+                self.model, batch.src, batch.src_lengths, [targets[j] for j in batch.indices], k
+            )
+            for j, (probs, ids) in zip(batch.indices, rows):
+                shown = len(translations[filled[j]].output_tokens)
+                out[filled[j]] = [
+                    list(zip(self.tgt_vocab.decode(r, strip_specials=False), p))
+                    for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
+                ]
+        return out
 
     def teacher_forced(
         self, texts: Sequence[str], references: Sequence[str], batch_size: int | None = None
@@ -346,6 +406,17 @@ def _warn_unknown(line: int, tokens: Sequence[str], vocab: Vocab) -> None:
 def _identity(tokenizer: Tokenizer) -> tuple:
     """What decides how a tokenizer splits text: its settings and any model file's bytes."""
     return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)
+
+
+def _length_penalty(hyp, alpha: float) -> float:
+    """Beam search's length penalty of a whole hypothesis (its tokens and </s>)."""
+    return float(length_penalty(torch.tensor(len(hyp.tokens) + int(hyp.finished)), alpha))
+
+
+def _target_ids(vocab: Vocab, translation: Translation) -> list[int]:
+    """The output tokens of ``translation`` as ids, without the closing </s>."""
+    tokens = translation.output_tokens
+    return vocab.encode(tokens[:-1] if tokens[-1:] == [EOS] else tokens)
 
 
 def _need(path: Path) -> Path:

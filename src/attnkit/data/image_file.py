@@ -10,6 +10,7 @@ ratio, and centred on black.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,21 +41,36 @@ def read_image(path: str | Path, shape: tuple[int, int]) -> ModelImage:
     size = path.stat().st_size
     if size > MAX_BYTES:
         raise DataError(f"{size:,} bytes: an image file may hold at most {MAX_BYTES:,}", path=path)
+    return _convert(path, shape, path, MAX_SIDE)
+
+
+def image_from_bytes(
+    data: bytes, shape: tuple[int, int], name: str = "upload", max_side: int = MAX_SIDE
+) -> ModelImage:
+    """PNG or JPEG bytes (an upload) as a ``shape = (H, W)`` input, with the checks of
+    :func:`read_image` and sides of at most ``max_side``; DataError naming ``name``."""
+    if len(data) > MAX_BYTES:
+        raise DataError(f"{len(data):,} bytes: an image may hold at most {MAX_BYTES:,}", path=name)
+    return _convert(io.BytesIO(data), shape, name, max_side)
+
+
+def _convert(source, shape: tuple[int, int], name, max_side: int) -> ModelImage:
+    """Open (a path or a binary stream), check, decode, make grey, invert and fit."""
     try:
-        with Image.open(path) as opened:  # reads the header only
+        with Image.open(source) as opened:  # reads the header only
             if opened.format not in FORMATS:
-                raise DataError(f"a {opened.format} image: give a PNG or JPEG", path=path)
+                raise DataError(f"a {opened.format} image: give a PNG or JPEG", path=name)
             width, height = opened.size
-            if not (MIN_SIDE <= min(width, height) and max(width, height) <= MAX_SIDE):
+            if not (MIN_SIDE <= min(width, height) and max(width, height) <= max_side):
                 raise DataError(
-                    f"{width}x{height} pixels: each side must be {MIN_SIDE} to {MAX_SIDE}",
-                    path=path,
+                    f"{width}x{height} pixels: each side must be {MIN_SIDE} to {max_side}",
+                    path=name,
                 )
             grey = _flatten_to_grey(opened)  # decodes
     except (UnidentifiedImageError, Image.DecompressionBombError):
-        raise DataError("not an image Pillow can read: give a PNG or JPEG", path=path) from None
+        raise DataError("not an image Pillow can read: give a PNG or JPEG", path=name) from None
     except (OSError, SyntaxError, ValueError) as exc:  # truncated or corrupt data
-        raise DataError(f"cannot decode the image ({exc})", path=path) from None
+        raise DataError(f"cannot decode the image ({exc})", path=name) from None
     inverted = _light_border(grey)
     if inverted:
         grey = 255 - grey

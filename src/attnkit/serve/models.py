@@ -1,0 +1,131 @@
+"""The checkpoints a server answers with: loaded once, read-only, each under a short name.
+
+Each ``--model DIR`` is a seq2seq checkpoint (:class:`attnkit.translator.Translator`) or a vision
+one (:func:`attnkit.training.vision.load_vision_model`); :mod:`attnkit.families` tells them
+apart by the checkpoint's ``meta.json``. Nothing is written to the directories. A request names
+a model by its name only, never by a path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnkit import families
+from attnkit.errors import ConfigError
+from attnkit.serve.limits import Limits
+
+#: path parts that name a checkpoint inside a run, not the run: skipped when naming a model
+CHECKPOINT_PARTS = ("model", "best", "last", "averaged")
+#: what each vision model type attends with
+VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_pooling": "spatial"}
+
+
+@dataclass
+class ServedModel:
+    """One loaded checkpoint: a Translator (seq2seq) or a vision (config, family, model)."""
+
+    name: str
+    directory: Path
+    family: str  # "seq2seq" or "vision"
+    loaded: object
+
+    @property
+    def translator(self):
+        return self.loaded if self.family == "seq2seq" else None
+
+    @property
+    def can_explain(self) -> bool:
+        """Whether saliency can be computed (one seq2seq model with an embedding encoder)."""
+        if self.translator is None:
+            return False
+        from attnkit.explain.no_attention import can_explain
+
+        return can_explain(self.translator) and hasattr(self.translator.model, "encoder")
+
+    def info(self, limits: Limits) -> dict:
+        """What ``GET /v1/models`` says of this model."""
+        base = {"name": self.name, "family": self.family, "limits": limits.to_dict()}
+        if self.family == "vision":
+            cfg = self.loaded[0]
+            return {
+                **base,
+                "task": cfg.data.task,
+                "attention": VISION_ATTENTION.get(cfg.model_type, cfg.model_type),
+                "model_type": cfg.model_type,
+                "has_attention": True,
+                "layers": None,
+                "heads": None,
+                "has_gold": False,
+                "explain": False,
+            }
+        from attnkit.data.tasks.gold import gold_aligner
+
+        translator = self.loaded
+        cfg = translator.config
+        layers, heads = layer_shape(cfg.model)
+        return {
+            **base,
+            "task": cfg.data.task,
+            "attention": "transformer" if layers is not None else cfg.model.attention,
+            "has_attention": bool(translator.model.has_attention),
+            "layers": layers,
+            "heads": heads,
+            "has_gold": gold_aligner(cfg.data) is not None,
+            "explain": self.can_explain,
+        }
+
+
+def layer_shape(model_cfg) -> tuple[int | None, int | None]:
+    """(decoder layers, attention heads) of a Transformer model config, else (None, None)."""
+    if getattr(model_cfg, "arch", "rnn") != "transformer":
+        return None, None
+
+    def first(*names):
+        return next((getattr(model_cfg, n) for n in names if hasattr(model_cfg, n)), None)
+
+    return first("decoder_layers", "layers", "num_layers"), first("heads", "num_heads")
+
+
+def model_name(directory: Path) -> str:
+    """A short name from a checkpoint's path: its last part that is not one of
+    :data:`CHECKPOINT_PARTS` (``runs/demo/model/best`` -> ``demo``)."""
+    for part in reversed(Path(directory).resolve().parts):
+        if part not in CHECKPOINT_PARTS and part != "/":
+            return part
+    return "model"
+
+
+def model_names(directories: Sequence[Path], given: Sequence[str]) -> list[str]:
+    """One unique name per directory: ``given`` in order, then names from the paths (made
+    unique with ``-2``, ``-3``, ...)."""
+    if len(given) > len(directories):
+        raise ConfigError(f"{len(given)} --name for {len(directories)} --model: one name each")
+    names: list[str] = []
+    for i, directory in enumerate(directories):
+        if i < len(given):
+            if given[i] in names or not given[i].strip():
+                raise ConfigError(f"--name {given[i]!r}: names must be unique and not blank")
+            names.append(given[i])
+            continue
+        base = model_name(directory)
+        name, n = base, 2
+        while name in names or name in given:
+            name, n = f"{base}-{n}", n + 1
+        names.append(name)
+    return names
+
+
+def load_models(
+    directories: Sequence[Path], given: Sequence[str] = (), device: str = "auto"
+) -> dict[str, ServedModel]:
+    """name -> loaded model, in the order given (the first answers requests naming none)."""
+    if not directories:
+        raise ConfigError("give at least one --model DIR")
+    served = {}
+    for name, directory in zip(model_names(directories, given), directories):
+        family = families.of_checkpoint(Path(directory))
+        loaded = family.load(Path(directory), device)
+        served[name] = ServedModel(name, Path(directory), family.name, loaded)
+    return served

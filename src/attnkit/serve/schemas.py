@@ -1,0 +1,131 @@
+"""The request and response bodies of the API, as pydantic models.
+
+The request models are built from the server's :class:`~attnkit.serve.limits.Limits`
+(:func:`request_models`), so every limit is a field constraint: pydantic enforces it, and the
+OpenAPI page (``/docs``) shows it. Requests are strict: a string where a number belongs, or a
+field the API does not know, is an error naming the field, never a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, create_model
+
+from attnkit.serve.limits import Limits
+
+STRICT = ConfigDict(strict=True, extra="forbid")
+
+
+class TopToken(BaseModel):
+    token: str
+    prob: float
+
+
+class Hypothesis(BaseModel):
+    output: str
+    tokens: list[str] = Field(description='output tokens, "</s>" included when the output ended')
+    score: float = Field(description="log-probability of the output")
+    attention: list[list[float]] = Field(description="len(tokens) rows x len(source_tokens)")
+    layers: list[list[list[list[float]]]] | None = Field(
+        None, description="tokens x layers x heads x source: Transformer models only"
+    )
+    top_k: list[list[TopToken]] | None = Field(
+        None, description="per output step, the model's top_k tokens given the tokens before"
+    )
+
+
+class TranslateResult(BaseModel):
+    input: str
+    source_tokens: list[str] = Field(description='what the encoder read, "</s>" included')
+    hypotheses: list[Hypothesis] = Field(description="n_best of them, best first")
+    saliency: list[list[float]] | None = Field(
+        None, description="explain: true; the first hypothesis' gradient saliency"
+    )
+    gold: list[tuple[int, int]] | None = Field(
+        None, description="gold: true: (output index, source index) links of the first hypothesis"
+    )
+
+
+class TranslateResponse(BaseModel):
+    model: str
+    results: list[TranslateResult]
+
+
+class Glimpse(BaseModel):
+    x: float
+    y: float
+    size: float
+
+
+class ClassifyStep(BaseModel):
+    attention: list[list[float]] | None = None
+    glimpse: Glimpse | None = None
+    token: str | None = None
+
+
+class ClassifyResponse(BaseModel):
+    model: str
+    prediction: str
+    probs: list[float] | None
+    image: list[list[float]] = Field(description="the image the model saw, grey 0..1, rows x cols")
+    steps: list[ClassifyStep]
+
+
+class ErrorDetail(BaseModel):
+    field: str | None
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+@dataclass(frozen=True)
+class RequestModels:
+    """The request models of one server (their constraints are its limits)."""
+
+    translate: type[BaseModel]
+    classify: type[BaseModel]
+
+
+def request_models(limits: Limits) -> RequestModels:
+    """The translate and classify request bodies, constrained by ``limits``."""
+    text = Annotated[str, StringConstraints(min_length=1, max_length=limits.max_chars)]
+    translate = create_model(
+        "TranslateRequest",
+        __config__=STRICT,
+        model=(str | None, Field(None, description="a name from /v1/models; default the first")),
+        inputs=(
+            list[text],
+            Field(min_length=1, max_length=limits.max_inputs, description="texts to translate"),
+        ),
+        beam=(int, Field(1, ge=1, le=limits.max_beam, description="beam size; 1 is greedy")),
+        n_best=(int, Field(1, ge=1, le=limits.max_beam, description="outputs per input <= beam")),
+        alpha=(
+            float | None,
+            Field(None, ge=0, allow_inf_nan=False, description="length penalty; null: config's"),
+        ),
+        prefix=(
+            list[Annotated[str, StringConstraints(min_length=1)]] | None,
+            Field(
+                None,
+                max_length=limits.max_prefix,
+                description="target tokens every output starts with (the what-if)",
+            ),
+        ),
+        top_k=(
+            int,
+            Field(5, ge=0, le=limits.max_top_k, description="tokens per step; 0: none"),
+        ),
+        explain=(bool, Field(False, description="add the gradient saliency of the first output")),
+        gold=(bool, Field(False, description="add gold alignment links where the task has them")),
+    )
+    classify = create_model(
+        "ClassifyRequest",
+        __config__=STRICT,
+        model=(str | None, Field(None, description="a vision model's name; default the first")),
+        index=(int, Field(ge=0, description="a test-set image")),
+    )
+    return RequestModels(translate, classify)

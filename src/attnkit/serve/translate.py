@@ -1,0 +1,168 @@
+"""``POST /v1/translate``: a request checked, decoded (batched with others), answered.
+
+:func:`check_request` runs on the event loop and refuses a bad request before it can reach a
+batch (an unknown model, n_best above the beam, a prefix token the target vocabulary lacks, an
+input the tokenizer cannot encode), so a bad request never disturbs another. The worker thread
+calls :func:`run_batch` with every waiting request of one :class:`DecodeKey`: their inputs decode
+together, and each request gets its own results back.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnkit.errors import AttnkitError
+from attnkit.serve.models import ServedModel
+from attnkit.serve.problems import ApiError
+
+DIGITS = 6  # decimals of the weights and probabilities sent: more is noise
+
+
+@dataclass(frozen=True)
+class DecodeKey:
+    """The settings a batch shares: requests decode together only when all are equal."""
+
+    model: str
+    beam: int
+    n_best: int
+    alpha: float | None
+    top_k: int
+    prefix: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TranslateJob:
+    """What one request asks of its batch beyond the shared settings."""
+
+    inputs: tuple[str, ...]
+    explain: bool
+    gold: bool
+
+
+def check_request(model: ServedModel, request) -> tuple[DecodeKey, TranslateJob]:
+    """The request's batch key and job, or ApiError (422) naming the field at fault."""
+    translator = model.translator
+    if translator is None:
+        raise ApiError(422, "model", f"model: {model.name!r} is a vision model: use /v1/classify")
+    if request.n_best > request.beam:
+        raise ApiError(
+            422, "n_best", f"n_best: at most the beam size ({request.beam}), got {request.n_best}"
+        )
+    if request.explain and not model.can_explain:
+        raise ApiError(422, "explain", f"explain: saliency is not available for {model.name!r}")
+    prefix = tuple(request.prefix or ())
+    try:
+        translator.prefix_ids(prefix)
+    except AttnkitError as exc:
+        raise ApiError(422, str(exc).split(":")[0], str(exc)) from None
+    for i, text in enumerate(request.inputs):
+        if not text.strip():
+            raise ApiError(422, f"inputs[{i}]", f"inputs[{i}]: blank: nothing to translate")
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # truncation is reported by the tokens sent back
+                translator.encode_sources([text], warn_unknown=False)
+        except AttnkitError as exc:
+            raise ApiError(422, f"inputs[{i}]", f"inputs[{i}]: {exc}") from None
+    key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
+    return key, TranslateJob(tuple(request.inputs), request.explain, request.gold)
+
+
+def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> list:
+    """Decode all jobs' inputs as one batch; per job its results, or the exception it raised.
+
+    Should the batch fail as a whole, each job is decoded alone, so that only the job at fault
+    hears of it."""
+    texts = [text for job in jobs for text in job.inputs]
+    try:
+        translations, tops = _decode(model.translator, key, texts)
+    except Exception as exc:
+        if len(jobs) == 1:
+            return [exc]
+        return [run_batch(model, key, [job])[0] for job in jobs]
+    answers, start = [], 0
+    for job in jobs:
+        end = start + len(job.inputs)
+        try:
+            answers.append(_results(model, job, translations[start:end], tops[start:end]))
+        except Exception as exc:
+            answers.append(exc)
+        start = end
+    return answers
+
+
+def _decode(translator, key: DecodeKey, texts: list[str]):
+    """(translations, top-k of every hypothesis: per translation, per hypothesis)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the answer shows truncation and unknown tokens
+        translations = translator.translate(
+            texts,
+            beam_size=key.beam,
+            alpha=key.alpha,
+            n_best=key.n_best,
+            batch_size=len(texts),
+            warn_unknown=False,
+            prefix=list(key.prefix) or None,
+        )
+    if key.top_k == 0:
+        return translations, [[None] * len(t.nbest) for t in translations]
+    flat = translator.step_top_k([h for t in translations for h in t.nbest], key.top_k)
+    tops, start = [], 0
+    for t in translations:
+        tops.append(flat[start : start + len(t.nbest)])
+        start += len(t.nbest)
+    return translations, tops
+
+
+def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[dict]:
+    """The ``results`` of one request: one entry per input."""
+    translator = model.translator
+    saliency = [None] * len(translations)
+    if job.explain:
+        from attnkit.explain.no_attention import saliency_translations
+
+        saliency = [_matrix(s.weights) for s in saliency_translations(translator, translations)]
+    aligner = None
+    if job.gold:
+        from attnkit.data.tasks.gold import gold_aligner
+
+        aligner = gold_aligner(translator.config.data)
+    results = []
+    for t, top, sal in zip(translations, tops, saliency):
+        gold = None
+        if aligner is not None:
+            alignment = aligner(t.source, t.output)
+            gold = (
+                None if alignment is None else [list(link) for link in sorted(alignment.possible)]
+            )
+        results.append(
+            {
+                "input": t.source,
+                "source_tokens": t.source_tokens,
+                "hypotheses": [_hypothesis(h, k) for h, k in zip(t.nbest, top)],
+                "saliency": sal,
+                "gold": gold,
+            }
+        )
+    return results
+
+
+def _hypothesis(h, top) -> dict:
+    layers = getattr(h, "layer_weights", None)  # (T, L, H, S), Transformer models only
+    return {
+        "output": h.output,
+        "tokens": h.output_tokens,
+        "score": float(h.score),
+        "attention": _matrix(h.weights),
+        "layers": None if layers is None else np.round(np.asarray(layers), DIGITS).tolist(),
+        "top_k": None
+        if top is None
+        else [[{"token": tok, "prob": round(p, DIGITS)} for tok, p in step] for step in top],
+    }
+
+
+def _matrix(weights) -> list[list[float]]:
+    return np.round(np.asarray(weights, dtype=np.float64), DIGITS).tolist()

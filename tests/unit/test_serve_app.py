@@ -1,0 +1,186 @@
+"""attnkit serve's API in process (FastAPI's TestClient): models, translate and its options, the
+page, and the shape of every answer. The model is a tiny German numbers translator trained for a
+few dozen steps here (the numbers task has gold alignments)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from fastapi.testclient import TestClient
+
+from attnkit.data.batching import Example, collate
+from attnkit.data.tasks.gold import gold_aligner
+from attnkit.data.tasks.registry import build_splits
+from attnkit.data.tokenizers import CharTokenizer
+from attnkit.data.vocab import EOS, EOS_ID, Vocab
+from attnkit.experiment import experiment_from_dict
+from attnkit.models.seq2seq import Seq2Seq
+from attnkit.serve.app import ServeSettings, create_app
+from attnkit.serve.models import model_name, model_names
+from attnkit.translator import Translator
+
+TINY = {
+    "attention": "bahdanau",
+    "embedding_dim": 16,
+    "encoder_hidden": 16,
+    "decoder_hidden": 24,
+    "attention_dim": 16,
+    "dropout": 0.0,
+}
+INPUTS = ["dreiundzwanzig", "siebzehn", "neunundneunzig", "vier"]
+
+
+def train_numbers_model(directory, steps: int = 150, attention: str = "bahdanau"):
+    """A German numbers translator trained for ``steps`` Adam steps, saved to ``directory``."""
+    data = {"task": "numbers", "languages": ["de"], "max_number": 99}
+    cfg = experiment_from_dict(
+        {
+            "data": data,
+            "model": {**TINY, "attention": attention},
+            "decode": {"max_len_cap": 6, "batch_size": 16},
+        }
+    )
+    splits = build_splits(cfg.data)
+    tok = CharTokenizer()
+    src_vocab = Vocab.build(tok.tokenize(s) for s, _ in splits.train + splits.test)
+    tgt_vocab = Vocab.build(tok.tokenize(t) for _, t in splits.train + splits.test)
+    torch.manual_seed(0)
+    model = Seq2Seq(cfg.model, len(src_vocab), len(tgt_vocab))
+    examples = [
+        Example(src_vocab.encode(tok.tokenize(s)) + [EOS_ID], tgt_vocab.encode(tok.tokenize(t)), i)
+        for i, (s, t) in enumerate(splits.train)
+    ]
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    for step in range(steps):
+        batch = collate([examples[(step * 32 + j) % len(examples)] for j in range(32)])
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), batch.tgt_out.reshape(-1), ignore_index=0
+        )
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    translator = Translator(model, cfg, tok, tok, src_vocab, tgt_vocab, torch.device("cpu"))
+    translator.save(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def numbers_model(tmp_path_factory):
+    """A checkpoint directory ``.../numbers/model/best`` (served as 'numbers')."""
+    return train_numbers_model(tmp_path_factory.mktemp("serve") / "numbers" / "model" / "best")
+
+
+@pytest.fixture(scope="module")
+def client(numbers_model):
+    app = create_app(ServeSettings(models=[numbers_model], max_wait_ms=1.0))
+    with TestClient(app) as c:
+        yield c
+
+
+def _translate(client, **body):
+    response = client.post("/v1/translate", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_health_and_the_models_list(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    (info,) = client.get("/v1/models").json()["models"]
+    assert info["name"] == "numbers" and info["family"] == "seq2seq"
+    assert info["task"] == "numbers" and info["attention"] == "bahdanau"
+    assert info["has_attention"] is True and info["has_gold"] is True
+    assert info["explain"] is True and info["layers"] is None and info["heads"] is None
+    assert info["limits"]["max_chars"] == 500 and info["limits"]["max_beam"] == 10
+
+
+def test_a_greedy_translation_matches_the_translator(client, numbers_model):
+    body = _translate(client, inputs=INPUTS)
+    assert body["model"] == "numbers"
+    expected = Translator.load(numbers_model, "cpu").translate(INPUTS)
+    for text, result, t in zip(INPUTS, body["results"], expected):
+        assert result["input"] == text
+        assert result["source_tokens"] == list(text) + [EOS]
+        (h,) = result["hypotheses"]
+        assert h["output"] == t.output and h["tokens"] == t.output_tokens
+        assert h["score"] == pytest.approx(t.score, abs=1e-4)
+        weights = np.array(h["attention"])
+        assert weights.shape == (len(h["tokens"]), len(result["source_tokens"]))
+        np.testing.assert_allclose(weights, t.weights, atol=1e-5)
+        assert h["layers"] is None
+        assert result["saliency"] is None and result["gold"] is None
+        assert len(h["top_k"]) == len(h["tokens"])
+        for token, step in zip(h["tokens"], h["top_k"]):
+            assert len(step) == 5 and step[0]["token"] == token
+            assert sum(option["prob"] for option in step) <= 1.0 + 1e-5
+
+
+def test_beam_n_best_and_no_top_k(client):
+    (result,) = _translate(client, inputs=["achtundvierzig"], beam=4, n_best=3, top_k=0)["results"]
+    hyps = result["hypotheses"]
+    assert len(hyps) == 3 and len({h["output"] for h in hyps}) == 3
+    assert all(h["top_k"] is None for h in hyps)
+
+
+def test_a_prefix_starts_every_hypothesis(client):
+    plain = _translate(client, inputs=["dreiundzwanzig"], top_k=1)["results"][0]["hypotheses"][0]
+    first = plain["tokens"][0]
+    other = "9" if first != "9" else "8"
+    (result,) = _translate(client, inputs=["dreiundzwanzig"], prefix=[other], beam=2, n_best=2)[
+        "results"
+    ]
+    for h in result["hypotheses"]:
+        assert h["tokens"][0] == other and h["output"].startswith(other)
+        assert len(h["attention"]) == len(h["tokens"])
+        assert h["top_k"][0][0]["token"] == first  # the model still prefers its own first token
+    same = _translate(client, inputs=["dreiundzwanzig"], prefix=plain["tokens"][:-1])
+    again = same["results"][0]["hypotheses"][0]
+    assert again["tokens"] == plain["tokens"]
+    assert again["score"] == pytest.approx(plain["score"], abs=1e-4)
+
+
+def test_explain_and_gold_links(client, numbers_model):
+    (result,) = _translate(client, inputs=["dreiundzwanzig"], explain=True, gold=True)["results"]
+    h = result["hypotheses"][0]
+    saliency = np.array(result["saliency"])
+    assert saliency.shape == np.array(h["attention"]).shape
+    np.testing.assert_allclose(saliency.sum(1), 1.0, atol=1e-4)
+    aligner = gold_aligner(Translator.load(numbers_model, "cpu").config.data)
+    alignment = aligner("dreiundzwanzig", h["output"])
+    if alignment is None:
+        assert result["gold"] is None
+    else:
+        assert result["gold"] == sorted([list(link) for link in alignment.possible])
+        assert all(0 <= j < len(h["output"]) for j, _ in result["gold"])
+
+
+def test_the_page_and_docs_are_served(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "<" in page.text
+    schema = client.get("/openapi.json").json()
+    translate = schema["components"]["schemas"]["TranslateRequest"]["properties"]
+    assert translate["beam"]["maximum"] == 10 and translate["top_k"]["maximum"] == 20
+    assert client.get("/docs").status_code == 200
+
+
+def test_model_names_from_paths(tmp_path):
+    assert model_name(tmp_path / "runs" / "demo" / "model" / "best") == "demo"
+    assert model_name(tmp_path / "runs" / "demo" / "last") == "demo"
+    dirs = [tmp_path / "a" / "best", tmp_path / "x" / "a" / "last", tmp_path / "b"]
+    assert model_names(dirs, []) == ["a", "a-2", "b"]
+    assert model_names(dirs, ["one"]) == ["one", "a", "b"]
+
+
+def test_two_models_by_name(numbers_model, tmp_path):
+    other = train_numbers_model(tmp_path / "plain" / "best", steps=5, attention="none")
+    app = create_app(ServeSettings(models=[numbers_model, other]))
+    with TestClient(app) as c:
+        names = [m["name"] for m in c.get("/v1/models").json()["models"]]
+        assert names == ["numbers", "plain"]
+        body = _translate(c, model="plain", inputs=["vier"])
+        assert body["model"] == "plain"
+        assert not np.array(body["results"][0]["hypotheses"][0]["attention"]).any()
+        info = c.get("/v1/models").json()["models"][1]
+        assert info["attention"] == "none" and info["has_attention"] is False

@@ -1,0 +1,46 @@
+"""The model's top-k tokens at every output step."""
+
+import math
+
+import pytest
+from test_prefix import SOURCES, small_translator
+
+from attnkit.data.vocab import EOS
+
+
+@pytest.fixture(scope="module")
+def translator():
+    return small_translator("luong-general")
+
+
+def test_top_k_follows_greedy_decoding_step_by_step(translator):
+    greedy = translator.translate(SOURCES)
+    tops = translator.step_top_k(greedy, 4)
+    for g, steps in zip(greedy, tops):
+        assert len(steps) == len(g.output_tokens)
+        for token, options in zip(g.output_tokens, steps):
+            assert len(options) == 4
+            assert options[0][0] == token  # greedy takes the most likely token
+            probs = [p for _, p in options]
+            assert probs == sorted(probs, reverse=True)
+            assert 0.0 < sum(probs) <= 1.0 + 1e-6
+            assert not {"<pad>", "<s>"} & {tok for tok, _ in options}
+
+
+def test_top_k_of_a_beam_output_holds_its_tokens_probabilities(translator):
+    (t,) = translator.translate(["hello"], beam_size=3, n_best=3)
+    tops = translator.step_top_k(t.nbest, 20)  # more than the vocabulary: all of it
+    for h, steps in zip(t.nbest, tops):
+        logp = 0.0
+        for token, options in zip(h.output_tokens, steps):
+            assert len(options) == len(translator.tgt_vocab) - 2  # <pad> and <s> never
+            logp += math.log(dict(options)[token])
+        if h.output_tokens[-1] == EOS:
+            assert logp == pytest.approx(h.score, abs=1e-4)
+
+
+def test_a_blank_input_has_no_steps(translator):
+    with pytest.warns(UserWarning, match="blank"):
+        results = translator.translate(["", "abc"])
+    tops = translator.step_top_k(results, 2)
+    assert tops[0] == [] and len(tops[1]) == len(results[1].output_tokens)
