@@ -42,8 +42,14 @@ def new_driver(width: int = 1400, height: int = 1000):
         pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
     options = webdriver.ChromeOptions()
     options.binary_location = found[0]
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={width},{height}", "--force-device-scale-factor=1"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+        "--force-device-scale-factor=1",
+    ):
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     return webdriver.Chrome(service=Service(found[1]), options=options)
@@ -59,10 +65,20 @@ def train_numbers(out: Path, attention: str) -> Path:
         {
             "name": f"browser-{attention}",
             "output_dir": str(out),
-            "data": {"task": "numbers", "direction": "words2digits", "max_number": 99,
-                     "languages": ["de", "en"]},
-            "model": {"attention": attention, "embedding_dim": 16, "encoder_hidden": 24,
-                      "decoder_hidden": 32, "attention_dim": 16, "dropout": 0.0},
+            "data": {
+                "task": "numbers",
+                "direction": "words2digits",
+                "max_number": 99,
+                "languages": ["de", "en"],
+            },
+            "model": {
+                "attention": attention,
+                "embedding_dim": 16,
+                "encoder_hidden": 24,
+                "decoder_hidden": 32,
+                "attention_dim": 16,
+                "dropout": 0.0,
+            },
             "train": {"epochs": 4, "batch_size": 16},
         },
         [],
@@ -137,8 +153,12 @@ def start_server(models: list[tuple[str, Path]], log: Path) -> Server:
     argv = [sys.executable, "-m", "attnkit", "serve", "--port", str(port)]
     for name, directory in models:
         argv += ["--model", str(directory), "--name", name]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO_SRC), os.environ.get(
-        "PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_SRC), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
+    }
     out = log.open("w")
     process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     url = f"http://127.0.0.1:{port}/"
@@ -172,7 +192,7 @@ def checkpoints(tmp_path_factory):
     root = tmp_path_factory.mktemp("browser-models")
     return [
         ("numbers", train_numbers(root / "bahdanau", "bahdanau")),
-        ("dot", train_numbers(root / "dot", "luong-dot")),
+        ("general", train_numbers(root / "general", "luong-general")),
         ("digits", pooling_checkpoint(root / "pool" / "best", write_digits(root / "mnist"))),
     ]
 

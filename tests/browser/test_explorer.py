@@ -23,8 +23,17 @@ def show(token: str) -> str:
 
 def body(model: str, text: str = SOURCE, **kw) -> dict:
     """The request the page sends (text.js requestBody) with the page's defaults."""
-    return {"model": model, "inputs": [text], "beam": 1, "n_best": 1, "top_k": 5,
-            "prefix": None, "explain": False, "gold": False, **kw}
+    return {
+        "model": model,
+        "inputs": [text],
+        "beam": 1,
+        "n_best": 1,
+        "top_k": 5,
+        "prefix": None,
+        "explain": False,
+        "gold": False,
+        **kw,
+    }
 
 
 def severe(driver) -> list[str]:
@@ -47,15 +56,22 @@ def wait_cells(driver, n: int, css: str = "#heatmap td.hm-cell"):
 def set_value(driver, element_id: str, value, event: str = "change") -> None:
     driver.execute_script(
         "var e = document.getElementById(arguments[0]); e.value = arguments[1];"
-        "e.dispatchEvent(new Event(arguments[2]));", element_id, str(value), event)
+        "e.dispatchEvent(new Event(arguments[2]));",
+        element_id,
+        str(value),
+        event,
+    )
 
 
 @pytest.fixture
 def page(driver, server):
     """The page freshly loaded, its model list in; no console errors by the end of the test."""
     driver.get(server.url)
-    wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"),
-         "the model list")
+    wait(
+        driver,
+        lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"),
+        "the model list",
+    )
     severe(driver)  # start the test's log empty
     yield driver
     assert severe(driver) == []
@@ -83,7 +99,8 @@ def test_typing_draws_the_translation_and_output_by_source_cells(page, server):
     assert page.find_element(By.ID, "output").text == hyp["output"].strip()
     heads = page.find_elements(By.CSS_SELECTOR, "#heatmap thead th")[1:]
     assert [h.get_attribute("textContent") for h in heads] == list(
-        map(show, result["source_tokens"]))
+        map(show, result["source_tokens"])
+    )
     cols = len(result["source_tokens"])
     for k, cell in enumerate(drawn):
         i, j = divmod(k, cols)
@@ -119,13 +136,19 @@ def test_clicking_a_top_k_candidate_decodes_again_through_it(page, server):
     forced_hyp = forced["hypotheses"][0]
     assert forced_hyp["tokens"][0] == token
     wait(page, lambda d: d.find_element(By.ID, "prefix").text == show(token), "the prefix")
-    wait(page, lambda d: d.find_element(By.ID, "output").text == forced_hyp["output"].strip(),
-         "the re-decoded output")
+    wait(
+        page,
+        lambda d: d.find_element(By.ID, "output").text == forced_hyp["output"].strip(),
+        "the re-decoded output",
+    )
     wait_cells(page, len(forced_hyp["tokens"]) * len(forced["source_tokens"]))
     page.find_element(By.ID, "reset").click()
     wait(page, lambda d: not d.find_element(By.ID, "prefix-bar").is_displayed(), "no prefix")
-    wait(page, lambda d: d.find_element(By.ID, "output").text == hyp["output"].strip(),
-         "the output without the prefix")
+    wait(
+        page,
+        lambda d: d.find_element(By.ID, "output").text == hyp["output"].strip(),
+        "the output without the prefix",
+    )
 
 
 def trie_size(sequences: list[list[str]]) -> int:
@@ -141,8 +164,11 @@ def test_n_best_list_and_beam_tree(page, server):
     type_source(page)
     result = server.post("v1/translate", body("numbers", beam=4, n_best=3))["results"][0]
     hyps = result["hypotheses"]
-    wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) == len(hyps),
-         "the n-best list")
+    wait(
+        page,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) == len(hyps),
+        "the n-best list",
+    )
     items = page.find_elements(By.CSS_SELECTOR, "#nbest-list .hyp-out")
     assert [i.text for i in items] == [h["output"].strip() for h in hyps]
     tokens = [h["tokens"] for h in hyps]
@@ -161,14 +187,16 @@ def test_n_best_list_and_beam_tree(page, server):
 
 def test_side_by_side_draws_both_models_on_shared_axes(page, server):
     type_source(page)
-    Select(page.find_element(By.ID, "second")).select_by_value("dot")
+    Select(page.find_element(By.ID, "second")).select_by_value("general")
     a = server.post("v1/translate", body("numbers"))["results"][0]
-    b = server.post("v1/translate", body("dot"))["results"][0]
+    b = server.post("v1/translate", body("general"))["results"][0]
     cols = len(a["source_tokens"])
     assert b["source_tokens"] == a["source_tokens"]  # one tokenizer: one column axis
     n_a, n_b = (len(r["hypotheses"][0]["tokens"]) * cols for r in (a, b))
     drawn = wait_cells(page, n_a + n_b, "#sbs-maps td.hm-cell")
-    assert page.find_element(By.ID, "sbs-b").text == "dot: " + b["hypotheses"][0]["output"]
+    assert (
+        page.find_element(By.ID, "sbs-b").text == f"general: {b['hypotheses'][0]['output']}".strip()
+    )
     boxes = [c.rect for c in drawn]
     assert len({(r["width"], r["height"]) for r in boxes}) == 1  # same cell size
     for k in range(cols):  # column k of both maps at the same x
@@ -195,8 +223,14 @@ def test_a_vision_model_shows_its_prediction_and_attention_over_the_image(page, 
     assert not page.find_element(By.ID, "text-view").is_displayed()
     third = server.post("v1/classify", {"model": "digits", "index": 3})
     set_value(page, "image-index", 3)
-    wait(page, lambda d: [c.get_attribute("data-w") for c in cells(d, "#overlay .ov-cell")]
-         == [str(w) for w in sum(third["steps"][0]["attention"], [])], "image 3's attention")
+    wait(
+        page,
+        lambda d: (
+            [c.get_attribute("data-w") for c in cells(d, "#overlay .ov-cell")]
+            == [str(w) for w in sum(third["steps"][0]["attention"], [])]
+        ),
+        "image 3's attention",
+    )
     assert page.find_element(By.ID, "prediction").text == third["prediction"]
 
 
@@ -205,20 +239,23 @@ def test_a_drawn_digit_is_sent_and_what_the_model_saw_is_shown(page, server):
     wait(page, lambda d: cells(d, "#overlay .ov-cell"), "test image 0")
     before = page.execute_script("return document.querySelector('#overlay canvas').toDataURL()")
     pad = page.find_element(By.ID, "pad")
-    ActionChains(page).move_to_element_with_offset(pad, 0, -30).click_and_hold() \
-        .move_by_offset(5, 20).move_by_offset(5, 20).move_by_offset(0, 15).release().perform()
+    ActionChains(page).move_to_element_with_offset(pad, 0, -30).click_and_hold().move_by_offset(
+        5, 20
+    ).move_by_offset(5, 20).move_by_offset(0, 15).release().perform()
     page.find_element(By.ID, "classify-drawing").click()
 
     def changed(d):
-        url = d.execute_script("var c = document.querySelector('#overlay canvas');"
-                               "return c && c.toDataURL()")
+        url = d.execute_script(
+            "var c = document.querySelector('#overlay canvas');return c && c.toDataURL()"
+        )
         return url and url != before
 
     wait(page, changed, "the drawing classified")
     seen = page.execute_script(  # the image the server says the model saw: a vertical stroke
         "var c = document.querySelector('#overlay canvas'), g = c.getContext('2d');"
         "var d = g.getImageData(0, 0, c.width, c.height).data, s = 0;"
-        "for (var k = 0; k < d.length; k += 4) s += d[k]; return s / (d.length / 4) / 255;")
+        "for (var k = 0; k < d.length; k += 4) s += d[k]; return s / (d.length / 4) / 255;"
+    )
     assert 0.02 < seen < 0.5  # some white on black, not blank, not all white
     assert page.find_element(By.ID, "prediction").text != ""
 

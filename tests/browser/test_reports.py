@@ -9,7 +9,6 @@ import pytest
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-
 from test_explorer import body, severe, show, wait, wait_cells  # noqa: E402
 
 
@@ -19,11 +18,17 @@ def report(server, tmp_path):
     from attnkit.viz import write_report
     from attnkit.viz.records import AttentionRecord
 
-    results = server.post("v1/translate", {**body("numbers"), "inputs": ["dreiundzwanzig",
-                                                                        "seventy-one"]})
+    results = server.post(
+        "v1/translate", {**body("numbers"), "inputs": ["dreiundzwanzig", "seventy-one"]}
+    )
     records = [
-        AttentionRecord(r["input"], r["source_tokens"], r["hypotheses"][0]["output"],
-                        r["hypotheses"][0]["tokens"], np.asarray(r["hypotheses"][0]["attention"]))
+        AttentionRecord(
+            r["input"],
+            r["source_tokens"],
+            r["hypotheses"][0]["output"],
+            r["hypotheses"][0]["tokens"],
+            np.asarray(r["hypotheses"][0]["attention"]),
+        )
         for r in results["results"]
     ]
     return write_report(tmp_path / "report.html", "browser", {"acc": 0.5}, records), records
@@ -47,7 +52,9 @@ def test_report_draws_its_heatmap_with_the_shared_renderer(driver, report):
     cols = len(rec.source_tokens)
     ActionChains(driver).move_to_element(drawn[cols + 1]).perform()
     readout = driver.find_element(By.CSS_SELECTOR, "li.ex .hm-readout")
-    expected = f"{show(rec.output_tokens[1])} <- {show(rec.source_tokens[1])}: {rec.weights[1, 1]:.3f}"
+    expected = (
+        f"{show(rec.output_tokens[1])} <- {show(rec.source_tokens[1])}: {rec.weights[1, 1]:.3f}"
+    )
     wait(driver, lambda d: readout.text == expected, "the hovered weight")
     assert severe(driver) == []
 

@@ -250,4 +250,3 @@ def test_ram_steps_put_the_glimpse_centres_where_the_picture_draws_them(tmp_path
     ]
     np.testing.assert_allclose(back, centres, atol=1e-3)
     assert [s["glimpse"]["size"] for s in steps] == boxes[:, 0, 2].tolist()
-

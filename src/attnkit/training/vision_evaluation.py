@@ -107,8 +107,6 @@ def _examples(scored: Scored) -> tuple[list[VisionExample], list[VisionExample]]
             "image": np.round(images[i] / 255.0, 3).tolist(),  # (H, W) uint8 -> grey 0..1
             "steps": family.steps(model, images[i], labels[i]),
         }
-        return VisionExample(
-            int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue(), view
-        )
+        return VisionExample(int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue(), view)
 
     return [example(i) for i in wrong], [example(i) for i in right]

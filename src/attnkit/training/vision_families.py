@@ -179,11 +179,13 @@ class RAMFamily(Family):
         centres, boxes, _, _ = self._path(model, image, label)
         height, width = image.shape
         return [
-            _step(glimpse={  # pixel centre -> -1..1 across the image; the finest scale's side
-                "x": round(float((cx + 0.5) / width * 2 - 1), 5),
-                "y": round(float((cy + 0.5) / height * 2 - 1), 5),
-                "size": float(box[0, 2]),
-            })
+            _step(
+                glimpse={  # pixel centre -> -1..1 across the image; the finest scale's side
+                    "x": round(float((cx + 0.5) / width * 2 - 1), 5),
+                    "y": round(float((cy + 0.5) / height * 2 - 1), 5),
+                    "size": float(box[0, 2]),
+                }
+            )
             for (cx, cy), box in zip(centres.tolist(), boxes)
         ]
 
