@@ -103,9 +103,15 @@ def write_digits(directory: Path, n: int = 12) -> Path:
     return directory
 
 
-def pooling_checkpoint(out: Path, digits: Path) -> Path:
-    """An (untrained) attention-pooling digit classifier reading ``digits``: what the page
-    shows of it (its prediction and attention over the image) is whatever the weights say."""
+VISION_MODELS = {
+    "attention_pooling": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
+    "ram": {"type": "ram", "glimpses": 3, "hidden": 16, "glimpse_hidden": 8, "location_hidden": 8},
+}
+
+
+def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
+    """An (untrained) digit classifier of ``model_type`` reading ``digits``: what the page
+    shows of it (its prediction, attention or glimpses) is whatever the weights say."""
     import torch
 
     from attnkit.checkpoint import write_checkpoint
@@ -115,11 +121,11 @@ def pooling_checkpoint(out: Path, digits: Path) -> Path:
     config = {
         "family": "vision",
         "data": {"task": "mnist", "directory": str(digits), "verify": False, "dev_size": 10},
-        "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
+        "model": VISION_MODELS[model_type],
     }
     cfg = parse_config(config)
     torch.manual_seed(0)
-    model = MODEL_TYPES["attention_pooling"].build(cfg.model)
+    model = MODEL_TYPES[model_type].build(cfg.model)
     write_checkpoint(out, "vision", model.state_dict(), cfg.to_dict(), {})
     return out
 
@@ -186,14 +192,16 @@ def driver():
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory):
     """(name, checkpoint) of the models the server loads: two numbers translators with other
-    attention, and a digit classifier."""
+    attention, and two digit classifiers: attention pooling and RAM (glimpses)."""
     if find_browser() is None:
         pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
     root = tmp_path_factory.mktemp("browser-models")
+    digits = write_digits(root / "mnist")
     return [
         ("numbers", train_numbers(root / "bahdanau", "bahdanau")),
         ("general", train_numbers(root / "general", "luong-general")),
-        ("digits", pooling_checkpoint(root / "pool" / "best", write_digits(root / "mnist"))),
+        ("digits", vision_checkpoint(root / "pool" / "best", digits, "attention_pooling")),
+        ("glimpses", vision_checkpoint(root / "ram" / "best", digits, "ram")),
     ]
 
 

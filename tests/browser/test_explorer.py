@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -41,7 +42,9 @@ def severe(driver) -> list[str]:
 
 
 def wait(driver, condition, what: str):
-    return WebDriverWait(driver, WAIT).until(lambda d: condition(d), message=what)
+    # the page redraws as answers come: an element read mid-redraw is looked up again
+    w = WebDriverWait(driver, WAIT, ignored_exceptions=(StaleElementReferenceException,))
+    return w.until(lambda d: condition(d), message=what)
 
 
 def cells(driver, css: str = "#heatmap td.hm-cell"):
@@ -271,3 +274,46 @@ def test_errors_from_the_api_are_shown_inline(page, server):
     assert all("status of 4" in m for m in logged), logged
     type_source(page)
     wait(page, lambda d: not error.is_displayed(), "the error cleared")
+
+
+def test_a_glimpse_path_plays_step_by_step(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("glimpses")
+    answer = server.post("v1/classify", {"model": "glimpses", "index": 0})
+    n = len(answer["steps"])
+    assert n > 1 and all(s["glimpse"] for s in answer["steps"])
+    label = page.find_element(By.ID, "step-label")
+    wait(page, lambda d: label.text == f"step 1/{n}", "the first glimpse")
+    assert page.find_elements(By.CSS_SELECTOR, "#overlay canvas.ov-glimpses")
+    page.find_element(By.ID, "play").click()
+    wait(page, lambda d: label.text == f"step 2/{n}", "the second glimpse, played")
+    page.find_element(By.ID, "play").click()  # pause
+    assert page.find_element(By.ID, "play").text == "play"
+    set_value(page, "step", n - 1, event="input")
+    wait(page, lambda d: label.text == f"step {n}/{n}", "the last glimpse, from the slider")
+
+
+def test_saliency_and_gold_links_where_the_model_has_them(page, server):
+    info = server.get("v1/models").json()["models"][0]
+    assert page.find_element(By.ID, "saliency-label").is_displayed() == info["explain"]
+    assert page.find_element(By.ID, "gold-label").is_displayed() == info["has_gold"]
+    type_source(page)
+    want = body("numbers", explain=info["explain"], gold=info["has_gold"])
+    result = server.post("v1/translate", want)["results"][0]
+    size = len(result["hypotheses"][0]["tokens"]) * len(result["source_tokens"])
+    wait_cells(page, size)
+    for box in ("saliency", "gold"):
+        if page.find_element(By.ID, box).is_displayed():
+            page.find_element(By.ID, box).click()
+    maps = 2 if info["explain"] else 1
+    flat = [w for row in result["saliency"] or [] for w in row]  # the second map: saliency
+    cols = len(result["source_tokens"])
+    # the server gives links only where it can align this output (else null: none drawn)
+    links = {(i, j) for i, j in result["gold"] or [] if j < cols}
+
+    def drawn_as_answered(d):
+        got = [float(c.get_attribute("data-w")) for c in cells(d)]
+        gold = cells(d, "#heatmap td.hm-gold")
+        spots = {(int(c.get_attribute("data-i")), int(c.get_attribute("data-j"))) for c in gold}
+        return len(got) == maps * size and got[size:] == pytest.approx(flat) and spots == links
+
+    wait(page, drawn_as_answered, "saliency and gold links drawn as the API answers")
