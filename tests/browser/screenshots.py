@@ -35,9 +35,11 @@ def text_views(driver, out: Path) -> None:
     time.sleep(0.3)
     driver.save_screenshot(str(out / "serve_text.png"))
     Select(driver.find_element(By.ID, "second")).select_by_index(1)
-    wait(driver, lambda d: d.find_element(By.ID, "sbs").is_displayed(), "the second model")
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#sbs-maps td"), "the second model")
     time.sleep(0.5)
-    driver.find_element(By.ID, "sbs").screenshot(str(out / "serve_side_by_side.png"))
+    sbs = driver.find_element(By.ID, "sbs")
+    driver.execute_script("arguments[0].scrollIntoView()", sbs)
+    sbs.screenshot(str(out / "serve_side_by_side.png"))
 
 
 def vision_view(driver, out: Path, name: str) -> None:
