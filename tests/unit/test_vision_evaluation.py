@@ -201,3 +201,52 @@ def test_plot_bad_image_file_is_one_line(tmp_path, digits, capsys, content, need
     err = capsys.readouterr().err
     assert f"{bad}: " in err and needle in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def _embedded_views(page: str) -> list[dict]:
+    match = re.search(r'<script type="application/json" id="attnkit-vision">(.*?)</script>', page)
+    assert match, "no embedded steps"
+    return json.loads(match.group(1))
+
+
+def test_the_report_embeds_each_examples_steps_for_the_shared_renderer(checkpoint):
+    """Every pictured example also carries the image and its steps as data (one attention map
+    over the regions for attention pooling, one glimpse per step for RAM), and the page inlines
+    the explorer's heatmap renderer to draw them."""
+    from attnkit.viz.report import heatmap_js
+
+    assert main(["evaluate", "--model", str(checkpoint)]) == 0
+    page = (checkpoint.parent / "eval" / "best-test" / "report.html").read_text()
+    views = _embedded_views(page)
+    holders = [int(k) for k in re.findall(r'<div class="steps" data-k="(\d+)">', page)]
+    assert holders == list(range(len(views))) == list(range(page.count('<li class="img">')))
+    assert heatmap_js() in page and page.count("</script>") == 2
+    for view in views:
+        image = np.asarray(view["image"])
+        assert image.shape == (28, 28) and 0 <= image.min() and image.max() <= 1
+        steps = view["steps"]
+        kind = "glimpse" if steps[0]["glimpse"] is not None else "attention"
+        if kind == "glimpse":
+            assert len(steps) == MODELS["ram"]["glimpses"]
+            assert all(-1 <= s["glimpse"][a] <= 1 for s in steps for a in ("x", "y"))
+            assert all(s["attention"] is None and s["glimpse"]["size"] > 0 for s in steps)
+        else:
+            (step,) = steps
+            weights = np.asarray(step["attention"])
+            assert weights.ndim == 2 and weights.sum() == pytest.approx(1.0, abs=1e-3)
+
+
+def test_ram_steps_put_the_glimpse_centres_where_the_picture_draws_them(tmp_path, digits):
+    """The steps' centres (-1..1) are the glimpse path's pixel centres of the PNG's figure."""
+    from attnkit.training.vision import load_vision_model
+
+    _, family, model = load_vision_model(_checkpoint(tmp_path, digits, "ram"), "cpu")
+    image = (np.random.default_rng(1).random((28, 28)) > 0.7).astype(np.uint8) * 255
+    centres, boxes, _, _ = family._path(model, image, None)
+    steps = family.steps(model, image, None)
+    back = [
+        ((s["glimpse"]["x"] + 1) / 2 * 28 - 0.5, (s["glimpse"]["y"] + 1) / 2 * 28 - 0.5)
+        for s in steps
+    ]
+    np.testing.assert_allclose(back, centres, atol=1e-3)
+    assert [s["glimpse"]["size"] for s in steps] == boxes[:, 0, 2].tolist()

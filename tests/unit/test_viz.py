@@ -389,3 +389,23 @@ def test_the_colour_bar_names_the_values():
     fig = plot_heatmap(make_record(), value_label="saliency")
     assert [ax.get_ylabel() for ax in fig.axes][-1] == "saliency"
     assert plot_heatmap(make_record()).axes[-1].get_ylabel() == "attention weight"
+
+
+def test_report_inlines_the_explorers_heatmap_renderer(report_page):
+    """One renderer: the page's static/heatmap.js, verbatim, draws the report's maps."""
+    from importlib import resources
+
+    served = resources.files("attnkit") / "serve" / "static" / "heatmap.js"
+    _, page = report_page
+    assert report_module.heatmap_js() == served.read_text(encoding="utf-8")
+    assert served.read_text(encoding="utf-8") in page
+    assert "AttnkitHeatmap.draw(" in page
+
+
+def test_the_renderer_must_not_end_the_inline_script(tmp_path, monkeypatch):
+    bad = tmp_path / "attnkit" / "serve" / "static"
+    bad.mkdir(parents=True)
+    (bad / "heatmap.js").write_text("var s = '</SCRIPT>';")
+    monkeypatch.setattr(report_module.resources, "files", lambda _: tmp_path / "attnkit")
+    with pytest.raises(ValueError, match="must not contain '</script'"):
+        write_report(tmp_path / "r.html", "t", {}, [make_record()])

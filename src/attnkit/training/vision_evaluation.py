@@ -8,8 +8,9 @@ evaluation's) gets:
 * ``predictions.tsv`` -- one row per image in split order: ``image``, ``label``, ``answer``,
   ``right`` (1 or 0), under a header row;
 * ``report.html`` -- the scores, then the first :data:`REPORT_ERRORS` errors, each with the
-  picture of where the model looked (attention overlays or glimpse path), then the first
-  :data:`REPORT_RIGHT` right answers (:mod:`attnkit.viz.vision_report`).
+  picture of where the model looked (attention overlays or glimpse path), and its steps drawn
+  by the shared heatmap renderer, then the first :data:`REPORT_RIGHT` right answers
+  (:mod:`attnkit.viz.vision_report`).
 """
 
 from __future__ import annotations
@@ -102,6 +103,10 @@ def _examples(scored: Scored) -> tuple[list[VisionExample], list[VisionExample]]
         buffer = io.BytesIO()
         visual.render(figure).save(buffer, format="PNG")
         ok = bool(scored.right[i])
-        return VisionExample(int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue())
+        view = {
+            "image": np.round(images[i] / 255.0, 3).tolist(),  # (H, W) uint8 -> grey 0..1
+            "steps": family.steps(model, images[i], labels[i]),
+        }
+        return VisionExample(int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue(), view)
 
     return [example(i) for i in wrong], [example(i) for i in right]

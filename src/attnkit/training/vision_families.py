@@ -105,6 +105,19 @@ class Family:
         """Where ``model`` looks on one ``(H, W)`` uint8 image, as one figure (PNG grid)."""
         raise NotImplementedError
 
+    def steps(self, model, image: np.ndarray, label) -> list[dict]:
+        """Where ``model`` looks on one ``(H, W)`` uint8 image, step by step, as plain data (the
+        ``steps`` of the serve API's classify answer, drawn by the page and the report):
+        ``{"attention": (h, w) nested lists | None, "glimpse": {"x", "y"} (centre in -1..1),
+        "size" (pixels) | None, "token": str | None}`` per step."""
+        raise NotImplementedError
+
+
+def _step(attention=None, glimpse=None, token=None) -> dict:
+    """One step of :meth:`Family.steps`, numbers rounded for JSON."""
+    att = None if attention is None else np.round(np.asarray(attention, np.float64), 5).tolist()
+    return {"attention": att, "glimpse": glimpse, "token": token}
+
 
 def _image_batch(model: nn.Module, image: np.ndarray) -> Tensor:
     """(H, W) uint8 -> (1, 1, H, W) in [0, 1], on the model's device."""
@@ -161,6 +174,20 @@ class RAMFamily(Family):
         centres = boxes[:, 0, :2] + (boxes[:, 0, 2:] - 1) / 2.0  # (G, 2) pixel (x, y)
         titles = [f"glimpse {g + 1}/{len(boxes)}" for g in range(len(boxes))]
         return centres, boxes, titles, _pred_title(int(out.log_probs.argmax()), label)
+
+    def steps(self, model, image, label):
+        centres, boxes, _, _ = self._path(model, image, label)
+        height, width = image.shape
+        return [
+            _step(
+                glimpse={  # pixel centre -> -1..1 across the image; the finest scale's side
+                    "x": round(float((cx + 0.5) / width * 2 - 1), 5),
+                    "y": round(float((cy + 0.5) / height * 2 - 1), 5),
+                    "size": float(box[0, 2]),
+                }
+            )
+            for (cx, cy), box in zip(centres.tolist(), boxes)
+        ]
 
     def figure(self, model, image, label, m):
         centres, boxes, titles, top = self._path(model, image, label)
@@ -229,15 +256,24 @@ class ReaderFamily(SoftFamily):
     def answers(self, predictions):
         return sat.decode_tokens(predictions.cpu())
 
-    def maps(self, model, image, label):
+    def _read(self, model, image, label) -> tuple[np.ndarray, list[str], str]:
+        """(maps (T, h, w), the token read at each step, the answer) on one image."""
         with torch.no_grad():
             x = _image_batch(model, image)  # (1, 1, H, W)
             tokens, weights, (h, w) = model.greedy(x, _picture_steps(label))
         tokens = tokens.cpu()
         names = [str(t) if t < 10 else "<eos>" for t in tokens[0].tolist()]
         maps = weights[0].reshape(-1, h, w).cpu().numpy()  # (T, h, w)
+        return maps, names, sat.decode_tokens(tokens)[0]
+
+    def maps(self, model, image, label):
+        maps, names, answer = self._read(model, image, label)
         titles = [f"step {t + 1}: {name}" for t, name in enumerate(names)]
-        return maps, titles, _pred_title(sat.decode_tokens(tokens)[0], label)
+        return maps, titles, _pred_title(answer, label)
+
+    def steps(self, model, image, label):
+        maps, names, _ = self._read(model, image, label)
+        return [_step(attention=a, token=name) for a, name in zip(maps, names)]
 
 
 def _picture_steps(label: str | None) -> int:
@@ -266,6 +302,10 @@ class PoolingFamily(SoftFamily):
             out = model(_image_batch(model, image))
         maps = out.weights.reshape(1, *out.grid).cpu().numpy()  # (1, h, w)
         return maps, ["attention"], _pred_title(int(out.log_probs.argmax()), label)
+
+    def steps(self, model, image, label):
+        maps, _, _ = self.maps(model, image, label)
+        return [_step(attention=maps[0])]
 
 
 #: model.type -> how to build / train / evaluate / picture it

@@ -15,6 +15,7 @@ import io
 import json
 import math
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from attnkit.viz.heatmap import plot_heatmap
 from attnkit.viz.records import FORMAT, VERSION, AttentionRecord
 
 STATIC_PICTURES = 3  # examples that also get a PNG (pictures without JS)
+RENDERER = "serve/static/heatmap.js"  # in the attnkit package; the page serves it too
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
@@ -43,61 +45,17 @@ ol.examples{padding-left:2.2rem}
 .mark{font-weight:600;margin-left:.4rem}.ok{color:#15803d}.bad{color:#b91c1c}
 .score{color:#6b7280;font-size:.85rem;margin-left:.6rem}
 .pic{margin-top:.5rem;cursor:default}.pic img{max-width:100%}
-table.hm{border-collapse:collapse;font:12px ui-monospace,Menlo,Consolas,monospace}
-.hm th{font-weight:normal;padding:0 .3rem;color:#374151}
-.hm thead th{writing-mode:vertical-rl;transform:rotate(180deg);text-align:left;padding:.3rem 0}
-.hm tbody th{text-align:right}
-.hm td{width:1.7rem;height:1.7rem;min-width:1.7rem;text-align:center;font-size:10px}
-.hm td:hover{outline:2px solid #f97316}
-.readout{height:1.4rem;margin:.3rem 0;font:13px ui-monospace,Menlo,Consolas,monospace}
 """
 
-# Viridis at 9 evenly spaced stops, interpolated linearly in the page.
+# Opens an example's map, drawn by the shared renderer (heatmap.js, inlined before this).
 _JS = """
 (function () {
   var data = JSON.parse(document.getElementById("attnkit-data").textContent);
-  var V = [[68,1,84],[71,44,122],[59,81,139],[44,113,142],[33,144,141],
-           [39,173,129],[92,200,99],[170,220,50],[253,231,37]];
-  function colour(w) {
-    var x = Math.min(Math.max(w, 0), 1) * (V.length - 1), i = Math.min(Math.floor(x), V.length - 2);
-    var f = x - i, c = [0, 1, 2].map(function (k) {
-      return Math.round(V[i][k] + f * (V[i + 1][k] - V[i][k]));
-    });
-    var luma = 0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2];
-    return {css: "rgb(" + c.join(",") + ")", dark: luma < 128};
-  }
-  function show(t) {
-    if (t === "") return "\\u2205";
-    return t.replace(/ /g, "\\u2423").replace(/\\n/g, "\\u21b5").replace(/\\t/g, "\\u21e5");
-  }
-  function el(tag, text, cls) {
-    var e = document.createElement(tag);
-    if (text !== undefined) e.textContent = text;
-    if (cls) e.className = cls;
-    return e;
-  }
   function heatmap(rec) {
-    var box = el("div", undefined, "pic"), readout = el("div", "hover a cell", "readout");
-    var table = el("table", undefined, "hm"), head = el("thead"), tr = el("tr");
-    tr.appendChild(el("th"));
-    rec.source_tokens.forEach(function (s) { tr.appendChild(el("th", show(s))); });
-    head.appendChild(tr); table.appendChild(head);
-    var body = el("tbody"), small = rec.weights.length <= 12 && rec.source_tokens.length <= 12;
-    rec.weights.forEach(function (row, i) {
-      var r = el("tr");
-      r.appendChild(el("th", show(rec.output_tokens[i])));
-      row.forEach(function (w, j) {
-        var c = colour(w), td = el("td", small ? w.toFixed(2) : "");
-        var text = show(rec.output_tokens[i]) + " <- " + show(rec.source_tokens[j]) +
-                   ": " + w.toFixed(3);
-        td.style.background = c.css; td.style.color = c.dark ? "#fff" : "#000"; td.title = text;
-        td.addEventListener("mouseenter", function () { readout.textContent = text; });
-        r.appendChild(td);
-      });
-      body.appendChild(r);
-    });
-    table.appendChild(body);
-    box.appendChild(readout); box.appendChild(table);
+    var box = document.createElement("div");
+    box.className = "pic";
+    window.AttnkitHeatmap.draw(box, {rows: rec.output_tokens, cols: rec.source_tokens,
+      weights: rec.weights}, {cell: 27, legend: true});
     box.addEventListener("click", function (e) { e.stopPropagation(); });
     return box;
   }
@@ -119,6 +77,15 @@ _JS = """
   });
 })();
 """
+
+
+def heatmap_js() -> str:
+    """The heatmap renderer the explorer page serves (``attnkit/serve/static/heatmap.js``), to
+    inline into a self-contained page: one renderer for the page and the reports."""
+    text = (resources.files("attnkit") / RENDERER).read_text(encoding="utf-8")
+    if "</script" in text.lower():  # would end the inline <script> early
+        raise ValueError(f"{RENDERER} must not contain '</script'")
+    return text
 
 
 def write_report(
@@ -152,7 +119,7 @@ def write_report(
     parts.append(
         f'<script type="application/json" id="attnkit-data">{_data_json(records)}</script>'
     )
-    parts.append(f"<script>{_JS}</script></body></html>")
+    parts.append(f"<script>{heatmap_js()}\n{_JS}</script></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
 
@@ -196,7 +163,11 @@ def _data_json(records: list[AttentionRecord]) -> str:
                 np.nan_to_num(r.weights, nan=0.0, posinf=1.0, neginf=0.0), 5
             ).tolist()
         items.append(obj)
-    doc = {"format": FORMAT, "version": VERSION, "records": items}
+    return script_json({"format": FORMAT, "version": VERSION, "records": items})
+
+
+def script_json(doc: Any) -> str:
+    """``doc`` as JSON that is safe inside <script>: no '<', '>' or '&' survive."""
     text = json.dumps(doc, ensure_ascii=False)
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 

@@ -2,8 +2,11 @@
 
 The page looks like the seq2seq report (:mod:`attnkit.viz.report`, whose style and metrics
 table it shares) and needs nothing but itself: each example's picture -- the attention overlays
-or glimpse path of the model on that image -- is a PNG inlined as a ``data:`` URI. Errors come
-first, then a few right answers for comparison.
+or glimpse path of the model on that image -- is a PNG inlined as a ``data:`` URI. Where an
+example also carries its steps (``VisionExample.view``), they are embedded as JSON and drawn
+beside it, one overlay per step, by the heatmap renderer of the ``attnkit serve`` page (inlined,
+:func:`attnkit.viz.report.heatmap_js`); hovering a region reads its weight. Errors come first,
+then a few right answers for comparison.
 """
 
 from __future__ import annotations
@@ -15,13 +18,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from attnkit.viz.report import _CSS, page_head
+from attnkit.viz.report import _CSS, heatmap_js, page_head, script_json
 
 _EXTRA_CSS = """
 ol.images{padding-left:2.2rem}
 .img{margin:.6rem 0;padding:.5rem .7rem;border:1px solid #e3e5e8;border-radius:6px;
  background:#fff}
 .img img{max-width:100%;display:block;margin-top:.4rem}
+.steps{margin-top:.4rem}
+"""
+
+# Draws each example's steps with the shared renderer (heatmap.js, inlined before this).
+_JS = """
+(function () {
+  var views = JSON.parse(document.getElementById("attnkit-vision").textContent);
+  document.querySelectorAll(".steps").forEach(function (box) {
+    var view = views[+box.getAttribute("data-k")], scale = view.image.length > 40 ? 3 : 5;
+    var readout = document.createElement("div");
+    readout.className = "hm-readout";
+    readout.textContent = "hover a region";
+    box.appendChild(readout);
+    view.steps.forEach(function (step, k) {
+      var path = view.steps.slice(0, k + 1).map(function (s) { return s.glimpse; })
+        .filter(function (g) { return g; });
+      var title = "step " + (k + 1) + (step.token ? ": " + step.token : "");
+      window.AttnkitHeatmap.overlay(box, view.image, step,
+        {path: path, title: title, scale: scale, tooltip: readout});
+    });
+  });
+})();
 """
 
 
@@ -34,6 +59,8 @@ class VisionExample:
     answer: str
     right: bool
     picture: bytes | None = None  # PNG: where the model looked
+    # {"image": (H, W) grey 0..1 nested lists, "steps": Family.steps()}: drawn in the page
+    view: dict | None = None
 
 
 def write_vision_report(
@@ -50,17 +77,25 @@ def write_vision_report(
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     parts = page_head(title, _CSS + _EXTRA_CSS, metrics, config, notes)
+    views: list[dict] = []
     for heading, examples in (("Errors", errors), ("Right answers", right)):
         parts.append(
             f'<h2 id="{heading.split()[0].lower()}">{heading} ({len(examples)} shown)</h2>'
         )
-        parts.append('<ol class="images">' + "".join(map(_example, examples)) + "</ol>")
+        parts.append('<ol class="images">' + "".join(_example(e, views) for e in examples))
+        parts.append("</ol>")
+    if views:
+        parts.append(
+            f'<script type="application/json" id="attnkit-vision">{script_json(views)}</script>'
+        )
+        parts.append(f"<script>{heatmap_js()}\n{_JS}</script>")
     parts.append("</body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
 
 
-def _example(example: VisionExample) -> str:
+def _example(example: VisionExample, views: list[dict]) -> str:
+    """One list item; its view (if any) is appended to ``views`` and drawn by the script."""
     esc = html.escape
     mark = (
         '<span class="mark ok">✓ right</span>'
@@ -75,4 +110,7 @@ def _example(example: VisionExample) -> str:
     if example.picture is not None:
         uri = "data:image/png;base64," + base64.b64encode(example.picture).decode("ascii")
         picture = f'<img alt="where the model looked on image {example.index}" src="{uri}">'
+    if example.view is not None:
+        picture += f'<div class="steps" data-k="{len(views)}"></div>'
+        views.append(example.view)
     return f'<li class="img">{text}{picture}</li>'

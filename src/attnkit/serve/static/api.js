@@ -1,0 +1,56 @@
+/*
+ * Calls to the attnkit serve API (the contract in README "Serve"). Every failure becomes an
+ * Error with .field and .status, so the page can show it inline: the API's own
+ * {"error": {"field", "message"}}, or a line saying what else went wrong.
+ */
+(function (root) {
+  "use strict";
+
+  function apiError(status, field, message) {
+    var e = new Error(message);
+    e.status = status;
+    e.field = field || null;
+    return e;
+  }
+
+  function read(response) {
+    return response.text().then(function (text) {
+      var body = null;
+      try { body = text ? JSON.parse(text) : null; } catch (ignored) { body = null; }
+      if (response.ok && body !== null) return body;
+      if (body && body.error) {
+        throw apiError(response.status, body.error.field, body.error.message);
+      }
+      if (body && body.detail) {  // FastAPI's own errors (e.g. a route it does not know)
+        var detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+        throw apiError(response.status, null, detail);
+      }
+      throw apiError(response.status, null, "HTTP " + response.status + " " +
+        (response.statusText || "") + (response.ok ? ": not JSON" : ""));
+    });
+  }
+
+  function send(url, init) {
+    return fetch(url, init).then(read, function () {
+      throw apiError(0, null, "the server did not answer (is attnkit serve running?)");
+    });
+  }
+
+  root.AttnkitApi = {
+    models: function () { return send("v1/models"); },
+    translate: function (body) {
+      return send("v1/translate", {method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify(body)});
+    },
+    classifyIndex: function (model, index) {
+      return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({model: model, index: index})});
+    },
+    classifyImage: function (model, blob) {
+      var form = new FormData();
+      form.append("model", model);
+      form.append("image", blob, "drawing.png");
+      return send("v1/classify", {method: "POST", body: form});
+    }
+  };
+})(window);

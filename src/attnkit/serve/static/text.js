@@ -1,0 +1,253 @@
+/*
+ * The text view: type a source, see the translation and where each output token looked
+ * (debounced, ~250 ms), the n-best list and its beam tree, the top-k candidates of every step
+ * (click one: decode again forced through it, the what-if), a second model side by side on
+ * shared axes, saliency, gold links, and a Transformer's layers and heads.
+ */
+(function (root) {
+  "use strict";
+  var H = root.AttnkitHeatmap, $ = function (id) { return document.getElementById(id); };
+  var DEBOUNCE_MS = 250, TOP_K = 5;
+
+  var state = {
+    models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
+    result: null, secondResult: null, timer: null
+  };
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined) e.textContent = text;
+    return e;
+  }
+
+  function info(name) {
+    return state.models.find(function (m) { return m.name === name; }) || null;
+  }
+
+  function showError(err) {
+    var box = $("error");
+    if (!err) { box.hidden = true; box.textContent = ""; return; }
+    box.textContent = (err.field ? err.field + ": " : "") + err.message;
+    box.hidden = false;
+  }
+
+  function requestBody(model, withPrefix) {
+    var m = info(model);
+    var beam = Math.max(1, parseInt($("beam").value, 10) || 1);
+    var nbest = Math.min(Math.max(1, parseInt($("nbest").value, 10) || 1), beam);
+    return {
+      model: model, inputs: [$("source").value], beam: beam, n_best: nbest, top_k: TOP_K,
+      prefix: withPrefix ? state.prefix : null,
+      explain: Boolean($("saliency").checked && m && m.explain),
+      gold: Boolean($("gold").checked && m && m.has_gold)
+    };
+  }
+
+  /** Decode the current input with the model (and the second one), drop stale answers. */
+  function decode() {
+    clearTimeout(state.timer);
+    var seq = ++state.seq, text = $("source").value;
+    if (!text.trim()) { state.result = state.secondResult = null; render(); showError(null); return; }
+    $("busy").hidden = false;
+    var calls = [root.AttnkitApi.translate(requestBody(state.model, true))];
+    if (state.second) calls.push(root.AttnkitApi.translate(requestBody(state.second, false)));
+    Promise.all(calls).then(function (answers) {
+      if (seq !== state.seq) return;
+      state.result = answers[0].results[0];
+      state.secondResult = answers[1] ? answers[1].results[0] : null;
+      state.shown = Math.min(state.shown, state.result.hypotheses.length - 1);
+      showError(null);
+      render();
+    }, function (err) {
+      if (seq === state.seq) showError(err);
+    }).then(function () { if (seq === state.seq) $("busy").hidden = true; });
+  }
+
+  function later() {
+    clearTimeout(state.timer);
+    state.timer = setTimeout(decode, DEBOUNCE_MS);
+  }
+
+  /** The weights the selectors ask for: attention, or a layer/head (or their mean). */
+  function weightsOf(hyp) {
+    var m = info(state.model);
+    if (!hyp.layers || !m || !m.layers) return hyp.attention;
+    var layer = $("layer").value, head = $("head").value;
+    return hyp.layers.map(function (perLayer) {
+      var ls = layer === "mean" ? perLayer : [perLayer[+layer]];
+      var picked = [];
+      ls.forEach(function (heads) {
+        (head === "mean" ? heads : [heads[+head]]).forEach(function (h) { picked.push(h); });
+      });
+      return picked[0].map(function (_, s) {
+        return picked.reduce(function (a, h) { return a + h[s]; }, 0) / picked.length;
+      });
+    });
+  }
+
+  function mapOf(result, hyp, weights, title) {
+    return {rows: hyp.tokens, cols: result.source_tokens, weights: weights, title: title};
+  }
+
+  function renderOutput(result) {
+    var hyp = result.hypotheses[state.shown];
+    $("output").textContent = hyp.output;
+    $("prefix-bar").hidden = !state.prefix;
+    $("prefix").textContent = state.prefix ? state.prefix.map(H.showToken).join(" ") : "";
+  }
+
+  function renderNbest(result) {
+    var list = $("nbest-list");
+    list.textContent = "";
+    result.hypotheses.forEach(function (hyp, k) {
+      var li = el("li", k === state.shown ? "hyp shown" : "hyp");
+      li.appendChild(el("span", "hyp-out", hyp.output));
+      li.appendChild(el("span", "hyp-score", hyp.score.toFixed(3)));
+      li.setAttribute("data-hyp", k);
+      li.addEventListener("click", function () { pick(k); });
+      list.appendChild(li);
+    });
+    root.AttnkitBeamTree.draw($("beamtree"), result.hypotheses, state.shown, pick);
+  }
+
+  function pick(k) {
+    state.shown = k;
+    render();
+  }
+
+  function renderMaps(result) {
+    var box = $("heatmap"), hyp = result.hypotheses[state.shown], tip = $("tooltip");
+    box.textContent = "";
+    var m = info(state.model), opts = {tooltip: tip, float: true, legend: true};
+    if ($("grid").checked && hyp.layers && m && m.layers) return renderGrid(box, result, hyp);
+    var att = mapOf(result, hyp, weightsOf(hyp), "attention: " + state.model);
+    if (state.shown === 0 && result.gold) att.gold = result.gold;
+    if (m && !m.has_attention) att.title = state.model + " has no attention";
+    H.draw(box, att, opts);
+    if (result.saliency && state.shown === 0) {
+      var sal = mapOf(result, hyp, result.saliency, "saliency (gradient)");
+      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto"});
+    }
+  }
+
+  /** Small multiples: one small map per layer and head. */
+  function renderGrid(box, result, hyp) {
+    var grid = el("div", "multiples"), tip = $("tooltip");
+    hyp.layers[0].forEach(function (heads, l) {
+      heads.forEach(function (_, h) {
+        var weights = hyp.layers.map(function (step) { return step[l][h]; });
+        H.draw(grid, mapOf(result, hyp, weights, "layer " + (l + 1) + " head " + (h + 1)),
+          {tooltip: tip, float: true, cell: 9, numbers: false});
+      });
+    });
+    box.appendChild(grid);
+  }
+
+  /** One column of chips per output step: the model's top-k there, the chosen one marked. */
+  function renderTopk(result) {
+    var box = $("topk"), hyp = result.hypotheses[state.shown];
+    box.textContent = "";
+    (hyp.top_k || []).forEach(function (cands, t) {
+      var col = el("div", "step");
+      col.appendChild(el("div", "step-head", (t + 1) + ": " + H.showToken(hyp.tokens[t])));
+      cands.forEach(function (cand) {
+        var chip = el("button", "chip" + (cand.token === hyp.tokens[t] ? " chosen" : ""));
+        chip.type = "button";
+        chip.appendChild(el("span", "chip-tok", H.showToken(cand.token)));
+        chip.appendChild(el("span", "chip-p", cand.prob.toFixed(2)));
+        chip.setAttribute("data-step", t);
+        chip.setAttribute("data-token", cand.token);
+        chip.addEventListener("click", function () { whatIf(hyp, t, cand.token); });
+        col.appendChild(chip);
+      });
+      box.appendChild(col);
+    });
+  }
+
+  /** Decode again forced through the tokens before step t and `token` at t. */
+  function whatIf(hyp, t, token) {
+    state.prefix = hyp.tokens.slice(0, t).concat([token]);
+    state.shown = 0;
+    decode();
+  }
+
+  function renderSecond(result, other) {
+    var box = $("sbs");
+    box.hidden = !other;
+    if (!other) return;
+    $("sbs-a").textContent = state.model + ": " + result.hypotheses[0].output;
+    $("sbs-b").textContent = state.second + ": " + other.hypotheses[0].output;
+    var maps = $("sbs-maps");
+    maps.textContent = "";
+    H.drawShared(maps, [
+      mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, state.model),
+      mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, state.second)
+    ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto"});
+  }
+
+  function render() {
+    var r = state.result;
+    $("text-results").hidden = !r;
+    if (!r) return;
+    if (!r.hypotheses.length) return;
+    renderOutput(r);
+    renderNbest(r);
+    renderMaps(r);
+    renderTopk(r);
+    renderSecond(r, state.secondResult);
+  }
+
+  function option(value, text) {
+    var o = el("option", null, text);
+    o.value = value;
+    return o;
+  }
+
+  /** Layer/head selectors and the toggles the model supports. */
+  function configure() {
+    var m = info(state.model);
+    $("saliency-label").hidden = !(m && m.explain);
+    $("gold-label").hidden = !(m && m.has_gold);
+    $("layers-box").hidden = !(m && m.layers);
+    [["layer", m && m.layers], ["head", m && m.heads]].forEach(function (pair) {
+      var sel = $(pair[0]);
+      sel.textContent = "";
+      sel.appendChild(option("mean", "mean"));
+      for (var k = 0; k < (pair[1] || 0); k++) sel.appendChild(option(k, String(k + 1)));
+    });
+    var second = $("second"), keep = state.second;
+    second.textContent = "";
+    second.appendChild(option("", "none"));
+    state.models.forEach(function (o) {
+      if (o.family === "seq2seq" && o.name !== state.model) second.appendChild(option(o.name, o.name));
+    });
+    second.value = info(keep) && keep !== state.model ? keep : "";
+    state.second = second.value || null;
+  }
+
+  function start(models, name) {
+    state.models = models;
+    state.model = name;
+    state.prefix = null;
+    state.shown = 0;
+    configure();
+    decode();
+  }
+
+  function wire() {
+    $("source").addEventListener("input", function () { state.prefix = null; later(); });
+    ["beam", "nbest"].forEach(function (id) {
+      $(id).addEventListener("change", function () { state.shown = 0; decode(); });
+    });
+    ["saliency", "gold"].forEach(function (id) { $(id).addEventListener("change", decode); });
+    ["layer", "head", "grid"].forEach(function (id) { $(id).addEventListener("change", render); });
+    $("second").addEventListener("change", function () {
+      state.second = $("second").value || null;
+      decode();
+    });
+    $("reset").addEventListener("click", function () { state.prefix = null; decode(); });
+  }
+
+  root.AttnkitText = {start: start, wire: wire, state: state};
+})(window);

@@ -1,0 +1,76 @@
+"""report.html (seq2seq) and the vision report in headless chromium: their maps are drawn by
+the page's heatmap renderer, which they inline from the same file the server serves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from test_explorer import body, severe, show, wait, wait_cells  # noqa: E402
+
+
+@pytest.fixture
+def report(server, tmp_path):
+    """A report of two translations by the served model, with their real attention."""
+    from attnkit.viz import write_report
+    from attnkit.viz.records import AttentionRecord
+
+    results = server.post(
+        "v1/translate", {**body("numbers"), "inputs": ["dreiundzwanzig", "seventy-one"]}
+    )
+    records = [
+        AttentionRecord(
+            r["input"],
+            r["source_tokens"],
+            r["hypotheses"][0]["output"],
+            r["hypotheses"][0]["tokens"],
+            np.asarray(r["hypotheses"][0]["attention"]),
+        )
+        for r in results["results"]
+    ]
+    return write_report(tmp_path / "report.html", "browser", {"acc": 0.5}, records), records
+
+
+def test_report_inlines_the_renderer_the_page_serves(server, report):
+    path, _ = report
+    served = server.get("static/heatmap.js").text
+    assert "AttnkitHeatmap" in served and served in path.read_text(encoding="utf-8")
+
+
+def test_report_draws_its_heatmap_with_the_shared_renderer(driver, report):
+    path, records = report
+    driver.get(path.as_uri())
+    severe(driver)
+    examples = driver.find_elements(By.CSS_SELECTOR, "li.ex")
+    assert len(examples) == len(records)
+    examples[1].click()
+    rec = records[1]
+    drawn = wait_cells(driver, len(rec.output_tokens) * len(rec.source_tokens), "li.ex td.hm-cell")
+    cols = len(rec.source_tokens)
+    ActionChains(driver).move_to_element(drawn[cols + 1]).perform()
+    readout = driver.find_element(By.CSS_SELECTOR, "li.ex .hm-readout")
+    expected = (
+        f"{show(rec.output_tokens[1])} <- {show(rec.source_tokens[1])}: {rec.weights[1, 1]:.3f}"
+    )
+    wait(driver, lambda d: readout.text == expected, "the hovered weight")
+    assert severe(driver) == []
+
+
+def test_vision_report_draws_every_step_with_the_shared_renderer(driver, checkpoints, tmp_path):
+    from attnkit.training.vision_evaluation import evaluate_to_dir
+
+    directory = dict(checkpoints)["digits"]
+    out = tmp_path / "eval"
+    evaluate_to_dir(directory, device="cpu", out_dir=out)
+    driver.get((out / "report.html").as_uri())
+    shown = driver.find_elements(By.CSS_SELECTOR, "li.img")
+    boxes = driver.find_elements(By.CSS_SELECTOR, "li.img .steps")
+    assert len(boxes) == len(shown) > 0
+    first = boxes[0].find_elements(By.CSS_SELECTOR, ".ov-cell")
+    assert len(first) > 1  # the regions of its one attention map
+    weights = [float(c.get_attribute("data-w")) for c in first]
+    assert sum(weights) == pytest.approx(1.0, abs=1e-3)
+    assert severe(driver) == []
