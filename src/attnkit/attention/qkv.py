@@ -12,8 +12,9 @@ Two ways to compute the same function, chosen per call:
   weighted sum; the weights (B, H, T, S) come back for pictures and alignment scores;
 * **fused** (``need_weights=False``, ``fast=True`` and no attention dropout in effect):
   ``F.scaled_dot_product_attention``, which never materialises the weights (evaluation-mode
-  teacher forcing, encoding, dropout-free training). Its bool mask has the same meaning as ours. It gives NaN for a query row with no allowed key; no row of a Transformer
-  is like that (a source holds at least ``</s>``; a causal row sees itself).
+  teacher forcing, encoding, dropout-free training). Its bool mask has the same meaning as ours.
+  It gives NaN for a query row with no allowed key; no row of a Transformer is like that (a
+  source holds at least ``</s>``; a causal row sees itself).
 
 Shapes: B batch, T queries, S keys, D model width, H heads, Dh = D / H.
 """
