@@ -55,9 +55,21 @@ def new_driver(width: int = 1400, height: int = 1000):
     return webdriver.Chrome(service=Service(found[1]), options=options)
 
 
+TINY_TRANSFORMER = {
+    "arch": "transformer",
+    "embedding_dim": 16,
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "heads": 2,
+    "ff_dim": 32,
+    "dropout": 0.0,
+}
+
+
 def train_numbers(out: Path, attention: str) -> Path:
     """A tiny numbers translator (German and English words to digits), a few seconds of
-    training; its checkpoint directory."""
+    training; its checkpoint directory. ``attention`` "transformer" trains a two-layer,
+    two-head Transformer."""
     from attnkit.experiment import experiment_from_dict
     from attnkit.training.trainer import train_experiment
 
@@ -71,7 +83,9 @@ def train_numbers(out: Path, attention: str) -> Path:
                 "max_number": 99,
                 "languages": ["de", "en"],
             },
-            "model": {
+            "model": TINY_TRANSFORMER
+            if attention == "transformer"
+            else {
                 "attention": attention,
                 "embedding_dim": 16,
                 "encoder_hidden": 24,
@@ -192,7 +206,7 @@ def driver():
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory):
     """(name, checkpoint) of the models the server loads: two numbers translators with other
-    attention, and two digit classifiers: attention pooling and RAM (glimpses)."""
+    attention, a Transformer, and two digit classifiers: attention pooling and RAM (glimpses)."""
     if find_browser() is None:
         pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
     root = tmp_path_factory.mktemp("browser-models")
@@ -200,6 +214,7 @@ def checkpoints(tmp_path_factory):
     return [
         ("numbers", train_numbers(root / "bahdanau", "bahdanau")),
         ("general", train_numbers(root / "general", "luong-general")),
+        ("transformer", train_numbers(root / "transformer", "transformer")),
         ("digits", vision_checkpoint(root / "pool" / "best", digits, "attention_pooling")),
         ("glimpses", vision_checkpoint(root / "ram" / "best", digits, "ram")),
     ]

@@ -317,3 +317,30 @@ def test_saliency_and_gold_links_where_the_model_has_them(page, server):
         return len(got) == maps * size and got[size:] == pytest.approx(flat) and spots == links
 
     wait(page, drawn_as_answered, "saliency and gold links drawn as the API answers")
+
+
+def test_a_transformers_layers_and_heads_are_chosen_and_drawn(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("transformer")
+    wait(page, lambda d: d.find_element(By.ID, "layers-box").is_displayed(), "layer selectors")
+    type_source(page)
+    result = server.post("v1/translate", body("transformer"))["results"][0]
+    hyp, cols = result["hypotheses"][0], len(result["source_tokens"])
+    layers = hyp["layers"]  # (T, L, H, S)
+    n = len(hyp["tokens"]) * cols
+    drawn = wait_cells(page, n)
+    for k, cell in enumerate(drawn):  # the default: the mean of all, the API's attention
+        assert float(cell.get_attribute("data-w")) == pytest.approx(
+            hyp["attention"][k // cols][k % cols], abs=1e-4
+        )
+    set_value(page, "layer", 1)  # the second layer, its second head
+    set_value(page, "head", 1)
+
+    def shows_the_head(d):
+        weights = [float(c.get_attribute("data-w")) for c in cells(d)]
+        wanted = [layers[k // cols][1][1][k % cols] for k in range(n)]
+        return len(weights) == n and all(abs(a - b) < 1e-4 for a, b in zip(weights, wanted))
+
+    wait(page, shows_the_head, "layer 2, head 2's weights")
+    page.find_element(By.ID, "grid").click()
+    grid = "#heatmap td.hm-cell"  # every layer and head: L x H maps of the same size
+    wait_cells(page, n * len(layers[0]) * len(layers[0][0]), grid)

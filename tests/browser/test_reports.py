@@ -74,3 +74,41 @@ def test_vision_report_draws_every_step_with_the_shared_renderer(driver, checkpo
     weights = [float(c.get_attribute("data-w")) for c in first]
     assert sum(weights) == pytest.approx(1.0, abs=1e-3)
     assert severe(driver) == []
+
+
+def test_a_transformers_report_chooses_among_its_layers_and_heads(driver, server, tmp_path):
+    from attnkit.viz import write_report
+    from attnkit.viz.records import AttentionRecord
+
+    (r,) = server.post("v1/translate", body("transformer"))["results"]
+    hyp = r["hypotheses"][0]
+    rec = AttentionRecord(
+        r["input"],
+        r["source_tokens"],
+        hyp["output"],
+        hyp["tokens"],
+        np.asarray(hyp["attention"]),
+        heads=np.asarray(hyp["layers"]),
+    )
+    path = write_report(tmp_path / "report.html", "transformer", {}, [rec])
+    driver.get(path.as_uri())
+    driver.find_element(By.CSS_SELECTOR, "li.ex").click()
+    n = len(rec.output_tokens) * len(rec.source_tokens)
+    wait_cells(driver, n, "li.ex td.hm-cell")
+    choice = driver.find_element(By.CSS_SELECTOR, "li.ex select.heads")
+    options = [o.text for o in choice.find_elements(By.TAG_NAME, "option")]
+    assert options[0] == "mean of all layers and heads" and len(options) == 1 + 2 * 2
+    driver.execute_script(
+        "arguments[0].value = '1,0'; arguments[0].dispatchEvent(new Event('change'));", choice
+    )
+    wanted = rec.heads[:, 1, 0].ravel()  # layer 2, head 1
+
+    def drawn(d):
+        weights = [
+            float(c.get_attribute("data-w"))
+            for c in d.find_elements(By.CSS_SELECTOR, "li.ex td.hm-cell")
+        ]
+        return len(weights) == n and np.allclose(weights, wanted, atol=1e-4)
+
+    wait(driver, drawn, "layer 2, head 1's map")
+    assert severe(driver) == []

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -92,12 +93,28 @@ def evaluate_model(
                     translator, aligner, sources, refs, translations
                 )
             shown = pictured(translator, translations[:REPORT_EXAMPLES])
+            _add_heads(translator, sources[:REPORT_EXAMPLES], shown)
             records = [t.record(r[0]) for t, r in zip(shown, refs[:REPORT_EXAMPLES])]
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})"
     _write_examples(out, title, translator, scores, records)
     scores["out"] = str(out)
     return scores
+
+
+def _add_heads(translator, sources: list[str], shown: list) -> None:
+    """Give the report's examples every layer's and head's attention, where the model has them
+    (a Transformer): the few shown inputs are decoded again keeping them (the whole split is not:
+    beam search would carry them for every input), and an example takes them when the output is
+    the same."""
+    if not translator.model.has_attention or not shown:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the first decoding warned already
+        again = translator.translate(sources, heads=True, warn_unknown=False)
+    for t, kept in zip(shown, again):
+        if kept.heads is not None and kept.output_tokens == t.output_tokens:
+            t.heads = kept.heads
 
 
 def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -> dict:

@@ -4,7 +4,8 @@ The page needs nothing but itself: inline CSS, a small vanilla-JS script, the
 records embedded as JSON in ``<script type="application/json">`` and, for the
 first few examples, static PNG heatmaps as ``data:`` URIs so pictures show even
 with scripts off. Clicking an example draws its attention as a table of
-coloured cells; hovering a cell reads ``output <- source: weight``.
+coloured cells; hovering a cell reads ``output <- source: weight``. A Transformer's example
+(a record with ``heads``) gets a choice of the map: the mean, or any layer's head.
 """
 
 from __future__ import annotations
@@ -51,11 +52,42 @@ ol.examples{padding-left:2.2rem}
 _JS = """
 (function () {
   var data = JSON.parse(document.getElementById("attnkit-data").textContent);
+  // a Transformer's record holds heads[t][layer][head][s]: "" = the mean, "l,h" = one head
+  function pick(rec, choice) {
+    if (!choice) return rec.weights;
+    var lh = choice.split(",");
+    return rec.heads.map(function (step) { return step[+lh[0]][+lh[1]]; });
+  }
+  function headChoice(rec, draw) {
+    var select = document.createElement("select");
+    select.className = "heads";
+    var options = [["", "mean of all layers and heads"]];
+    rec.heads[0].forEach(function (heads, l) {
+      heads.forEach(function (_, h) {
+        options.push([l + "," + h, "layer " + (l + 1) + ", head " + (h + 1)]);
+      });
+    });
+    options.forEach(function (o) {
+      var option = document.createElement("option");
+      option.value = o[0];
+      option.textContent = o[1];
+      select.appendChild(option);
+    });
+    select.addEventListener("change", function () { draw(select.value); });
+    return select;
+  }
   function heatmap(rec) {
     var box = document.createElement("div");
     box.className = "pic";
-    window.AttnkitHeatmap.draw(box, {rows: rec.output_tokens, cols: rec.source_tokens,
-      weights: rec.weights}, {cell: 27, legend: true});
+    var map = document.createElement("div");
+    function draw(choice) {
+      map.textContent = "";
+      window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
+        weights: pick(rec, choice)}, {cell: 27, legend: true});
+    }
+    if (rec.heads) box.appendChild(headChoice(rec, draw));
+    box.appendChild(map);
+    draw("");
     box.addEventListener("click", function (e) { e.stopPropagation(); });
     return box;
   }
