@@ -22,9 +22,8 @@ from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
-from attnkit.decoding import beam_search, forced_decode, greedy_decode, max_output_length
-from attnkit.decoding.beam import length_penalty
-from attnkit.decoding.prefix import PrefixedModel, prefixed_hypotheses
+from attnkit.decoding import forced_decode, max_output_length
+from attnkit.decoding.search import SearchOptions, search
 from attnkit.decoding.topk import step_top_k
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
@@ -51,6 +50,9 @@ class Translation:
     #: (len(output_tokens), L, H, len(source_tokens)): every layer's and head's attention, for a
     #: Transformer translated with ``heads=True`` (``weights`` is their mean); else None
     heads: np.ndarray | None = None
+    #: greedy decoding with ``top_k``: (probabilities, token ids), each (len(output_tokens), k),
+    #: the k most likely tokens of every step, best first; else None
+    top: tuple[np.ndarray, np.ndarray] | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
         return AttentionRecord(
@@ -244,13 +246,16 @@ class Translator:
         warn_unknown: bool = True,
         heads: bool = False,
         prefix: Sequence[str] | None = None,
+        top_k: int = 0,
     ) -> list[Translation]:
         """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
         order; a blank input gives a blank output (with a warning). ``heads``: keep every layer's
         and head's attention where the model has them (a Transformer).
 
         ``prefix``: target tokens every output begins with (decoding is forced through them,
-        then searches on; their attention rows and log-probability are part of each output)."""
+        then searches on; their attention rows and log-probability are part of each output).
+        ``top_k``: greedy decoding without a prefix keeps the k most likely tokens of every step
+        (``Translation.top``; :func:`top_k_steps` finds the others' by another pass)."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
@@ -265,6 +270,7 @@ class Translator:
             raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
         batch_size = batch_size or dec.batch_size
         prefix_ids = target_prefix_ids(self.tgt_vocab, prefix) if prefix else None
+        how = SearchOptions(beam_size, alpha, n_best, prefix_ids, heads, top_k)
         results: list[Translation | None] = [None] * len(texts)
         blank = [i for i, text in enumerate(texts) if not text.strip()]
         if blank:  # a blank line gives a blank line: files stay line-aligned
@@ -292,7 +298,7 @@ class Translator:
             max_len = max_output_length(
                 batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
             )
-            hyps = self._search(batch, max_len, beam_size, alpha, n_best, prefix_ids, heads)
+            hyps = search(self.model, batch, max_len, how)
             for row, index in enumerate(batch.indices):
                 options = [
                     self._translation(texts[index], token_lists[index], h) for h in hyps[row]
@@ -300,28 +306,6 @@ class Translator:
                 options[0].nbest = options
                 results[index] = options[0]
         return results  # type: ignore[return-value]
-
-    def _search(self, batch, max_len, beam_size, alpha, n_best, prefix_ids, heads):
-        """Greedy or beam search of one batch, from ``prefix_ids`` when given."""
-        model = self.model
-        if prefix_ids is not None:  # the continuation's budget; at least one step
-            model = PrefixedModel(self.model, prefix_ids, keep_heads=heads)
-            max_len = max(1, max_len - len(prefix_ids))
-        src, lengths = batch.src, batch.src_lengths
-        if beam_size == 1:
-            hyps = [[h] for h in greedy_decode(model, src, lengths, max_len, keep_heads=heads)]
-        else:
-            hyps = beam_search(
-                model, src, lengths, max_len, beam_size, alpha, n_best, keep_heads=heads
-            )
-        if prefix_ids is None:
-            return hyps
-        whole = prefixed_hypotheses(model, hyps, batch.src_lengths)
-        if beam_size > 1:  # ranked again as whole outputs: the prefix counts in the length
-            penalty = self.config.decode.alpha if alpha is None else alpha
-            for options in whole:
-                options.sort(key=lambda h: -h.score / _length_penalty(h, penalty))
-        return whole
 
     def teacher_forced(
         self,
@@ -362,8 +346,9 @@ class Translator:
         output = self.tgt_tokenizer.detokenize(output_tokens)
         shown = output_tokens + ([EOS] if hyp.finished else [])
         heads = None if hyp.heads is None else hyp.heads.numpy()
+        top = None if hyp.top is None else (hyp.top[0].numpy(), hyp.top[1].numpy())
         return Translation(
-            text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads
+            text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads, top=top
         )
 
 
@@ -415,6 +400,17 @@ def top_k_steps(
     out: list[list[list]] = [[] for _ in translations]
     if not filled:
         return out
+    if all(
+        translations[i].top is not None and translations[i].top[1].shape[1] >= k for i in filled
+    ):
+        for i in filled:  # greedy decoding kept them
+            probs, ids = translations[i].top
+            shown = len(translations[i].output_tokens)
+            out[i] = [
+                list(zip(translator.tgt_vocab.decode(r[:k], strip_specials=False), p[:k]))
+                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
+            ]
+        return out
     examples, _ = translator.encode_sources([translations[i].source for i in filled], False)
     targets = [_target_ids(translator.tgt_vocab, translations[i]) for i in filled]
     size = translator.config.decode.batch_size
@@ -430,11 +426,6 @@ def top_k_steps(
                 for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
             ]
     return out
-
-
-def _length_penalty(hyp, alpha: float) -> float:
-    """Beam search's length penalty of a whole hypothesis (its tokens and </s>)."""
-    return float(length_penalty(torch.tensor(len(hyp.tokens) + int(hyp.finished)), alpha))
 
 
 def _target_ids(vocab: Vocab, translation: Translation) -> list[int]:

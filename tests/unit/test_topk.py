@@ -45,3 +45,21 @@ def test_a_blank_input_has_no_steps(translator):
         results = translator.translate(["", "abc"])
     tops = top_k_steps(translator, results, 2)
     assert tops[0] == [] and len(tops[1]) == len(results[1].output_tokens)
+
+
+@pytest.mark.parametrize("k", [1, 3, 50])
+def test_greedy_keeps_the_same_top_k_the_teacher_forced_pass_finds(translator, k):
+    """Greedy decoding keeps each step's top k as it decodes (what the server sends); they are
+    what a separate teacher-forced pass over its outputs gives."""
+    kept = translator.translate(SOURCES, top_k=k)
+    assert all(t.top is not None for t in kept)
+    plain = translator.translate(SOURCES)
+    assert all(t.top is None for t in plain)
+    fast = top_k_steps(translator, kept, k)
+    slow = top_k_steps(translator, plain, k)
+    for a, b in zip(fast, slow):
+        assert [[tok for tok, _ in step] for step in a] == [[tok for tok, _ in step] for step in b]
+        for step_a, step_b in zip(a, b):
+            assert [p for _, p in step_a] == pytest.approx([p for _, p in step_b], abs=1e-5)
+    # asked for more than greedy kept: the pass runs
+    assert len(top_k_steps(translator, translator.translate(SOURCES, top_k=1), 2)[0][0]) == 2

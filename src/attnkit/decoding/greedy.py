@@ -30,7 +30,9 @@ class Hypothesis:
     of every emitted token, ``</s>`` included, over the S true source tokens;
     score: total log-probability; finished: whether ``</s>`` was emitted;
     heads: (len(tokens) + 1, L, H, S) every layer's and head's attention, for models that have
-    them (the Transformer) when the decoder was asked to keep them, else None.
+    them (the Transformer) when the decoder was asked to keep them, else None;
+    top: the k most likely tokens at every step, (probabilities (len(tokens) + 1, k), ids
+    (len(tokens) + 1, k)) best first, when greedy decoding was asked for them, else None.
     """
 
     tokens: list[int]
@@ -38,6 +40,7 @@ class Hypothesis:
     score: float
     finished: bool = True
     heads: Tensor | None = None
+    top: tuple[Tensor, Tensor] | None = None
 
 
 def split_weights(w: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -59,13 +62,20 @@ def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -
 
 @torch.inference_mode()
 def greedy_decode(
-    model, src: Tensor, src_lengths: Tensor, max_len: int, keep_heads: bool = False
+    model,
+    src: Tensor,
+    src_lengths: Tensor,
+    max_len: int,
+    keep_heads: bool = False,
+    top_k: int = 0,
 ) -> list[Hypothesis]:
     """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step.
 
     Rows that have emitted ``</s>`` leave the batch (state and memory are
     compacted), so a batch costs what its open rows need, not B x max_len.
-    ``keep_heads``: keep every layer's and head's weights where the model has them.
+    ``keep_heads``: keep every layer's and head's weights where the model has them;
+    ``top_k`` > 0: keep the k most likely tokens of every step (``Hypothesis.top``: what an
+    explorer shows beside each choice, at no extra decoding).
     """
     memory, state = model.encode(src, src_lengths)
     b, device = src.size(0), src.device
@@ -76,9 +86,13 @@ def greedy_decode(
     weights = torch.zeros(b, max_len, src.size(1), device=device)  # (B, T, S)
     finished = torch.zeros(b, dtype=torch.bool, device=device)  # (B,): emitted </s>
     heads = None  # (B, T, L, H, S), allocated at the first step that has them
+    top = None  # (probabilities (B, T, k), ids (B, T, k)), allocated at the first step
     for t in range(max_len):
         logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, ..., S)
-        best_logp, prev = output_log_probs(logits).max(dim=-1)  # (b_open,)
+        logp = output_log_probs(logits)  # (b_open, V)
+        best_logp, prev = logp.max(dim=-1)  # (b_open,)
+        if top_k:
+            top = _keep_top(top, logp, rows, t, top_k, (b, max_len))
         scores[rows] += best_logp
         tokens[rows, t] = prev
         w, w_heads = split_weights(w)
@@ -98,7 +112,28 @@ def greedy_decode(
                 break
             rows, prev = rows[open_], prev[open_]
             state, memory = state.index_select(open_), memory.index_select(open_)
-    return _collect(tokens, weights, scores, src_lengths, finished, heads)
+    hyps = _collect(tokens, weights, scores, src_lengths, finished, heads)
+    if top is not None:
+        probs, ids = top[0].cpu(), top[1].cpu()
+        for i, hyp in enumerate(hyps):
+            n = hyp.weights.size(0)  # its steps, </s> included
+            hyp.top = (probs[i, :n], ids[i, :n])
+    return hyps
+
+
+def _keep_top(top, logp: Tensor, rows: Tensor, t: int, k: int, shape: tuple[int, int]):
+    """Store step ``t``'s k most likely tokens of the open ``rows`` (never-emitted tokens,
+    probability 0, are left out: at most V - 2 are shown)."""
+    k = min(k, logp.size(-1) - len(NEVER_EMITTED))
+    if top is None:
+        top = (
+            logp.new_zeros(*shape, k),
+            torch.zeros(*shape, k, dtype=torch.long, device=logp.device),
+        )
+    p, i = logp.topk(k, dim=-1)  # (b_open, k)
+    top[0][rows, t] = p.exp()
+    top[1][rows, t] = i
+    return top
 
 
 def _collect(

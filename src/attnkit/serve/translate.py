@@ -108,6 +108,7 @@ def _decode(translator, key: DecodeKey, texts: list[str]):
             warn_unknown=False,
             prefix=list(key.prefix) or None,
             heads=layer_shape(translator.config.model)[0] is not None,
+            top_k=key.top_k,  # greedy keeps them as it decodes; top_k_steps finds the rest
         )
     if key.top_k == 0:
         return translations, [[None] * len(t.nbest) for t in translations]

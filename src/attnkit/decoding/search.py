@@ -1,0 +1,56 @@
+"""One batch through greedy decoding or beam search, from a forced target prefix when given:
+what :meth:`attnkit.translator.Translator.translate` runs for each of its batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from attnkit.decoding.beam import beam_search, length_penalty
+from attnkit.decoding.greedy import greedy_decode
+from attnkit.decoding.prefix import PrefixedModel, prefixed_hypotheses
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    """How :func:`search` decodes: beam size (1: greedy), length penalty, outputs kept, a forced
+    target prefix (ids) or None, whether to keep every head's weights, top-k of greedy steps."""
+
+    beam_size: int
+    alpha: float
+    n_best: int
+    prefix_ids: list[int] | None
+    heads: bool
+    top_k: int = 0
+
+
+def search(model, batch, max_len: int, options: SearchOptions) -> list[list]:
+    """Greedy or beam search of one batch (from the prefix, when given): per input its
+    hypotheses, best first."""
+    o = options
+    decoder_model = model
+    if o.prefix_ids is not None:  # the continuation's budget; at least one step
+        decoder_model = PrefixedModel(model, o.prefix_ids, keep_heads=o.heads)
+        max_len = max(1, max_len - len(o.prefix_ids))
+    src, lengths = batch.src, batch.src_lengths
+    if o.beam_size == 1:
+        top_k = o.top_k if o.prefix_ids is None else 0  # a prefix's rows are not decoded
+        hyps = greedy_decode(decoder_model, src, lengths, max_len, o.heads, top_k)
+        options_per_input = [[h] for h in hyps]
+    else:
+        options_per_input = beam_search(
+            decoder_model, src, lengths, max_len, o.beam_size, o.alpha, o.n_best, keep_heads=o.heads
+        )
+    if o.prefix_ids is None:
+        return options_per_input
+    whole = prefixed_hypotheses(decoder_model, options_per_input, lengths)
+    if o.beam_size > 1:  # ranked again as whole outputs: the prefix counts in the length
+        for hyps in whole:
+            hyps.sort(key=lambda h: -h.score / _length_penalty(h, o.alpha))
+    return whole
+
+
+def _length_penalty(hyp, alpha: float) -> float:
+    """Beam search's length penalty of a whole hypothesis (its tokens and </s>)."""
+    return float(length_penalty(torch.tensor(len(hyp.tokens) + int(hyp.finished)), alpha))
