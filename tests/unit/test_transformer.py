@@ -158,14 +158,23 @@ def test_positions_are_sinusoids_and_grow_past_the_table():
     assert memory.states.shape == (1, 600, 32) and torch.isfinite(memory.states).all()
 
 
-def test_tied_output_shares_the_target_embeddings():
+def test_tied_output_reads_the_target_embeddings_and_its_checkpoint_round_trips(tmp_path):
+    from attnkit import checkpoint as ckpt
+
     model = _model(10, tie_output=True)
-    assert model.decoder.output.weight is model.decoder.embeddings.embed.weight
     untied = _model(10)
-    assert (
-        sum(p.numel() for p in model.parameters())
-        == sum(p.numel() for p in untied.parameters()) - TGT_V * 32
-    )
+    count = sum(p.numel() for p in model.parameters())
+    assert count == sum(p.numel() for p in untied.parameters()) - TGT_V * 32  # no output matrix
+    src, lengths, tgt_in = _batch(10)
+    before, _ = model(src, lengths, tgt_in)
+    with torch.no_grad():
+        model.decoder.embeddings.embed.weight[6] += torch.linspace(-1, 1, 32)  # moves its logit
+    after, _ = model(src, lengths, tgt_in)
+    assert not torch.allclose(before[..., 6], after[..., 6])
+    ckpt.write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
+    again = _model(11, tie_output=True)
+    ckpt.load_model_state(again, tmp_path / "c")
+    torch.testing.assert_close(again(src, lengths, tgt_in)[0], after)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.accel.backend import DEFAULT, Backend
@@ -245,10 +246,18 @@ class TransformerDecoder(nn.Module):
         self.embeddings = Embeddings(vocab_size, cfg.embedding_dim, cfg.dropout)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         self.norm = nn.LayerNorm(cfg.embedding_dim)
-        self.output = nn.Linear(cfg.embedding_dim, vocab_size)
-        if cfg.tie_output:
-            self.output.weight = self.embeddings.embed.weight
+        # tied: the output layer is the embedding matrix itself (no second parameter sharing its
+        # memory, which a safetensors checkpoint could not hold), plus a bias of its own
+        self.output = None if cfg.tie_output else nn.Linear(cfg.embedding_dim, vocab_size)
+        self.output_bias = nn.Parameter(torch.zeros(vocab_size)) if cfg.tie_output else None
         self.fast = True
+
+    def logits(self, y: Tensor) -> Tensor:
+        """(B, N, D) top-layer states -> (B, N, V) scores of the next token."""
+        y = self.norm(y)
+        if self.output is None:
+            return F.linear(y, self.embeddings.embed.weight, self.output_bias)
+        return self.output(y)
 
     def project_memory(self, states: Tensor) -> list[tuple[Tensor, Tensor]]:
         """states (B, S, D) -> every layer's cross-attention keys and values (B, H, S, Dh)."""
@@ -273,8 +282,7 @@ class TransformerDecoder(nn.Module):
         for layer, cross in zip(self.layers, memory.cross):
             y, _, w = layer(y, None, causal, cross, src_mask, need_weights, self.fast)
             weights.append(w)
-        logits = self.output(self.norm(y))
-        return logits, torch.stack(weights, 1) if need_weights else None
+        return self.logits(y), torch.stack(weights, 1) if need_weights else None
 
     def step(
         self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory
@@ -288,7 +296,7 @@ class TransformerDecoder(nn.Module):
             y, kv, w = layer(y, past, None, cross, src_mask, True, self.fast)
             cache.append(kv)
             weights.append(w.squeeze(2))  # (B, H, S)
-        logits = self.output(self.norm(y)).squeeze(1)
+        logits = self.logits(y).squeeze(1)
         return logits, TransformerState(cache), torch.stack(weights, 1)
 
 
