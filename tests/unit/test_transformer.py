@@ -3,6 +3,8 @@ one, masks hold, decoders and ensembles take it, it learns, and its checkpoints 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -232,3 +234,20 @@ def test_experiment_without_arch_is_the_rnn_and_saves_its_arch():
     assert cfg.model.arch == "rnn"
     cfg = experiment_from_dict({"data": {"task": "numbers"}, "model": {"arch": "transformer"}})
     assert isinstance(cfg.model, TransformerConfig)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    "config", sorted(p.name for p in (REPO / "configs").glob("*transformer*.yaml"))
+)
+def test_every_shipped_transformer_config_builds_and_checkpoints(config, tmp_path):
+    from attnkit import checkpoint as ckpt
+    from attnkit.experiment import load_experiment
+
+    cfg = load_experiment(REPO / "configs" / config)
+    assert isinstance(cfg.model, TransformerConfig)
+    model = build_model(cfg.model, 40, 30)
+    ckpt.write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
+    ckpt.load_model_state(build_model(cfg.model, 40, 30), tmp_path / "c")
