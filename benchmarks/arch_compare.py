@@ -29,7 +29,7 @@ from machine_info import describe  # noqa: E402
 HERE = Path(__file__).resolve().parent
 
 
-def run_one(config: Path, minutes: float, runs: Path, extra: list[str]) -> dict:
+def run_one(config: Path, minutes: float, runs: Path, extra: list[str], beam: int) -> dict:
     """``real_data.py`` for one config with the shared budget and one thread; its JSON."""
     cmd = [
         sys.executable,
@@ -38,6 +38,8 @@ def run_one(config: Path, minutes: float, runs: Path, extra: list[str]) -> dict:
         str(config),
         "--runs",
         str(runs),
+        "--beam",
+        str(beam),
         "--set",
         f"train.max_minutes={minutes}",
         "--set",
@@ -89,7 +91,7 @@ def main() -> None:
             sys.exit(f"arch_compare.py: {path}: no such experiment file")
     with ThreadPoolExecutor(2) as pool:
         futures = {
-            family: pool.submit(run_one, config, args.minutes, args.runs, args.set)
+            family: pool.submit(run_one, config, args.minutes, args.runs, args.set, args.beam)
             for family, config in (("rnn", args.rnn), ("transformer", args.transformer))
         }
         results = {family: f.result() for family, f in futures.items()}

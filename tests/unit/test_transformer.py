@@ -92,11 +92,11 @@ def test_padding_gets_zero_weight_and_later_tokens_never_reach_earlier_outputs()
     changed[:, 3:] = 5  # only the last positions differ
     logits2, _ = model(src, lengths, changed)
     torch.testing.assert_close(logits2[:, :3], logits[:, :3])
-    # what stands behind the padding does not matter either
-    src2 = src.clone()
-    src2[src == PAD_ID] = 7
-    masked_src = src2.masked_fill(src == PAD_ID, PAD_ID)
-    torch.testing.assert_close(model(masked_src, lengths, tgt_in)[0], logits)
+    # more padding changes nothing: row 2 alone, without its padding, and inside a wider batch
+    wider = torch.cat([src, torch.full((3, 4), PAD_ID)], 1)
+    torch.testing.assert_close(model(wider, lengths, tgt_in)[0], logits, rtol=1e-5, atol=1e-6)
+    alone, _ = model(src[2:, : int(lengths[2])], lengths[2:], tgt_in[2:])
+    torch.testing.assert_close(alone, logits[2:], rtol=1e-5, atol=1e-6)
 
 
 def test_beam_of_one_is_greedy_and_hypotheses_carry_every_layer_and_head():

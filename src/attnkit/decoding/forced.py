@@ -47,8 +47,8 @@ def forced_decode(
         w, w_heads = split_weights(w)
         weights[:, t] = w.float()
         if keep_heads and w_heads is not None:
-            heads.append(w_heads.float().cpu())
-    stacked = torch.stack(heads, 1) if heads else None  # (B, T, L, H, S)
+            heads.append(w_heads.float())
+    stacked = torch.stack(heads, 1).cpu() if heads else None  # (B, T, L, H, S): one copy
     out = []
     for row, target in enumerate(targets):
         n, s = len(target) + 1, int(src_lengths[row])

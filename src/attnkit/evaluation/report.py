@@ -107,7 +107,7 @@ def _add_heads(translator, sources: list[str], shown: list) -> None:
     (a Transformer): the few shown inputs are decoded again keeping them (the whole split is not:
     beam search would carry them for every input), and an example takes them when the output is
     the same."""
-    if not translator.model.has_attention or not shown:
+    if getattr(translator.config.model, "arch", "rnn") != "transformer" or not shown:
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the first decoding warned already

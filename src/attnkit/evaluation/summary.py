@@ -46,7 +46,9 @@ def scores_table(scores: dict) -> str:
                 f"alignment ({kind.replace('_', ' ')}): AER {figures['aer']}%, argmax in gold "
                 f"span {figures['argmax_in_span']}%"
             )
-    heads = (scores.get("alignment") or {}).get("per_head")
+    heads = [
+        h for h in (scores.get("alignment") or {}).get("per_head") or [] if h["aer"] is not None
+    ]
     if heads:  # best first
         best, worst = heads[0], heads[-1]
         lines.append(

@@ -18,8 +18,12 @@ and the memory holds every layer's cross-attention keys and values, projected on
 batch. A step returns the cross-attention of every layer and head (B, L, H, S).
 
 The backend (``train.backend``/``decode.backend``) is the one switch for speed: ``reference``
-computes every attention explicitly; any other lets the training forward, which reads no weights,
-run ``F.scaled_dot_product_attention``. Both compute the same function.
+computes every attention explicitly; any other (``fused``, ``native`` and ``compile`` alike: the
+RNN's kernels and compiled steps do not apply here) lets an attention whose weights nobody reads
+and whose dropout is off (the encoder and the teacher-forced forward in eval mode, dropout-free
+training) run ``F.scaled_dot_product_attention``. Training with attention dropout computes it
+explicitly, with attnkit's cheaper CPU dropout masks: torch's fused kernel would fall back to a
+slower unfused path. Both compute the same function.
 
 Shapes: B batch, S source length, T target length, D model width, H heads, Dh = D / H,
 L decoder layers, V vocab, F feed-forward width.
@@ -142,9 +146,11 @@ class Embeddings(nn.Module):
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """tokens (B, N) at positions start .. start + N - 1 -> (B, N, D)."""
         end = start + tokens.size(1)
-        if end > self.positions.size(0):  # positions are a function: grow the table on demand
-            self.positions = sinusoids(2 * end, self.positions.size(1)).to(self.positions)
-        x = self.embed(tokens) * self.scale + self.positions[start:end]
+        if end <= self.positions.size(0):
+            positions = self.positions[start:end]
+        else:  # past the table: positions are a function, computed for this call
+            positions = sinusoids(end, self.positions.size(1)).to(self.positions)[start:end]
+        x = self.embed(tokens) * self.scale + positions
         return self.dropout(x)
 
 
@@ -336,7 +342,8 @@ class Transformer(nn.Module):
         how = (
             "explicit attention everywhere"
             if backend.name == "reference"
-            else "F.scaled_dot_product_attention where no weights are read"
+            else "F.scaled_dot_product_attention where no weights are read and no attention "
+            "dropout applies, explicit attention elsewhere"
         )
         return f"backend: {backend.name} (Transformer: {how})"
 

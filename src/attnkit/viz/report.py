@@ -190,10 +190,11 @@ def _data_json(records: list[AttentionRecord]) -> str:
     items = []
     for r in records:
         obj = r.to_json()
-        if not np.isfinite(r.weights).all():  # JSON.parse refuses NaN/Infinity
-            obj["weights"] = np.round(
-                np.nan_to_num(r.weights, nan=0.0, posinf=1.0, neginf=0.0), 5
-            ).tolist()
+        for key, values in (("weights", r.weights), ("heads", r.heads)):
+            if values is not None and not np.isfinite(values).all():  # JSON.parse refuses NaN
+                obj[key] = np.round(
+                    np.nan_to_num(values, nan=0.0, posinf=1.0, neginf=0.0), 5
+                ).tolist()
         items.append(obj)
     return script_json({"format": FORMAT, "version": VERSION, "records": items})
 
