@@ -263,8 +263,36 @@ def test_n_best_larger_than_beam_is_rejected():
         beam_search(model, src, lengths, max_len=5, beam_size=2, n_best=3)
 
 
-def test_max_output_length():
+def test_max_output_length_is_one_limit_per_input():
     lengths = torch.tensor([4, 10])
-    assert max_output_length(lengths, 2.0, 5, 300) == 25
-    assert max_output_length(lengths, 2.0, 5, 12) == 12
-    assert max_output_length(lengths, 0.0, 0, 10) == 1
+    assert max_output_length(lengths, 2.0, 5, 300).tolist() == [13, 25]
+    assert max_output_length(lengths, 2.0, 5, 12).tolist() == [12, 12]
+    assert max_output_length(lengths, 0.0, 0, 10).tolist() == [1, 1]
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_each_input_stops_at_its_own_limit_whatever_it_is_batched_with(beam):
+    """A model that never ends its outputs: each row stops at its own limit, and decodes exactly
+    as it does alone."""
+    model = _random_model()
+    with torch.no_grad():
+        model.decoder.output.bias[EOS_ID] = -1e4
+    src, lengths = _src()
+    limits = torch.tensor([6, 2, 4, 1])
+    if beam == 1:
+        together = [[h] for h in greedy_decode(model, src, lengths, limits)]
+    else:
+        together = beam_search(model, src, lengths, limits, beam_size=beam, n_best=beam)
+    for i, hyps in enumerate(together):
+        one = src[i : i + 1, : int(lengths[i])]
+        if beam == 1:
+            alone = [greedy_decode(model, one, lengths[i : i + 1], int(limits[i]))[0]]
+        else:
+            alone = beam_search(model, one, lengths[i : i + 1], int(limits[i]), beam, n_best=beam)[
+                0
+            ]
+        for h, a in zip(hyps, alone):
+            assert len(h.tokens) == int(limits[i]) and not h.finished
+            assert h.tokens == a.tokens
+            assert h.score == pytest.approx(a.score, abs=1e-4)
+            torch.testing.assert_close(h.weights, a.weights, rtol=1e-4, atol=1e-5)

@@ -176,6 +176,22 @@ def test_results_are_in_input_order_whatever_the_batching(translator):
         assert a.score == pytest.approx(b.score, abs=1e-4)
 
 
+def test_an_unfinished_output_does_not_depend_on_what_it_was_batched_with():
+    tr = _translator()
+    with torch.no_grad():
+        tr.model.decoder.output.bias[EOS_ID] = -1e4  # never ends: every output hits its limit
+    tr.config = copy.deepcopy(tr.config)
+    tr.config.decode.max_len_ratio, tr.config.decode.max_len_extra = 1.0, 0  # limit: source length
+    tr.config.decode.max_len_cap = 100
+    texts = ["a", "abcabcab", "ab"]
+    batched = tr.translate(texts, batch_size=3)
+    for text, t in zip(texts, batched):
+        (alone,) = tr.translate([text])
+        assert t.output_tokens == alone.output_tokens
+        assert EOS not in t.output_tokens
+    assert len(batched[0].output_tokens) < len(batched[1].output_tokens)
+
+
 def test_unfinished_output_has_no_eos_row():
     tr = _translator()
     with torch.no_grad():

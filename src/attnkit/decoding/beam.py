@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, row_limits, split_weights
 
 
 def length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -56,14 +56,15 @@ def beam_search(
     model,
     src: Tensor,
     src_lengths: Tensor,
-    max_len: int,
+    max_len: int | Tensor,
     beam_size: int = 5,
     alpha: float = 1.0,
     n_best: int = 1,
     keep_heads: bool = False,
 ) -> list[list[Hypothesis]]:
-    """src (B, S) -> for each input its ``n_best`` hypotheses, best first (``keep_heads``: with
-    every layer's and head's weights where the model has them)."""
+    """src (B, S) -> for each input its ``n_best`` hypotheses, best first, of at most ``max_len``
+    tokens (one limit, or one per input (B,)); ``keep_heads``: with every layer's and head's
+    weights where the model has them."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best ({n_best}) must be between 1 and the beam size ({beam_size})")
     b, k, device = src.size(0), beam_size, src.device
@@ -88,7 +89,8 @@ def beam_search(
     src_lengths = src_lengths.cpu()
     inputs = torch.arange(b)  # original index of each open input
     results: list[list[Hypothesis] | None] = [None] * b
-    for t in range(max_len):
+    limits = row_limits(max_len, b, torch.device("cpu"))  # (B,) by original input
+    for t in range(int(limits.max())):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B*K, V), (B*K, S)
         logp = output_log_probs(logits).view(b, k, -1)  # (B, K, V)
         beam, token, scores, lengths, finished = _best_continuations(
@@ -101,8 +103,7 @@ def beam_search(
         prev = token.view(-1)
 
         done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first
-        if t == max_len - 1:
-            done[:] = True
+        done |= (limits[inputs] <= t + 1).to(device)  # inputs at their own length limit
         if bool(done.any()):
             _collect(
                 results,

@@ -55,9 +55,16 @@ def split_weights(w: Tensor) -> tuple[Tensor, Tensor | None]:
     return w.mean(dim=(1, 2)), w
 
 
-def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -> int:
-    """One output length limit for a batch: ratio * longest source + extra, at most cap."""
-    return max(1, min(cap, int(ratio * int(src_lengths.max()) + extra)))
+def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -> Tensor:
+    """Each input's output length limit (B,): ratio * its source length + extra, between 1 and
+    cap. One per row, so that an output never depends on the inputs it was batched with."""
+    limits = (ratio * src_lengths.float()).long() + extra
+    return limits.clamp(1, cap).to(src_lengths.device)
+
+
+def row_limits(max_len: int | Tensor, b: int, device: torch.device) -> Tensor:
+    """``max_len`` (one limit, or one per row) as a (B,) tensor of limits on ``device``."""
+    return torch.as_tensor(max_len, device=device).long().expand(b).clamp_min(1)
 
 
 @torch.inference_mode()
@@ -65,13 +72,14 @@ def greedy_decode(
     model,
     src: Tensor,
     src_lengths: Tensor,
-    max_len: int,
+    max_len: int | Tensor,
     keep_heads: bool = False,
     top_k: int = 0,
 ) -> list[Hypothesis]:
-    """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step.
+    """src (B, S), src_lengths (B,) -> B hypotheses, the most likely token at every step, at most
+    ``max_len`` of them (one limit, or one per row (B,)).
 
-    Rows that have emitted ``</s>`` leave the batch (state and memory are
+    Rows that have emitted ``</s>`` or reached their limit leave the batch (state and memory are
     compacted), so a batch costs what its open rows need, not B x max_len.
     ``keep_heads``: keep every layer's and head's weights where the model has them;
     ``top_k`` > 0: keep the k most likely tokens of every step (``Hypothesis.top``: what an
@@ -79,32 +87,35 @@ def greedy_decode(
     """
     memory, state = model.encode(src, src_lengths)
     b, device = src.size(0), src.device
+    limits = row_limits(max_len, b, device)  # (B,)
+    steps = int(limits.max())
     rows = torch.arange(b, device=device)  # original row of each open row
     prev = torch.full((b,), BOS_ID, dtype=torch.long, device=device)
     scores = torch.zeros(b, device=device)
-    tokens = torch.full((b, max_len), EOS_ID, dtype=torch.long, device=device)  # (B, T)
-    weights = torch.zeros(b, max_len, src.size(1), device=device)  # (B, T, S)
+    tokens = torch.full((b, steps), EOS_ID, dtype=torch.long, device=device)  # (B, T)
+    weights = torch.zeros(b, steps, src.size(1), device=device)  # (B, T, S)
     finished = torch.zeros(b, dtype=torch.bool, device=device)  # (B,): emitted </s>
     heads = None  # (B, T, L, H, S), allocated at the first step that has them
     top = None  # (probabilities (B, T, k), ids (B, T, k)), allocated at the first step
-    for t in range(max_len):
+    for t in range(steps):
         logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, ..., S)
         logp = output_log_probs(logits)  # (b_open, V)
         best_logp, prev = logp.max(dim=-1)  # (b_open,)
         if top_k:
-            top = _keep_top(top, logp, rows, t, top_k, (b, max_len))
+            top = _keep_top(top, logp, rows, t, top_k, (b, steps))
         scores[rows] += best_logp
         tokens[rows, t] = prev
         w, w_heads = split_weights(w)
         weights[rows, t] = w.float()
         if keep_heads and w_heads is not None:
             if heads is None:
-                heads = weights.new_zeros(b, max_len, *w_heads.shape[1:])
+                heads = weights.new_zeros(b, steps, *w_heads.shape[1:])
             heads[rows, t] = w_heads.float()
         ended = prev == EOS_ID
-        if bool(ended.any()):
+        leaving = ended | (limits[rows] <= t + 1)  # ended, or at the row's own limit
+        if bool(leaving.any()):
             finished[rows[ended]] = True
-            open_ = (~ended).nonzero().squeeze(1)
+            open_ = (~leaving).nonzero().squeeze(1)
             if open_.numel() == 0:
                 tokens = tokens[:, : t + 1]
                 weights = weights[:, : t + 1]
@@ -112,7 +123,7 @@ def greedy_decode(
                 break
             rows, prev = rows[open_], prev[open_]
             state, memory = state.index_select(open_), memory.index_select(open_)
-    hyps = _collect(tokens, weights, scores, src_lengths, finished, heads)
+    hyps = _collect(tokens, weights, scores, src_lengths, finished, heads, limits)
     if top is not None:
         probs, ids = top[0].cpu(), top[1].cpu()
         for i, hyp in enumerate(hyps):
@@ -143,9 +154,10 @@ def _collect(
     src_lengths: Tensor,
     finished: Tensor,
     heads: Tensor | None = None,
+    limits: Tensor | None = None,
 ) -> list[Hypothesis]:
     """tokens (B, T), weights (B, T, S), heads (B, T, L, H, S) or None -> hypotheses cut at their
-    first </s>."""
+    first </s>, or at their row's limit (B,) when they never emitted it."""
     tokens, weights, scores, finished = (
         tokens.cpu(),
         weights.float().cpu(),
@@ -153,11 +165,12 @@ def _collect(
         finished.cpu(),
     )
     heads = None if heads is None else heads.cpu()
+    cut = [tokens.size(1)] * tokens.size(0) if limits is None else limits.tolist()
     out = []
     for i in range(tokens.size(0)):
         row = tokens[i].tolist()
         finished_i = bool(finished[i])
-        n = row.index(EOS_ID) if finished_i else len(row)
+        n = row.index(EOS_ID) if finished_i else min(cut[i], len(row))
         rows = n + 1 if finished_i else n
         s = int(src_lengths[i])
         out.append(

@@ -25,14 +25,14 @@ class SearchOptions:
     top_k: int = 0
 
 
-def search(model, batch, max_len: int, options: SearchOptions) -> list[list]:
+def search(model, batch, max_len, options: SearchOptions) -> list[list]:
     """Greedy or beam search of one batch (from the prefix, when given): per input its
-    hypotheses, best first."""
+    hypotheses, best first, at most ``max_len`` (B,) tokens each."""
     o = options
     decoder_model = model
     if o.prefix_ids is not None:  # the continuation's budget; at least one step
         decoder_model = PrefixedModel(model, o.prefix_ids, keep_heads=o.heads)
-        max_len = max(1, max_len - len(o.prefix_ids))
+        max_len = (max_len - len(o.prefix_ids)).clamp_min(1)  # (B,)
     src, lengths = batch.src, batch.src_lengths
     if o.beam_size == 1:
         top_k = o.top_k if o.prefix_ids is None else 0  # a prefix's rows are not decoded
