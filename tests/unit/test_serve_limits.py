@@ -15,7 +15,9 @@ from attnkit.serve import translate
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.limits import Limits
 
-SMALL = Limits(max_chars=20, max_inputs=3, max_beam=4, max_top_k=6, max_prefix=2)
+SMALL = Limits(
+    max_chars=20, max_inputs=3, max_beam=4, max_top_k=6, max_prefix=2, max_explain_inputs=2
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +49,7 @@ def _error(response, status: int, field: str | None, *needles: str) -> str:
         ({"inputs": ["vier"], "top_k": 7}, "top_k", ["less than or equal to 6"]),
         ({"inputs": ["vier"], "prefix": ["1", "2", "3"]}, "prefix", ["at most 2"]),
         ({"inputs": ["vier"], "alpha": -1.0}, "alpha", ["greater than or equal to 0"]),
+        ({"inputs": ["vier"] * 3, "explain": True}, "explain", ["at most 2 inputs", "got 3"]),
     ],
 )
 def test_each_limit_is_a_422_naming_the_field(client, body, field, needles):

@@ -2,9 +2,10 @@
 
 The image is a test-set image (by index) or an upload (:func:`check_upload`: a PNG or JPEG
 within the server's limits, made into the model's input as ``attnkit plot --image FILE`` does).
-:data:`STEPS` holds, per vision model type, the function that runs the model on it and reads
-what it attended to: soft attention maps over the image's regions, or the glimpses of the
-Recurrent Attention Model (centre in -1..1, the smallest patch's size in pixels).
+:data:`ANSWERS` holds, per vision model type, the function that reads its answer; where it
+looked comes from the model family's ``steps`` (:mod:`attnkit.training.vision_families`), the
+same data ``report.html`` draws: soft attention maps over the image's regions, or the glimpses of
+the Recurrent Attention Model (centre in -1..1, the finest patch's side in pixels).
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from attnkit.errors import AttnkitError
 from attnkit.models import show_attend_tell as sat
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
+from attnkit.training.vision_families import MODEL_TYPES
 
 DIGITS = 6
-#: the show-attend-tell reader's tokens that are not digits, as the page shows them
-READER_SPECIALS = {sat.BOS: "<s>", sat.EOS: "</s>", sat.PAD: "<pad>"}
+READER_STEPS = 6  # the digit reader reads at most 5 digits and its end token
 
 
 @dataclass(frozen=True)
@@ -90,9 +91,10 @@ def _classify(model: ServedModel, job: ClassifyJob) -> dict:
     pixels = job.pixels if job.pixels is not None else _test_image(model, job.index)
     device = next(net.parameters()).device
     x = torch.from_numpy(np.ascontiguousarray(pixels)).float().div(255.0)[None, None].to(device)
-    torch.manual_seed(0)  # a RAM path is the policy's means: no sampling, but keep it fixed
     with torch.no_grad():
-        prediction, probs, steps = STEPS[cfg.model_type](net, x)
+        prediction, probs = ANSWERS[cfg.model_type](net, x)
+    # the steps as the reports draw them: one code path for the page and report.html
+    steps = MODEL_TYPES[cfg.model_type].steps(net, pixels, None)
     return {
         "model": model.name,
         "prediction": prediction,
@@ -109,60 +111,35 @@ def _test_image(model: ServedModel, index: int) -> np.ndarray:
     from attnkit.data.tasks.vision import VisionData
 
     if model.name not in _TEST_IMAGES:
-        _TEST_IMAGES[model.name] = VisionData(model.loaded[0].data).split("test").images
+        try:
+            _TEST_IMAGES[model.name] = VisionData(model.loaded[0].data).split("test").images
+        except AttnkitError as exc:  # its data set is not on this machine
+            raise ApiError(
+                503, "index", f"index: the test images of {model.name!r} cannot be read: {exc}"
+            ) from None
     images = _TEST_IMAGES[model.name]
     if not 0 <= index < len(images):
         raise ApiError(422, "index", f"index: the test split has images 0..{len(images) - 1}")
     return images[index]
 
 
-def _map(weights) -> list[list[float]]:
-    return np.round(np.asarray(weights, dtype=np.float64), DIGITS).tolist()
-
-
-def _pooling(net, x):
-    """Attention pooling: one map, the class probabilities."""
-    out = net(x)
+def _classifier(net, x):
+    """Attention pooling (one map) and RAM (its glimpses, the policy's means: no sampling): the
+    class and the class probabilities."""
+    out = net(x) if not hasattr(net, "sensor") else net(x, sample=False)
     probs = out.log_probs[0].exp().cpu()
-    grid = out.weights.reshape(*out.grid).cpu()  # (h, w)
-    step = {"attention": _map(grid), "glimpse": None, "token": None}
-    return str(int(probs.argmax())), probs.tolist(), [step]
+    return str(int(probs.argmax())), probs.tolist()
 
 
 def _reader(net, x):
-    """Show, attend and tell: one map per digit read, </s> included."""
-    tokens, weights, (h, w) = net.greedy(x, 6)  # 5 digits and </s> at most
-    tokens = tokens.cpu()
-    steps = []
-    for t, token in enumerate(tokens[0].tolist()):
-        name = str(token) if token < 10 else READER_SPECIALS.get(token, "?")
-        steps.append(
-            {"attention": _map(weights[0, t].reshape(h, w).cpu()), "glimpse": None, "token": name}
-        )
-        if token == sat.EOS:
-            break
-    return sat.decode_tokens(tokens)[0], None, steps
+    """Show, attend and tell: the digits read (no class probabilities)."""
+    tokens, _, _ = net.greedy(x, READER_STEPS)
+    return sat.decode_tokens(tokens.cpu())[0], None
 
 
-def _ram(net, x):
-    """The Recurrent Attention Model: its glimpses (the policy's means)."""
-    out = net(x, sample=False)
-    probs = out.log_probs[0].exp().cpu()
-    size = float(net.sensor.sizes[0])
-    steps = [
-        {
-            "attention": None,
-            "glimpse": {"x": float(lx), "y": float(ly), "size": size},
-            "token": None,
-        }
-        for lx, ly in out.locations[0].cpu().tolist()
-    ]
-    return str(int(probs.argmax())), probs.tolist(), steps
-
-
-#: model.type -> run the model on (1, 1, H, W) images: (prediction, probs or None, steps)
-STEPS: dict[str, Callable] = {
-    "attention_pooling": _pooling,
+#: model.type -> run the model on (1, 1, H, W) images: (prediction, probs or None)
+ANSWERS: dict[str, Callable] = {
+    "attention_pooling": _classifier,
     "show_attend_tell": _reader,
-    "ram": _ram,
+    "ram": _classifier,
 }

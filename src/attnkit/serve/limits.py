@@ -23,6 +23,7 @@ class Limits:
     max_inputs: int = _limit(64, "inputs per translate request")
     max_beam: int = _limit(10, "beam size (n_best is at most the beam)")
     max_top_k: int = _limit(20, "top_k: tokens shown per output step")
+    max_explain_inputs: int = _limit(8, "inputs of a request with explain (saliency)")
     max_prefix: int = _limit(100, "tokens of a forced target prefix")
     max_body_bytes: int = _limit(1_000_000, "bytes of a JSON request body")
     max_image_bytes: int = _limit(2_000_000, "bytes of an uploaded image")

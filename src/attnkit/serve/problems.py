@@ -82,5 +82,6 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception):
-        log.exception("error answering %s", request.url.path)
-        return error_response(500, None, f"internal error: {type(exc).__name__}: {exc}")
+        log.exception("error answering %s", request.url.path)  # the whole story goes to the log
+        first = (str(exc).strip().splitlines() or [""])[0][:200]
+        return error_response(500, None, f"internal error: {type(exc).__name__}: {first}")

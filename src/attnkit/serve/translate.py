@@ -43,8 +43,13 @@ class TranslateJob:
     gold: bool
 
 
-def check_request(model: ServedModel, request) -> tuple[DecodeKey, TranslateJob]:
-    """The request's batch key and job, or ApiError (422) naming the field at fault."""
+def check_request(
+    model: ServedModel, request, explain_inputs: int
+) -> tuple[DecodeKey, TranslateJob]:
+    """The request's batch key and job, or ApiError (422) naming the field at fault.
+
+    It runs on the event loop while the worker decodes, so it warns about nothing (catching
+    warnings is not thread-safe: the worker does it)."""
     translator = model.translator
     if translator is None:
         raise ApiError(422, "model", f"model: {model.name!r} is a vision model: use /v1/classify")
@@ -54,20 +59,31 @@ def check_request(model: ServedModel, request) -> tuple[DecodeKey, TranslateJob]
         )
     if request.explain and not model.can_explain:
         raise ApiError(422, "explain", f"explain: saliency is not available for {model.name!r}")
+    if request.explain and len(request.inputs) > explain_inputs:
+        raise ApiError(
+            422,
+            "explain",
+            f"explain: saliency costs a backward pass per output token; at most "
+            f"{explain_inputs} inputs per request with explain (--max-explain-inputs), got "
+            f"{len(request.inputs)}",
+        )
     prefix = tuple(request.prefix or ())
     try:
         target_prefix_ids(translator.tgt_vocab, prefix)
     except AttnkitError as exc:
         raise ApiError(422, str(exc).split(":")[0], str(exc)) from None
+    data = translator.config.data
     for i, text in enumerate(request.inputs):
-        if not text.strip():
+        tokens = translator.src_tokenizer.tokenize(text) if text.strip() else []
+        if not tokens:
             raise ApiError(422, f"inputs[{i}]", f"inputs[{i}]: blank: nothing to translate")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # truncation is reported by the tokens sent back
-                translator.encode_sources([text], warn_unknown=False)
-        except AttnkitError as exc:
-            raise ApiError(422, f"inputs[{i}]", f"inputs[{i}]: {exc}") from None
+        if len(tokens) > data.max_src_len - 1 and data.overlong == "error":
+            raise ApiError(
+                422,
+                f"inputs[{i}]",
+                f"inputs[{i}]: {len(tokens)} tokens, more than data.max_src_len - 1 = "
+                f"{data.max_src_len - 1}",
+            )  # otherwise truncated, as the tokens sent back show
     key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
     return key, TranslateJob(tuple(request.inputs), request.explain, request.gold)
 
