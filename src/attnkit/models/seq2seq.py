@@ -113,6 +113,11 @@ class Seq2SeqConfig:
         return "bahdanau" if self.attention == "bahdanau" else "luong"
 
     @property
+    def layers_and_heads(self) -> tuple[None, None]:
+        """No layers of attention heads: decoding returns one map per step."""
+        return None, None
+
+    @property
     def memory_dim(self) -> int:
         return self.encoder_hidden * (2 if self.bidirectional else 1)
 

@@ -84,6 +84,11 @@ class TransformerConfig:
     def attention(self) -> str:
         return ATTENTION_NAME
 
+    @property
+    def layers_and_heads(self) -> tuple[int, int]:
+        """(L, H) of the cross-attention decoding returns: decoder layers, heads."""
+        return self.decoder_layers, self.heads
+
 
 @dataclass
 class TransformerMemory:

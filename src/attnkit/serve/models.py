@@ -79,13 +79,7 @@ class ServedModel:
 
 def layer_shape(model_cfg) -> tuple[int | None, int | None]:
     """(decoder layers, attention heads) of a Transformer model config, else (None, None)."""
-    if getattr(model_cfg, "arch", "rnn") != "transformer":
-        return None, None
-
-    def first(*names):
-        return next((getattr(model_cfg, n) for n in names if hasattr(model_cfg, n)), None)
-
-    return first("decoder_layers", "layers", "num_layers"), first("heads", "num_heads")
+    return model_cfg.layers_and_heads
 
 
 def model_name(directory: Path) -> str:
