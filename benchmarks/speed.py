@@ -482,6 +482,49 @@ def run_anchor(args) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _rnn_options(ap: argparse.ArgumentParser) -> None:
+    """The options that measure paths of the RNN model only."""
+    ap.add_argument(
+        "--reference-loop",
+        action="store_true",
+        help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the "
+        "whole-sequence call)",
+    )
+    ap.add_argument(
+        "--autograd",
+        action="store_true",
+        help="train through autograd: the fused decoder cells step by step and the packed nn.GRU "
+        "encoder, not the handwritten-backward loops (the default on a CPU)",
+    )
+    ap.add_argument(
+        "--interleave-autograd",
+        action="store_true",
+        help="after the rest, train --updates more batches, each once through the "
+        "handwritten-backward loops and once through autograd, and report their per-batch time "
+        "ratio",
+    )
+    ap.add_argument(
+        "--interleave-native",
+        action="store_true",
+        help="after the rest, train --updates more batches, each once with the compiled attention "
+        "kernel (attnkit.accel.native) and once with torch alone, then decode dev+test both ways, "
+        "alternating; report the time ratios",
+    )
+    ap.add_argument(
+        "--matmul-ceiling",
+        action="store_true",
+        help="after the rest, train 30 more batches, each once timed, once recording its matmuls, "
+        "whose replay alone (no other work) is then timed: the ceiling on tokens/s for this model "
+        "here",
+    )
+    ap.add_argument(
+        "--same-learning",
+        action="store_true",
+        help="also train the fused path and the reference loop from one initialisation and compare "
+        "dev accuracy",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     """speed.py's options (train_memory.py takes the same)."""
     ap = argparse.ArgumentParser(
@@ -526,32 +569,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Luong path: RNN over the whole target at once",
     )
-    ap.add_argument(
-        "--reference-loop",
-        action="store_true",
-        help="the plain nn.GRU per-step loop, not the fused cell (with --no-input-feeding: not the "
-        "whole-sequence call)",
-    )
-    ap.add_argument(
-        "--autograd",
-        action="store_true",
-        help="train through autograd: the fused decoder cells step by step and the packed nn.GRU "
-        "encoder, not the handwritten-backward loops (the default on a CPU)",
-    )
-    ap.add_argument(
-        "--interleave-autograd",
-        action="store_true",
-        help="after the rest, train --updates more batches, each once through the "
-        "handwritten-backward loops and once through autograd, and report their per-batch time "
-        "ratio",
-    )
-    ap.add_argument(
-        "--interleave-native",
-        action="store_true",
-        help="after the rest, train --updates more batches, each once with the compiled attention "
-        "kernel (attnkit.accel.native) and once with torch alone, then decode dev+test both ways, "
-        "alternating; report the time ratios",
-    )
+    _rnn_options(ap)
     ap.add_argument(
         "--no-bucketing", action="store_true", help="random batches instead of length buckets"
     )
@@ -569,21 +587,60 @@ def parser() -> argparse.ArgumentParser:
         help="torch.compile the decoder step for training (train.backend: compile); "
         "decoding stays eager",
     )
-    ap.add_argument(
-        "--matmul-ceiling",
-        action="store_true",
-        help="after the rest, train 30 more batches, each once timed, once recording its matmuls, "
-        "whose replay alone (no other work) is then timed: the ceiling on tokens/s for this model "
-        "here",
-    )
     ap.add_argument("--skip-anchor", action="store_true", help="attnkit only")
-    ap.add_argument(
-        "--same-learning",
-        action="store_true",
-        help="also train the fused path and the reference loop from one initialisation and compare "
-        "dev accuracy",
-    )
     return ap
+
+
+def rnn_extras(args, cfg, model, tokenizers, splits, batches, device, result: dict) -> None:
+    """What --same-learning, --interleave-* and --matmul-ceiling add to ``result`` (RNN only)."""
+    if args.same_learning:
+        result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
+    if args.interleave_autograd:
+        result["interleaved"] = interleaved_comparison(
+            args,
+            model,
+            batches,
+            device,
+            lambda on: _handwritten_path(model, on),
+            ("handwritten", "autograd"),
+        )
+    if args.interleave_native:
+        from attnkit.accel import native
+
+        result["native_kernel_built"] = native.library() is not None
+        result["interleaved_native"] = interleaved_comparison(
+            args, model, batches, device, _native_path, ("native", "torch")
+        )
+        result["interleaved_native_decoding"] = interleaved_decoding(
+            args, cfg, model, tokenizers, splits, device, _native_path, ("native", "torch")
+        )
+    if args.matmul_ceiling:
+        result["matmul_ceiling"] = ceiling(model, batches, device)
+
+
+def compare_with_anchor(args, result: dict) -> None:
+    """Run the JoeyNMT anchor on the same settings; its JSON and the ratios go into ``result``."""
+    anchor = run_anchor(args)
+    result["anchor"] = anchor
+    if "error" in anchor:
+        return
+    result["train_tokens_per_s_ratio"] = round(
+        result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2
+    )
+    if args.matmul_ceiling:
+        result["matmul_only_train_tokens_per_s_ratio"] = round(
+            result["matmul_ceiling"]["matmul_only_tokens_per_s"]
+            / anchor["train_tokens_per_s_median"],
+            2,
+        )
+    if result["train_peak_rss_mb"]:
+        result["train_peak_rss_ratio"] = round(
+            result["train_peak_rss_mb"] / anchor["train_peak_rss_mb"], 2
+        )
+    for beam in (1, 5):
+        result[f"beam{beam}_entries_per_s_ratio"] = round(
+            result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"], 2
+        )
 
 
 def main() -> None:
@@ -638,54 +695,12 @@ def main() -> None:
     result["mfu_pct"] = round(100 * result["train_useful_gflops_per_s"] / peak, 1)
     result.update(decode_speed(args, cfg, model, tokenizers, splits, device))
     result["peak_memory_mb"] = peak_memory_mb(device)
-    if args.same_learning:
-        result.update(same_learning(args, cfg, splits, tokenizers, batches, device))
-    if args.interleave_autograd:
-        result["interleaved"] = interleaved_comparison(
-            args,
-            model,
-            batches,
-            device,
-            lambda on: _handwritten_path(model, on),
-            ("handwritten", "autograd"),
-        )
-    if args.interleave_native:
-        from attnkit.accel import native
-
-        result["native_kernel_built"] = native.library() is not None
-        result["interleaved_native"] = interleaved_comparison(
-            args, model, batches, device, _native_path, ("native", "torch")
-        )
-        result["interleaved_native_decoding"] = interleaved_decoding(
-            args, cfg, model, tokenizers, splits, device, _native_path, ("native", "torch")
-        )
-    if args.matmul_ceiling:
-        result["matmul_ceiling"] = ceiling(model, batches, device)
+    rnn_extras(args, cfg, model, tokenizers, splits, batches, device, result)
     # in a process that only trains, as the anchor measures
     result["train_memory"] = train_memory.measure(sys.argv[1:])
     result["train_peak_rss_mb"] = result["train_memory"].get("train_peak_rss_mb")
     if not args.skip_anchor:
-        anchor = run_anchor(args)
-        result["anchor"] = anchor
-        if "error" not in anchor:
-            result["train_tokens_per_s_ratio"] = round(
-                result["train_tokens_per_s_median"] / anchor["train_tokens_per_s_median"], 2
-            )
-            if args.matmul_ceiling:
-                result["matmul_only_train_tokens_per_s_ratio"] = round(
-                    result["matmul_ceiling"]["matmul_only_tokens_per_s"]
-                    / anchor["train_tokens_per_s_median"],
-                    2,
-                )
-            if result["train_peak_rss_mb"]:
-                result["train_peak_rss_ratio"] = round(
-                    result["train_peak_rss_mb"] / anchor["train_peak_rss_mb"], 2
-                )
-            for beam in (1, 5):
-                result[f"beam{beam}_entries_per_s_ratio"] = round(
-                    result[f"beam{beam}"]["entries_per_s"] / anchor[f"beam{beam}"]["entries_per_s"],
-                    2,
-                )
+        compare_with_anchor(args, result)
     print(json.dumps(result))
 
 
