@@ -74,9 +74,11 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
     )
     limits = settings.limits
 
+    # a batch key's type says which endpoint's jobs it groups
+    runners = {translate.DecodeKey: translate.run_batch, classify.ClassifyKey: classify.run_batch}
+
     def run(key, jobs):
-        module = translate if isinstance(key, translate.DecodeKey) else classify
-        return module.run_batch(served[key.model], key, jobs)
+        return runners[type(key)](served[key.model], key, jobs)
 
     batcher = MicroBatcher(run, settings.max_batch, settings.max_wait_ms / 1000, limits.queue_size)
 
