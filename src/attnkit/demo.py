@@ -17,6 +17,7 @@ from pathlib import Path
 
 from attnkit.attention.modules import NO_ATTENTION
 from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.evaluation.examples import choose, judge, judged_record, tally
 from attnkit.experiment import ExperimentConfig, experiment_from_dict
 from attnkit.explain.no_attention import NOTE, TITLE, pictured
 from attnkit.training.trainer import Trainer
@@ -102,14 +103,17 @@ def run_demo(
     # a model without attention is drawn by its gradient saliency, titled to say so
     title = None if attends else TITLE
     label = "attention weight" if attends else "saliency"
-    examples = pictured(translator, shown + hyps[:30])
+    right = judge([t.output for t in hyps], refs)
+    chosen = choose(right)  # every error first (the report lists them first), then right ones
+    examples = pictured(translator, shown + [hyps[i] for i in chosen])
     heat_dir = out / "heatmaps"
     paths = []
     for i, t in enumerate(examples[: len(shown)]):
         path = heat_dir / f"{i:02d}_{_slug(t.source)}.png"
         paths.append(save_heatmap(t.record(), path, title=title, value_label=label))
-    references = [None] * len(shown) + [r[0] for r in refs[:30]]
-    records = [t.record(r) for t, r in zip(examples, references)]
+    records = [t.record() for t in examples[: len(shown)]]
+    tested = zip(examples[len(shown) :], chosen)
+    records += [judged_record(t, refs[i], i, chrf=False) for t, i in tested]
     data_file = out / ("attention.json" if attends else "saliency.json")
     save_records(records, data_file)
     summary = {
@@ -127,6 +131,7 @@ def run_demo(
         config=_config_dict(best),
         notes=None if attends else NOTE,
         map_title=title,
+        tally=tally(right),
     )
     (out / "metrics.json").write_text(json.dumps(summary, indent=1))
     if not attends:

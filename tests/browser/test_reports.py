@@ -9,6 +9,7 @@ import pytest
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.select import Select  # noqa: E402
 from test_explorer import body, severe, show, wait, wait_cells  # noqa: E402
 
 
@@ -111,4 +112,68 @@ def test_a_transformers_report_chooses_among_its_layers_and_heads(driver, server
         return len(weights) == n and np.allclose(weights, wanted, atol=1e-4)
 
     wait(driver, drawn, "layer 2, head 1's map")
+    assert severe(driver) == []
+
+
+def judged(source: str, output: str, reference: str, index: int, chrf: float):
+    """A translation's record as ``attnkit evaluate`` writes it: right when identical."""
+    from attnkit.viz.records import AttentionRecord
+
+    src, out = source.split() + ["</s>"], output.split() + ["</s>"]
+    weights = np.random.default_rng(index).dirichlet(np.ones(len(src)), size=len(out))  # (T, S)
+    right = output == reference
+    return AttentionRecord(
+        source,
+        src,
+        output,
+        out,
+        weights,
+        reference,
+        -0.1 * index,
+        index=index,
+        right=right,
+        chrf=chrf,
+    )
+
+
+def test_a_report_filters_to_its_errors_and_sorts_them_by_length(driver, tmp_path):
+    from attnkit.viz import Tally, write_report
+
+    records = [
+        judged("ein mann", "a man", "a man", 0, 100.0),
+        judged("ein kleines rotes haus am see", "a red house", "a small red house", 1, 40.0),
+        judged("zwei hunde", "two dogs", "two dogs", 2, 100.0),
+        judged("eine katze", "a dog", "a cat", 3, 35.0),
+        judged("ein sehr alter mann", "an old man", "a very old man", 4, 60.0),
+    ]
+    page = write_report(tmp_path / "report.html", "t", {}, records, tally=Tally(3, 50))
+    driver.get(page.as_uri())
+    listed = driver.find_elements(By.CSS_SELECTOR, "li.ex")
+    status = [li.get_attribute("data-status") for li in listed]
+    assert status == ["wrong"] * 3 + ["right"] * 2  # the errors first
+    assert driver.find_element(By.CSS_SELECTOR, ".tally").text == "3 not identical of 50"
+
+    Select(driver.find_element(By.ID, "ex-filter")).select_by_value("wrong")
+    Select(driver.find_element(By.ID, "ex-sort")).select_by_value("len")
+    visible = [li for li in driver.find_elements(By.CSS_SELECTOR, "li.ex") if li.is_displayed()]
+    wrong = [r for r in records if not r.right]
+    by_length = sorted(wrong, key=lambda r: len(r.source_tokens))
+    assert [int(li.get_attribute("data-i")) for li in visible] == [
+        records.index(r) for r in by_length
+    ]
+    assert [li.find_element(By.CSS_SELECTOR, ".row .v").text for li in visible] == [
+        r.source for r in by_length
+    ]
+    assert driver.find_element(By.ID, "ex-showing").text == f"showing 3 of {len(records)}"
+    assert "chrF 35.0" in visible[0].text  # chrF where another task would say "wrong"
+
+    visible[0].click()  # the shortest error: its map, its reference beside it
+    shortest = by_length[0]
+    wait_cells(driver, shortest.weights.size, "li.ex td.hm-cell")
+    beside = visible[0].find_element(By.CSS_SELECTOR, ".pic .beside")
+    assert shortest.reference in beside.text and shortest.output in beside.text
+
+    Select(driver.find_element(By.ID, "ex-filter")).select_by_value("right")
+    shown = [li for li in driver.find_elements(By.CSS_SELECTOR, "li.ex") if li.is_displayed()]
+    assert [li.get_attribute("data-status") for li in shown] == ["right", "right"]
     assert severe(driver) == []

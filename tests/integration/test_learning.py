@@ -101,7 +101,16 @@ def test_demo_quick(tmp_path, capsys):
     assert records and all(
         r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records
     )
-    assert "<html" in (out / "report.html").read_text().lower()
+    # the showcase, then the test examples the report lists: every error (up to 100) first
+    tested = [r for r in records if r.reference is not None]
+    assert [r.right for r in tested] == sorted(r.right for r in tested)  # False first
+    errors = [r.index for r in tested if not r.right]
+    assert errors == sorted(errors) and all(r.correct == r.right for r in tested)
+    test = json.loads((out / "metrics.json").read_text())["test"]
+    wrong = round(test["items"] * (1 - test["exact_match"] / 100))
+    assert len(errors) == min(wrong, 100)
+    page = (out / "report.html").read_text()
+    assert f'<span class="tally">{wrong:,} wrong of {test["items"]:,}' in page
     assert json.loads((out / "metrics.json").read_text())["updates"] >= 1
     assert (out / "model" / "best" / "model.safetensors").is_file()
 

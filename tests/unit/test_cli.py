@@ -580,7 +580,17 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
         assert printed[name]["exact_match"] == scores[name]["exact_match"]
     records = load_records(out / "attention.json")
     assert len(records) == 10 and all(r.reference is not None for r in records)
-    assert "<html" in (out / "report.html").read_text().lower()
+    # the report's examples: every error first, then the right ones, each in the order decoded
+    hyps = (out / "hyps.greedy.txt").read_text().splitlines()
+    dev = (trained.parent / "dev.tsv").read_text().splitlines()
+    refs = [line.split("\t")[1] for line in dev]  # 10 distinct sources, one reference each
+    right = [h == r for h, r in zip(hyps, refs)]
+    wrong_first = sorted(range(10), key=lambda i: right[i])
+    assert [r.index for r in records] == wrong_first
+    assert [r.right for r in records] == [right[i] for i in wrong_first]
+    assert all(r.output == hyps[r.index] and r.chrf is None for r in records)  # exact, no chrF
+    page = (out / "report.html").read_text()
+    assert f'<span class="tally">{right.count(False)} wrong of 10</span>' in page
     assert np.all(
         [r.weights.shape == (len(r.output_tokens), len(r.source_tokens)) for r in records]
     )

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 from attnkit.errors import AttnkitError
 from attnkit.viz import (
     AttentionRecord,
+    Tally,
     load_records,
     load_records_json,
     load_records_npz,
@@ -153,6 +154,50 @@ def test_foreign_npz_and_missing_file_name_the_file(tmp_path):
         load_records_npz(tmp_path / "junk.npz")
     with pytest.raises(ValueError, match="missing.json"):
         load_records_json(tmp_path / "missing.json")
+
+
+OLD_RECORD = {  # as attnkit wrote records before they carried index, right and chrf
+    "source": "zwei",
+    "source_tokens": ["zwei", "</s>"],
+    "output": "3",
+    "output_tokens": ["3", "</s>"],
+    "reference": "2",
+    "score": -0.5,
+    "weights": [[0.9, 0.1], [0.2, 0.8]],
+}
+
+
+def test_records_files_without_the_judged_fields_still_load(tmp_path):
+    doc = {"format": "attnkit-attention", "version": 1, "records": [OLD_RECORD]}
+    (tmp_path / "old.json").write_text(json.dumps(doc))
+    meta = {k: v for k, v in OLD_RECORD.items() if k != "weights"}
+    meta = json.dumps({"format": "attnkit-attention", "version": 1, **meta})
+    weights = np.asarray(OLD_RECORD["weights"], dtype=np.float32)
+    np.savez(tmp_path / "old.npz", weights_0=weights, meta=np.array([meta], dtype=np.str_))
+    for name in ("old.json", "old.npz"):
+        (back,) = load_records(tmp_path / name)
+        assert (back.index, back.right, back.chrf) == (None, None, None)
+        assert back.correct is False  # judged as before: the output against its reference
+        assert np.allclose(back.weights, weights)
+
+
+def test_judged_fields_round_trip_and_decide_correct(tmp_path):
+    # right: the evaluation matched another of its references than the one shown
+    judged = make_record(output="79", reference="97", index=np.int64(12), right=True, chrf=40)
+    assert judged.correct is True and isinstance(judged.index, int)
+    assert "right" not in make_record().to_json()  # unset fields are not written
+    for name in ("j.json", "j.npz"):
+        save_records([judged], tmp_path / name)
+        (back,) = load_records(tmp_path / name)
+        assert (back.index, back.right, back.chrf) == (12, True, 40.0)
+
+
+@pytest.mark.parametrize("key, value", [("right", "yes"), ("index", 1.5), ("chrf", "high")])
+def test_a_bad_judged_field_names_the_file_and_key(tmp_path, key, value):
+    doc = {"format": "attnkit-attention", "version": 1, "records": [{**OLD_RECORD, key: value}]}
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(AttnkitError, match=rf"bad.json.*record 0: '{key}'"):
+        load_records(tmp_path / "bad.json")
 
 
 def test_save_records_rejects_unknown_suffix(tmp_path, records):
@@ -367,6 +412,60 @@ def test_report_caps_pictures_and_survives_nan(tmp_path, monkeypatch):
     assert page.count("data:image/png;base64,") == 1
     data = embedded_data(page)  # still valid JSON: no NaN tokens
     assert len(data["records"]) == 4 and "NaN" not in json.dumps(data)
+
+
+def listed(page: str) -> list[dict]:
+    """The attributes of the report's examples, in the order listed."""
+    return [
+        dict(re.findall(r'data-([a-z]+)="([^"]*)"', li))
+        for li in re.findall(r'<li class="ex"[^>]*>', page)
+    ]
+
+
+def test_report_lists_the_errors_first_and_counts_them(tmp_path, monkeypatch):
+    monkeypatch.setattr("attnkit.viz.report.STATIC_PICTURES", 0)  # no PNGs: faster
+    records = [
+        make_record(output="42", reference="42", index=0, right=True, score=-0.1),
+        make_record(output="24", reference="42", index=3, right=False, score=-2.0),
+        make_record("sieben", "7", reference=None, seed=2),
+        make_record("elf", "17", reference="11", index=8, right=False),
+    ]
+    path = write_report(tmp_path / "r.html", "t", {}, records, tally=Tally(wrong=2, total=400))
+    page = path.read_text()
+    shown = listed(page)
+    assert [s["status"] for s in shown] == ["wrong", "wrong", "right", "none"]
+    assert [int(s["i"]) for s in shown] == [1, 3, 0, 2]  # positions in the embedded records
+    assert [r["source"] for r in embedded_data(page)["records"]] == [r.source for r in records]
+    assert [s["order"] for s in shown] == ["0", "1", "2", "3"]
+    assert [s.get("score") for s in shown] == ["-2.0", None, "-0.1", None]
+    assert [int(s["len"]) for s in shown] == [len(records[i].source_tokens) for i in (1, 3, 0, 2)]
+    assert '<span class="tally">2 wrong of 400</span>' in page
+    assert ">wrong (2)</option>" in page and ">right (1)</option>" in page
+    assert ">all (4)</option>" in page and '<option value="chrf">' not in page  # no chrF
+    assert page.count('<div class="pair">') == 2  # each error's reference beside its output
+    assert "#3</span>" in page and "#8</span>" in page
+    more = write_report(tmp_path / "m.html", "t", {}, records, tally=Tally(wrong=150, total=400))
+    assert "150 wrong of 400 (the first 2 shown)" in more.read_text()
+
+
+def test_a_translation_report_shows_chrf_instead_of_wrong(tmp_path, monkeypatch):
+    monkeypatch.setattr("attnkit.viz.report.STATIC_PICTURES", 1)
+    records = [
+        make_record("ein hund", "a dog", reference="a dog", right=True, chrf=100.0),
+        make_record("eine katze", "a dog", reference="a cat", right=False, chrf=31.25),
+    ]
+    page = write_report(tmp_path / "r.html", "t", {}, records).read_text()
+    body = page.split("</style>")[1].split('<script type="application/json"')[0]
+    text = re.sub(r"<[^>]*>", " ", body)  # what the page says, not its markup or script
+    assert "chrF 31.2" in text and "✗" not in text and "wrong" not in text
+    assert "✓ identical" in page and ">not identical (1)</option>" in page
+    assert '<option value="chrf">' in page and [s["chrf"] for s in listed(page)] == [
+        "31.25",
+        "100.0",
+    ]
+    # the first example is pictured: an error, its reference beside the picture
+    assert re.search(r'<img [^>]*><aside class="beside"><div class="k">reference</div>', page)
+    assert '<span class="tally">1 not identical of 2 shown</span>' in page
 
 
 def test_a_report_of_other_maps_names_them_on_every_picture(tmp_path, monkeypatch):

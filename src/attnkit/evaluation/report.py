@@ -3,12 +3,14 @@ write everything down.
 
 Output directory: ``hyps.greedy.txt``, ``hyps.beamK.txt`` (one output per
 evaluated source, in order), ``scores.json``, ``attention.json`` and ``report.html`` (metrics
-and the attention of the first examples). The scores are the checkpoint's task metric's
-(:func:`attnkit.data.tasks.registry.task_metric`); ``scores.json`` names the one that decides.
+and the attention of the examples :mod:`attnkit.evaluation.examples` chooses: every error up
+to a bound, first, then right answers; a translation task's each with its sentence chrF). The
+scores are the checkpoint's task metric's (:func:`attnkit.data.tasks.registry.task_metric`);
+``scores.json`` names the one that decides.
 
 A model without attention (``model.attention: none``, or an ensemble of such models) has no
 attention to score or draw: ``scores.json`` has no ``alignment`` block, and ``saliency.json``
-and the report hold the gradient saliency of the first examples' outputs instead
+and the report hold the gradient saliency of those examples' outputs instead
 (:mod:`attnkit.explain.no_attention`; an ensemble of them has no pictures).
 """
 
@@ -24,12 +26,11 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
 from attnkit.evaluation.alignment import score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.evaluation.examples import choose, is_translation, judge, judged_record, tally
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.translator import load_translator
-from attnkit.viz import save_records, write_report
-
-REPORT_EXAMPLES = 40
+from attnkit.viz import Tally, save_records, write_report
 
 
 def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
@@ -70,7 +71,7 @@ def evaluate_model(
     out.mkdir(parents=True, exist_ok=True)
     scores = _header(dirs, translator, split, files)
     attends = translator.model.has_attention
-    records = []
+    records, counts = [], None
     for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
         t0 = time.time()
@@ -92,12 +93,16 @@ def evaluate_model(
                 scores["alignment"] = score_alignments(
                     translator, aligner, sources, refs, translations
                 )
-            shown = pictured(translator, translations[:REPORT_EXAMPLES])
-            _add_heads(translator, sources[:REPORT_EXAMPLES], shown)
-            records = [t.record(r[0]) for t, r in zip(shown, refs[:REPORT_EXAMPLES])]
+            right = judge([t.output for t in translations], refs)
+            chosen = choose(right)
+            shown = pictured(translator, [translations[i] for i in chosen])
+            _add_heads(translator, [sources[i] for i in chosen], shown)
+            chrf = is_translation(cfg.data)
+            records = [judged_record(t, refs[i], i, chrf) for t, i in zip(shown, chosen)]
+            counts = tally(right)
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})"
-    _write_examples(out, title, translator, scores, records)
+    _write_examples(out, title, translator, scores, records, counts)
     scores["out"] = str(out)
     return scores
 
@@ -138,9 +143,12 @@ def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -
     }
 
 
-def _write_examples(out: Path, title: str, translator, scores: dict, records: list) -> None:
-    """The first examples' maps as records and report.html: their attention (attention.json), or
-    for a model without attention their saliency (saliency.json), the report saying so."""
+def _write_examples(
+    out: Path, title: str, translator, scores: dict, records: list, counts: Tally | None
+) -> None:
+    """The chosen examples' maps as records and report.html: their attention (attention.json),
+    or for a model without attention their saliency (saliency.json), the report saying so and
+    counting the errors of the whole evaluation (``counts``)."""
     attends = translator.model.has_attention
     save_records(records, out / ("attention.json" if attends else "saliency.json"))
     notes = None if attends else NOTE
@@ -154,4 +162,5 @@ def _write_examples(out: Path, title: str, translator, scores: dict, records: li
         config=json.loads(json.dumps(translator.config, default=lambda o: o.__dict__)),
         notes=notes,
         map_title=None if attends else TITLE,
+        tally=counts,
     )

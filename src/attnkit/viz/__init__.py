@@ -25,6 +25,7 @@ _EXPORTS = {
     "save_records": "records",
     "save_records_json": "records",
     "save_records_npz": "records",
+    "Tally": "report",
     "write_report": "report",
 }
 

@@ -4,6 +4,9 @@ An :class:`AttentionRecord` holds what a picture of attention needs: the
 source and output text, their tokens (the axis labels) and the weights
 ``(T, S)``, rows = output tokens, columns = source tokens; for a Transformer also
 ``heads`` ``(T, L, H, S)``, every layer's and head's attention (``weights`` is their mean).
+A record of an evaluation also says where it came from (``index``), whether it is ``right``
+(judged against all of its references) and, for a translation task, its sentence ``chrf``;
+files without these keys (older ones) load with them unset.
 
 Two file formats, neither of which ever unpickles anything:
 
@@ -57,6 +60,9 @@ class AttentionRecord:
     reference: str | None = None
     score: float | None = None
     heads: np.ndarray | None = None
+    index: int | None = None  # position among the evaluated inputs (split order)
+    right: bool | None = None  # judged by the evaluation (any reference matched); else unset
+    chrf: float | None = None  # sentence chrF (0..100) against ``reference``, for translations
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -70,6 +76,12 @@ class AttentionRecord:
             )
         if self.score is not None:
             self.score = float(self.score)
+        if self.chrf is not None:
+            self.chrf = float(self.chrf)
+        if self.index is not None:
+            self.index = int(self.index)  # numpy integers are not JSON
+        if self.right is not None:
+            self.right = bool(self.right)
         if self.heads is not None:
             self.heads = np.asarray(self.heads, dtype=np.float64)
             t, s = expected
@@ -86,17 +98,21 @@ class AttentionRecord:
 
     @property
     def correct(self) -> bool | None:
-        """True/False when a reference exists (exact match after strip), else None."""
+        """``right`` where the evaluation judged it; else True/False when a reference exists
+        (exact match after strip), else None."""
+        if self.right is not None:
+            return self.right
         if self.reference is None:
             return None
         return self.output.strip() == self.reference.strip()
 
     def meta(self) -> dict[str, Any]:
-        """Everything but the weights, as plain JSON types."""
+        """Everything but the weights, as plain JSON types; ``index``, ``right`` and ``chrf`` only
+        where set (a file without them reads as before)."""
         score = self.score
         if score is not None and not math.isfinite(score):
             score = None  # JSON has no inf/nan; -inf log-probs become "unknown"
-        return {
+        meta = {
             "source": self.source,
             "source_tokens": list(self.source_tokens),
             "output": self.output,
@@ -104,6 +120,9 @@ class AttentionRecord:
             "reference": self.reference,
             "score": score,
         }
+        judged = {"index": self.index, "right": self.right, "chrf": self.chrf}
+        meta.update({k: v for k, v in judged.items() if v is not None})
+        return meta
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON types; weights as nested lists rounded to 5 decimals."""
@@ -127,6 +146,9 @@ class AttentionRecord:
             reference=_optional(obj, "reference", str),
             score=_optional(obj, "score", (int, float)),
             heads=_heads(obj),
+            index=_optional(obj, "index", int),
+            right=_optional_bool(obj, "right"),
+            chrf=_optional(obj, "chrf", (int, float)),
         )
 
 
@@ -148,6 +170,13 @@ def _optional(obj: dict, key: str, types) -> Any:
     value = obj.get(key)
     if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
         raise TypeError(f"'{key}' must be {getattr(types, '__name__', 'a number')} or null")
+    return value
+
+
+def _optional_bool(obj: dict, key: str) -> bool | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"'{key}' must be true, false or null")
     return value
 
 

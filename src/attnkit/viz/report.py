@@ -1,11 +1,17 @@
 """One self-contained HTML page for a run: metrics, config, examples, attention.
 
-The page needs nothing but itself: inline CSS, a small vanilla-JS script, the
-records embedded as JSON in ``<script type="application/json">`` and, for the
-first few examples, static PNG heatmaps as ``data:`` URIs so pictures show even
-with scripts off. Clicking an example draws its attention as a table of
-coloured cells; hovering a cell reads ``output <- source: weight``. A Transformer's example
-(a record with ``heads``) gets a choice of the map: the mean, or any layer's head.
+The page needs nothing but itself: inline CSS, a small vanilla-JS script
+(``viz/static/report.js``), the records embedded as JSON in
+``<script type="application/json">`` and, for the first few examples, static PNG heatmaps
+as ``data:`` URIs so pictures show even with scripts off. Clicking an example draws its
+attention as a table of coloured cells; hovering a cell reads ``output <- source: weight``.
+A Transformer's example (a record with ``heads``) gets a choice of the map: the mean, or any
+layer's head.
+
+The wrong examples come first, each with its reference beside its output (and beside its
+map); controls filter the list (all / wrong / right) and sort it (as decoded, model score,
+chrF, source length), and the page counts the errors of the whole evaluation (:class:`Tally`).
+A translation's example shows its sentence chrF where another would say "wrong".
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import io
 import json
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -27,6 +34,7 @@ from attnkit.viz.records import FORMAT, VERSION, AttentionRecord
 
 STATIC_PICTURES = 3  # examples that also get a PNG (pictures without JS)
 RENDERER = "serve/static/heatmap.js"  # in the attnkit package; the page serves it too
+SCRIPT = "viz/static/report.js"  # the report's own script, inlined after the renderer
 
 _CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem auto;
@@ -45,78 +53,37 @@ ol.examples{padding-left:2.2rem}
 .ex .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-all}
 .mark{font-weight:600;margin-left:.4rem}.ok{color:#15803d}.bad{color:#b91c1c}
 .score{color:#6b7280;font-size:.85rem;margin-left:.6rem}
-.pic{margin-top:.5rem;cursor:default}.pic img{max-width:100%}
+.pic{margin-top:.5rem;cursor:default;display:flex;gap:1rem;align-items:flex-start;
+ flex-wrap:wrap}.pic img{max-width:100%}
+.controls{display:flex;gap:1.2rem;align-items:center;flex-wrap:wrap;margin:.4rem 0 .8rem}
+.tally{font-weight:600}.idx{color:#6b7280;font-size:.85rem;margin-left:.6rem;flex:none}
+.ex[hidden]{display:none}.ex[data-status="wrong"]{border-left:3px solid #b91c1c}
+.pair{display:flex;gap:0 1.2rem;flex-wrap:wrap}.pair .row{flex:1 1 18rem}
+.beside{max-width:24rem;padding:.4rem .6rem;background:#fef2f2;border-radius:6px}
+.beside .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
+ word-break:break-all;margin-bottom:.3rem}.beside .k{color:#6b7280}
 """
 
-# Opens an example's map, drawn by the shared renderer (heatmap.js, inlined before this).
-_JS = """
-(function () {
-  var data = JSON.parse(document.getElementById("attnkit-data").textContent);
-  // a Transformer's record holds heads[t][layer][head][s]: "" = the mean, "l,h" = one head
-  function pick(rec, choice) {
-    if (!choice) return rec.weights;
-    var lh = choice.split(",");
-    return rec.heads.map(function (step) { return step[+lh[0]][+lh[1]]; });
-  }
-  function headChoice(rec, draw) {
-    var select = document.createElement("select");
-    select.className = "heads";
-    var options = [["", "mean of all layers and heads"]];
-    rec.heads[0].forEach(function (heads, l) {
-      heads.forEach(function (_, h) {
-        options.push([l + "," + h, "layer " + (l + 1) + ", head " + (h + 1)]);
-      });
-    });
-    options.forEach(function (o) {
-      var option = document.createElement("option");
-      option.value = o[0];
-      option.textContent = o[1];
-      select.appendChild(option);
-    });
-    select.addEventListener("change", function () { draw(select.value); });
-    return select;
-  }
-  function heatmap(rec) {
-    var box = document.createElement("div");
-    box.className = "pic";
-    var map = document.createElement("div");
-    function draw(choice) {
-      map.textContent = "";
-      window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
-        weights: pick(rec, choice)}, {cell: 27, legend: true});
-    }
-    if (rec.heads) box.appendChild(headChoice(rec, draw));
-    box.appendChild(map);
-    draw("");
-    box.addEventListener("click", function (e) { e.stopPropagation(); });
-    return box;
-  }
-  function toggle(li) {
-    var old = li.querySelector(".pic");
-    var wasLive = old && old.getAttribute("data-live");
-    if (old) old.remove();
-    if (!wasLive) {
-      var box = heatmap(data.records[+li.getAttribute("data-i")]);
-      box.setAttribute("data-live", "1");
-      li.appendChild(box);
-    }
-  }
-  document.querySelectorAll(".ex").forEach(function (li) {
-    li.addEventListener("click", function () { toggle(li); });
-    li.addEventListener("keydown", function (e) {
-      if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(li); }
-    });
-  });
-})();
-"""
+
+@dataclass(frozen=True)
+class Tally:
+    """How many of all the evaluated examples are wrong (the page may show only some)."""
+
+    wrong: int
+    total: int
 
 
 def heatmap_js() -> str:
     """The heatmap renderer the explorer page serves (``attnkit/serve/static/heatmap.js``), to
     inline into a self-contained page: one renderer for the page and the reports."""
-    text = (resources.files("attnkit") / RENDERER).read_text(encoding="utf-8")
+    return _inline_js(RENDERER)
+
+
+def _inline_js(name: str) -> str:
+    """A script of the attnkit package, checked to be safe inside an inline <script>."""
+    text = (resources.files("attnkit") / name).read_text(encoding="utf-8")
     if "</script" in text.lower():  # would end the inline <script> early
-        raise ValueError(f"{RENDERER} must not contain '</script'")
+        raise ValueError(f"{name} must not contain '</script'")
     return text
 
 
@@ -128,32 +95,85 @@ def write_report(
     config: Mapping[str, Any] | None = None,
     notes: str | None = None,
     map_title: str | None = None,
+    tally: Tally | None = None,
 ) -> Path:
     """Write one self-contained HTML report and return its path (parent dirs created).
 
     ``metrics`` may nest (shown as dotted keys); ``config`` is shown
     pretty-printed in a collapsible block. Every record is listed and embedded;
-    pass a sample, not a whole test set, to keep the page light. ``map_title``: what the
+    pass a sample, not a whole test set, to keep the page light. The wrong records are listed
+    first, the others in the order given. ``map_title``: what the
     records' weights are when they are not attention (e.g. "no attention: gradient saliency"),
-    written on every picture and above the examples.
+    written on every picture and above the examples. ``tally``: the errors of the whole
+    evaluation the records were chosen from, counted above the list ("12 wrong of 400").
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     esc = html.escape
+    style = _Style.of(records, map_title)
     parts = page_head(title, _CSS, metrics, config, notes)
     parts.append(f"<h2>Examples ({len(records)})</h2>")
     if records:
         shown = f" ({esc(map_title)})" if map_title else ""
         parts.append(f"<p>Click an example to see where each output token looked{shown}.</p>")
+        parts.append(_controls(records, tally, style))
+    # wrong first, the rest as given (a stable sort); data-i still indexes the embedded records
+    listed = sorted(range(len(records)), key=lambda i: records[i].correct is not False)
     parts.append('<ol class="examples">')
-    parts += [_example(i, r, map_title) for i, r in enumerate(records)]
+    parts += [_example(i, n, records[i], style) for n, i in enumerate(listed)]
     parts.append("</ol>")
     parts.append(
         f'<script type="application/json" id="attnkit-data">{_data_json(records)}</script>'
     )
-    parts.append(f"<script>{heatmap_js()}\n{_JS}</script></body></html>")
+    parts.append(f"<script>{heatmap_js()}\n{_inline_js(SCRIPT)}</script></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
+
+
+@dataclass(frozen=True)
+class _Style:
+    """How the page names its examples: a translation is "not identical" to its reference
+    rather than "wrong" (its chrF says how far), and what the maps are (``map_title``)."""
+
+    wrong: str = "wrong"
+    right: str = "right"
+    translation: bool = False
+    map_title: str | None = None
+
+    @classmethod
+    def of(cls, records: list[AttentionRecord], map_title: str | None) -> _Style:
+        if any(r.chrf is not None for r in records):
+            return cls("not identical", "identical", True, map_title)
+        return cls(map_title=map_title)
+
+
+def _controls(records: list[AttentionRecord], tally: Tally | None, style: _Style) -> str:
+    """The counts, the filter (all / wrong / right) and the sort of the examples."""
+    wrong = sum(r.correct is False for r in records)
+    right = sum(r.correct is True for r in records)
+    if tally is None:
+        counts = f"{wrong:,} {style.wrong} of {len(records):,} shown"
+    else:
+        counts = f"{tally.wrong:,} {style.wrong} of {tally.total:,}"
+        if wrong < tally.wrong:
+            counts += f" (the first {wrong:,} shown)"
+    filters = [("all", "all", len(records)), ("wrong", style.wrong, wrong)]
+    filters.append(("right", style.right, right))
+    sorts = [("order", "as decoded"), ("score", "model score, lowest first")]
+    if style.translation:
+        sorts.append(("chrf", "chrF, lowest first"))
+    sorts.append(("len", "source length, shortest first"))
+
+    def select(name: str, label: str, options: list[tuple[str, str]]) -> str:
+        body = "".join(f'<option value="{v}">{html.escape(text)}</option>' for v, text in options)
+        return f'<label>{label} <select id="ex-{name}">{body}</select></label>'
+
+    shown = [(v, f"{text} ({n:,})") for v, text, n in filters]
+    return (
+        f'<div class="controls"><span class="tally">{html.escape(counts)}</span>'
+        f"{select('filter', 'show', shown)}{select('sort', 'sort', sorts)}"
+        f'<span id="ex-showing">showing {len(records):,} of {len(records):,}</span></div>'
+    )
 
 
 def page_head(
@@ -240,15 +260,16 @@ def _metrics_table(metrics: Mapping[str, Any]) -> str:
     return '<table class="metrics">' + "".join(body) + "</table>"
 
 
-def _example(i: int, record: AttentionRecord, map_title: str | None = None) -> str:
+def _example(i: int, order: int, record: AttentionRecord, style: _Style) -> str:
+    """Record ``i``, listed ``order``-th: a wrong one shows its reference beside its output."""
     esc = html.escape
+    status = {True: "right", False: "wrong", None: "none"}[record.correct]
     mark = ""
-    if record.correct is not None:
-        mark = (
-            '<span class="mark ok">✓ right</span>'
-            if record.correct
-            else '<span class="mark bad">✗ wrong</span>'
-        )
+    if status == "right":
+        mark = f'<span class="mark ok">✓ {style.right}</span>'
+    elif status == "wrong":
+        what = f"chrF {record.chrf:.1f}" if record.chrf is not None else f"✗ {style.wrong}"
+        mark = f'<span class="mark bad">{what}</span>'
     score = "" if record.score is None else f'<span class="score">score {record.score:.3f}</span>'
 
     def row(key: str, value: str, extra: str = "") -> str:
@@ -257,16 +278,39 @@ def _example(i: int, record: AttentionRecord, map_title: str | None = None) -> s
             f'<span class="v">{esc(value)}</span>{extra}</div>'
         )
 
-    rows = [row("source", record.source)]
-    if record.reference is not None:
-        rows.append(row("reference", record.reference))
-    rows.append(row("output", record.output, mark + score))
+    where = "" if record.index is None else f'<span class="idx">#{record.index}</span>'
+    rows = [row("source", record.source, where)]
+    output = row("output", record.output, mark + score)
+    if status == "wrong" and record.reference is not None:
+        rows.append(f'<div class="pair">{output}{row("reference", record.reference)}</div>')
+    else:
+        rows += [row("reference", record.reference)] if record.reference is not None else []
+        rows.append(output)
     picture = ""
-    if i < STATIC_PICTURES and record.weights.size:
-        src = _png_data_uri(record, map_title)
-        alt = esc(map_title or "attention heatmap", quote=True)
-        picture = f'<div class="pic"><img alt="{alt}" src="{src}"></div>'
-    return f'<li class="ex" data-i="{i}" tabindex="0">{"".join(rows)}{picture}</li>'
+    if order < STATIC_PICTURES and record.weights.size:
+        src = _png_data_uri(record, style.map_title)
+        alt = esc(style.map_title or "attention heatmap", quote=True)
+        aside = ""
+        if status == "wrong" and record.reference is not None:
+            aside = f'<aside class="beside"><div class="k">reference</div>{_v(record.reference)}'
+            aside += f'<div class="k">output</div>{_v(record.output)}</aside>'
+        picture = f'<div class="pic"><img alt="{alt}" src="{src}">{aside}</div>'
+    return (
+        f'<li class="ex" data-i="{i}" data-order="{order}" data-status="{status}"'
+        f'{_sort_keys(record)} tabindex="0">{"".join(rows)}{picture}</li>'
+    )
+
+
+def _v(text: str) -> str:
+    return f'<div class="v">{html.escape(text)}</div>'
+
+
+def _sort_keys(record: AttentionRecord) -> str:
+    """The numbers the page sorts by, as data- attributes (an unknown score is left out)."""
+    keys = {"len": len(record.source_tokens), "chrf": record.chrf}
+    if record.score is not None and math.isfinite(record.score):
+        keys["score"] = record.score
+    return "".join(f' data-{k}="{v}"' for k, v in keys.items() if v is not None)
 
 
 def _png_data_uri(record: AttentionRecord, map_title: str | None = None) -> str:
