@@ -20,6 +20,7 @@ tasks are redrawn every epoch (``data.resample``) in a background thread.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
 from collections.abc import Sequence
@@ -307,6 +308,12 @@ class _Run:
         raise self.signals.interrupted(last, where)
 
 
+def _tell(line: str) -> None:
+    """A line about what a resumed run goes on with: on stderr, as the epochs' lines, but also
+    without ``train.verbose`` (it is not an epoch's summary)."""
+    print(line, file=sys.stderr)
+
+
 def _saved_config(last: Path) -> VisionConfig:
     if not last.is_dir():
         raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
@@ -327,7 +334,7 @@ def _config_to_resume(
         source,
     )
     if note:
-        log(asked.train, note)
+        _tell(note)
     return parse_config(merged, f"{last} with --set", user=False)
 
 
@@ -338,7 +345,7 @@ def _resumed_state(cfg: VisionConfig, out: Path, source: str, model, optimizer) 
     saved = _saved_config(last)
     lines = resume_config.changes(saved.to_dict(), cfg.to_dict(), resume_config.VISION, last)
     for line in lines:
-        log(cfg.train, line)
+        _tell(line)
     state = vckpt.restore(last, model, optimizer)
     state.stopped, state.planned_epochs = "", cfg.train.epochs  # the config may ask for more now
     return state
