@@ -5,8 +5,8 @@ Layout of a checkpoint directory::
     meta.json            {"format": "attnkit-checkpoint", "version": 1, "family": ...}
     model.safetensors    the model's parameters and buffers
     config.yaml          the resolved experiment config
-    trainer.json         trainer state (epoch, step, best metric, schedules)
-    trainer.safetensors  optimizer moments and RNG states (optional)
+    trainer.json         trainer state (epoch, step, best metric; in last: optimizer, schedule)
+    trainer.safetensors  optimizer moments and RNG states (only in last, which --resume reads)
     ...                  family-specific files (vocabularies, tokenizer models)
 
 A directory is written next to its final place (``.NAME.tmp-*``) and swapped
@@ -19,6 +19,11 @@ renames, and removes leftover temporaries. A save that fails (a full disk, a
 read-only directory) keeps the previous checkpoint and raises a
 :class:`CheckpointError`. Loading reads tensors with safetensors and text with
 json/yaml: nothing is ever unpickled.
+
+Files and directories get the modes the user's umask gives any other file (0644 and 0755 under
+umask 022), so a teammate can read a shared run; the temporaries are made with
+:func:`make_temp_dir` and :func:`open_temp_file`, not ``mkdtemp``/``mkstemp`` (whose 0700 and
+0600 would stay with the checkpoint after the rename).
 """
 
 from __future__ import annotations
@@ -29,9 +34,10 @@ import functools
 import json
 import os
 import re
+import secrets
 import shutil
+import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -66,7 +72,7 @@ def write_checkpoint(
     check_finite(model_state, f"{directory}: not written")
     try:
         directory.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
+        tmp = make_temp_dir(directory.parent, f".{directory.name}.tmp-")
     except OSError as exc:
         raise _save_error(directory, exc) from None
     try:
@@ -89,6 +95,7 @@ def write_checkpoint(
         (tmp / "meta.json").write_text(
             json.dumps({"format": FORMAT, "version": VERSION, "family": family}), encoding="utf-8"
         )
+        _follow_umask(tmp)
         _sync_tree(tmp)  # on disk before it replaces anything: a power cut cannot leave it empty
         _swap_in(tmp, directory)
         _sync_directory(directory.parent)
@@ -99,6 +106,44 @@ def write_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def make_temp_dir(parent: str | Path, prefix: str) -> Path:
+    """A new, empty directory ``parent/prefix<random>`` with the mode the umask gives (mkdir's
+    0777 less the umask; ``tempfile.mkdtemp`` would make it 0700)."""
+    for _ in range(100):
+        path = Path(parent) / f"{prefix}{secrets.token_hex(4)}"
+        try:
+            os.mkdir(path, 0o777)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(parent))
+
+
+def open_temp_file(parent: str | Path, prefix: str, suffix: str = "") -> tuple[int, Path]:
+    """(descriptor open for writing, path) of a new file ``parent/prefix<random>suffix`` with the
+    mode the umask gives (0666 less the umask; ``tempfile.mkstemp`` would make it 0600)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        path = Path(parent) / f"{prefix}{secrets.token_hex(4)}{suffix}"
+        try:
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, "no unused temporary name", str(parent))
+
+
+def _follow_umask(tmp: Path) -> None:
+    """Give every file under ``tmp`` the mode the umask gives a new file.
+
+    safetensors creates its files 0600 whatever the umask; ``tmp`` was made with mkdir's 0777
+    less the umask (:func:`make_temp_dir`), so its mode without the execute bits is a file's.
+    """
+    mode = stat.S_IMODE(tmp.stat().st_mode) & 0o666
+    for path in tmp.rglob("*"):
+        if path.is_file() and not path.is_symlink() and stat.S_IMODE(path.stat().st_mode) != mode:
+            os.chmod(path, mode)
 
 
 def _sync_tree(tmp: Path) -> None:

@@ -84,12 +84,13 @@ def _add_train(sub) -> None:
         formatter_class=_formatter,
         help="train from a YAML experiment file",
         description="Train the experiment in CONFIG (see configs/). Checkpoints go to "
-        "OUTPUT_DIR/best and OUTPUT_DIR/last (output_dir defaults to "
-        "runs/<name>). Under torchrun (torchrun --nproc_per_node N "
-        "-m attnkit train CONFIG) N processes train one model "
+        "OUTPUT_DIR/best (for decoding) and OUTPUT_DIR/last (also the optimizer state for "
+        "--resume); output_dir defaults to runs/<name>. Under torchrun (torchrun "
+        "--nproc_per_node N -m attnkit train CONFIG) N processes train one model "
         "data-parallel; rank 0 evaluates and saves.",
-        epilog="example: attnkit train configs/numbers_bahdanau.yaml --set "
-        "model.decoder_hidden=128",
+        epilog="examples: attnkit train configs/numbers_bahdanau.yaml --set "
+        "model.decoder_hidden=128\n"
+        "          attnkit train configs/numbers_bahdanau.yaml --resume --set train.epochs=40",
     )
     p.add_argument("config", type=Path, help="experiment YAML file")
     p.add_argument(
@@ -104,7 +105,14 @@ def _add_train(sub) -> None:
         "--output-dir", type=Path, default=None, help="where checkpoints go (overrides output_dir)"
     )
     start = p.add_mutually_exclusive_group()
-    start.add_argument("--resume", action="store_true", help="continue from OUTPUT_DIR/last")
+    start.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue from OUTPUT_DIR/last with the config saved there (the first run's --set "
+        "need not be given again); a --set may change train.epochs, train.max_minutes, "
+        "train.patience, train.eval_every and other keys of how the run goes on (each change is "
+        "printed), and a change of the model, the data or the optimizer is refused",
+    )
     start.add_argument(
         "--overwrite",
         action="store_true",

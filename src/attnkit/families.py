@@ -53,6 +53,13 @@ def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
     )
     if args.output_dir is not None:  # a path, never parsed as YAML
         cfg.output_dir = str(args.output_dir)
+    if args.resume:  # the run's own config, changed where this call's --set asks
+        from attnkit.training.distributed import rank
+        from attnkit.training.seq2seq_setup import config_to_resume
+
+        cfg, note = config_to_resume(cfg, args.overrides, str(args.config))
+        if note and rank() == 0:
+            print(note)
     return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
 
 
@@ -137,15 +144,15 @@ def _load_seq2seq(model_dir: Path, device: str):
 
 # ---- vision -----------------------------------------------------------------------------------
 def _train_vision(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.config import apply_overrides
     from attnkit.training.vision import train_vision
 
     return train_vision(
-        apply_overrides(data, args.overrides),
+        data,
         output_dir=args.output_dir,
         resume=args.resume,
         source=str(args.config),
         overwrite=args.overwrite,
+        overrides=args.overrides,
     )
 
 

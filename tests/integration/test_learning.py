@@ -9,6 +9,7 @@ import torch
 import yaml
 
 from attnkit.cli import main
+from attnkit.errors import ConfigError
 from attnkit.experiment import load_experiment
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
@@ -268,5 +269,49 @@ def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys)
     )
     assert main(["train", str(cfg)]) == 0
     assert main(["train", str(cfg), "--resume", "--set", "model.decoder_hidden=24"]) == 2
-    err = capsys.readouterr().err  # names the key and both values
-    assert "model.decoder_hidden differs: 16 there, 24 in this config" in err
+    err = capsys.readouterr().err  # names the key, both values and what to do
+    assert (
+        err.count("\n") == 1
+        and (
+            "cannot change model.decoder_hidden (16 in the run, 24 asked): leave out --set "
+            "model.decoder_hidden to go on with the run's value, or train afresh with --overwrite"
+        )
+        in err
+    )
+    # a caller that gives a whole config asks for each of its values
+    changed = load_experiment(cfg)
+    changed.model.decoder_hidden = 24
+    with pytest.raises(ConfigError, match=r"model.decoder_hidden \(16 in the run, 24 asked\)"):
+        Trainer(changed).train(resume=True)
+
+
+def test_resume_goes_on_with_the_runs_own_config_and_says_what_a_set_changes(
+    tmp_path, small_task, capsys
+):
+    """The first run's --sets need not be typed again; this call's --set of a key resume can
+    honour is applied and logged, one it cannot honour is one line naming key and values."""
+    run = tmp_path / "run"
+    cfg = _write_config(tmp_path / "exp.yaml", small_task, run, TINY_MODEL, {"batch_size": 20})
+    first = ["--set", "model.decoder_hidden=24", "--set", "train.lr=0.02"]
+    assert main(["train", str(cfg), *first, "--set", "train.epochs=1"]) == 0
+    capsys.readouterr()
+
+    assert main(["train", str(cfg), "--resume", "--set", "train.epochs=2"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"resume: goes on with the config saved in {run / 'last'}; ")
+    assert f"{cfg} differs in model.decoder_hidden, train.lr (" in out[0]
+    assert "resume: train.epochs 1 -> 2" in out
+    assert "resume: train.epochs 1 -> 2" in (run / "train.log").read_text()  # the run's record
+    saved = Translator.load(run / "last", "cpu").config
+    assert (saved.model.decoder_hidden, saved.train.lr, saved.train.epochs) == (24, 0.02, 2)
+    assert _state(run)["step"] == 20 and _state(run)["history"][-1]["lr"] == pytest.approx(0.02)
+
+    for change, shown in [
+        ("train.lr=0.1", "train.lr (0.02 in the run, 0.1 asked)"),
+        ("train.batch_size=10", "train.batch_size (20 in the run, 10 asked)"),
+        ("model.decoder_hidden=16", "model.decoder_hidden (24 in the run, 16 asked)"),
+    ]:
+        assert main(["train", str(cfg), "--resume", "--set", change]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and shown in err and "train.epochs, " in err, err
+    assert _state(run)["step"] == 20  # refused before any training

@@ -2,6 +2,7 @@
 with a checkpoint."""
 
 import json
+import os
 import random
 import shutil
 
@@ -128,6 +129,65 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
     plain = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1})
     Trainer(plain, log_fn=lambda m: None).train(overwrite=True)
     assert not (run / "top").exists() and not (run / "averaged").exists()
+
+
+def _modes(directory) -> dict[str, int]:
+    """Path under ``directory`` -> permission bits; the directory itself is '.'."""
+    found = {".": directory.stat().st_mode & 0o7777}
+    for path in directory.rglob("*"):
+        found[str(path.relative_to(directory))] = path.stat().st_mode & 0o7777
+    return found
+
+
+def test_a_run_directory_follows_the_umask_and_only_last_holds_trainer_state(tmp_path, capsys):
+    """Under umask 027 every file of the run (checkpoints, top/, averaged/, tokenizers/, logs,
+    TensorBoard, an evaluation) is 0640 and every directory 0750: the group can read it. best,
+    top/* and averaged hold what decoding needs; last also the optimizer, schedule and RNG."""
+    from attnkit.cli import main
+
+    cfg = _config(
+        tmp_path,
+        _write_tsvs(tmp_path, _sentence, sizes=(100, 10, 10)),
+        {"epochs": 2, "eval_every": 3, "average_checkpoints": 2, "tensorboard": True},
+        src_level="sentencepiece",
+        tgt_level="sentencepiece",
+        vocab_size=60,
+    )
+    previous = os.umask(0o027)
+    try:
+        Trainer(cfg, log_fn=lambda m: None).train()
+        run = cfg.run_dir
+        argv = ["evaluate", "--model", run / "best", "--split", "dev", "--beam", "1", "--json"]
+        assert main([str(a) for a in argv]) == 0
+    finally:
+        os.umask(previous)
+    modes = _modes(run)
+    names = {name.split("/")[0] for name in modes}
+    assert {"best", "last", "top", "averaged", "tokenizers", "tensorboard", "eval"} <= names
+    assert {"train.log", "metrics.jsonl", "last/trainer.safetensors"} <= set(modes)
+    wrong = {
+        name: oct(mode)
+        for name, mode in modes.items()
+        if mode != (0o750 if (run / name).is_dir() else 0o640)
+    }
+    assert not wrong, wrong
+
+    checkpoints = [run / "best", run / "averaged", *sorted((run / "top").iterdir())]
+    for directory in checkpoints:
+        assert not (directory / "trainer.safetensors").exists(), directory
+        info = json.loads((directory / "trainer.json").read_text())
+        assert not {"optimizer", "scheduler"} & set(info), directory
+        (out,) = Translator.load(directory, "cpu").translate(["A dog runs ."])
+        assert isinstance(out.output, str)
+    best = json.loads((run / "best" / "trainer.json").read_text())
+    assert best["metric"] == "bleu" and best["state"]["step"] == best["state"]["best_step"]
+    last = json.loads((run / "last" / "trainer.json").read_text())
+    assert {"optimizer", "scheduler", "state"} <= set(last)
+
+    sizes = {n: sum(p.stat().st_size for p in (run / n).iterdir()) for n in ("best", "last")}
+    moments = (run / "last" / "model.safetensors").stat().st_size * 2  # Adam's two
+    assert sizes["last"] - sizes["best"] >= moments, sizes
+    print(f"checkpoint sizes: best {sizes['best']:,} bytes, last {sizes['last']:,} bytes")
 
 
 def test_tokens_and_update_seconds_are_recorded(tmp_path):

@@ -21,6 +21,7 @@ from attnkit.checkpoint import read_json, read_meta
 from attnkit.cli import main
 from attnkit.config import read_yaml
 from attnkit.errors import CheckpointError, ConfigError, TrainingError
+from attnkit.training import resume_config as rc
 from attnkit.training.vision import (
     evaluate_vision,
     load_vision_model,
@@ -325,3 +326,39 @@ def test_a_diverging_vision_run_stops_naming_the_update(tmp_path, lr, needle):
         train_vision(config, output_dir=tmp_path / "run")
     for meta in (tmp_path / "run").rglob("meta.json"):
         load_vision_model(meta.parent)  # anything saved holds finite weights
+
+
+@needs_mnist
+def test_best_is_for_inference_and_resume_goes_on_with_the_runs_own_config(tmp_path, capsys):
+    """best holds no optimizer or RNG (last does) and evaluates; ``attnkit train CONFIG --resume``
+    without the first run's --sets goes on with the run's config, applies and says a --set resume
+    can honour, and refuses one it cannot in one line."""
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(_pooling_config(tmp_path, epochs=1)), encoding="utf-8")
+    run = tmp_path / "run"
+    train = ["train", str(path), "--output-dir", str(run)]
+    assert main([*train, "--set", "train.lr=0.01", "--set", "model.attention_hidden=6"]) == 0
+    best, last = run / "best", run / "last"
+    assert not (best / "trainer.safetensors").exists() and (last / "trainer.safetensors").exists()
+    assert "optimizer" not in read_json(best / "trainer.json")
+    assert "optimizer" in read_json(last / "trainer.json")
+    assert evaluate_vision(best, "test", device="cpu")["images"] == 32
+    capsys.readouterr()
+
+    assert main([*train, "--resume", "--set", "train.epochs=2"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert f"{path} differs in model.attention_hidden, train.lr (" in err[0]
+    assert "resume: train.epochs 1 -> 2" in err
+    saved = read_yaml(last / "config.yaml")
+    assert (saved["model"]["attention_hidden"], saved["train"]["lr"]) == (6, 0.01)
+    assert read_json(last / "trainer.json")["epoch"] == 2
+
+    assert main([*train, "--resume", "--set", "model.channels=[4, 4]"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert errors == [
+        f"attnkit: error: {last}: a resumed run cannot change model.channels ([4, 8] in the run, "
+        "[4, 4] asked): leave out --set model.channels to go on with the run's value, or train "
+        "afresh with --overwrite or another --output-dir (resume can change "
+        + ", ".join(rc.VISION.honoured)
+        + ")"
+    ]

@@ -460,7 +460,7 @@ def test_unwritable_parent_is_a_checkpoint_error(translator, tmp_path, monkeypat
     def denied(*args, **kwargs):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(ckpt.tempfile, "mkdtemp", denied)
+    monkeypatch.setattr(ckpt.os, "mkdir", denied)
     with pytest.raises(CheckpointError, match="could not save the checkpoint: Permission denied"):
         translator.save(tmp_path / "ckpt")
 
@@ -560,3 +560,51 @@ def test_optimizer_moments_of_another_shape_are_refused(bad):
     with pytest.raises(CheckpointError, match=match):
         resume.restore_optimizer(fused, info, tensors)
     assert not fused.state
+
+
+@pytest.fixture
+def umask():
+    """Set the process's umask for one test (``umask(0o027)``); the old one is put back after."""
+    previous = os.umask(0o022)
+    try:
+        yield os.umask
+    finally:
+        os.umask(previous)
+
+
+def _modes(directory) -> dict[str, int]:
+    """Path under ``directory`` ('.' for itself) -> permission bits."""
+    found = {".": directory.stat().st_mode & 0o7777}
+    for path in directory.rglob("*"):
+        found[str(path.relative_to(directory))] = path.stat().st_mode & 0o7777
+    return found
+
+
+@pytest.mark.parametrize(
+    "mask, file_mode, dir_mode", [(0o022, 0o644, 0o755), (0o027, 0o640, 0o750)]
+)
+def test_checkpoints_follow_the_umask_when_written_and_replaced(
+    translator, tmp_path, umask, swap_mode, mask, file_mode, dir_mode
+):
+    """Files and directories of a checkpoint get the modes of any other new file, not mkdtemp's
+    0700 or safetensors' 0600 (a teammate can read a shared run); a replacement too."""
+    umask(mask)
+    tensors = {"x": torch.arange(3.0)}
+    for step in (1, 2):  # written afresh, then swapped in over the first
+        saved = translator.save(tmp_path / "ckpt", {"state": {"step": step}}, tensors)
+        modes = _modes(saved)
+        assert {"model.safetensors", "trainer.safetensors", "meta.json"} <= set(modes)
+        assert modes.pop(".") == dir_mode
+        assert modes == dict.fromkeys(modes, file_mode), modes
+        assert _step(saved) == step
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt"]  # no temporary left
+
+
+def test_temporaries_follow_the_umask(tmp_path, umask):
+    umask(0o002)
+    directory = ckpt.make_temp_dir(tmp_path, ".x.tmp-")
+    fd, path = ckpt.open_temp_file(tmp_path, ".y.", ".tmp")
+    os.close(fd)
+    assert directory.name.startswith(".x.tmp-") and path.name.endswith(".tmp")
+    assert directory.stat().st_mode & 0o777 == 0o775 and path.stat().st_mode & 0o777 == 0o664
+    assert ckpt.make_temp_dir(tmp_path, ".x.tmp-") != directory  # a new name each time

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 
@@ -89,6 +90,20 @@ def test_round_trip(tmp_path, records, suffix):
         assert b.weights.shape == a.weights.shape
         assert np.allclose(a.weights, b.weights, atol=1e-5)
         assert a.score == pytest.approx(b.score) if a.score is not None else b.score is None
+
+
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_saved_records_follow_the_umask(tmp_path, records, suffix):
+    """Attention records are readable by whom the umask lets read any file (not mkstemp's 0600)."""
+    previous = os.umask(0o022)
+    try:
+        path = tmp_path / f"attention{suffix}"
+        save_records(records, path)
+        save_records(records, path)  # replaced through a new temporary
+    finally:
+        os.umask(previous)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
 def test_npz_needs_no_pickle(tmp_path, records):

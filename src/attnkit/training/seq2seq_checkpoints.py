@@ -75,21 +75,25 @@ def save_checkpoint(
     scheduler,
     metric: str,
     backend_record: dict,
+    resumable: bool = True,
 ) -> None:
-    """Weights, tokenizers and config (``translator.save``) with the trainer state: counters,
-    optimizer, the plateau schedule's state, the RNG, the dev metric and the backend."""
+    """Weights, tokenizers and config (``translator.save``) with the trainer's counters, the dev
+    metric and the backend; ``resumable`` adds what ``--resume`` needs: the optimizer, the plateau
+    schedule's state and the RNG (``last`` has them; ``best`` is for decoding and reports, a third
+    of the size)."""
     check_weights(translator.model, f"update {state.step}: {directory} not written")
+    trainer_state = {"state": state.__dict__, "metric": metric, "backend": backend_record}
+    if not resumable:
+        translator.save(directory, trainer_state)
+        return
     info, tensors = resume.optimizer_to_tensors(optimizer)
     tensors["rng.torch"] = torch.get_rng_state()
-    trainer_state = {
-        "state": state.__dict__,
-        "optimizer": info,
-        "scheduler": scheduler.state_dict()
+    trainer_state["optimizer"] = info
+    trainer_state["scheduler"] = (
+        scheduler.state_dict()
         if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
-        else None,
-        "metric": metric,
-        "backend": backend_record,
-    }
+        else None
+    )
     translator.save(directory, trainer_state, tensors)
 
 
@@ -105,9 +109,16 @@ class RunCheckpoints:
         self.backend_record: dict = {}  # the backend training runs on: set once it is resolved
 
     def save(self, translator: Translator, name: str, state: TrainerState, optimizer, scheduler):
-        directory = self.run_dir / name
+        """``RUN/name``; only ``last`` carries the optimizer, schedule and RNG for --resume."""
         save_checkpoint(
-            translator, directory, state, optimizer, scheduler, self.metric, self.backend_record
+            translator,
+            self.run_dir / name,
+            state,
+            optimizer,
+            scheduler,
+            self.metric,
+            self.backend_record,
+            resumable=name == "last",
         )
 
     def averager(self) -> CheckpointAverager:

@@ -4,24 +4,26 @@ checkpoint it resumes; and its training examples, encoded."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import random
 import shutil
 import tempfile
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from attnkit import checkpoint as ckpt
 from attnkit.data.batching import encode_pairs
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocab
-from attnkit.errors import CheckpointError
-from attnkit.experiment import ExperimentConfig
+from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.architectures import build_model
+from attnkit.training import resume_config
 from attnkit.translator import Translator
 
 
@@ -77,42 +79,58 @@ def new_translator(
     return Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
 
 
-def resumed_translator(cfg: ExperimentConfig, device: torch.device) -> Translator:
-    """The model, tokenizers and vocabularies of ``run_dir/last``, once its experiment is this."""
-    last = cfg.run_dir / "last"
-    if not last.exists():
-        raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
+def resumed_translator(
+    cfg: ExperimentConfig, device: torch.device, log: Callable[[str], None] = print
+) -> Translator:
+    """The model, tokenizers and vocabularies of ``run_dir/last``, once ``cfg`` changes nothing
+    of its experiment that a resumed run cannot honour; logs each change it makes
+    (:func:`attnkit.training.resume_config.changes`)."""
+    last = _last(cfg)
     translator = Translator.load(last, device)
-    saved = translator.config
-    # paths saved relative (before they were stored absolute) were read from the current directory
-    saved_data = copy.deepcopy(saved.data)
-    resolve_data_paths(saved_data, None, (), "data")
-    for section, mine, theirs in (
-        ("model", saved.model, cfg.model),
-        ("data", saved_data, cfg.data),
-    ):
-        key = _first_difference(mine, theirs)
-        if key is not None:
-            raise CheckpointError(
-                f"{last}: {section}.{key} differs: {_value(mine, key)} there, "
-                f"{_value(theirs, key)} in this config; resume needs the same experiment (set it "
-                "back, or train afresh with --overwrite)"
-            )
+    lines = resume_config.changes(
+        _comparable(translator.config), experiment_to_dict(cfg), resume_config.SEQ2SEQ, last
+    )
+    for line in lines:
+        log(line)
     return translator
 
 
-def _first_difference(saved, given) -> str | None:
-    """The first key whose value differs between two config sections (``task`` for two tasks)."""
-    if type(saved) is not type(given):
-        return "task"
-    for f in dataclasses.fields(saved):
-        if getattr(saved, f.name) != getattr(given, f.name):
-            return f.name
-    return None
+def config_to_resume(
+    asked: ExperimentConfig, overrides: list[str], source: str
+) -> tuple[ExperimentConfig, str | None]:
+    """The config ``attnkit train CONFIG --resume`` goes on with: the one saved in
+    ``run_dir/last`` (``run_dir`` from ``asked``), with the keys this call's ``overrides`` name
+    taken from ``asked``; and a line naming what of ``source`` differs and is left
+    (:func:`attnkit.training.resume_config.request`)."""
+    last = _last(asked)
+    try:
+        saved = experiment_from_dict(ckpt.read_config(last), source=str(last / "config.yaml"))
+    except AttnkitError as exc:
+        raise CheckpointError(str(exc)) from None
+    merged, note = resume_config.request(
+        _comparable(saved),
+        experiment_to_dict(asked),
+        overrides,
+        resume_config.SEQ2SEQ,
+        last,
+        source,
+    )
+    return experiment_from_dict(merged, source=f"{last / 'config.yaml'} with --set"), note
 
 
-def _value(section, key: str) -> str:
-    return repr(getattr(section, key, None))
+def _last(cfg: ExperimentConfig) -> Path:
+    last = cfg.run_dir / "last"
+    if not last.exists():
+        raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
+    return last
+
+
+def _comparable(saved: ExperimentConfig) -> dict:
+    """A checkpoint's config as a mapping to compare with this run's: data paths saved relative
+    (before they were stored absolute) are read from the current directory, as they were."""
+    saved = copy.deepcopy(saved)
+    resolve_data_paths(saved.data, None, (), "data")
+    return experiment_to_dict(saved)
 
 
 def training_examples(translator: Translator, splits: Splits, cfg: ExperimentConfig) -> list:

@@ -9,9 +9,11 @@ target tokens/s (``train.progress``, drawn only when stderr is a terminal), and 
 TensorBoard (``train.tensorboard``, :mod:`attnkit.training.tensorboard`) with dev metrics and
 attention heatmaps. Every line logged also goes to ``run_dir/train.log``, and the training
 and dev figures to ``run_dir/metrics.jsonl`` (:mod:`attnkit.training.run_log`).
-``run_dir/best`` and ``run_dir/last`` are full checkpoints;
-``resume=True`` continues from ``last`` exactly where it stopped, once every part
-of its trainer state is checked against this run (:mod:`attnkit.training.resume`).
+``run_dir/best`` holds what decoding needs (weights, config, vocabularies, counters);
+``run_dir/last`` also the optimizer, schedule and RNG, and ``resume=True`` continues from it
+exactly where it stopped, once every part of its trainer state is checked against this run
+(:mod:`attnkit.training.resume`) and its config against the saved one
+(:mod:`attnkit.training.resume_config`).
 An update whose loss or gradient norm is NaN or inf is skipped, and
 ``train.max_bad_updates`` of them in a row end the run (:mod:`attnkit.training.guard`).
 Started by ``torchrun --nproc_per_node N -m attnkit train CONFIG``, N processes share every
@@ -95,7 +97,7 @@ class Trainer:
         """Translator, counters, optimizer and plateau schedule (or None): fresh, or ``last``'s."""
         cfg, tc = self.cfg, self.cfg.train
         if resume:
-            translator = resumed_translator(cfg, self.device)
+            translator = resumed_translator(cfg, self.device, self.log)
         else:
             translator = new_translator(cfg, self.splits, self.device, self._is_main)
         translator.config = cfg  # train/decode settings of this run win over the saved ones

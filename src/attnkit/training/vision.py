@@ -20,8 +20,10 @@ tasks are redrawn every epoch (``data.resample``) in a background thread.
 from __future__ import annotations
 
 import os
+import sys
 import time
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass
@@ -32,11 +34,12 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.config import apply_overrides
 from attnkit.data.image_file import read_image
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.training import distributed, rundir
+from attnkit.training import distributed, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.guard import UpdateGuard
@@ -76,24 +79,32 @@ def train_vision(
     resume: bool = False,
     source: str = "config",
     overwrite: bool = False,
+    overrides: Sequence[str] | None = None,
 ) -> Path:
-    """Train the model of ``config`` (the parsed YAML, overrides applied); returns the best
-    checkpoint dir.
+    """Train the model of ``config`` (the parsed YAML); returns the best checkpoint dir.
 
     Writes ``OUT/best`` (lowest dev error so far) and ``OUT/last`` (end of
     the latest epoch) where OUT is ``output_dir`` or the config's ``output_dir``.
-    ``resume=True`` continues from ``OUT/last`` (its config must match); a
+    ``resume=True`` continues from ``OUT/last``; a
     fresh run refuses an OUT holding checkpoints unless ``overwrite``. OUT is
     locked while training; SIGINT/SIGTERM save ``OUT/last`` after the current
     update (a resumed run goes on from that batch) and raise TrainingInterrupted.
+
+    ``overrides`` (the command line's ``--set KEY=VALUE``) are applied to ``config``; given
+    (a list, even empty), a resumed run goes on with the config saved in ``OUT/last`` and takes
+    from ``config`` only the keys they name (:func:`attnkit.training.resume_config.request`).
+    Without them, ``config`` is all the caller asks for. Either way a resumed run refuses a
+    change it cannot honour (the model, the data, the optimizer) in one line.
     """
-    cfg = parse_config(config, source)
+    cfg = parse_config(apply_overrides(config, overrides or ()), source)
     if distributed.world_size() > 1:  # N copies of one run would fight over its directory
         raise ConfigError(
             f"{source}: data-parallel training under torchrun is for seq2seq "
             "experiments; train a vision model with attnkit train CONFIG"
         )
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume and overrides is not None:
+        cfg = _config_to_resume(cfg, out / "last", overrides, source)
     say = lambda m: log(cfg.train, m)  # noqa: E731
     with (
         rundir.claim_run_dir(out, resume, overwrite, say),
@@ -274,7 +285,7 @@ class _Run:
         )
         state.stopped = self._stop_reason()
         if improved:
-            vckpt.save(self.out / "best", self.model, self.optimizer, cfg, state)
+            vckpt.save(self.out / "best", self.model, self.optimizer, cfg, state, resumable=False)
         vckpt.save(self.out / "last", self.model, self.optimizer, cfg, state)
 
     def _stop_reason(self) -> str:
@@ -297,14 +308,44 @@ class _Run:
         raise self.signals.interrupted(last, where)
 
 
-def _resumed_state(cfg: VisionConfig, out: Path, source: str, model, optimizer) -> TrainerState:
-    """Load ``out/last`` into ``model`` and ``optimizer``; its counters, to go on from."""
-    last = out / "last"
+def _tell(line: str) -> None:
+    """A line about what a resumed run goes on with: on stderr, as the epochs' lines, but also
+    without ``train.verbose`` (it is not an epoch's summary)."""
+    print(line, file=sys.stderr)
+
+
+def _saved_config(last: Path) -> VisionConfig:
     if not last.is_dir():
         raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
-    saved = parse_config(ckpt.read_config(last), str(last), user=False)
-    if saved.model != cfg.model:
-        raise CheckpointError(f"{last}: the checkpoint's model config differs from {source}")
+    return parse_config(ckpt.read_config(last), str(last), user=False)
+
+
+def _config_to_resume(
+    asked: VisionConfig, last: Path, overrides: Sequence[str], source: str
+) -> VisionConfig:
+    """The config saved in ``last`` with the keys ``overrides`` name taken from ``asked``; what
+    else of ``source`` differs is said in one line."""
+    merged, note = resume_config.request(
+        _saved_config(last).to_dict(),
+        asked.to_dict(),
+        overrides,
+        resume_config.VISION,
+        last,
+        source,
+    )
+    if note:
+        _tell(note)
+    return parse_config(merged, f"{last} with --set", user=False)
+
+
+def _resumed_state(cfg: VisionConfig, out: Path, source: str, model, optimizer) -> TrainerState:
+    """Load ``out/last`` into ``model`` and ``optimizer``, once ``cfg`` changes nothing resume
+    cannot honour (each change is logged); its counters, to go on from."""
+    last = out / "last"
+    saved = _saved_config(last)
+    lines = resume_config.changes(saved.to_dict(), cfg.to_dict(), resume_config.VISION, last)
+    for line in lines:
+        _tell(line)
     state = vckpt.restore(last, model, optimizer)
     state.stopped, state.planned_epochs = "", cfg.train.epochs  # the config may ask for more now
     return state

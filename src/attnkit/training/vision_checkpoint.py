@@ -1,6 +1,7 @@
 """A vision run's checkpoints: weights, config, trainer counters, optimizer and RNG.
 
-``OUT/best`` and ``OUT/last`` are written with :func:`save`; :func:`restore` loads ``last``
+``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
+written with :func:`save`; :func:`restore` loads ``last``
 back into a fresh model and optimizer for ``--resume``, each part checked first
 (:mod:`attnkit.training.resume`). An epoch a signal interrupted is saved with its image order
 (``epoch_order``), so the resumed run trains the rest of that epoch in the same order.
@@ -45,18 +46,27 @@ def save(
     cfg: VisionConfig,
     state: TrainerState,
     epoch_order: Tensor | None = None,
+    resumable: bool = True,
 ) -> None:
-    """Write a checkpoint; ``epoch_order`` (N,): the image order of an interrupted epoch."""
+    """Write a checkpoint; ``epoch_order`` (N,): the image order of an interrupted epoch.
+
+    ``resumable`` adds the optimizer and the RNG that ``--resume`` needs (``last``); without it
+    (``best``) the checkpoint holds what evaluating and plotting read, a third of the size.
+    """
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
+    trainer = asdict(state)
+    if trainer["best_dev_error"] == float("inf"):
+        trainer["best_dev_error"] = None
+    if not resumable:
+        ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer)
+        return
     info, tensors = resume.optimizer_to_tensors(optimizer)
     if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
         tensors["epoch_order"] = epoch_order
     tensors["rng.torch"] = torch.get_rng_state()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
-    trainer = {**asdict(state), "optimizer": info}
-    if trainer["best_dev_error"] == float("inf"):
-        trainer["best_dev_error"] = None
+    trainer["optimizer"] = info
     ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
 
 

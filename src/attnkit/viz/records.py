@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -315,8 +314,10 @@ def load_records(path: str | Path) -> list[AttentionRecord]:
 
 def _atomic_write(path: Path, write) -> None:
     """Write through a temp file in the same directory, then rename into place."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    tmp = Path(name)
+    from attnkit.checkpoint import open_temp_file  # torch is imported only where records are saved
+
+    # the umask's mode, as any file the user writes (mkstemp's 0600 would stay after the rename)
+    fd, tmp = open_temp_file(path.parent, f".{path.name}.", ".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
