@@ -4,6 +4,11 @@ checked; micro-batching on or off.
     python benchmarks/serve_load.py --model runs/demo/model/best                # 16 clients, 2000
     python benchmarks/serve_load.py --model runs/demo/model/best --no-batching  # the comparison
     python benchmarks/serve_load.py --model runs/demo/model/best --smoke        # a few requests
+    python benchmarks/serve_load.py --model runs/demo/model/best --healthz      # the ceiling
+
+``--healthz`` sends ``GET /healthz`` instead, which decodes nothing: its requests/s is what the
+HTTP stack and these clients alone allow on the machine (they share its cores with the server),
+the ceiling of any translate figure.
 
 The server is the real one (``python -m attnkit serve`` in a subprocess, on a free loopback
 port); the clients are ``httpx.AsyncClient`` tasks on one event loop, each sending one input per
@@ -80,6 +85,12 @@ class Tally:
         self.wrong = 0
         self.outputs: dict[str, str] = {}
 
+    def check_health(self, response: httpx.Response, seconds: float) -> None:
+        if response.status_code == 200 and response.json() == {"status": "ok"}:
+            self.latencies.append(seconds)
+        else:
+            self.errors += 1
+
     def check(self, text: str, response: httpx.Response, seconds: float) -> None:
         if response.status_code != 200:
             self.errors += 1
@@ -103,13 +114,19 @@ async def run_clients(url: str, texts: list[str], args) -> tuple[Tally, float]:
             text = texts[n % len(texts)]
             start = time.perf_counter()
             try:
-                response = await http.post(
-                    "v1/translate", json={"inputs": [text], "beam": args.beam}
-                )
+                if args.healthz:
+                    response = await http.get("healthz")
+                else:
+                    response = await http.post(
+                        "v1/translate", json={"inputs": [text], "beam": args.beam}
+                    )
             except httpx.HTTPError:
                 tally.errors += 1
                 continue
-            tally.check(text, response, time.perf_counter() - start)
+            if args.healthz:
+                tally.check_health(response, time.perf_counter() - start)
+            else:
+                tally.check(text, response, time.perf_counter() - start)
 
     limits = httpx.Limits(max_connections=args.clients)
     async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
@@ -136,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-wait-ms", type=float, default=5.0, help="the server's --max-wait-ms")
     p.add_argument("--inputs", type=Path, default=None, help="inputs, one per line")
     p.add_argument("--smoke", action="store_true", help="a few requests, to check it runs")
+    p.add_argument(
+        "--healthz",
+        action="store_true",
+        help="GET /healthz instead of translating: the HTTP stack's and clients' ceiling",
+    )
     args = p.parse_args(argv)
     if args.smoke:
         args.requests, args.clients = SMOKE["requests"], SMOKE["clients"]
@@ -160,6 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors": tally.errors,
         "lost": args.requests - answered,
         "beam": args.beam,
+        "endpoint": "/healthz" if args.healthz else "/v1/translate",
         "batching": {
             "enabled": not args.no_batching,
             "max_batch": 1 if args.no_batching else args.max_batch,

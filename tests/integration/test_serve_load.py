@@ -36,3 +36,17 @@ def test_smoke_load_answers_every_request(tmp_path, batching):
     assert report["requests"] == 24 and report["concurrency"] == 4
     assert 0 < report["p50_ms"] <= report["p95_ms"] <= report["p99_ms"]
     assert report["batching"]["enabled"] is not bool(batching)
+
+
+def test_the_ceiling_run_asks_only_for_health(tmp_path):
+    model = train_numbers_model(tmp_path / "numbers" / "best", steps=5)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "serve_load.py"), "--model", str(model)]
+        + ["--smoke", "--healthz"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["endpoint"] == "/healthz" and report["lost"] == 0 and report["errors"] == 0
