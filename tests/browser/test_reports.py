@@ -177,3 +177,18 @@ def test_a_report_filters_to_its_errors_and_sorts_them_by_length(driver, tmp_pat
     shown = [li for li in driver.find_elements(By.CSS_SELECTOR, "li.ex") if li.is_displayed()]
     assert [li.get_attribute("data-status") for li in shown] == ["right", "right"]
     assert severe(driver) == []
+
+
+def test_a_reports_maps_outline_the_gold_links(driver, tmp_path):
+    from attnkit.viz import write_report
+    from attnkit.viz.records import AttentionRecord
+
+    weights = np.full((2, 3), 1 / 3)
+    rec = AttentionRecord("ab", ["a", "b", "</s>"], "1", ["1", "</s>"], weights, gold=[(0, 1)])
+    path = write_report(tmp_path / "report.html", "gold", {}, [rec])
+    driver.get(path.as_uri())
+    driver.find_element(By.CSS_SELECTOR, "li.ex").click()
+    cells = wait_cells(driver, 6, "li.ex td.hm-cell")
+    outlined = [k for k, c in enumerate(cells) if "hm-gold" in c.get_attribute("class")]
+    assert outlined == [1]  # row 0, column 1
+    assert severe(driver) == []

@@ -523,3 +523,24 @@ def test_the_renderer_must_not_end_the_inline_script(tmp_path, monkeypatch):
     monkeypatch.setattr(report_module.resources, "files", lambda _: tmp_path / "attnkit")
     with pytest.raises(ValueError, match="must not contain '</script'"):
         write_report(tmp_path / "r.html", "t", {}, [make_record()])
+
+
+def test_gold_links_round_trip_and_are_checked(tmp_path):
+    from attnkit.viz.records import AttentionRecord, load_records, save_records
+
+    rec = AttentionRecord("ab", ["a", "b", "</s>"], "x", ["x", "</s>"], np.full((2, 3), 1 / 3))
+    rec.gold = [(0, 1), (0, 0)]
+    rec.__post_init__()  # checked and sorted as when given to the constructor
+    assert rec.gold == [(0, 0), (0, 1)]
+    for suffix in (".json", ".npz"):
+        save_records([rec], tmp_path / f"r{suffix}")
+        (back,) = load_records(tmp_path / f"r{suffix}")
+        assert back.gold == [(0, 0), (0, 1)]
+    with pytest.raises(ValueError, match=r"gold link \(2, 0\) is outside the 2 x 3 map"):
+        AttentionRecord(
+            "ab", ["a", "b", "</s>"], "x", ["x", "</s>"], np.ones((2, 3)), gold=[(2, 0)]
+        )
+    bad = rec.to_json()
+    bad["gold"] = [[0, "1"]]
+    with pytest.raises(TypeError, match="'gold' must be a list"):
+        AttentionRecord.from_json(bad)

@@ -62,6 +62,9 @@ class AttentionRecord:
     index: int | None = None  # position among the evaluated inputs (split order)
     right: bool | None = None  # judged by the evaluation (any reference matched); else unset
     chrf: float | None = None  # sentence chrF (0..100) against ``reference``, for translations
+    #: the task's gold alignment links of this source and output, (output row, source column)
+    #: pairs, where the task has them (numbers, dates); pictures outline those cells
+    gold: list[tuple[int, int]] | None = None
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -81,6 +84,12 @@ class AttentionRecord:
             self.index = int(self.index)  # numpy integers are not JSON
         if self.right is not None:
             self.right = bool(self.right)
+        if self.gold is not None:
+            self.gold = sorted((int(j), int(i)) for j, i in self.gold)
+            rows, cols = expected
+            outside = [(j, i) for j, i in self.gold if not (0 <= j < rows and 0 <= i < cols)]
+            if outside:
+                raise ValueError(f"gold link {outside[0]} is outside the {rows} x {cols} map")
         if self.heads is not None:
             self.heads = np.asarray(self.heads, dtype=np.float64)
             t, s = expected
@@ -121,6 +130,8 @@ class AttentionRecord:
         }
         judged = {"index": self.index, "right": self.right, "chrf": self.chrf}
         meta.update({k: v for k, v in judged.items() if v is not None})
+        if self.gold is not None:
+            meta["gold"] = [list(link) for link in self.gold]
         return meta
 
     def to_json(self) -> dict[str, Any]:
@@ -148,7 +159,19 @@ class AttentionRecord:
             index=_optional(obj, "index", int),
             right=_optional_bool(obj, "right"),
             chrf=_optional(obj, "chrf", (int, float)),
+            gold=_gold(obj),
         )
+
+
+def _gold(obj: dict) -> list[tuple[int, int]] | None:
+    links = obj.get("gold")
+    if links is None:
+        return None
+    if not isinstance(links, list) or not all(
+        isinstance(x, list) and len(x) == 2 and all(type(v) is int for v in x) for x in links
+    ):
+        raise TypeError("'gold' must be a list of [output row, source column] pairs")
+    return [(j, i) for j, i in links]
 
 
 def _str(obj: dict, key: str) -> str:

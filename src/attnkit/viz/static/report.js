@@ -56,8 +56,9 @@
     var map = document.createElement("div");
     function draw(choice) {
       map.textContent = "";
+      // gold links (where the task has them) outlined on every map
       window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
-        weights: pick(rec, choice)}, {cell: 27, legend: true});
+        weights: pick(rec, choice), gold: rec.gold || null}, {cell: 27, legend: true});
     }
     if (rec.heads) figure.appendChild(headChoice(rec, draw));
     figure.appendChild(map);
