@@ -85,3 +85,56 @@ def test_bad_arguments_are_refused():
         saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), "lime")
     with pytest.raises(ValueError, match="1 targets for a batch of 2"):
         saliency_maps(model, batch.src, batch.src_lengths, [[4]])
+
+
+def test_gradient_saliency_matches_finite_differences_of_the_embeddings():
+    """The sequential Jacobian by central differences in float64: perturb each source position's
+    embedding along each axis, watch the log-probability of each output token move."""
+    model, batch = _random_model("luong-general"), _batch()
+    model = model.double()
+    src, lengths, target = batch.src[1:], batch.src_lengths[1:], _targets(batch)[1]
+    (first,) = saliency_maps(model, src, lengths, [target])
+    emb = model.encoder.embed
+    delta = torch.zeros(1, src.size(1), emb.embedding_dim, dtype=torch.float64)
+    handle = emb.register_forward_hook(lambda _, __, out: out + delta)
+    tgt_in = torch.tensor([[BOS_ID, *target]])
+    tgt_out = torch.tensor([[*target, EOS_ID]])
+
+    def log_probs() -> torch.Tensor:  # (T,) log p of each forced output token
+        with torch.no_grad():
+            logits, _ = model(src, lengths, tgt_in)
+        return torch.log_softmax(logits, -1)[0].gather(1, tgt_out[0, :, None]).squeeze(1)
+
+    h, s = 1e-6, int(lengths[0])
+    grads = torch.zeros(len(target) + 1, s, emb.embedding_dim, dtype=torch.float64)
+    try:
+        model.eval()
+        for i in range(s):
+            for d in range(emb.embedding_dim):
+                delta.zero_()
+                delta[0, i, d] = h
+                up = log_probs()
+                delta[0, i, d] = -h
+                grads[:, i, d] = (up - log_probs()) / (2 * h)
+    finally:
+        handle.remove()
+    expected = grads.norm(dim=-1)
+    expected = expected / expected.sum(-1, keepdim=True)
+    torch.testing.assert_close(first.double(), expected, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_transformer_is_explained_like_an_rnn(method):
+    from attnkit.models.transformer import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        embedding_dim=16, encoder_layers=1, decoder_layers=1, heads=2, ff_dim=32, dropout=0.0
+    )
+    model = Transformer(cfg, 20, 20).eval()
+    batch = _batch()
+    maps = saliency_maps(model, batch.src, batch.src_lengths, _targets(batch), method, steps=4)
+    for row, m in enumerate(maps):
+        t, s = len(_targets(batch)[row]) + 1, int(batch.src_lengths[row])
+        assert m.shape == (t, s) and bool((m >= 0).all())
+        torch.testing.assert_close(m.sum(-1), torch.ones(t))
