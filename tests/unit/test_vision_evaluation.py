@@ -242,7 +242,7 @@ def test_ram_steps_put_the_glimpse_centres_where_the_picture_draws_them(tmp_path
 
     _, family, model = load_vision_model(_checkpoint(tmp_path, digits, "ram"), "cpu")
     image = (np.random.default_rng(1).random((28, 28)) > 0.7).astype(np.uint8) * 255
-    centres, boxes, _, _ = family._path(model, image, None)
+    centres, boxes, _, _ = family.glimpse_path(model, image, None)
     steps = family.steps(model, image, None)
     back = [
         ((s["glimpse"]["x"] + 1) / 2 * 28 - 0.5, (s["glimpse"]["y"] + 1) / 2 * 28 - 0.5)
