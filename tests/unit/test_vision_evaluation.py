@@ -94,8 +94,10 @@ def test_evaluate_writes_scores_answers_and_a_report_with_the_errors_first(check
     shown = [int(i) for i in re.findall(r"<li class=\"img\">image (\d+):", page)]
     assert shown[: len(wrong)] == wrong and errors_at < right_at  # the errors, in order, first
     first_error = page[errors_at:right_at]
-    pictures = re.findall(r'src="data:image/png;base64,([^"]+)"', first_error)
-    assert len(pictures) == len(wrong)
+    pictures = re.findall(
+        r'alt="where the model looked[^"]*" src="data:image/png;base64,([^"]+)"', first_error
+    )
+    assert len(pictures) == len(wrong)  # beside each, its saliency (test_vision_saliency.py)
     assert base64.b64decode(pictures[0])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
