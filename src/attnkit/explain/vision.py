@@ -224,9 +224,10 @@ def side_by_side(explanation: Explanation):
 
 def implicit_only(explanation: Explanation):
     """The implicit attention alone, steps across (as the attention grid has them): a row of
-    saliency maps, a row of Grad-CAM maps (the report puts this beside the attention)."""
+    saliency maps, a row of Grad-CAM maps; one row of both for a single step (the report puts
+    this beside the attention)."""
     per_step = [_implicit_panels(explanation, t, named=True) for t in range(len(explanation.rows))]
-    rows = [list(kind) for kind in zip(*per_step)]  # kinds x steps
+    rows = per_step if len(per_step) == 1 else [list(kind) for kind in zip(*per_step)]
     return visual.panel_grid(explanation.image, rows, suptitle=f"{explanation.suptitle}: implicit")
 
 

@@ -119,7 +119,7 @@ def _example(example: VisionExample, views: list[dict]) -> str:
         implicit = _img(example.implicit, f"implicit attention on image {example.index}")
         picture = (
             f'<div class="pair"><figure>{picture}<figcaption>attention</figcaption></figure>'
-            f"<figure>{implicit}<figcaption>implicit attention: gradient saliency"
+            f"<figure>{implicit}<figcaption>implicit attention (gradients)"
             "</figcaption></figure></div>"
         )
     if example.view is not None:
