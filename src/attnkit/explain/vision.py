@@ -94,7 +94,7 @@ def implicit_maps(
             )  # (T, 1, h, w)
             cam = LayerAttribution.interpolate(cam, tuple(x.shape[-2:]), "bilinear")[:, 0]
     saliency = saliency.sum(dim=1)  # (T, H, W): over the channels
-    return ImplicitMaps(_normalise(saliency), None if cam is None else _normalise(cam.clamp_min(0)))
+    return ImplicitMaps(_normalise(saliency), None if cam is None else _normalise(cam))
 
 
 def _normalise(maps: Tensor) -> Tensor:
