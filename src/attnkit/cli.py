@@ -240,8 +240,10 @@ def _add_plot(sub) -> None:
         "--image FILE a PNG or JPEG of your own (made grey, white on black and the model's size, "
         "as its training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
         "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
-        "a .gif. A Transformer's map is the mean of all its layers and heads unless --layer and/or "
-        "--head pick one; --grid draws every layer and head.",
+        "a .gif; --explain draws, beside the attention (RAM: the glimpse path), the gradient "
+        "saliency and Grad-CAM of the same answer, one row per output step. A Transformer's map "
+        "is the mean of all its layers and heads unless --layer and/or --head pick one; --grid "
+        "draws every layer and head.",
     )
     p.add_argument("--model", type=Path, required=True, help="checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
@@ -270,6 +272,13 @@ def _add_plot(sub) -> None:
         default=None,
         metavar="N|FILE",
         help="vision models: the index of a test image, or a PNG/JPEG file",
+    )
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="vision models: the attention beside its implicit attention, the input-gradient "
+        "saliency and Grad-CAM of each answer (-o .png, .svg or DIR/; seq2seq models: attnkit "
+        "explain)",
     )
     p.add_argument(
         "-o",

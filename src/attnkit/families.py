@@ -80,6 +80,11 @@ def _plot_seq2seq(args: argparse.Namespace) -> None:
     from attnkit.viz import save_heatmap
 
     args.output = Path(args.output)  # the command line gives a string (vision reads "dir/")
+    if getattr(args, "explain", False):
+        raise AttnkitError(
+            "--explain is for vision models; a seq2seq model's saliency: attnkit explain "
+            f"--model {args.model} TEXT"
+        )
     check_decode_args(args)
     if not args.text:
         raise AttnkitError("give the TEXT to translate and draw")
@@ -186,8 +191,6 @@ def _refuse_decoding_options(args: argparse.Namespace) -> None:
 
 
 def _plot_vision(args: argparse.Namespace) -> None:
-    from attnkit.training.vision import plot_vision
-
     if args.layer is not None or args.head is not None or args.grid:
         raise AttnkitError("--layer/--head/--grid: a vision model has no layers of attention heads")
     if args.image is None:
@@ -195,7 +198,11 @@ def _plot_vision(args: argparse.Namespace) -> None:
             "vision models need --image N (the index of a test image) or --image FILE (a PNG or "
             "JPEG)"
         )
-    for path in plot_vision(args.model, args.image, args.output):
+    if getattr(args, "explain", False):  # captum is loaded only for this
+        from attnkit.explain.vision import plot_explained as plot
+    else:
+        from attnkit.training.vision import plot_vision as plot
+    for path in plot(args.model, args.image, args.output):
         print(path)
 
 

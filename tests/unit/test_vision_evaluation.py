@@ -94,8 +94,10 @@ def test_evaluate_writes_scores_answers_and_a_report_with_the_errors_first(check
     shown = [int(i) for i in re.findall(r"<li class=\"img\">image (\d+):", page)]
     assert shown[: len(wrong)] == wrong and errors_at < right_at  # the errors, in order, first
     first_error = page[errors_at:right_at]
-    pictures = re.findall(r'src="data:image/png;base64,([^"]+)"', first_error)
-    assert len(pictures) == len(wrong)
+    pictures = re.findall(
+        r'alt="where the model looked[^"]*" src="data:image/png;base64,([^"]+)"', first_error
+    )
+    assert len(pictures) == len(wrong)  # beside each, its saliency (test_vision_saliency.py)
     assert base64.b64decode(pictures[0])[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -242,7 +244,7 @@ def test_ram_steps_put_the_glimpse_centres_where_the_picture_draws_them(tmp_path
 
     _, family, model = load_vision_model(_checkpoint(tmp_path, digits, "ram"), "cpu")
     image = (np.random.default_rng(1).random((28, 28)) > 0.7).astype(np.uint8) * 255
-    centres, boxes, _, _ = family._path(model, image, None)
+    centres, boxes, _, _ = family.glimpse_path(model, image, None)
     steps = family.steps(model, image, None)
     back = [
         ((s["glimpse"]["x"] + 1) / 2 * 28 - 0.5, (s["glimpse"]["y"] + 1) / 2 * 28 - 0.5)

@@ -66,6 +66,7 @@ __all__ = [
     "load_vision_model",
     "parse_config",
     "picture_paths",
+    "plot_input",
     "plot_vision",
     "resolve_device",
     "score_vision",
@@ -432,14 +433,15 @@ def plot_vision(model_dir: Path, image: int | str | Path, out: str | Path) -> li
     Returns the written paths.
     """
     cfg, family, model = load_vision_model(model_dir, "cpu")
-    pixels, label, name = _plot_input(cfg, image)
+    pixels, label, name = plot_input(cfg, image)
     paths = picture_paths(out, f"{cfg.model_type}-{name}")
     torch.manual_seed(0)
     return family.picture(model, pixels, label, paths, cfg.model)
 
 
-def _plot_input(cfg: VisionConfig, image: int | str | Path) -> tuple[np.ndarray, object, str]:
-    """(uint8 (H, W) pixels, label or None, name) of test image N or of an image file."""
+def plot_input(cfg: VisionConfig, image: int | str | Path) -> tuple[np.ndarray, object, str]:
+    """(uint8 (H, W) pixels, label or None, name) of test image N or of an image file (what
+    ``plot`` draws, with or without ``--explain``)."""
     index = image if isinstance(image, int) else _as_index(str(image))
     if index is None:
         picture = read_image(image, cfg.data.image_shape())

@@ -8,9 +8,10 @@ evaluation's) gets:
 * ``predictions.tsv`` -- one row per image in split order: ``image``, ``label``, ``answer``,
   ``right`` (1 or 0), under a header row;
 * ``report.html`` -- the scores, then the first :data:`REPORT_ERRORS` errors, each with the
-  picture of where the model looked (attention overlays or glimpse path), and its steps drawn
-  by the shared heatmap renderer, then the first :data:`REPORT_RIGHT` right answers
-  (:mod:`attnkit.viz.vision_report`).
+  picture of where the model looked (attention overlays or glimpse path) beside the picture of
+  where its answer depends on the image (gradient saliency and Grad-CAM,
+  :mod:`attnkit.explain.vision`), and its steps drawn by the shared heatmap renderer, then the
+  first :data:`REPORT_RIGHT` right answers (:mod:`attnkit.viz.vision_report`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 
 from attnkit.evaluation.report import default_eval_dir
+from attnkit.explain import vision as implicit
 from attnkit.training.vision import Scored, score_vision
 from attnkit.training.vision_checkpoint import checkpoint_dir
 from attnkit.viz import visual
@@ -62,8 +64,9 @@ def evaluate_to_dir(
         errors,
         right,
         config=cfg.to_dict(),
-        notes=f"{scores['errors']:,} of {scores['images']:,} images wrong; each picture shows "
-        "where the model looked, errors first.",
+        notes=f"{scores['errors']:,} of {scores['images']:,} images wrong; each shows where the "
+        "model looked beside where its answer depends on the image (gradient saliency, Grad-CAM), "
+        "errors first.",
     )
     return {**scores, "out": str(out)}
 
@@ -100,13 +103,27 @@ def _examples(scored: Scored) -> tuple[list[VisionExample], list[VisionExample]]
 
     def example(i: int) -> VisionExample:
         figure = family.figure(model, images[i], labels[i], scored.cfg.model)
-        buffer = io.BytesIO()
-        visual.render(figure).save(buffer, format="PNG")
+        explained = implicit.explain_image(scored.cfg.model_type, model, images[i], labels[i])
         ok = bool(scored.right[i])
         view = {
             "image": np.round(images[i] / 255.0, 3).tolist(),  # (H, W) uint8 -> grey 0..1
             "steps": family.steps(model, images[i], labels[i]),
         }
-        return VisionExample(int(i), str(labels[i]), scored.answers[i], ok, buffer.getvalue(), view)
+        return VisionExample(
+            int(i),
+            str(labels[i]),
+            scored.answers[i],
+            ok,
+            _png(figure),
+            view,
+            implicit=_png(implicit.implicit_only(explained)),
+        )
 
     return [example(i) for i in wrong], [example(i) for i in right]
+
+
+def _png(figure) -> bytes:
+    """A figure as PNG bytes (the report inlines them)."""
+    buffer = io.BytesIO()
+    visual.render(figure).save(buffer, format="PNG")
+    return buffer.getvalue()

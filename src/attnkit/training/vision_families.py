@@ -164,7 +164,7 @@ class RAMFamily(Family):
     def test_mc(self, m):
         return m.mc_samples
 
-    def _path(self, model, image, label):
+    def glimpse_path(self, model, image, label):
         """(centres (G, 2), boxes (G, k, 3), titles, suptitle) of the glimpse path on ``image``."""
         height, width = image.shape
         with torch.no_grad():
@@ -176,7 +176,7 @@ class RAMFamily(Family):
         return centres, boxes, titles, _pred_title(int(out.log_probs.argmax()), label)
 
     def steps(self, model, image, label):
-        centres, boxes, _, _ = self._path(model, image, label)
+        centres, boxes, _, _ = self.glimpse_path(model, image, label)
         height, width = image.shape
         return [
             _step(
@@ -190,11 +190,11 @@ class RAMFamily(Family):
         ]
 
     def figure(self, model, image, label, m):
-        centres, boxes, titles, top = self._path(model, image, label)
+        centres, boxes, titles, top = self.glimpse_path(model, image, label)
         return visual.glimpse_grid(image, centres, boxes, titles, suptitle=top)
 
     def picture(self, model, image, label, paths, m):
-        centres, boxes, titles, top = self._path(model, image, label)
+        centres, boxes, titles, top = self.glimpse_path(model, image, label)
         for path in paths:
             if path.suffix.lower() == ".gif":
                 visual.glimpse_gif(image, centres, boxes, titles, path, suptitle=top)

@@ -2,7 +2,9 @@
 
 The page looks like the seq2seq report (:mod:`attnkit.viz.report`, whose style and metrics
 table it shares) and needs nothing but itself: each example's picture -- the attention overlays
-or glimpse path of the model on that image -- is a PNG inlined as a ``data:`` URI. Where an
+or glimpse path of the model on that image -- is a PNG inlined as a ``data:`` URI, beside the
+picture of its implicit attention (gradient saliency and Grad-CAM of the same answer,
+``VisionExample.implicit``) where there is one. Where an
 example also carries its steps (``VisionExample.view``), they are embedded as JSON and drawn
 beside it, one overlay per step, by the heatmap renderer of the ``attnkit serve`` page (inlined,
 :func:`attnkit.viz.report.heatmap_js`); hovering a region reads its weight. Errors come first,
@@ -25,6 +27,9 @@ ol.images{padding-left:2.2rem}
 .img{margin:.6rem 0;padding:.5rem .7rem;border:1px solid #e3e5e8;border-radius:6px;
  background:#fff}
 .img img{max-width:100%;display:block;margin-top:.4rem}
+.pair{display:flex;flex-wrap:wrap;gap:.8rem;align-items:flex-start}
+.pair figure{margin:0;max-width:100%}
+.pair figcaption{font-size:.85rem;color:#555}
 .steps{margin-top:.4rem}
 """
 
@@ -61,6 +66,7 @@ class VisionExample:
     picture: bytes | None = None  # PNG: where the model looked
     # {"image": (H, W) grey 0..1 nested lists, "steps": Family.steps()}: drawn in the page
     view: dict | None = None
+    implicit: bytes | None = None  # PNG: where the answer depends on the image (saliency)
 
 
 def write_vision_report(
@@ -108,9 +114,21 @@ def _example(example: VisionExample, views: list[dict]) -> str:
     )
     picture = ""
     if example.picture is not None:
-        uri = "data:image/png;base64," + base64.b64encode(example.picture).decode("ascii")
-        picture = f'<img alt="where the model looked on image {example.index}" src="{uri}">'
+        picture = _img(example.picture, f"where the model looked on image {example.index}")
+    if example.implicit is not None:
+        implicit = _img(example.implicit, f"implicit attention on image {example.index}")
+        picture = (
+            f'<div class="pair"><figure>{picture}<figcaption>attention</figcaption></figure>'
+            f"<figure>{implicit}<figcaption>implicit attention (gradients)"
+            "</figcaption></figure></div>"
+        )
     if example.view is not None:
         picture += f'<div class="steps" data-k="{len(views)}"></div>'
         views.append(example.view)
     return f'<li class="img">{text}{picture}</li>'
+
+
+def _img(png: bytes, alt: str) -> str:
+    """An ``<img>`` holding ``png`` inline."""
+    uri = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+    return f'<img alt="{html.escape(alt)}" src="{uri}">'

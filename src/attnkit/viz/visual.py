@@ -11,6 +11,8 @@ assembled with Pillow from rendered frames.
 * :func:`glimpse_grid` / :func:`glimpse_gif` -- hard attention: one panel
   (or frame) per glimpse, the path so far and the squares of every scale of
   the current glimpse.
+* :func:`panel_grid` -- any rows of such panels, side by side (the attention beside the
+  gradient saliency and Grad-CAM of the same image, :mod:`attnkit.explain.vision`).
 * :func:`save_figure` -- a figure as PNG or SVG.
 
 Images are ``(H, W)`` arrays (uint8 0-255 or float 0-1), shown in grey.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -290,3 +293,36 @@ def glimpse_gif(
         for g in range(len(centres))
     ]
     return save_gif(frames, path, duration_ms)
+
+
+@dataclass
+class Panel:
+    """One panel of :func:`panel_grid`: a map laid over the image, or a glimpse path."""
+
+    title: str
+    weights: np.ndarray | None = None  # (h, w) or (H, W), each drawn to its own maximum
+    # (centres (G, 2), boxes (G, k, 3), the glimpse whose squares are drawn): a glimpse path
+    glimpse: tuple[np.ndarray, np.ndarray, int] | None = None
+
+
+def panel_grid(
+    image, rows: Sequence[Sequence[Panel | None]], suptitle: str | None = None, alpha: float = 0.7
+) -> Figure:
+    """Rows of panels over one image, a column for each position in the longest row (a None or
+    missing panel is left blank): e.g. one row per output step, its attention map beside its
+    saliency."""
+    image = _as_float_image(image)
+    cols = max((len(row) for row in rows), default=1)
+    cells = [panel for row in rows for panel in [*row, *[None] * (cols - len(row))]]
+    fig, axes = _new_figure(len(cells), cols, image.shape[1] / image.shape[0], suptitle)
+    for ax, panel in zip(axes, cells):
+        if panel is None:
+            continue
+        if panel.glimpse is not None:
+            centres, boxes, step = panel.glimpse
+            centres, boxes = np.asarray(centres, np.float64), np.asarray(boxes, np.float64)
+            _draw_glimpse(ax, image, centres, boxes, step, panel.title)
+        else:
+            _draw_attention(ax, image, panel.weights, panel.title, alpha)
+    fig.tight_layout()
+    return fig
