@@ -192,3 +192,32 @@ def test_a_reports_maps_outline_the_gold_links(driver, tmp_path):
     outlined = [k for k, c in enumerate(cells) if "hm-gold" in c.get_attribute("class")]
     assert outlined == [1]  # row 0, column 1
     assert severe(driver) == []
+
+
+def test_an_explain_reports_map_toggles_to_the_saliency(driver, tmp_path):
+    from attnkit.viz import write_report
+    from attnkit.viz.records import AttentionRecord
+
+    weights = np.array([[0.7, 0.2, 0.1], [0.1, 0.1, 0.8]])
+    saliency = np.array([[0.2, 0.5, 0.3], [0.6, 0.3, 0.1]])
+    rec = AttentionRecord("ab", ["a", "b", "</s>"], "1", ["1", "</s>"], weights, saliency=saliency)
+    path = write_report(tmp_path / "report.html", "explain", {}, [rec])
+    driver.get(path.as_uri())
+    driver.find_element(By.CSS_SELECTOR, "li.ex").click()
+    wait_cells(driver, 6, "li.ex td.hm-cell")
+    choice = driver.find_element(By.CSS_SELECTOR, "li.ex select.heads")
+    assert [o.text for o in choice.find_elements(By.TAG_NAME, "option")] == [
+        "attention",
+        "saliency (implicit attention)",
+    ]
+    driver.execute_script(
+        "arguments[0].value = 'saliency'; arguments[0].dispatchEvent(new Event('change'));", choice
+    )
+
+    def drawn(d):
+        cells = d.find_elements(By.CSS_SELECTOR, "li.ex td.hm-cell")
+        got = [float(c.get_attribute("data-w")) for c in cells]
+        return len(got) == 6 and np.allclose(got, saliency.ravel(), atol=1e-4)
+
+    wait(driver, drawn, "the saliency map")
+    assert severe(driver) == []

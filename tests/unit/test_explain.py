@@ -70,6 +70,14 @@ def test_the_references_of_a_split_are_explained_and_scored_against_gold(
         assert scores[side]["examples"] == 3 and 0.0 <= scores[side]["aer"] <= 100.0
     assert scores["explained"] == "reference"
     assert json.loads((tmp_path / "scores.json").read_text())["method"] == "gradient"
+    # report.html: each example with both maps (the toggle) and the gold links outlined
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    data = json.loads(page.split('id="attnkit-data">')[1].split("</script>")[0])
+    assert len(data["records"]) == 3
+    for shown, a, s in zip(data["records"], attention, saliency):
+        np.testing.assert_allclose(shown["weights"], a.weights, atol=1e-5)
+        np.testing.assert_allclose(shown["saliency"], s.weights, atol=1e-5)
+        assert shown["gold"]  # every reference of the numbers task has gold links
 
 
 def test_typed_inputs_through_the_cli(numbers_checkpoint, tmp_path, capsys):

@@ -10,7 +10,9 @@ Written to the output directory:
 * ``attention.json`` and ``saliency.json``: the maps as attention records (``attnkit plot``
   draws either);
 * ``scores.json``: how often the two agree (argmax of each output row), and, where the task has
-  gold alignments, both maps scored against them (AER, argmax in span, entropy, coverage).
+  gold alignments, both maps scored against them (AER, argmax in span, entropy, coverage);
+* ``report.html``: every example, its map with a choice of attention or saliency (the records
+  carry both), gold links outlined where the task has them.
 
 A model without attention (``model.attention: none``) has saliency alone: each picture is its
 saliency map titled "no attention: gradient saliency" (or the method's name), and no
@@ -20,6 +22,7 @@ saliency map titled "no attention: gradient saliency" (or the method's name), an
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -33,7 +36,7 @@ from attnkit.evaluation.alignment import alignment_metrics
 from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
 from attnkit.translator import Translator
-from attnkit.viz import plot_heatmap, plot_side_by_side, save_records
+from attnkit.viz import plot_heatmap, plot_side_by_side, save_records, write_report
 
 MAX_EXAMPLES = 500
 
@@ -144,5 +147,27 @@ def explain_model(
             scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
         scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner)
     scores["out"] = str(out)
     return scores
+
+
+def _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner) -> None:
+    """report.html: every explained example; a model with attention shows it with a choice of
+    its saliency (the toggle), one without shows the saliency alone; gold links outlined."""
+    shown = []
+    for a, s in zip(att_records, sal_records):
+        record = dataclasses.replace(a, saliency=s.weights) if attends else s
+        alignment = aligner(record.source, record.output) if aligner is not None else None
+        if alignment is not None and record.weights.size:
+            rows, cols = record.weights.shape
+            record.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]
+        shown.append(record)
+    write_report(
+        out / "report.html",
+        f"attnkit explain: {cfg.name} ({method} saliency)",
+        scores,
+        shown,
+        notes=None if attends else "This model has no attention: its maps are gradient saliency.",
+        map_title=None if attends else TITLE,
+    )

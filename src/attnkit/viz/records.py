@@ -65,6 +65,9 @@ class AttentionRecord:
     #: the task's gold alignment links of this source and output, (output row, source column)
     #: pairs, where the task has them (numbers, dates); pictures outline those cells
     gold: list[tuple[int, int]] | None = None
+    #: (T, S) the gradient saliency of the same outputs (``attnkit explain``), shown beside the
+    #: attention; None elsewhere
+    saliency: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -90,6 +93,12 @@ class AttentionRecord:
             outside = [(j, i) for j, i in self.gold if not (0 <= j < rows and 0 <= i < cols)]
             if outside:
                 raise ValueError(f"gold link {outside[0]} is outside the {rows} x {cols} map")
+        if self.saliency is not None:
+            self.saliency = np.asarray(self.saliency, dtype=np.float64)
+            if self.saliency.shape != expected:
+                raise ValueError(
+                    f"saliency has shape {self.saliency.shape}, expected {expected} (the weights')"
+                )
         if self.heads is not None:
             self.heads = np.asarray(self.heads, dtype=np.float64)
             t, s = expected
@@ -140,6 +149,8 @@ class AttentionRecord:
         obj["weights"] = np.round(self.weights, 5).tolist()
         if self.heads is not None:
             obj["heads"] = np.round(self.heads, 5).tolist()
+        if self.saliency is not None:
+            obj["saliency"] = np.round(self.saliency, 5).tolist()
         return obj
 
     @classmethod
@@ -160,6 +171,7 @@ class AttentionRecord:
             right=_optional_bool(obj, "right"),
             chrf=_optional(obj, "chrf", (int, float)),
             gold=_gold(obj),
+            saliency=None if obj.get("saliency") is None else np.asarray(obj["saliency"], float),
         )
 
 
@@ -270,13 +282,10 @@ def save_records_npz(records: list[AttentionRecord], path: str | Path) -> None:
     arrays: dict[str, np.ndarray] = {
         f"weights_{i}": r.weights.astype(np.float32) for i, r in enumerate(records)
     }
-    arrays.update(
-        {
-            f"heads_{i}": r.heads.astype(np.float32)
-            for i, r in enumerate(records)
-            if r.heads is not None
-        }
-    )
+    for name in ("heads", "saliency"):  # optional arrays, where a record has them
+        for i, r in enumerate(records):
+            if getattr(r, name) is not None:
+                arrays[f"{name}_{i}"] = getattr(r, name).astype(np.float32)
     meta = [
         json.dumps({"format": FORMAT, "version": VERSION, **r.meta()}, ensure_ascii=False)
         for r in records
@@ -300,8 +309,9 @@ def load_records_npz(path: str | Path) -> list[AttentionRecord]:
                 if key not in npz.files:
                     raise RecordsFileError(f"record {i}: missing array '{key}'", path)
                 m["weights"] = npz[key]
-                if f"heads_{i}" in npz.files:
-                    m["heads"] = npz[f"heads_{i}"]
+                for name in ("heads", "saliency"):
+                    if f"{name}_{i}" in npz.files:
+                        m[name] = npz[f"{name}_{i}"]
     except FileNotFoundError:
         raise RecordsFileError("no such attention records file", path) from None
     except RecordsFileError:

@@ -8,22 +8,25 @@
   "use strict";
   var data = JSON.parse(document.getElementById("attnkit-data").textContent);
 
-  // a Transformer's record holds heads[t][layer][head][s]: "" = the mean, "l,h" = one head
+  // the map to draw: "" = the attention (a Transformer's: the mean of its heads), "l,h" = one
+  // head of heads[t][layer][head][s], "saliency" = the record's gradient saliency (explain)
   function pick(rec, choice) {
     if (!choice) return rec.weights;
+    if (choice === "saliency") return rec.saliency;
     var lh = choice.split(",");
     return rec.heads.map(function (step) { return step[+lh[0]][+lh[1]]; });
   }
 
-  function headChoice(rec, draw) {
+  function mapChoice(rec, draw) {
     var select = document.createElement("select");
     select.className = "heads";
-    var options = [["", "mean of all layers and heads"]];
-    rec.heads[0].forEach(function (heads, l) {
+    var options = [["", rec.heads ? "mean of all layers and heads" : "attention"]];
+    (rec.heads ? rec.heads[0] : []).forEach(function (heads, l) {
       heads.forEach(function (_, h) {
         options.push([l + "," + h, "layer " + (l + 1) + ", head " + (h + 1)]);
       });
     });
+    if (rec.saliency) options.push(["saliency", "saliency (implicit attention)"]);
     options.forEach(function (o) {
       var option = document.createElement("option");
       option.value = o[0];
@@ -60,7 +63,7 @@
       window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
         weights: pick(rec, choice), gold: rec.gold || null}, {cell: 27, legend: true});
     }
-    if (rec.heads) figure.appendChild(headChoice(rec, draw));
+    if (rec.heads || rec.saliency) figure.appendChild(mapChoice(rec, draw));
     figure.appendChild(map);
     box.appendChild(figure);
     if (wrong && rec.reference !== null) box.appendChild(beside(rec));
