@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from test_serve_app import numbers_model  # noqa: F401  (the session's trained checkpoint)
+from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.batching import MicroBatcher

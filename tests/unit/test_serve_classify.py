@@ -13,7 +13,7 @@ import pytest
 import torch
 from fastapi.testclient import TestClient
 from PIL import Image
-from test_serve_app import numbers_model  # noqa: F401  (the session's trained checkpoint)
+from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 from test_vision_evaluation import MODELS, N_TEST, _write_idx
 
 from attnkit.checkpoint import write_checkpoint

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from fastapi.testclient import TestClient
-from test_serve_app import numbers_model  # noqa: F401  (the session's trained checkpoint)
+from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 
 from attnkit.errors import ConfigError
 from attnkit.serve import translate
