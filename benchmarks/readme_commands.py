@@ -11,8 +11,21 @@ Commands written with placeholders (``CONFIG``, ``HOST_OF_NODE_0``) are parsed o
 
     python benchmarks/readme_commands.py          # one JSON line: commands checked, problems
 
-Exit status 1 when a command has a problem. ``tests/integration/test_readme_commands.py`` runs it
-in CI.
+Exit status 1 when a command has a problem.
+
+``--run`` runs the README's commands instead, in order, as written, in a scratch copy of the
+repository (a temporary directory holding ``configs/`` and the files the commands read from the
+repository, nothing of ``runs/``; ``attnkit`` is this tree's, run by this Python), with
+``ATTNKIT_DATA_DIR`` pointing at ``../shared/data`` next to the repository when it is unset and
+that exists. The commands in ``LONG`` (trainings of minutes, servers, installs, the test suite,
+``torchrun``) are skipped by name, each with its reason, and so is every later command that reads
+what a skipped one would have written ("depends on ..."). Each command gets ``--timeout``
+seconds (default 600).
+
+    python benchmarks/readme_commands.py --run    # one JSON line: run, skipped, failed
+
+Exit status 1 when a command fails (its exit status and last stderr line are listed).
+``tests/integration/test_readme_commands.py`` runs both modes in CI.
 """
 
 from __future__ import annotations
@@ -21,9 +34,15 @@ import argparse
 import contextlib
 import io
 import json
+import os
 import re
 import shlex
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +51,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(:\d+)?$")  # CONFIG, FILE, HOST_OF_NODE_0:29400
 SEPARATORS = {"&&", "||", ";", "|"}
+OPERATORS = {"|", "<", ">", ">>"}  # the operators inside one step
 
 
 @dataclass
@@ -63,25 +83,91 @@ def shell_lines(readme: str) -> list[tuple[int, str]]:
     return lines
 
 
+@dataclass
+class Step:
+    """A pipeline of a README shell line (its segments joined by ``|``): what ``--run`` runs."""
+
+    line: int  # README line where its shell line starts
+    text: str  # that shell line
+    raw: str  # the step as the README writes it, comment left out: what --run runs
+    tokens: list[str]  # its words, redirections and pipes
+
+    @property
+    def shell(self) -> str:
+        """The step's words re-quoted, one space apart: its name in :data:`LONG`."""
+        return " ".join(t if t in OPERATORS else shlex.quote(t) for t in self.tokens)
+
+    def segments(self) -> list[list[str]]:
+        """The tokens of each command of the pipeline."""
+        out: list[list[str]] = [[]]
+        for token in self.tokens:
+            if token == "|":
+                out.append([])
+            else:
+                out[-1].append(token)
+        return [segment for segment in out if segment]
+
+
+def _tokens(text: str) -> list[str]:
+    """Shell words and operators (``&&``, ``|``, ``>``, ...) of ``text``, comments left out."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
+def _name(command: str) -> str:
+    """A command written as in the README, as :attr:`Step.shell` writes it."""
+    return Step(0, command, command, _tokens(command)).shell
+
+
+def steps(readme: str) -> list[Step]:
+    """Every pipeline of every shell line, in order (split at ``&&``, ``||`` and ``;``)."""
+    return [
+        Step(number, text, raw, _tokens(raw))
+        for number, text in shell_lines(readme)
+        for raw in _split_line(text)
+    ]
+
+
+def _split_line(text: str) -> list[str]:
+    """The text of each pipeline of a shell line, as written: split at ``&&``, ``||`` and
+    ``;`` outside quotes, up to a ``#`` comment."""
+    parts, start, quote, i = [], 0, "", 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"':
+                i += 1  # an escaped character inside double quotes
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            i += 1
+        elif char == "#" and (i == start or text[i - 1].isspace()):
+            break
+        elif text.startswith(("&&", "||"), i) or char == ";":
+            parts.append(text[start:i])
+            i += 1 if char == ";" else 2
+            start = i
+            continue
+        i += 1
+    parts.append(text[start:i])
+    return [part.strip() for part in parts if part.strip()]
+
+
 def commands(readme: str) -> list[Command | tuple[int, str, list[str]]]:
     """Every segment of every shell line, in order: a :class:`Command` for ``attnkit`` (or
     ``torchrun ... -m attnkit``), else ``(line, text, files it writes)``."""
-    out: list = []
-    for number, text in shell_lines(readme):
-        lexer = shlex.shlex(text, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        segment: list[str] = []
-        for token in [*lexer, ";"]:
-            if token in SEPARATORS:
-                if segment:
-                    out.append(_segment(number, text, segment))
-                segment = []
-            else:
-                segment.append(token)
-    return out
+    return [
+        _segment(step.line, step.text, tokens)
+        for step in steps(readme)
+        for tokens in step.segments()
+    ]
 
 
-def _segment(number: int, text: str, tokens: list[str]):
+def _redirections(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """(words, ``< FILE`` files, ``> FILE`` and ``>> FILE`` files) of one command."""
     words, reads, writes = [], [], []
     it = iter(tokens)
     for token in it:
@@ -89,6 +175,11 @@ def _segment(number: int, text: str, tokens: list[str]):
             (reads if token == "<" else writes).append(next(it, ""))
         else:
             words.append(token)
+    return words, reads, writes
+
+
+def _segment(number: int, text: str, tokens: list[str]):
+    words, reads, writes = _redirections(tokens)
     if words[:1] == ["attnkit"]:
         return Command(number, text, words[1:], reads, writes)
     if "-m" in words and words[words.index("-m") + 1 : words.index("-m") + 2] == ["attnkit"]:
@@ -166,12 +257,236 @@ def _norm(path) -> Path:
     return Path(str(path)).expanduser()
 
 
+# ---- --run: the commands, run as written ----------------------------------------------------
+
+_SERVER = "a server: it answers until stopped"
+_INSTALL = "installs packages: the run uses the environment it runs in, with this tree's attnkit"
+
+#: The commands ``--run`` skips, as the README writes them (comments aside), and why: each
+#: trains for minutes, blocks, installs or is a template. A name no README command has is an
+#: error, so the list follows the README.
+LONG: dict[str, str] = {
+    "pip install torch==2.13.0": _INSTALL,
+    "pip install -e .": _INSTALL,
+    'pip install -e ".[test]"': _INSTALL,
+    "python -m pytest -q": "the whole test suite, a CI job of its own",
+    "attnkit train configs/numbers_bahdanau.yaml": "trains to early stopping, up to 8 minutes",
+    "attnkit train configs/numbers_bahdanau.yaml --set train.seed=2 "
+    "--output-dir runs/numbers_bahdanau-seed2": "trains to early stopping, up to 8 minutes",
+    "attnkit train configs/dates_luong_general.yaml --set model.rnn=lstm --set train.lr=3e-4": (
+        "trains to early stopping, up to 6 minutes"
+    ),
+    "attnkit train configs/dates_luong_general.yaml --overwrite": (
+        "trains to early stopping, up to 6 minutes"
+    ),
+    "tensorboard --logdir runs": _SERVER,
+    "attnkit train configs/ram_mnist28.yaml": "trains on MNIST for 8 minutes",
+    "attnkit train configs/sat_multidigit.yaml": "trains on MNIST strips for 8 minutes",
+    "attnkit train configs/attnpool_cluttered60.yaml": "trains on cluttered MNIST for 8 minutes",
+    "attnkit serve --model runs/demo/model/best": _SERVER,
+    "attnkit serve --model runs/demo/model/best --name numbers --port 8080 --max-batch 16 "
+    "--max-wait-ms 10": _SERVER,
+    "attnkit train configs/numbers_transformer.yaml": "trains to early stopping, up to 8 minutes",
+    "attnkit train configs/dates_transformer.yaml": "trains to early stopping, up to 6 minutes",
+    "attnkit train configs/g2p_transformer.yaml": "trains on CMUdict for 13 minutes",
+    "attnkit train configs/multi30k_de_en_transformer.yaml": "trains on Multi30k for 7 minutes",
+    "attnkit train configs/multi30k_en_de_transformer.yaml": "trains on Multi30k for 7 minutes",
+    "attnkit train configs/multi30k_en_fr_transformer.yaml": "trains on Multi30k for 7 minutes",
+    "attnkit train configs/multi30k_fr_en_transformer.yaml": "trains on Multi30k for 7 minutes",
+    "python benchmarks/arch_compare.py --rnn configs/numbers_bahdanau.yaml "
+    "--transformer configs/numbers_transformer.yaml --minutes 4 --table": (
+        "trains two models for 4 minutes each"
+    ),
+    "python benchmarks/speed.py --arch transformer --emb 256 --layers 3 --heads 4 --ff 1024 "
+    "--updates 150": "times 150 training updates of a 3-layer Transformer: minutes",
+    "attnkit train configs/multi30k_en_fr.yaml": "trains on Multi30k for 7 minutes",
+    "attnkit train configs/multi30k_fr_en.yaml": "trains on Multi30k for 7 minutes",
+    "attnkit train configs/multi30k_en_de.yaml": "trains on Multi30k for 7 minutes",
+    "torchrun --nproc_per_node 2 -m attnkit train configs/multi30k_de_en.yaml": (
+        "trains on Multi30k in 2 processes for 7 minutes"
+    ),
+    "torchrun --standalone --nproc_per_node 2 -m attnkit train CONFIG": (
+        "a template: CONFIG is the reader's experiment file"
+    ),
+    "torchrun --nnodes 2 --nproc_per_node 4 --rdzv-backend c10d "
+    "--rdzv-endpoint HOST_OF_NODE_0:29400 --rdzv-id myrun -m attnkit train CONFIG": (
+        "a template for several machines"
+    ),
+}
+
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@dataclass
+class Plan:
+    """What ``--run`` does with each README step, decided before it runs any."""
+
+    steps: list[tuple[Step, str | None]]  # each step and why it is skipped (None: it runs)
+    inputs: list[str]  # repository files the steps read, copied into the scratch copy
+    stale: list[str]  # names of ``long`` that no README command has
+
+
+def plan(readme: str, long: dict[str, str] = LONG) -> Plan:
+    """Skip the steps named in ``long``, and every step reading what a skipped one writes."""
+    reasons = {_name(command): reason for command, reason in long.items()}
+    pending: dict[Path, str] = {}  # a path a skipped step would have written -> that step
+    written: set[Path] = set()
+    decided, inputs, seen = [], [], set()
+    for step in steps(readme):
+        seen.add(step.shell)
+        reads, writes = _step_paths(step)
+        reason = reasons.get(step.shell)
+        blocker = next((pending[p] for p in map(_norm, reads) if p in pending), None)
+        if reason is None and blocker is not None:
+            reason = f"depends on {blocker}"
+        for path in map(_norm, writes):
+            if reason is None:
+                pending.pop(path, None)
+            else:
+                pending[path] = step.raw
+        if reason is None:
+            inputs += [str(p) for p in reads if _norm(p) not in written and (ROOT / p).is_file()]
+        written.update(map(_norm, writes))
+        decided.append((step, reason))
+    return Plan(decided, sorted(set(inputs)), [name for name in reasons if name not in seen])
+
+
+def _step_paths(step: Step) -> tuple[list, list]:
+    """(paths the step reads, paths it writes), as far as its commands say."""
+    reads, writes = [], []
+    for tokens in step.segments():
+        item = _segment(step.line, step.text, tokens)
+        if not isinstance(item, Command):
+            writes += item[2]
+            reads += _redirections(tokens)[1]
+            continue
+        reads, writes = reads + item.reads, writes + item.writes
+        if any(PLACEHOLDER.match(token) for token in item.argv):
+            continue
+        from attnkit.cli import build_parser
+
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                args = build_parser().parse_args(item.argv)
+        except SystemExit:
+            continue  # running it says what is wrong
+        more_reads, more_writes = _paths(args, [], "")
+        reads, writes = reads + more_reads, writes + more_writes
+    return reads, writes
+
+
+@dataclass
+class RunOptions:
+    timeout: float = 600.0  # seconds per command
+    keep: bool = False  # keep the scratch directory (its path is in the result's "workdir")
+    long: dict[str, str] = field(default_factory=lambda: dict(LONG))  # commands not run
+    parent: Path | None = None  # where the scratch directory is made (None: the system's temp)
+
+
+def run(readme: str, options: RunOptions) -> dict:
+    """Run the planned steps in a scratch copy of the repository: what ran, was skipped, failed."""
+    the_plan = plan(readme, options.long)
+    result: dict = {"run": [], "skipped": [], "failed": []}
+    result["problems"] = [
+        f"LONG names {name!r}, which no README command is" for name in the_plan.stale
+    ]
+    top = Path(tempfile.mkdtemp(prefix="attnkit-readme-", dir=options.parent))
+    repo = top / "repo"
+    try:
+        repo, env = _scratch(top, the_plan.inputs)
+        for step, reason in the_plan.steps:
+            entry = {"line": step.line, "command": step.raw}
+            if reason is not None:
+                result["skipped"].append({**entry, "reason": reason})
+                _say(f"README.md:{step.line}: {step.raw}: skipped ({reason})")
+                continue
+            status, last, seconds = _run_step(step.raw, repo, env, options.timeout)
+            _say(f"README.md:{step.line}: {step.raw}: exit {status} in {seconds:.1f} s")
+            if status == 0:
+                result["run"].append({**entry, "seconds": round(seconds, 1)})
+            else:
+                result["failed"].append({**entry, "status": status, "stderr": last})
+    finally:
+        if options.keep:
+            result["workdir"] = str(repo)
+        else:
+            shutil.rmtree(top, ignore_errors=True)
+    return result
+
+
+def _scratch(top: Path, inputs: list[str]) -> tuple[Path, dict[str, str]]:
+    """``top/repo`` (configs/ and the input files) and the environment its commands run in:
+    ``attnkit`` is this tree's, run by this Python (a script in ``top/bin``)."""
+    repo = top / "repo"
+    shutil.copytree(ROOT / "configs", repo / "configs")
+    for name in inputs:
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, repo / name)
+    script = top / "bin" / "attnkit"
+    script.parent.mkdir()
+    script.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m attnkit "$@"\n')
+    script.chmod(0o755)
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(script.parent), env.get("PATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(ROOT / "src"), env.get("PYTHONPATH")] if p)
+    if not env.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
+        env["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)
+    return repo, env
+
+
+def _run_step(shell: str, cwd: Path, env: dict, timeout: float) -> tuple[int | str, str, float]:
+    """(exit status or why it stopped, last line of its stderr, seconds) of one bash command."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        ["bash", "-c", shell],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,  # a timeout stops the whole pipeline
+    )
+    try:
+        _, err = proc.communicate(timeout=timeout)
+        status: int | str = proc.returncode
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        _, err = proc.communicate()
+        status = f"timed out after {timeout:g} s"
+    lines = [line for line in err.splitlines() if line.strip()]
+    return status, (lines[-1] if lines else ""), time.perf_counter() - start
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM to the step's process group (a training saves ``last``), SIGKILL after 10 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    ap.add_argument("--run", action="store_true", help="run the commands (see LONG for skips)")
+    ap.add_argument("--timeout", type=float, default=600.0, help="--run: seconds per command")
+    ap.add_argument("--keep", action="store_true", help="--run: keep the scratch directory")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    checked, problems = check(args.readme.read_text(encoding="utf-8"))
+    readme = args.readme.read_text(encoding="utf-8")
+    if args.run:
+        result = run(readme, RunOptions(timeout=args.timeout, keep=args.keep))
+        print(json.dumps(result, ensure_ascii=False))
+        return 1 if result["failed"] or result["problems"] else 0
+    checked, problems = check(readme)
     print(json.dumps({"commands": checked, "problems": problems}))
     return 1 if problems else 0
 
