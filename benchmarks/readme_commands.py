@@ -3,10 +3,11 @@
 
 Each command must parse with the real command line (``attnkit.cli.build_parser``); the config
 file ``train`` names must exist; every path a command reads (``--model`` checkpoints,
-``--resume``'s ``last``, ``--src``/``--ref``/``--tsv`` and ``< FILE`` inputs) must exist in the
-repository or be written by an earlier command of the README: ``attnkit demo`` (``--out``),
-``attnkit train`` (its run directory's ``best``, ``last``, and ``averaged`` with checkpoint
-averaging), ``evaluate``, ``plot``, ``translate --attention-out`` and a shell ``> FILE``.
+``--resume``'s ``last``, ``--src``/``--ref``/``--tsv``, ``plot --image FILE`` and ``< FILE``
+inputs) must exist in the repository or be written by an earlier command of the README:
+``attnkit demo`` (``--out``), ``attnkit train`` (its run directory's ``best``, ``last``, and
+``averaged`` with checkpoint averaging), ``evaluate``, ``plot``, ``translate --attention-out``
+and a shell ``> FILE``.
 Commands written with placeholders (``CONFIG``, ``HOST_OF_NODE_0``) are parsed only.
 ``torchrun ... -m attnkit ...`` lines are checked as the ``attnkit`` command they run.
 
@@ -235,6 +236,9 @@ def _paths(args: argparse.Namespace, problems: list[str], where: str) -> tuple[l
         return ([run / "last"] if args.resume else []), made
     models = args.model if isinstance(args.model, list) else [args.model]
     reads = [*models, *[p for p in (getattr(args, k, None) for k in ("src", "ref", "tsv")) if p]]
+    image = getattr(args, "image", None)
+    if image is not None and not image.isdigit():
+        reads.append(image)  # a picture file (a number is a test image)
     writes = [p for p in (getattr(args, k, None) for k in ("out", "output", "attention_out")) if p]
     if args.command == "evaluate" and args.out is None:
         from attnkit.evaluation.report import default_eval_dir

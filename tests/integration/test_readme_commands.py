@@ -57,19 +57,22 @@ def test_the_check_finds_what_a_reader_would_trip_on():
             "printf 'a\\tb\\n' > mine.tsv",
             "attnkit evaluate --model runs/q/model/best --tsv mine.tsv < absent.txt",
             "attnkit train configs/numbers_bahdanau.yaml --resume",
+            "attnkit plot --model runs/q/model/best --image 7 -o a.png",
+            "attnkit plot --model runs/q/model/best --image my_digit.jpg -o b.png",
             "attnkit train \\",
             "    CONFIG --set train.lr=1",
             "```",
         ]
     )
     checked, problems = _module().check(readme)
-    assert checked == 8
-    assert len(problems) == 5, problems
+    assert checked == 10
+    assert len(problems) == 6, problems
     assert "README.md:3:" in problems[0] and "runs/nowhere/best" in problems[0]
     assert "no config file configs/missing.yaml" in problems[1]
     assert "does not parse" in problems[2] and "--bogus" in problems[2]
     assert problems[3].endswith("reads absent.txt, which neither exists nor is written before")
     assert "runs/numbers_bahdanau/last" in problems[4]  # --resume needs an earlier run
+    assert problems[5].endswith("reads my_digit.jpg, which neither exists nor is written before")
 
 
 def _plan_readme(*lines: str) -> str:
