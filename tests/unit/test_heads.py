@@ -5,12 +5,12 @@ alignment scores; and the map choice of :mod:`attnkit.viz.heads`."""
 from __future__ import annotations
 
 import json
-import random
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import yaml
+from test_cli import _reversal_tsv
 
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
@@ -29,18 +29,6 @@ TINY_TRANSFORMER = {
     "ff_dim": 32,
     "dropout": 0.0,
 }
-
-
-def _reversal_tsv(path, n, seed, exclude=()):
-    rng = random.Random(seed)
-    seen, lines = set(exclude), []
-    while len(lines) < n:
-        s = "".join(rng.choice("abcde") for _ in range(rng.randint(1, 4)))
-        if s not in seen:
-            seen.add(s)
-            lines.append(f"{s}\t{s[::-1]}\n")
-    path.write_text("".join(lines), encoding="utf-8")
-    return seen
 
 
 @pytest.fixture(scope="module")

@@ -153,3 +153,14 @@ def per_head_metrics(forced, gold) -> list[dict]:
                 }
             )
     return sorted(rows, key=lambda r: (r["aer"] is None, r["aer"]))
+
+
+def mark_gold(aligner, records) -> None:
+    """Give each attention record its task's gold links of its source and output (pictures
+    outline those cells); none where the generator cannot align that output (a wrong one may
+    not be a number)."""
+    for record in records:
+        alignment = aligner(record.source, record.output)
+        if alignment is not None and record.weights.size:
+            rows, cols = record.weights.shape
+            record.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]

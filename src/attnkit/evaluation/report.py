@@ -24,7 +24,7 @@ from pathlib import Path
 
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
-from attnkit.evaluation.alignment import score_alignments
+from attnkit.evaluation.alignment import mark_gold, score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.evaluation.examples import choose, is_translation, judge, judged_record, tally
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
@@ -100,23 +100,13 @@ def evaluate_model(
             chrf = is_translation(cfg.data)
             records = [judged_record(t, refs[i], i, chrf) for t, i in zip(shown, chosen)]
             if aligner is not None:
-                _add_gold(aligner, records)
+                mark_gold(aligner, records)
             counts = tally(right)
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})"
     _write_examples(out, title, translator, scores, records, counts)
     scores["out"] = str(out)
     return scores
-
-
-def _add_gold(aligner, records: list) -> None:
-    """The task's gold links of each shown source and output (outlined on the report's maps);
-    none where the generator cannot align that output (a wrong one may not be a number)."""
-    for record in records:
-        alignment = aligner(record.source, record.output)
-        if alignment is not None and record.weights.size:
-            rows, cols = record.weights.shape
-            record.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]
 
 
 def _add_heads(translator, sources: list[str], shown: list) -> None:

@@ -32,7 +32,7 @@ import numpy as np
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
-from attnkit.evaluation.alignment import alignment_metrics
+from attnkit.evaluation.alignment import alignment_metrics, mark_gold
 from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
 from attnkit.translator import Translator
@@ -157,12 +157,9 @@ def _write_page(out, cfg, method, scores, att_records, sal_records, attends, ali
     its saliency (the toggle), one without shows the saliency alone; gold links outlined."""
     shown = []
     for a, s in zip(att_records, sal_records):
-        record = dataclasses.replace(a, saliency=s.weights) if attends else s
-        alignment = aligner(record.source, record.output) if aligner is not None else None
-        if alignment is not None and record.weights.size:
-            rows, cols = record.weights.shape
-            record.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]
-        shown.append(record)
+        shown.append(dataclasses.replace(a, saliency=s.weights) if attends else s)
+    if aligner is not None:
+        mark_gold(aligner, shown)
     write_report(
         out / "report.html",
         f"attnkit explain: {cfg.name} ({method} saliency)",
