@@ -4,9 +4,10 @@ against two attention models, scored by source length, on the same data and trai
     python benchmarks/length_curve.py                       # 3 models x 10 minutes, 2 at a time
     python benchmarks/length_curve.py --minutes 3 --quick   # small data, the full model
     python benchmarks/length_curve.py --smoke               # tiny data and model (CI)
+    python benchmarks/length_curve.py --task multi30k --epochs 5 --jobs 3   # BLEU by length
 
-The task is generated (no download): a list of 1 to ``--max-count`` numbers below 1000, written
-in English words and separated by commas, to be written as digits::
+``--task numbers`` (the default) is generated (no download): a list of 1 to ``--max-count``
+numbers below 1000, written in English words and separated by commas, to be written as digits::
 
     "seven hundred and twelve, forty-two, nine" -> "712 42 9"
 
@@ -22,12 +23,23 @@ scored greedily with ``attnkit evaluate``; the test set is then cut into source-
 and scored per bucket: exact match and character error rate. Writes ``OUT/length_curve.json``
 (every bucket of every model, with the training budget, updates and machine) and
 ``OUT/length_curve.png`` (the curve).
+
+``--task multi30k`` is the real-text half: Multi30k de->en (``--pair``), the three models built
+alike (a bi-GRU encoder of 256 per direction, a GRU decoder of 512, subword embeddings of 256;
+``MULTI30K_MODEL``) over the shipped config's data and subwords, trained for ``--epochs`` epochs
+(a data budget, so the outcome does not depend on the machine's load; ``--minutes`` adds a time
+budget) with the LR annealed over them, and scored greedily with sacrebleu BLEU and chrF per
+source-length bucket (words of the raw source). Multi30k's sentences are short (test2016: median
+10 words, longest 30), so the buckets end where the data does. The data sets are read from
+``$ATTNKIT_DATA_DIR/multi30k``, else from ``../shared/data`` beside the repository when it
+exists (else the user cache; missing files are downloaded).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import subprocess
 import sys
@@ -45,7 +57,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from machine_info import describe  # noqa: E402
 
-from attnkit.evaluation.metrics import edit_distance  # noqa: E402
+from attnkit.evaluation.metrics import bleu, chrf, edit_distance  # noqa: E402
 
 MODELS = {
     "none": {"attention": "none"},
@@ -55,6 +67,18 @@ MODELS = {
 BUCKET_CHARS = 25
 FULL_MODEL = {"embedding_dim": 64, "encoder_hidden": 128, "decoder_hidden": 256, "dropout": 0.1}
 TINY_MODEL = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "dropout": 0.0}
+MULTI30K_MODEL = {
+    "rnn": "gru",
+    "embedding_dim": 256,
+    "encoder_hidden": 256,
+    "encoder_layers": 1,
+    "bidirectional": True,
+    "decoder_hidden": 512,
+    "dropout": 0.3,
+}
+# Source words per Multi30k bucket: [first, last]; test2016's quartiles are 8, 10 and 13 words.
+WORD_BUCKETS = [(1, 7), (8, 9), (10, 11), (12, 14), (15, 19), (20, 10_000)]
+SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def number_list(rng: random.Random, count: int) -> tuple[str, str]:
@@ -122,7 +146,32 @@ def config(name: str, model: dict, data: dict, args, out: Path) -> Path:
         },
         "decode": {"max_len_cap": 4 * args.max_count + 10, "batch_size": 100},
     }
-    path = out / "configs" / f"{name}.yaml"
+    return write_config(cfg, out)
+
+
+def multi30k_config(name: str, model: dict, args, out: Path) -> Path:
+    """The shipped Multi30k experiment (data, subwords, decoding) with the length curve's model
+    and an epoch budget; nothing averaged, no early stopping, one dev score per epoch."""
+    shipped = REPO / "configs" / f"multi30k_{args.pair.replace('-', '_')}.yaml"
+    cfg = yaml.safe_load(shipped.read_text(encoding="utf-8"))
+    cfg.update(name=name, output_dir=str(out / "runs" / name))
+    cfg["model"] = {**MULTI30K_MODEL, **model}
+    cfg["train"].update(
+        epochs=args.epochs,
+        max_minutes=args.minutes,
+        patience=None,
+        average_checkpoints=0,
+        eval_every=0,
+        seed=args.seed,
+        threads=args.threads,
+        progress=False,
+        tensorboard=False,
+    )
+    return write_config(cfg, out)
+
+
+def write_config(cfg: dict, out: Path) -> Path:
+    path = out / "configs" / f"{cfg['name']}.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     return path
@@ -174,31 +223,64 @@ def buckets(test: list, hyps: list[str]) -> list[dict]:
     return rows
 
 
-def plot(results: dict, path: Path, minutes: float) -> None:
+def word_buckets(test: list, hyps: list[str]) -> list[dict]:
+    """sacrebleu BLEU and chrF (greedy) per bucket of source words (:data:`WORD_BUCKETS`)."""
+    rows = []
+    for first, last in WORD_BUCKETS:
+        items = [(r, h) for (src, r), h in zip(test, hyps) if first <= len(src.split()) <= last]
+        if not items:
+            continue
+        refs, outs = [r for r, _ in items], [h for _, h in items]
+        rows.append(
+            {
+                "source_words": [first, min(last, max(len(s.split()) for s, _ in test))],
+                "items": len(items),
+                "bleu": round(bleu(outs, refs), 2),
+                "chrf": round(chrf(outs, refs), 2),
+            }
+        )
+    return rows
+
+
+def plot(results: dict, path: Path, title: str, axes: tuple) -> None:
+    """One panel per (bucket key, score key, axis label) in ``axes``, a line per model."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(10, 4), layout="constrained")
     FigureCanvasAgg(fig)
-    left, right = fig.subplots(1, 2)
-    for name, result in results.items():
-        x = [sum(b["source_chars"]) / 2 for b in result["buckets"]]
-        left.plot(x, [b["exact_match"] for b in result["buckets"]], marker="o", label=name)
-        right.plot(x, [b["cer"] for b in result["buckets"]], marker="o", label=name)
-    left.set(xlabel="source length (characters)", ylabel="test exact match (%)", ylim=(0, 101))
-    right.set(xlabel="source length (characters)", ylabel="test character error rate (%)")
-    left.legend()
-    fig.suptitle(
-        f"Number lists -> digits: attention against one fixed vector ({minutes:g} min each)"
-    )
-    for ax in (left, right):
+    panels = fig.subplots(1, len(axes))
+    for ax, (x_key, y_key, x_label, y_label) in zip(panels, axes):
+        for name, result in results.items():
+            x = [sum(b[x_key]) / 2 for b in result["buckets"]]
+            ax.plot(x, [b[y_key] for b in result["buckets"]], marker="o", label=name)
+        ax.set(xlabel=x_label, ylabel=y_label)
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
+    panels[0].legend()
+    fig.suptitle(title)
     fig.savefig(path, dpi=130)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--minutes", type=float, default=10.0, help="training budget per model")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--task",
+        choices=("numbers", "multi30k"),
+        default="numbers",
+        help="numbers: generated lists of number words (exact match, CER by characters); "
+        "multi30k: real sentences (BLEU, chrF by words)",
+    )
+    parser.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="training budget per model (numbers: default 10; multi30k: none, --epochs ends it)",
+    )
+    parser.add_argument("--epochs", type=int, default=5, help="multi30k: epochs per model")
+    parser.add_argument("--pair", default="de-en", help="multi30k: the language pair (de-en)")
     parser.add_argument("--max-count", type=int, default=12, help="most numbers in one source")
     parser.add_argument("--train-size", type=int, default=40000)
     parser.add_argument("--test-size", type=int, default=1200)
@@ -213,47 +295,91 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "length_curve")
     args = parser.parse_args()
-    if args.quick:
-        args.train_size, args.test_size, args.eval_every = 2000, 240, 100
-    if args.smoke:
-        args.train_size, args.test_size, args.eval_every, args.max_count = 200, 40, 5, 4
-        args.minutes = min(args.minutes, 0.1)
     out = args.out.resolve()
-    sizes = {"train": args.train_size, "dev": 20 if args.smoke else 300, "test": args.test_size}
-    splits = make_splits(args.seed, args.max_count, sizes)
-    data = write_data(out / "data", splits)
-    configs = {name: config(name, MODELS[name], data, args, out) for name in args.models}
+    if args.task == "multi30k":
+        if args.quick or args.smoke:
+            parser.error("--quick and --smoke are for --task numbers")
+        if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
+            os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)  # read by the attnkit subprocesses
+        configs = {n: multi30k_config(n, MODELS[n], args, out) for n in args.models}
+        test = multi30k_test(configs[args.models[0]])
+        budget = {"epochs_per_model": args.epochs, "minutes_per_model": args.minutes}
+    else:
+        if args.minutes is None:
+            args.minutes = 10.0
+        if args.quick:
+            args.train_size, args.test_size, args.eval_every = 2000, 240, 100
+        if args.smoke:
+            args.train_size, args.test_size, args.eval_every, args.max_count = 200, 40, 5, 4
+            args.minutes = min(args.minutes, 0.1)
+        sizes = {"train": args.train_size, "dev": 20 if args.smoke else 300, "test": args.test_size}
+        splits = make_splits(args.seed, args.max_count, sizes)
+        data = write_data(out / "data", splits)
+        configs = {name: config(name, MODELS[name], data, args, out) for name in args.models}
+        test = splits["test"]
+        budget = {"minutes_per_model": args.minutes, "sizes": sizes, "max_count": args.max_count}
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {n: pool.submit(train_and_score, n, p, out) for n, p in configs.items()}
         runs = {n: f.result() for n, f in futures.items()}
-    results = {
-        name: {
-            "train_wall_s": r["train_wall_s"],
-            "updates": r["trainer"].get("step"),
-            "best_dev_at_update": r["trainer"].get("best_step"),
-            "buckets": buckets(splits["test"], r["hyps"]),
-            "exact_match": round(
-                100.0
-                * sum(h == t for (_, t), h in zip(splits["test"], r["hyps"]))
-                / len(r["hyps"]),
-                2,
-            ),
-        }
-        for name, r in runs.items()
-    }
+    results = {name: summarise(args.task, test, r) for name, r in runs.items()}
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
+        "task": args.task if args.task == "numbers" else f"multi30k {args.pair}",
         "machine": describe(),
-        "minutes_per_model": args.minutes,
+        **budget,
         "jobs": args.jobs,
         "threads_per_model": args.threads,
-        "sizes": sizes,
-        "max_count": args.max_count,
         "results": results,
     }
     (out / "length_curve.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    plot(results, out / "length_curve.png", args.minutes)
+    if args.task == "multi30k":
+        budget_text = f"{args.epochs} epochs" + (f", {args.minutes:g} min" if args.minutes else "")
+        title = f"Multi30k {args.pair}: attention against one fixed vector ({budget_text} each)"
+        axes = (
+            ("source_words", "bleu", "source length (words)", "test BLEU (greedy)"),
+            ("source_words", "chrf", "source length (words)", "test chrF (greedy)"),
+        )
+    else:
+        title = (
+            "Number lists -> digits: attention against one fixed vector "
+            f"({args.minutes:g} min each)"
+        )
+        axes = (
+            ("source_chars", "exact_match", "source length (characters)", "test exact match (%)"),
+            ("source_chars", "cer", "source length (characters)", "test character error rate (%)"),
+        )
+    plot(results, out / "length_curve.png", title, axes)
     print(json.dumps(report, indent=1))
+
+
+def multi30k_test(config_path: Path) -> list:
+    """The raw test pairs of a Multi30k experiment, in the order ``attnkit evaluate`` writes."""
+    from attnkit.data.tasks.registry import build_split
+    from attnkit.experiment import load_experiment
+
+    return build_split(load_experiment(config_path).data, "test")
+
+
+def summarise(task: str, test: list, run: dict) -> dict:
+    """One model's row of the report: its budget, and its scores by length bucket and overall."""
+    hyps = run["hyps"]
+    if len(hyps) != len(test):
+        raise SystemExit(f"{len(hyps)} test outputs for {len(test)} test pairs")
+    row = {
+        "train_wall_s": run["train_wall_s"],
+        "updates": run["trainer"].get("step"),
+        "best_dev_at_update": run["trainer"].get("best_step"),
+        "dev_history": [h.get("dev") for h in run["trainer"].get("history", [])],
+    }
+    if task == "multi30k":
+        refs = [t for _, t in test]
+        row["buckets"] = word_buckets(test, hyps)
+        row["bleu"], row["chrf"] = round(bleu(hyps, refs), 2), round(chrf(hyps, refs), 2)
+    else:
+        row["buckets"] = buckets(test, hyps)
+        right = sum(h == t for (_, t), h in zip(test, hyps))
+        row["exact_match"] = round(100.0 * right / len(hyps), 2)
+    return row
 
 
 if __name__ == "__main__":
