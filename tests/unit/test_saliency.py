@@ -6,8 +6,9 @@ from test_decoding import _random_model
 
 from attnkit.accel.backend import resolve
 from attnkit.data.batching import Example, collate
-from attnkit.data.vocab import BOS_ID, EOS_ID
+from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.explain import METHODS, saliency_maps
+from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 
 TARGETS = {0: [4, 5, 6], 1: [7]}
 
@@ -138,3 +139,72 @@ def test_a_transformer_is_explained_like_an_rnn(method):
         t, s = len(_targets(batch)[row]) + 1, int(batch.src_lengths[row])
         assert m.shape == (t, s) and bool((m >= 0).all())
         torch.testing.assert_close(m.sum(-1), torch.ones(t))
+
+
+def _lookup_model(seed: int, sharpness: float = 20.0):
+    """A Luong-general model built by hand so that its attention and its saliency must agree.
+
+    Every token k is embedded as 3 e_k (a one-hot code). Both GRUs forget their past (update
+    gate closed: bias -30; no recurrent weights), so encoder state h_i = tanh(3 e_{x_i}) holds
+    source token i alone, and decoder state h_t = tanh(3 e_{y_(t-1)}) holds the previous output
+    alone. The bridge is zero and input feeding off, so the source reaches the output only
+    through step t's context. W_a = ``sharpness`` I: step t attends to the source position
+    holding y_(t-1), with a score margin of ~``sharpness`` over every other position.
+
+    Through that one path, d log p / d h_i = alpha_i (W_c^T g + (g . (h_i - c)) W_a^T h_t),
+    with g the gradient at the context c: proportional to alpha_i, so where alpha is (near)
+    one-hot the gradient saliency must peak at the same position. Combine and output layers
+    stay random (``seed``)."""
+    torch.manual_seed(seed)
+    width = 16
+    cfg = Seq2SeqConfig(
+        attention="luong-general",
+        decoder="luong",
+        embedding_dim=width,
+        encoder_hidden=width,
+        bidirectional=False,
+        decoder_hidden=width,
+        input_feeding=False,
+        dropout=0.0,
+    )
+    model = Seq2Seq(cfg, width, width).eval()
+    with torch.no_grad():
+        for embed in (model.encoder.embed, model.decoder.embed):
+            embed.weight.copy_(3.0 * torch.eye(width))
+            embed.weight[PAD_ID] = 0.0
+        for rnn in (model.encoder.rnn, model.decoder.rnn):
+            rnn.weight_hh_l0.zero_()
+            rnn.bias_hh_l0.zero_()
+            rnn.weight_ih_l0.zero_()
+            rnn.weight_ih_l0[2 * width :] = torch.eye(width)  # candidate n = tanh(x)
+            rnn.bias_ih_l0.zero_()
+            rnn.bias_ih_l0[width : 2 * width] = -30.0  # update gate z ~ 0: h = n
+        model.decoder.bridge.weight.zero_()
+        model.decoder.bridge.bias.zero_()
+        model.decoder.attention.key_proj.weight.copy_(sharpness * torch.eye(width))
+    return model
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("method", METHODS)
+def test_attention_and_saliency_agree_where_the_source_passes_only_through_attention(seed, method):
+    from attnkit.explain.report import argmax_agreement
+
+    model = _lookup_model(seed)
+    source = [9, 4, 12, 7, 5, 14, 10]  # distinct tokens: each step attends somewhere else
+    target = [4, 12, 7, 5, 14]  # y_(t-1) for steps 1..5 sits at source positions 1..5
+    src = torch.tensor([[*source, EOS_ID]])
+    lengths = torch.tensor([len(source) + 1])
+    tgt_in = torch.tensor([[BOS_ID, *target]])
+    with torch.no_grad():
+        _, weights = model(src, lengths, tgt_in)
+    attention = weights[0]  # (T, S)
+    (saliency,) = saliency_maps(model, src, lengths, [target], method)
+    # step 0 reads <s>, found nowhere in the source: its attention is flat and not compared
+    peaked = attention.max(-1).values > 0.99
+    assert peaked.tolist() == [False] + [True] * len(target)
+    assert attention[peaked].argmax(-1).tolist() == [1, 2, 3, 4, 5]  # a row shift would show
+    assert argmax_agreement([(attention[peaked].numpy(), saliency[peaked].numpy())]) == 100.0
+    if method != "integrated_gradients":  # its path from zero crosses unsharp attention
+        # not a near tie: the attended position holds most of each saliency row
+        assert bool((saliency[peaked].max(-1).values > 0.5).all())
