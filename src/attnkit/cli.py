@@ -300,7 +300,8 @@ def _add_explain(sub) -> None:
         "token over the source (captum: gradient = the sequential Jacobian's norm, "
         "input x gradient, integrated gradients), on shared axes. Writes NNN.png, "
         "attention.json, saliency.json and scores.json (agreement of the two maps and, on the "
-        "numbers and dates tasks, both scored against gold alignments) to --out. A model without "
+        "numbers and dates tasks, both scored against gold alignments) and report.html to --out; "
+        "-o FILE draws one input's pair of maps to FILE alone. A model without "
         "attention (model.attention: none) gets its saliency alone.",
     )
     p.add_argument("--model", type=Path, required=True, help="seq2seq checkpoint directory")
@@ -311,12 +312,21 @@ def _add_explain(sub) -> None:
     p.add_argument("--count", type=int, default=10, help="items of --split to explain (default 10)")
     p.add_argument(
         "--method",
+        type=lambda name: name.replace("-", "_"),  # input-x-gradient spells the same method
         choices=("gradient", "input_x_gradient", "integrated_gradients"),
         default="gradient",
-        help="saliency method (default: gradient)",
+        help="saliency method (default: gradient; hyphens work too: input-x-gradient)",
     )
     p.add_argument(
         "--reference", action="store_true", help="explain the references of --split, not outputs"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="draw ONE input (one TEXT, or --split with --count 1) to this file (.png or .svg) "
+        "and write nothing else; the scores are printed",
     )
     p.add_argument("--format", choices=("png", "svg"), default="png", help="picture format")
     p.add_argument(

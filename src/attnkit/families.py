@@ -136,6 +136,7 @@ def _explain_seq2seq(args: argparse.Namespace) -> None:
         image_format=args.format,
         device=args.device,
         pictures=args.pictures,
+        picture=args.output,
     )
     print(json.dumps(scores, indent=1))
 

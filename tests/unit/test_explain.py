@@ -89,9 +89,34 @@ def test_typed_inputs_through_the_cli(numbers_checkpoint, tmp_path, capsys):
     assert (out / "000.svg").is_file() and (out / "001.svg").is_file()
 
 
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_one_input_drawn_to_one_file_with_o(numbers_checkpoint, tmp_path, capsys, suffix):
+    picture = tmp_path / "deeper" / f"elf.{suffix}"
+    argv = ["explain", "--model", str(numbers_checkpoint), "elf", "-o", str(picture)]
+    assert main([*argv, "--method", "integrated-gradients"]) == 0  # the spelling
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["picture"] == str(picture) and printed["examples"] == 1
+    assert printed["method"] == "integrated_gradients" and "argmax_agreement" in printed
+    head = picture.read_bytes()[:100]
+    assert head.startswith(b"\x89PNG") if suffix == "png" else b"<svg" in picture.read_bytes()
+    assert [p.name for p in tmp_path.rglob("*") if p.is_file()] == [picture.name]  # nothing else
+
+
+def test_o_with_a_split_of_one(numbers_checkpoint, tmp_path, capsys):
+    picture = tmp_path / "first.png"
+    argv = ["explain", "--model", str(numbers_checkpoint), "--split", "test", "--count", "1"]
+    assert main([*argv, "--reference", "-o", str(picture)]) == 0
+    assert json.loads(capsys.readouterr().out)["saliency"]["examples"] == 1  # gold-scored
+    assert picture.is_file()
+
+
 @pytest.mark.parametrize(
     "extra, needle",
     [
+        (["elf", "zwölf", "-o", "x.png"], "-o FILE draws one input: give one TEXT"),
+        (["--split", "test", "-o", "x.png"], "-o FILE draws one input"),
+        (["elf", "-o", "x.gif"], "-o x.gif: give a .png or .svg file"),
+        (["elf", "-o", "x.png", "--out", "d"], "-o FILE draws one picture and --out DIR"),
         ([], "give inputs to explain, or --split"),
         (["elf", "--split", "test"], "give inputs to explain, or --split"),
         (["elf", "--reference"], "--reference needs --split"),

@@ -208,3 +208,14 @@ def test_attention_and_saliency_agree_where_the_source_passes_only_through_atten
     if method != "integrated_gradients":  # its path from zero crosses unsharp attention
         # not a near tie: the attended position holds most of each saliency row
         assert bool((saliency[peaked].max(-1).values > 0.5).all())
+
+
+def test_integrated_gradients_are_the_same_whatever_steps_share_a_pass(monkeypatch):
+    from attnkit.explain import saliency as module
+
+    model, batch = _random_model("luong-general"), _batch()
+    args = (model, batch.src, batch.src_lengths, _targets(batch), "integrated_gradients", 8)
+    together = saliency_maps(*args)  # all 8 steps of both inputs in one pass
+    monkeypatch.setattr(module, "MAX_IG_ROWS", 1)  # one step per pass
+    for a, b in zip(together, saliency_maps(*args)):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -14,6 +14,9 @@ Written to the output directory:
 * ``report.html``: every example, its map with a choice of attention or saliency (the records
   carry both), gold links outlined where the task has them.
 
+``attnkit explain -o FILE`` explains one input and draws its two maps to FILE alone (the scores
+are printed, nothing else is written).
+
 A model without attention (``model.attention: none``) has saliency alone: each picture is its
 saliency map titled "no attention: gradient saliency" (or the method's name), and no
 ``attention.json``, agreement or attention scores are written (``scores.json`` says
@@ -82,10 +85,14 @@ def explain_model(
     image_format: str = "png",
     device: str = "auto",
     pictures: int = 20,
+    picture: Path | None = None,
 ) -> dict:
     """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
     own outputs, or the references with ``reference``); the first ``pictures`` are drawn, all
-    are scored. Returns the scores written to ``out_dir/scores.json``."""
+    are scored. Returns the scores written to ``out_dir/scores.json``.
+
+    With ``picture``, one input is explained and its maps drawn to that file (.png or .svg);
+    no directory is written (``out_dir`` must be None)."""
     if method not in METHODS:
         raise AttnkitError(
             f"--method: unknown saliency method {method!r}; valid: {', '.join(METHODS)}"
@@ -100,6 +107,8 @@ def explain_model(
         raise AttnkitError(f"--format must be png or svg, got {image_format!r}")
     if reference and split is None:
         raise AttnkitError("--reference needs --split: typed inputs have no reference")
+    if picture is not None:
+        _check_picture(Path(picture), texts, split, count, out_dir)
     translator = Translator.load(model_dir, device)
     cfg = translator.config
     refs: list[str | None]
@@ -113,27 +122,58 @@ def explain_model(
     attention = translator.teacher_forced(sources, forced_outputs)
     saliency = saliency_translations(translator, attention, method)
     attends = translator.model.has_attention
-    out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
-    out.mkdir(parents=True, exist_ok=True)
     att_records = [t.record(r) for t, r in zip(attention, refs)]
     sal_records = [t.record(r) for t, r in zip(saliency, refs)]
-    for i, (a, s) in enumerate(zip(att_records[:pictures], sal_records[:pictures])):
-        path = out / f"{i:03d}.{image_format}"
-        if attends:
-            titles = ("attention", f"saliency ({method})")
-            plot_side_by_side(a, s, path, titles=titles).clear()
-        else:  # the zero weights are no attention: the saliency map alone, saying so
-            title = TITLE if method == "gradient" else f"no attention: saliency ({method})"
-            plot_heatmap(s, path=path, title=title, value_label="saliency").clear()
-    if attends:
-        save_records(att_records, out / "attention.json")
-    save_records(sal_records, out / "saliency.json")
     scores = {
         "model": str(model_dir),
         "method": method,
         "explained": "reference" if reference else "own output",
         "examples": len(sources),
     }
+    _score(scores, cfg, sources, forced_outputs, attention, saliency, attends)
+    if picture is not None:
+        Path(picture).parent.mkdir(parents=True, exist_ok=True)
+        _draw(att_records[0], sal_records[0], Path(picture), method, attends)
+        scores["picture"] = str(picture)
+        return scores
+    out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
+    out.mkdir(parents=True, exist_ok=True)
+    for i, (a, s) in enumerate(zip(att_records[:pictures], sal_records[:pictures])):
+        _draw(a, s, out / f"{i:03d}.{image_format}", method, attends)
+    if attends:
+        save_records(att_records, out / "attention.json")
+    save_records(sal_records, out / "saliency.json")
+    (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+    _write_page(out, cfg, method, scores, att_records, sal_records, attends)
+    scores["out"] = str(out)
+    return scores
+
+
+def _check_picture(picture: Path, texts, split, count, out_dir) -> None:
+    """AttnkitError unless ``-o FILE`` names one input and a picture file."""
+    if out_dir is not None:
+        raise AttnkitError("-o FILE draws one picture and --out DIR writes a directory: not both")
+    if picture.suffix.lower() not in (".png", ".svg"):
+        raise AttnkitError(f"-o {picture}: give a .png or .svg file")
+    several = len(texts) != 1 if texts is not None else count != 1
+    if several:
+        raise AttnkitError("-o FILE draws one input: give one TEXT (or --split with --count 1)")
+
+
+def _draw(att_record, sal_record, path: Path, method: str, attends: bool) -> None:
+    """The two maps side by side on shared axes; a model without attention: the saliency alone,
+    saying so (its zero weights are no attention)."""
+    if attends:
+        titles = ("attention", f"saliency ({method})")
+        plot_side_by_side(att_record, sal_record, path, titles=titles).clear()
+    else:
+        title = TITLE if method == "gradient" else f"no attention: saliency ({method})"
+        plot_heatmap(sal_record, path=path, title=title, value_label="saliency").clear()
+
+
+def _score(scores, cfg, sources, forced_outputs, attention, saliency, attends) -> None:
+    """Add to ``scores``: the two maps' agreement and, where the task has gold links, both maps
+    scored against them."""
     if attends:
         maps = [(a.weights, s.weights) for a, s in zip(attention, saliency)]
         scores["argmax_agreement"] = argmax_agreement(maps)
@@ -146,18 +186,15 @@ def explain_model(
         if attends:
             scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
         scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
-    (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
-    _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner)
-    scores["out"] = str(out)
-    return scores
 
 
-def _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner) -> None:
+def _write_page(out, cfg, method, scores, att_records, sal_records, attends) -> None:
     """report.html: every explained example; a model with attention shows it with a choice of
     its saliency (the toggle), one without shows the saliency alone; gold links outlined."""
     shown = []
     for a, s in zip(att_records, sal_records):
         shown.append(dataclasses.replace(a, saliency=s.weights) if attends else s)
+    aligner = gold_aligner(cfg.data)
     if aligner is not None:
         mark_gold(aligner, shown)
     write_report(

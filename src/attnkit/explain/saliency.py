@@ -11,7 +11,8 @@ output:
 * ``input_x_gradient``: |e_i . d log p(y_j) / d e_i| (gradient times input, summed over the
   embedding);
 * ``integrated_gradients``: the same product integrated along the path from a zero embedding
-  (the padding token's) to e_i (Sundararajan et al. 2017), ``steps`` points.
+  (the padding token's) to e_i (Sundararajan et al. 2017), ``steps`` points, batched: the
+  scaled copies of the inputs go through the model together (at most ``MAX_IG_ROWS`` rows).
 
 Each row is normalised to sum to 1, so a map reads like an attention matrix and the two can be
 compared cell by cell. A model without attention has a saliency map all the same.
@@ -29,6 +30,8 @@ from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
+#: integrated gradients: most (input x step) rows in one forward pass
+MAX_IG_ROWS = 1024
 
 
 def _forced_log_probs(model) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:
@@ -103,7 +106,8 @@ def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) 
                 target=j,
                 additional_forward_args=extra,
                 n_steps=steps,
-                internal_batch_size=src.size(0),
+                # the steps' scaled copies go through the model together, up to MAX_IG_ROWS
+                internal_batch_size=src.size(0) * max(1, min(steps, MAX_IG_ROWS // src.size(0))),
             )
             return attr.sum(-1).abs()
         explainer = LayerGradientXActivation(
