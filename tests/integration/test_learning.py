@@ -91,6 +91,29 @@ def test_tiny_model_learns_to_reverse_digit_strings(tmp_path, capsys):
         assert all(b <= a for a, b in zip(looked_at, looked_at[1:])), looked_at
 
 
+def test_a_model_without_attention_learns_to_reverse_digit_strings(tmp_path):
+    """The encoder-decoder without attention (one fixed vector) learns a short task. Held-out
+    exact match after 15 epochs, seeds 1-4: 80-86% with torch's AVX-512 kernels, 76-90% with
+    ATEN_CPU_CAPABILITY=avx2; the bound leaves a margin of 16 points below the worst."""
+    data = _reversal_data(tmp_path, 1500)
+    model = {
+        "attention": "none",
+        "embedding_dim": 16,
+        "encoder_hidden": 32,
+        "decoder_hidden": 64,
+        "dropout": 0.0,
+    }
+    train = {"epochs": 15, "batch_size": 32, "lr": 0.005, "scheduler": "constant"}
+    cfg = _write_config(tmp_path / "reverse.yaml", data, tmp_path / "run", model, train)
+    assert main(["train", str(cfg)]) == 0
+    translator = Translator.load(tmp_path / "run" / "best", "cpu")
+    assert not translator.model.has_attention
+    pairs = [line.split("\t") for line in (tmp_path / "test.tsv").read_text().splitlines()]
+    outputs = translator.translate([s for s, _ in pairs])
+    exact = sum(t.output == ref for t, (_, ref) in zip(outputs, pairs)) / len(pairs)
+    assert exact >= 0.60, f"held-out exact match {exact:.2%}"
+
+
 def test_demo_quick(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--minutes", "0.1"]) == 0
