@@ -1,0 +1,64 @@
+"""benchmarks/explain_speed.py and benchmarks/saliency_table.py on a small numbers model: they
+run the real command, and report what they measured, one JSON object or line per model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))  # the unit tests' model
+from test_serve_app import train_numbers_model  # noqa: E402
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """Two run directories of the German numbers task: with attention, and without."""
+    root = tmp_path_factory.mktemp("runs")
+    return [
+        train_numbers_model(root / "numbers_bahdanau" / "best", steps=30),
+        train_numbers_model(root / "numbers_none" / "best", steps=30, attention="none"),
+    ]
+
+
+def _run(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_explain_speed_times_the_command_and_its_stages(models):
+    args = ["--model", str(models[0]), "--rounds", "1", "--text", "elf"]
+    report = json.loads(_run("explain_speed.py", *args, "--methods", "integrated_gradients"))
+    assert report["target_s"] == 1.0 and report["threads"] == 1
+    assert set(report["results"]) == {"integrated_gradients"}
+    for result in report["results"].values():
+        stages = result["stages_s_median"]
+        assert set(stages) == {"load", "decode", "force", "saliency", "draw"}
+        assert all(v > 0 for v in stages.values())
+        # the command does all the in-process work, and starts an interpreter besides
+        assert result["command_s_median"] > result["in_process_s_median"] > 0
+
+
+def test_saliency_table_scores_attention_and_saliency_against_gold(models, tmp_path):
+    out = _run("saliency_table.py", *map(str, models), "--count", "5", "--out", str(tmp_path))
+    lines = out.strip().splitlines()
+    first, second = json.loads(lines[0]), json.loads(lines[1])
+    assert first["examples"] == 5 and first["explained"] == "reference"
+    assert 0.0 <= first["attention"]["aer"] <= 100.0 and 0.0 <= first["saliency"]["aer"] <= 100.0
+    assert second["attention"] == "none" and "argmax_agreement" not in second
+    rows = [line for line in lines if line.startswith("| numbers_")]
+    assert rows[0].startswith("| numbers_bahdanau (bahdanau) | ")
+    assert rows[1].startswith("| numbers_none (none) | no attention | ")
+    assert (tmp_path / "numbers_bahdanau" / "report.html").is_file()
