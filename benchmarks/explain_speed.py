@@ -12,9 +12,12 @@ For each saliency method, ROUNDS times in alternation:
   checkpoint, decoding, forcing, saliency, drawing and writing the PNG;
 * ``in_process_s``: the same call (``explain_model(..., picture=FILE)``) timed inside a fresh
   process once its imports are done, cold: it loads the checkpoint from disk, decodes, forces,
-  computes the saliency, scores and draws; ``stages_s`` times the parts of a second, separate
-  pass (load, decode, force, saliency, draw);
-* ``imports_s``: what that process spent importing before the call.
+  computes the saliency, scores and draws;
+* ``stages_s``: the same work done stage by stage in another fresh process, also cold, each
+  stage timed (load, decode, force, saliency, draw; ``stages_total_s`` is their sum, which
+  leaves out the scores);
+* ``imports_s``: what the timing process spent importing before the call (torch, captum,
+  matplotlib, attnkit).
 
 Prints one JSON object: medians and every round's times, the machine, the threads (1, the
 command's default) and the target (1 s for one input, model load included).
@@ -38,7 +41,8 @@ from machine_info import describe  # noqa: E402
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
 TARGET_S = 1.0
 
-# Run in a fresh interpreter: imports first (timed apart), then one cold call, then the stages.
+# Run in a fresh interpreter: imports first (timed apart), then one cold pass, either the whole
+# call (argv[5] == "whole") or its stages one by one.
 IN_PROCESS = r"""
 import json, sys, time
 t0 = time.perf_counter()
@@ -49,24 +53,25 @@ from attnkit.explain.report import _draw, explain_model
 from attnkit.translator import Translator
 set_threads(1)
 imports = time.perf_counter() - t0
-model, text, method, picture = sys.argv[1:5]
-t0 = time.perf_counter()
-explain_model(model, texts=[text], method=method, picture=picture)
-whole = time.perf_counter() - t0
+model, text, method, picture, mode = sys.argv[1:6]
+if mode == "whole":
+    t0 = time.perf_counter()
+    explain_model(model, texts=[text], method=method, picture=picture)
+    print(json.dumps({"imports_s": imports, "in_process_s": time.perf_counter() - t0}))
+    sys.exit()
 stages, t = {}, time.perf_counter()
 def lap(name):
     global t
     now = time.perf_counter()
-    stages[name] = round(now - t, 4)
+    stages[name] = now - t
     t = now
-translator = Translator.load(model, "cpu"); lap("load")
+translator = Translator.load(model, "auto"); lap("load")
 (out,) = translator.translate([text]); lap("decode")
 forced = translator.teacher_forced([text], [out.output]); lap("force")
 saliency = saliency_translations(translator, forced, method); lap("saliency")
 _draw(forced[0].record(), saliency[0].record(), picture, method, translator.model.has_attention)
 lap("draw")
-print(json.dumps({"imports_s": round(imports, 4), "in_process_s": round(whole, 4),
-                  "stages_s": stages}))
+print(json.dumps({"stages_s": stages}))
 """
 
 
@@ -82,9 +87,10 @@ def _command(model: Path, text: str, method: str, picture: Path, env: dict) -> f
     return wall
 
 
-def _in_process(model: Path, text: str, method: str, picture: Path, env: dict) -> dict:
+def _in_process(model: Path, text: str, method: str, picture: Path, env: dict, mode: str) -> dict:
+    """One cold pass in a fresh process: the whole call (``mode`` "whole") or its stages."""
     done = subprocess.run(
-        [sys.executable, "-c", IN_PROCESS, str(model), text, method, str(picture)],
+        [sys.executable, "-c", IN_PROCESS, str(model), text, method, str(picture), mode],
         env=env,
         capture_output=True,
         text=True,
@@ -92,6 +98,23 @@ def _in_process(model: Path, text: str, method: str, picture: Path, env: dict) -
     if done.returncode != 0:
         raise SystemExit(f"the in-process timing failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def summary(runs: dict) -> dict:
+    """Medians and every round's times of one method."""
+    whole, staged = runs["whole"], runs["stages"]
+    names = list(staged[0]["stages_s"])
+    median = statistics.median
+    return {
+        "command_s_median": round(median(runs["command_s"]), 3),
+        "in_process_s_median": round(median(x["in_process_s"] for x in whole), 3),
+        "imports_s_median": round(median(x["imports_s"] for x in whole), 3),
+        "stages_s_median": {k: round(median(x["stages_s"][k] for x in staged), 4) for k in names},
+        "stages_total_s_median": round(median(sum(x["stages_s"].values()) for x in staged), 3),
+        "command_s": runs["command_s"],
+        "in_process_s": [round(x["in_process_s"], 4) for x in whole],
+        "stages_total_s": [round(sum(x["stages_s"].values()), 4) for x in staged],
+    }
 
 
 def main() -> None:
@@ -106,33 +129,16 @@ def main() -> None:
     if args.rounds < 1:
         ap.error("--rounds must be at least 1")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # 1 thread: default
-    runs: dict[str, dict[str, list]] = {
-        m: {"command_s": [], "in_process": []} for m in args.methods
-    }
+    runs = {method: {"command_s": [], "whole": [], "stages": []} for method in args.methods}
     with tempfile.TemporaryDirectory() as tmp:
         picture = Path(tmp) / "explained.png"
         for _ in range(args.rounds):
             for method in args.methods:
-                runs[method]["command_s"].append(
-                    round(_command(args.model, args.text, method, picture, env), 4)
-                )
-                runs[method]["in_process"].append(
-                    _in_process(args.model, args.text, method, picture, env)
-                )
-    results = {}
-    for method, r in runs.items():
-        inner = r["in_process"]
-        stages = {
-            k: statistics.median(x["stages_s"][k] for x in inner) for k in inner[0]["stages_s"]
-        }
-        results[method] = {
-            "command_s_median": round(statistics.median(r["command_s"]), 3),
-            "in_process_s_median": round(statistics.median(x["in_process_s"] for x in inner), 3),
-            "imports_s_median": round(statistics.median(x["imports_s"] for x in inner), 3),
-            "stages_s_median": {k: round(v, 4) for k, v in stages.items()},
-            "command_s": r["command_s"],
-            "in_process_s": [x["in_process_s"] for x in inner],
-        }
+                where = (args.model, args.text, method, picture, env)
+                runs[method]["command_s"].append(round(_command(*where), 4))
+                for mode in ("whole", "stages"):
+                    runs[method][mode].append(_in_process(*where, mode))
+    results = {method: summary(r) for method, r in runs.items()}
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "model": str(args.model),

@@ -79,6 +79,8 @@ MULTI30K_MODEL = {
 # Source words per Multi30k bucket: [first, last]; test2016's quartiles are 8, 10 and 13 words.
 WORD_BUCKETS = [(1, 7), (8, 9), (10, 11), (12, 14), (15, 19), (20, 10_000)]
 SHARED_DATA = REPO.parent / "shared" / "data"
+#: the Multi30k pairs with a shipped RNN config (configs/multi30k_<src>_<tgt>.yaml)
+PAIRS = ("de-en", "en-de", "en-fr", "fr-en")
 
 
 def number_list(rng: random.Random, count: int) -> tuple[str, str]:
@@ -249,7 +251,7 @@ def plot(results: dict, path: Path, title: str, axes: tuple) -> None:
 
     fig = Figure(figsize=(10, 4), layout="constrained")
     FigureCanvasAgg(fig)
-    panels = fig.subplots(1, len(axes))
+    panels = fig.subplots(1, len(axes), squeeze=False)[0]
     for ax, (x_key, y_key, x_label, y_label) in zip(panels, axes):
         for name, result in results.items():
             x = [sum(b[x_key]) / 2 for b in result["buckets"]]
@@ -262,7 +264,7 @@ def plot(results: dict, path: Path, title: str, axes: tuple) -> None:
     fig.savefig(path, dpi=130)
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -280,7 +282,9 @@ def main() -> None:
         help="training budget per model (numbers: default 10; multi30k: none, --epochs ends it)",
     )
     parser.add_argument("--epochs", type=int, default=5, help="multi30k: epochs per model")
-    parser.add_argument("--pair", default="de-en", help="multi30k: the language pair (de-en)")
+    parser.add_argument(
+        "--pair", default="de-en", choices=PAIRS, help="multi30k: the language pair (de-en)"
+    )
     parser.add_argument("--max-count", type=int, default=12, help="most numbers in one source")
     parser.add_argument("--train-size", type=int, default=40000)
     parser.add_argument("--test-size", type=int, default=1200)
@@ -295,33 +299,64 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=REPO / "runs" / "length_curve")
     args = parser.parse_args()
-    out = args.out.resolve()
+    if args.task == "multi30k" and (args.quick or args.smoke):
+        parser.error("--quick and --smoke are for --task numbers")
+    return args
+
+
+def prepare_numbers(args, out: Path) -> tuple[dict, list, dict]:
+    """The generated number-list data and the three configs: (configs, test pairs, budget)."""
+    if args.minutes is None:
+        args.minutes = 10.0
+    if args.quick:
+        args.train_size, args.test_size, args.eval_every = 2000, 240, 100
+    if args.smoke:
+        args.train_size, args.test_size, args.eval_every, args.max_count = 200, 40, 5, 4
+        args.minutes = min(args.minutes, 0.1)
+    sizes = {"train": args.train_size, "dev": 20 if args.smoke else 300, "test": args.test_size}
+    splits = make_splits(args.seed, args.max_count, sizes)
+    data = write_data(out / "data", splits)
+    configs = {name: config(name, MODELS[name], data, args, out) for name in args.models}
+    budget = {"minutes_per_model": args.minutes, "sizes": sizes, "max_count": args.max_count}
+    return configs, splits["test"], budget
+
+
+def prepare_multi30k(args, out: Path) -> tuple[dict, list, dict]:
+    """The three Multi30k configs: (configs, test pairs, budget)."""
+    if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
+        os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)  # read by the attnkit subprocesses
+    configs = {n: multi30k_config(n, MODELS[n], args, out) for n in args.models}
+    test = multi30k_test(configs[args.models[0]])
+    return configs, test, {"epochs_per_model": args.epochs, "minutes_per_model": args.minutes}
+
+
+def picture(args) -> tuple[str, tuple]:
+    """The curve's title and its panels (bucket key, score key, x label, y label)."""
     if args.task == "multi30k":
-        if args.quick or args.smoke:
-            parser.error("--quick and --smoke are for --task numbers")
-        if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and SHARED_DATA.is_dir():
-            os.environ["ATTNKIT_DATA_DIR"] = str(SHARED_DATA)  # read by the attnkit subprocesses
-        configs = {n: multi30k_config(n, MODELS[n], args, out) for n in args.models}
-        test = multi30k_test(configs[args.models[0]])
-        budget = {"epochs_per_model": args.epochs, "minutes_per_model": args.minutes}
-    else:
-        if args.minutes is None:
-            args.minutes = 10.0
-        if args.quick:
-            args.train_size, args.test_size, args.eval_every = 2000, 240, 100
-        if args.smoke:
-            args.train_size, args.test_size, args.eval_every, args.max_count = 200, 40, 5, 4
-            args.minutes = min(args.minutes, 0.1)
-        sizes = {"train": args.train_size, "dev": 20 if args.smoke else 300, "test": args.test_size}
-        splits = make_splits(args.seed, args.max_count, sizes)
-        data = write_data(out / "data", splits)
-        configs = {name: config(name, MODELS[name], data, args, out) for name in args.models}
-        test = splits["test"]
-        budget = {"minutes_per_model": args.minutes, "sizes": sizes, "max_count": args.max_count}
+        budget = f"{args.epochs} epochs" + (f", {args.minutes:g} min" if args.minutes else "")
+        title = f"Multi30k {args.pair}: attention against one fixed vector ({budget} each)"
+        return title, (
+            ("source_words", "bleu", "source length (words)", "test BLEU (greedy)"),
+            ("source_words", "chrf", "source length (words)", "test chrF (greedy)"),
+        )
+    title = (
+        f"Number lists -> digits: attention against one fixed vector ({args.minutes:g} min each)"
+    )
+    return title, (
+        ("source_chars", "exact_match", "source length (characters)", "test exact match (%)"),
+        ("source_chars", "cer", "source length (characters)", "test character error rate (%)"),
+    )
+
+
+def main() -> None:
+    args = parse_args()
+    out = args.out.resolve()
+    prepare = prepare_multi30k if args.task == "multi30k" else prepare_numbers
+    configs, test, budget = prepare(args, out)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {n: pool.submit(train_and_score, n, p, out) for n, p in configs.items()}
-        runs = {n: f.result() for n, f in futures.items()}
-    results = {name: summarise(args.task, test, r) for name, r in runs.items()}
+        outcomes = {n: f.result() for n, f in futures.items()}
+    results = {name: summarise(args.task, test, o) for name, o in outcomes.items()}
     report = {
         "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "task": args.task if args.task == "numbers" else f"multi30k {args.pair}",
@@ -332,23 +367,7 @@ def main() -> None:
         "results": results,
     }
     (out / "length_curve.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    if args.task == "multi30k":
-        budget_text = f"{args.epochs} epochs" + (f", {args.minutes:g} min" if args.minutes else "")
-        title = f"Multi30k {args.pair}: attention against one fixed vector ({budget_text} each)"
-        axes = (
-            ("source_words", "bleu", "source length (words)", "test BLEU (greedy)"),
-            ("source_words", "chrf", "source length (words)", "test chrF (greedy)"),
-        )
-    else:
-        title = (
-            "Number lists -> digits: attention against one fixed vector "
-            f"({args.minutes:g} min each)"
-        )
-        axes = (
-            ("source_chars", "exact_match", "source length (characters)", "test exact match (%)"),
-            ("source_chars", "cer", "source length (characters)", "test character error rate (%)"),
-        )
-    plot(results, out / "length_curve.png", title, axes)
+    plot(results, out / "length_curve.png", *picture(args))
     print(json.dumps(report, indent=1))
 
 
@@ -360,16 +379,17 @@ def multi30k_test(config_path: Path) -> list:
     return build_split(load_experiment(config_path).data, "test")
 
 
-def summarise(task: str, test: list, run: dict) -> dict:
-    """One model's row of the report: its budget, and its scores by length bucket and overall."""
-    hyps = run["hyps"]
+def summarise(task: str, test: list, outcome: dict) -> dict:
+    """One model's row of the report (``outcome``: :func:`train_and_score`'s): its budget, and
+    its scores by length bucket and overall."""
+    hyps = outcome["hyps"]
     if len(hyps) != len(test):
         raise SystemExit(f"{len(hyps)} test outputs for {len(test)} test pairs")
     row = {
-        "train_wall_s": run["train_wall_s"],
-        "updates": run["trainer"].get("step"),
-        "best_dev_at_update": run["trainer"].get("best_step"),
-        "dev_history": [h.get("dev") for h in run["trainer"].get("history", [])],
+        "train_wall_s": outcome["train_wall_s"],
+        "updates": outcome["trainer"].get("step"),
+        "best_dev_at_update": outcome["trainer"].get("best_step"),
+        "dev_history": [h.get("dev") for h in outcome["trainer"].get("history", [])],
     }
     if task == "multi30k":
         refs = [t for _, t in test]

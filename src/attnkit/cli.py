@@ -312,9 +312,9 @@ def _add_explain(sub) -> None:
     p.add_argument("--count", type=int, default=10, help="items of --split to explain (default 10)")
     p.add_argument(
         "--method",
-        type=lambda name: name.replace("-", "_"),  # input-x-gradient spells the same method
-        choices=("gradient", "input_x_gradient", "integrated_gradients"),
+        type=_saliency_method,
         default="gradient",
+        metavar="{gradient,input_x_gradient,integrated_gradients}",
         help="saliency method (default: gradient; hyphens work too: input-x-gradient)",
     )
     p.add_argument(
@@ -325,18 +325,35 @@ def _add_explain(sub) -> None:
         "--output",
         type=Path,
         default=None,
-        help="draw ONE input (one TEXT, or --split with --count 1) to this file (.png or .svg) "
-        "and write nothing else; the scores are printed",
+        help="draw ONE input (one TEXT, or --split with --count 1) to this file (.png or .svg: "
+        "its suffix is the format) and write nothing else; the scores are printed",
     )
-    p.add_argument("--format", choices=("png", "svg"), default="png", help="picture format")
     p.add_argument(
-        "--pictures", type=int, default=20, help="draw the first N (default 20); all are scored"
+        "--format", choices=("png", "svg"), default=None, help="picture format of --out (png)"
+    )
+    p.add_argument(
+        "--pictures",
+        type=int,
+        default=None,
+        help="--out: draw the first N (default 20); all are scored",
     )
     p.add_argument(
         "--out", type=Path, default=None, help="output directory (default: RUN/explain/CKPT)"
     )
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     _threads_option(p)
+
+
+def _saliency_method(name: str) -> str:
+    """``--method``: a saliency method, hyphens or underscores (input-x-gradient)."""
+    from attnkit.explain.saliency import METHODS  # only when explain runs (captum)
+
+    method = name.replace("-", "_")
+    if method not in METHODS:
+        raise argparse.ArgumentTypeError(
+            f"unknown saliency method {name!r}; valid: {', '.join(METHODS)}"
+        )
+    return method
 
 
 def _decode_options(p: argparse.ArgumentParser) -> None:

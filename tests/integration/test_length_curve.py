@@ -36,3 +36,39 @@ def test_smoke_run_writes_the_curve(tmp_path):
         starts = [b["source_chars"][0] for b in buckets]
         assert starts == sorted(starts) and len(set(starts)) == len(starts)
     assert (out / "length_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _benchmark():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import length_curve
+
+    return length_curve
+
+
+def test_word_buckets_score_each_length_on_its_own():
+    curve = _benchmark()
+    right, wrong = "the dog runs on the grass", "the cat sits on the wall"
+    test = [("a b", right), ("a b c d e f g h", right), ("w " * 24, right)]
+    hyps = [right, wrong, right]  # BLEU needs 4-grams: six-word outputs
+    rows = curve.word_buckets(test, hyps)
+    # 2 words -> 1-7, 8 words -> 8-9, 24 words -> the last bucket, cut at the longest source;
+    # the buckets without a sentence are left out
+    assert [r["source_words"] for r in rows] == [[1, 7], [8, 9], [20, 24]]
+    assert [r["items"] for r in rows] == [1, 1, 1]
+    assert rows[0]["bleu"] == rows[2]["bleu"] == 100.0 and rows[1]["bleu"] < 100.0
+    assert rows[0]["chrf"] == 100.0 and rows[1]["chrf"] < 100.0
+
+
+def test_multi30k_configs_load_as_experiments_of_the_pair(tmp_path):
+    from argparse import Namespace
+
+    from attnkit.experiment import load_experiment
+
+    curve = _benchmark()
+    args = Namespace(pair="en-fr", epochs=3, minutes=None, seed=0, threads=1)
+    for name, model in curve.MODELS.items():
+        cfg = load_experiment(curve.multi30k_config(name, model, args, tmp_path))
+        assert (cfg.data.task, cfg.data.src_lang, cfg.data.tgt_lang) == ("multi30k", "en", "fr")
+        assert cfg.model.attention == model["attention"] and cfg.model.decoder_hidden == 512
+        assert cfg.train.epochs == 3 and cfg.train.max_minutes is None
+        assert cfg.train.patience is None and cfg.train.average_checkpoints == 0

@@ -93,7 +93,7 @@ def test_typed_inputs_through_the_cli(numbers_checkpoint, tmp_path, capsys):
 def test_one_input_drawn_to_one_file_with_o(numbers_checkpoint, tmp_path, capsys, suffix):
     picture = tmp_path / "deeper" / f"elf.{suffix}"
     argv = ["explain", "--model", str(numbers_checkpoint), "elf", "-o", str(picture)]
-    assert main([*argv, "--method", "integrated-gradients"]) == 0  # the spelling
+    assert main([*argv, "--method", "integrated-gradients"]) == 0  # the hyphenated spelling
     printed = json.loads(capsys.readouterr().out)
     assert printed["picture"] == str(picture) and printed["examples"] == 1
     assert printed["method"] == "integrated_gradients" and "argmax_agreement" in printed
@@ -117,6 +117,8 @@ def test_o_with_a_split_of_one(numbers_checkpoint, tmp_path, capsys):
         (["--split", "test", "-o", "x.png"], "-o FILE draws one input"),
         (["elf", "-o", "x.gif"], "-o x.gif: give a .png or .svg file"),
         (["elf", "-o", "x.png", "--out", "d"], "-o FILE draws one picture and --out DIR"),
+        (["elf", "-o", "x.png", "--format", "svg"], "--format is for --out; -o FILE takes"),
+        (["elf", "-o", "x.png", "--pictures", "2"], "--pictures is for --out; -o FILE takes"),
         ([], "give inputs to explain, or --split"),
         (["elf", "--split", "test"], "give inputs to explain, or --split"),
         (["elf", "--reference"], "--reference needs --split"),
@@ -127,6 +129,14 @@ def test_bad_requests_are_one_line_errors(numbers_checkpoint, capsys, extra, nee
     assert main(["explain", "--model", str(numbers_checkpoint), *extra]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("attnkit: error:") and needle in err and "\n" not in err
+
+
+def test_an_unknown_method_is_named_as_typed(numbers_checkpoint, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["explain", "--model", str(numbers_checkpoint), "elf", "--method", "saliency-map"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown saliency method 'saliency-map'; valid: gradient, input_x_gradient" in err
 
 
 def test_argmax_agreement():

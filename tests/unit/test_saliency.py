@@ -151,9 +151,9 @@ def _lookup_model(seed: int, sharpness: float = 20.0):
     through step t's context. W_a = ``sharpness`` I: step t attends to the source position
     holding y_(t-1), with a score margin of ~``sharpness`` over every other position.
 
-    Through that one path, d log p / d h_i = alpha_i (W_c^T g + (g . (h_i - c)) W_a^T h_t),
-    with g the gradient at the context c: proportional to alpha_i, so where alpha is (near)
-    one-hot the gradient saliency must peak at the same position. Combine and output layers
+    Through that one path, d log p / d h_i = alpha_i (g + (g . (h_i - c)) W_a^T h_t), with
+    g = d log p / d c the gradient at the context c: proportional to alpha_i, so where alpha is
+    (near) one-hot the gradient saliency must peak at the same position. Combine and output layers
     stay random (``seed``)."""
     torch.manual_seed(seed)
     width = 16

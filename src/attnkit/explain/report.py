@@ -82,33 +82,36 @@ def explain_model(
     method: str = "gradient",
     reference: bool = False,
     out_dir: Path | None = None,
-    image_format: str = "png",
+    image_format: str | None = None,
     device: str = "auto",
-    pictures: int = 20,
+    pictures: int | None = None,
     picture: Path | None = None,
 ) -> dict:
     """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
-    own outputs, or the references with ``reference``); the first ``pictures`` are drawn, all
-    are scored. Returns the scores written to ``out_dir/scores.json``.
+    own outputs, or the references with ``reference``); the first ``pictures`` (None: 20) are
+    drawn as ``image_format`` (None: png), all are scored. Returns the scores written to
+    ``out_dir/scores.json``.
 
     With ``picture``, one input is explained and its maps drawn to that file (.png or .svg);
-    no directory is written (``out_dir`` must be None)."""
+    no directory is written (``out_dir``, ``image_format`` and ``pictures`` must be None)."""
     if method not in METHODS:
         raise AttnkitError(
             f"--method: unknown saliency method {method!r}; valid: {', '.join(METHODS)}"
         )
     if (texts is None) == (split is None):
         raise AttnkitError("give inputs to explain, or --split to explain the first items of one")
-    if pictures < 0:
-        raise AttnkitError(f"--pictures must be at least 0, got {pictures}")
     if not 1 <= count <= MAX_EXAMPLES:
         raise AttnkitError(f"--count must be between 1 and {MAX_EXAMPLES}, got {count}")
-    if image_format not in ("png", "svg"):
-        raise AttnkitError(f"--format must be png or svg, got {image_format!r}")
     if reference and split is None:
         raise AttnkitError("--reference needs --split: typed inputs have no reference")
     if picture is not None:
-        _check_picture(Path(picture), texts, split, count, out_dir)
+        _check_picture(Path(picture), texts, count, out_dir, image_format, pictures)
+    pictures = 20 if pictures is None else pictures
+    image_format = image_format or "png"
+    if pictures < 0:
+        raise AttnkitError(f"--pictures must be at least 0, got {pictures}")
+    if image_format not in ("png", "svg"):
+        raise AttnkitError(f"--format must be png or svg, got {image_format!r}")
     translator = Translator.load(model_dir, device)
     cfg = translator.config
     refs: list[str | None]
@@ -149,10 +152,14 @@ def explain_model(
     return scores
 
 
-def _check_picture(picture: Path, texts, split, count, out_dir) -> None:
-    """AttnkitError unless ``-o FILE`` names one input and a picture file."""
+def _check_picture(picture: Path, texts, count, out_dir, image_format, pictures) -> None:
+    """AttnkitError unless ``-o FILE`` names one input and a picture file, without the options
+    of ``--out`` (its format is the file's suffix)."""
     if out_dir is not None:
         raise AttnkitError("-o FILE draws one picture and --out DIR writes a directory: not both")
+    for option, value in (("--format", image_format), ("--pictures", pictures)):
+        if value is not None:
+            raise AttnkitError(f"{option} is for --out; -o FILE takes its format from its suffix")
     if picture.suffix.lower() not in (".png", ".svg"):
         raise AttnkitError(f"-o {picture}: give a .png or .svg file")
     several = len(texts) != 1 if texts is not None else count != 1

@@ -12,7 +12,8 @@ output:
   embedding);
 * ``integrated_gradients``: the same product integrated along the path from a zero embedding
   (the padding token's) to e_i (Sundararajan et al. 2017), ``steps`` points, batched: the
-  scaled copies of the inputs go through the model together (at most ``MAX_IG_ROWS`` rows).
+  scaled copies of the inputs go through the model together, as many steps per pass as fit in
+  ``MAX_IG_ROWS`` rows (and at least one step per pass).
 
 Each row is normalised to sum to 1, so a map reads like an attention matrix and the two can be
 compared cell by cell. A model without attention has a saliency map all the same.
@@ -30,7 +31,7 @@ from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
-#: integrated gradients: most (input x step) rows in one forward pass
+#: integrated gradients: (input x step) rows per forward pass, unless one step needs more
 MAX_IG_ROWS = 1024
 
 
@@ -106,7 +107,8 @@ def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) 
                 target=j,
                 additional_forward_args=extra,
                 n_steps=steps,
-                # the steps' scaled copies go through the model together, up to MAX_IG_ROWS
+                # the steps' scaled copies go through the model together, MAX_IG_ROWS at most
+                # (but always one step's B rows)
                 internal_batch_size=src.size(0) * max(1, min(steps, MAX_IG_ROWS // src.size(0))),
             )
             return attr.sum(-1).abs()
