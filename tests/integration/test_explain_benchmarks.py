@@ -1,5 +1,6 @@
-"""benchmarks/explain_speed.py and benchmarks/saliency_table.py on a small numbers model: they
-run the real command, and report what they measured, one JSON object or line per model."""
+"""benchmarks/explain_speed.py, saliency_table.py and alignment_misses.py on a small numbers
+model: they run the real command, and report what they measured, one JSON object or line per
+model."""
 
 from __future__ import annotations
 
@@ -64,3 +65,15 @@ def test_saliency_table_scores_attention_and_saliency_against_gold(models, tmp_p
     assert rows[0].startswith("| numbers_bahdanau (bahdanau) | ")
     assert rows[1].startswith("| numbers_none (none) | no attention | ")
     assert (tmp_path / "numbers_bahdanau" / "report.html").is_file()
+
+
+def test_alignment_misses_are_counted_by_distance_and_position(models):
+    (line,) = _run("alignment_misses.py", str(models[0]), "--count", "5").strip().splitlines()
+    report = json.loads(line)
+    assert report["examples"] == 5 and 0 < report["linked"]
+    assert 0 <= report["misses"] <= report["linked"]
+    assert sum(report["misses_by_distance"].values()) == report["misses"]
+    assert all(int(d) >= 1 for d in report["misses_by_distance"])  # a miss is off the span
+    positions = report["by_output_position"].values()
+    assert sum(linked for linked, _ in positions) == report["linked"]
+    assert sum(missed for _, missed in positions) == report["misses"]
