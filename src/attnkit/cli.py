@@ -331,7 +331,7 @@ def _add_explain(sub) -> None:
     p.add_argument(
         "--format", choices=("png", "svg"), default=None, help="picture format of --out (png)"
     )
-    p.add_argument("--pictures", type=int, default=None, help="--out: draw the first N (default 20)")
+    p.add_argument("--pictures", type=int, default=None, help="--out: draw the first N (20)")
     p.add_argument(
         "--out", type=Path, default=None, help="output directory (default: RUN/explain/CKPT)"
     )
