@@ -480,14 +480,16 @@ def main(argv: list[str] | None = None) -> int:
 
             set_threads(args.threads)
         COMMANDS[args.command](args)
+    # each line in one write: stderr on a pipe writes through, and print() writes the text
+    # and its newline apart, so the lines of two torchrun ranks could run into each other
     except TrainingInterrupted as exc:
-        print(f"attnkit: interrupted: {exc}", file=sys.stderr)
+        sys.stderr.write(f"attnkit: interrupted: {exc}\n")
         return exc.exit_status
     except AttnkitError as exc:
-        print(f"attnkit: error: {exc}", file=sys.stderr)
+        sys.stderr.write(f"attnkit: error: {exc}\n")
         return 2
     except KeyboardInterrupt:
-        print("attnkit: interrupted", file=sys.stderr)
+        sys.stderr.write("attnkit: interrupted\n")
         return 130
     finally:
         warnings.formatwarning = formatwarning
