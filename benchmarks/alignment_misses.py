@@ -43,12 +43,11 @@ def misses(model: Path, count: int) -> dict:
     distance, linked, missed = Counter(), Counter(), Counter()
     for source, ref, translation in zip(sources, refs, forced):
         weights = np.asarray(translation.weights)  # (T, S)
-        gold: dict[int, set[int]] = {}
-        for j, i in aligner(source, ref).possible:
-            gold.setdefault(j, set()).add(i)
-        for j, span in gold.items():
+        gold = aligner(source, ref)
+        for j in gold.linked_outputs():
             if j >= len(weights):
                 continue
+            span = gold.sources_of(j)
             linked[j] += 1
             looked_at = int(weights[j].argmax())
             if looked_at not in span:

@@ -38,7 +38,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
 from machine_info import describe  # noqa: E402
 
-METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
+from attnkit.explain.saliency import METHODS  # noqa: E402
+
 TARGET_S = 1.0
 
 # Run in a fresh interpreter: imports first (timed apart), then one cold pass, either the whole

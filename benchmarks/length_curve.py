@@ -227,7 +227,7 @@ def buckets(test: list, hyps: list[str]) -> list[dict]:
 
 def word_buckets(test: list, hyps: list[str]) -> list[dict]:
     """sacrebleu BLEU and chrF (greedy) per bucket of source words (:data:`WORD_BUCKETS`)."""
-    rows = []
+    rows, longest = [], max(len(src.split()) for src, _ in test)
     for first, last in WORD_BUCKETS:
         items = [(r, h) for (src, r), h in zip(test, hyps) if first <= len(src.split()) <= last]
         if not items:
@@ -235,7 +235,7 @@ def word_buckets(test: list, hyps: list[str]) -> list[dict]:
         refs, outs = [r for r, _ in items], [h for _, h in items]
         rows.append(
             {
-                "source_words": [first, min(last, max(len(s.split()) for s, _ in test))],
+                "source_words": [first, min(last, longest)],
                 "items": len(items),
                 "bleu": round(bleu(outs, refs), 2),
                 "chrf": round(chrf(outs, refs), 2),

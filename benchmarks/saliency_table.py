@@ -24,6 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
 from machine_info import one_line  # noqa: E402
 
+from attnkit.checkpoint import read_config  # noqa: E402
+from attnkit.explain.saliency import METHODS  # noqa: E402
+
 
 def explain(model: Path, out: Path, count: int, method: str) -> dict:
     """``attnkit explain`` of the first ``count`` test references; its scores.json."""
@@ -37,9 +40,7 @@ def explain(model: Path, out: Path, count: int, method: str) -> dict:
 
 def attention_name(model: Path) -> str:
     """The checkpoint's ``model.attention`` (a Transformer: ``transformer``)."""
-    import yaml
-
-    cfg = yaml.safe_load((model / "config.yaml").read_text(encoding="utf-8"))["model"]
+    cfg = read_config(model)["model"]
     return "transformer" if cfg.get("arch") == "transformer" else cfg["attention"]
 
 
@@ -70,7 +71,7 @@ def main() -> None:
     ap.add_argument(
         "--method",
         default="gradient",
-        choices=("gradient", "input_x_gradient", "integrated_gradients"),
+        choices=METHODS,
     )
     ap.add_argument("--out", type=Path, default=Path("runs/saliency_table"))
     args = ap.parse_args()

@@ -480,9 +480,9 @@ def main(argv: list[str] | None = None) -> int:
 
             set_threads(args.threads)
         COMMANDS[args.command](args)
-    # each line in one write: stderr on a pipe writes through, and print() writes the text
-    # and its newline apart, so the lines of two torchrun ranks could run into each other
     except TrainingInterrupted as exc:
+        # one write per line: stderr on a pipe writes through, and print() writes the text and
+        # its newline apart, so the lines of two torchrun ranks could run into each other
         sys.stderr.write(f"attnkit: interrupted: {exc}\n")
         return exc.exit_status
     except AttnkitError as exc:

@@ -105,7 +105,8 @@ def explain_model(
     if reference and split is None:
         raise AttnkitError("--reference needs --split: typed inputs have no reference")
     if picture is not None:
-        _check_picture(Path(picture), texts, count, out_dir, image_format, pictures)
+        picture = Path(picture)
+        _check_picture(picture, texts, count, out_dir, image_format, pictures)
     pictures = 20 if pictures is None else pictures
     image_format = image_format or "png"
     if pictures < 0:
@@ -133,10 +134,11 @@ def explain_model(
         "explained": "reference" if reference else "own output",
         "examples": len(sources),
     }
-    _score(scores, cfg, sources, forced_outputs, attention, saliency, attends)
+    aligner = gold_aligner(cfg.data)
+    _score(scores, aligner, sources, forced_outputs, attention, saliency, attends)
     if picture is not None:
-        Path(picture).parent.mkdir(parents=True, exist_ok=True)
-        _draw(att_records[0], sal_records[0], Path(picture), method, attends)
+        picture.parent.mkdir(parents=True, exist_ok=True)
+        _draw(att_records[0], sal_records[0], picture, method, attends)
         scores["picture"] = str(picture)
         return scores
     out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
@@ -147,7 +149,7 @@ def explain_model(
         save_records(att_records, out / "attention.json")
     save_records(sal_records, out / "saliency.json")
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
-    _write_page(out, cfg, method, scores, att_records, sal_records, attends)
+    _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner)
     scores["out"] = str(out)
     return scores
 
@@ -178,16 +180,15 @@ def _draw(att_record, sal_record, path: Path, method: str, attends: bool) -> Non
         plot_heatmap(sal_record, path=path, title=title, value_label="saliency").clear()
 
 
-def _score(scores, cfg, sources, forced_outputs, attention, saliency, attends) -> None:
-    """Add to ``scores``: the two maps' agreement and, where the task has gold links, both maps
-    scored against them."""
+def _score(scores, aligner, sources, forced_outputs, attention, saliency, attends) -> None:
+    """Add to ``scores``: the two maps' agreement and, where the task has gold links (``aligner``
+    is not None), both maps scored against them."""
     if attends:
         maps = [(a.weights, s.weights) for a, s in zip(attention, saliency)]
         scores["argmax_agreement"] = argmax_agreement(maps)
         scores["rank_correlation"] = rank_correlation(maps)
     else:
         scores["attention"] = "none"
-    aligner = gold_aligner(cfg.data)
     if aligner is not None:
         gold = [aligner(src, o) for src, o in zip(sources, forced_outputs)]
         if attends:
@@ -195,13 +196,12 @@ def _score(scores, cfg, sources, forced_outputs, attention, saliency, attends) -
         scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
 
 
-def _write_page(out, cfg, method, scores, att_records, sal_records, attends) -> None:
+def _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner) -> None:
     """report.html: every explained example; a model with attention shows it with a choice of
     its saliency (the toggle), one without shows the saliency alone; gold links outlined."""
     shown = []
     for a, s in zip(att_records, sal_records):
         shown.append(dataclasses.replace(a, saliency=s.weights) if attends else s)
-    aligner = gold_aligner(cfg.data)
     if aligner is not None:
         mark_gold(aligner, shown)
     write_report(
