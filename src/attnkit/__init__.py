@@ -1,8 +1,43 @@
 """attnkit: attention mechanisms end to end.
 
+The Python API (see docs/API.md)::
+
+    import attnkit
+    model = attnkit.load("runs/demo/model/best")
+    model.translate("siebenundneunzig")[0].show()
+    run = attnkit.train("configs/numbers_bahdanau.yaml", output_dir="runs/numbers")
+
+Its names are imported on first use (``import attnkit`` alone loads no torch).
+
 Shape legend used in every docstring and ``# (B, T, S)`` comment:
 B batch, S source length, T target length, H heads, D width, V vocab,
 K beam, R image regions, C channels, G glimpses.
 """
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Classification",
+    "ConfigInfo",
+    "Explanation",
+    "Run",
+    "Scores",
+    "Seq2SeqModel",
+    "Translation",
+    "VisionModel",
+    "configs",
+    "load",
+    "train",
+]
+
+
+def __getattr__(name: str):
+    if name in __all__:
+        from attnkit import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'attnkit' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

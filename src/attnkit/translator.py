@@ -29,16 +29,19 @@ from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.architectures import MODEL_CLASSES, build_model
+from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
 
 FAMILY = "seq2seq"
 
 
 @dataclass
-class Translation:
+class Translation(ShowsRecord):
     """One output for one input; ``weights`` is (len(output_tokens), len(source_tokens)): the
     attention, all zeros for a model without it (``model.has_attention`` False; pictures take
-    its saliency instead, :mod:`attnkit.explain.no_attention`)."""
+    its saliency instead, :mod:`attnkit.explain.no_attention`).
+
+    ``to_dict()``, ``plot(path_or_ax)`` and ``show()`` (inline in a notebook) draw its map."""
 
     source: str
     source_tokens: list[str]  # what the encoder read, "</s>" included
@@ -53,6 +56,9 @@ class Translation:
     #: greedy decoding with ``top_k``: (probabilities, token ids), each (len(output_tokens), k),
     #: the k most likely tokens of every step, best first; else None
     top: tuple[np.ndarray, np.ndarray] | None = None
+    #: the task's gold alignment links of source and output, (output row, source column) pairs,
+    #: where the Python API found them (numbers, dates); pictures outline those cells
+    gold: list[tuple[int, int]] | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
         return AttentionRecord(
@@ -64,7 +70,15 @@ class Translation:
             reference=reference,
             score=self.score,
             heads=self.heads,
+            gold=self.gold,
         )
+
+    def to_dict(self) -> dict:
+        """Plain JSON types: the record (tokens, weights, heads) and the n-best outputs."""
+        return {
+            **self.record().to_json(),
+            "nbest": [{"output": o.output, "score": o.score} for o in self.nbest or [self]],
+        }
 
 
 class Translator:

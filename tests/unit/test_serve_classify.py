@@ -16,9 +16,9 @@ from PIL import Image
 from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 from test_vision_evaluation import MODELS, N_TEST, _write_idx
 
+from attnkit.api import vision as vision_api
 from attnkit.checkpoint import write_checkpoint
 from attnkit.models import show_attend_tell as sat
-from attnkit.serve import classify
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.limits import Limits
 from attnkit.training.vision import parse_config
@@ -165,10 +165,10 @@ def test_the_reader_reads_step_by_step():
     image = (np.random.default_rng(0).random((28, 84)) * 255).astype(np.uint8)
     x = torch.from_numpy(image).float().div(255.0)[None, None]
     with torch.no_grad():
-        prediction, probs = classify.ANSWERS["show_attend_tell"](model, x)
+        prediction, probs = vision_api.ANSWERS["show_attend_tell"](model, x)
     steps = MODEL_TYPES["show_attend_tell"].steps(model, image, None)
-    assert probs is None and 1 <= len(steps) <= classify.READER_STEPS
+    assert probs is None and 1 <= len(steps) <= vision_api.READER_STEPS
     assert prediction == "".join(s["token"] for s in steps if s["token"].isdigit())
-    assert steps[-1]["token"] == "<eos>" or len(steps) == classify.READER_STEPS
+    assert steps[-1]["token"] == "<eos>" or len(steps) == vision_api.READER_STEPS
     for s in steps:  # each weight rounded to 5 decimals
         assert np.array(s["attention"]).sum() == pytest.approx(1.0, abs=1e-3)

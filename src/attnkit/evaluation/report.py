@@ -50,19 +50,21 @@ def evaluate_model(
     out_dir: Path | None = None,
     device: str = "auto",
     files: EvalFiles | None = None,
+    translator=None,
 ) -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are
     the first's), on ``split`` or, when given, on the user's ``files``.
 
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
-    (the next save of the checkpoint would delete it).
+    (the next save of the checkpoint would delete it). ``translator``: the checkpoints already
+    loaded (the Python API's model), so that they are not read again.
     """
     dirs = (
         [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
     )
     files = files if files is not None and files.given else None
     file_pairs = files.read() if files is not None else None  # bad files fail before loading
-    translator = load_translator(dirs, device)
+    translator = translator if translator is not None else load_translator(dirs, device)
     cfg = translator.config
     family = task_metric(cfg.data).family
     pairs = file_pairs if files is not None else split_pairs(cfg.data, split)

@@ -2,8 +2,8 @@
 
 The image is a test-set image (by index) or an upload (:func:`check_upload`: a PNG or JPEG
 within the server's limits, made into the model's input as ``attnkit plot --image FILE`` does).
-:data:`ANSWERS` holds, per vision model type, the function that reads its answer; where it
-looked comes from the model family's ``steps`` (:mod:`attnkit.training.vision_families`), the
+:meth:`attnkit.api.VisionModel.classify` answers it, as in Python: the prediction, and where the
+model looked from the model family's ``steps`` (:mod:`attnkit.training.vision_families`), the
 same data ``report.html`` draws: soft attention maps over the image's regions, or the glimpses of
 the Recurrent Attention Model (centre in -1..1, the finest patch's side in pixels).
 """
@@ -11,20 +11,15 @@ the Recurrent Attention Model (centre in -1..1, the finest patch's side in pixel
 from __future__ import annotations
 
 import io
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from attnkit.errors import AttnkitError
-from attnkit.models import show_attend_tell as sat
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
-from attnkit.training.vision_families import MODEL_TYPES
 
 DIGITS = 6
-READER_STEPS = 6  # the digit reader reads at most 5 digits and its end token
 
 
 @dataclass(frozen=True)
@@ -50,7 +45,7 @@ def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
             f"image: {size[0]}x{size[1]} pixels, above the limit of {max_side} pixels a side "
             "(--max-image-side)",
         )
-    cfg = model.loaded[0]
+    cfg = model.loaded.config
     try:
         return image_from_bytes(data, cfg.data.image_shape(), "image", max_side).pixels
     except AttnkitError as exc:
@@ -68,8 +63,8 @@ def _image_size(data: bytes) -> tuple[int, int] | None:
         return None
 
 
-def vision_model(model: ServedModel) -> tuple:
-    """(config, family, model) of a vision model; ApiError 422 for a seq2seq one."""
+def vision_model(model: ServedModel):
+    """The :class:`attnkit.api.VisionModel` of a vision model; ApiError 422 for a seq2seq one."""
     if model.family != "vision":
         raise ApiError(422, "model", f"model: {model.name!r} is a seq2seq model: use /v1/translate")
     return model.loaded
@@ -87,20 +82,15 @@ def run_batch(model: ServedModel, key: ClassifyKey, jobs: list[ClassifyJob]) -> 
 
 
 def _classify(model: ServedModel, job: ClassifyJob) -> dict:
-    cfg, _, net = model.loaded
+    """The API's classification (:meth:`attnkit.api.VisionModel.classify`) as the answer."""
     pixels = job.pixels if job.pixels is not None else _test_image(model, job.index)
-    device = next(net.parameters()).device
-    x = torch.from_numpy(np.ascontiguousarray(pixels)).float().div(255.0)[None, None].to(device)
-    with torch.no_grad():
-        prediction, probs = ANSWERS[cfg.model_type](net, x)
-    # the steps as the reports draw them: one code path for the page and report.html
-    steps = MODEL_TYPES[cfg.model_type].steps(net, pixels, None)
+    answer = model.loaded.classify(pixels)
     return {
         "model": model.name,
-        "prediction": prediction,
-        "probs": None if probs is None else [round(float(p), DIGITS) for p in probs],
-        "image": np.round(pixels / 255.0, DIGITS).tolist(),
-        "steps": steps,
+        "prediction": answer.prediction,
+        "probs": None if answer.probs is None else [round(float(p), DIGITS) for p in answer.probs],
+        "image": np.round(answer.image, DIGITS).tolist(),
+        "steps": answer.steps,
     }
 
 
@@ -112,7 +102,7 @@ def _test_image(model: ServedModel, index: int) -> np.ndarray:
 
     if model.name not in _TEST_IMAGES:
         try:
-            _TEST_IMAGES[model.name] = VisionData(model.loaded[0].data).split("test").images
+            _TEST_IMAGES[model.name] = VisionData(model.loaded.config.data).split("test").images
         except AttnkitError as exc:  # its data set is not on this machine
             raise ApiError(
                 503, "index", f"index: the test images of {model.name!r} cannot be read: {exc}"
@@ -121,25 +111,3 @@ def _test_image(model: ServedModel, index: int) -> np.ndarray:
     if not 0 <= index < len(images):
         raise ApiError(422, "index", f"index: the test split has images 0..{len(images) - 1}")
     return images[index]
-
-
-def _classifier(net, x):
-    """Attention pooling (one map) and RAM (its glimpses, the policy's means: no sampling): the
-    class and the class probabilities."""
-    out = net(x) if not hasattr(net, "sensor") else net(x, sample=False)
-    probs = out.log_probs[0].exp().cpu()
-    return str(int(probs.argmax())), probs.tolist()
-
-
-def _reader(net, x):
-    """Show, attend and tell: the digits read (no class probabilities)."""
-    tokens, _, _ = net.greedy(x, READER_STEPS)
-    return sat.decode_tokens(tokens.cpu())[0], None
-
-
-#: model.type -> run the model on (1, 1, H, W) images: (prediction, probs or None)
-ANSWERS: dict[str, Callable] = {
-    "attention_pooling": _classifier,
-    "show_attend_tell": _reader,
-    "ram": _classifier,
-}

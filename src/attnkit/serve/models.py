@@ -1,7 +1,7 @@
 """The checkpoints a server answers with: loaded once, read-only, each under a short name.
 
-Each ``--model DIR`` is a seq2seq checkpoint (:class:`attnkit.translator.Translator`) or a vision
-one (:func:`attnkit.training.vision.load_vision_model`); :mod:`attnkit.families` tells them
+Each ``--model DIR`` is loaded by :func:`attnkit.load` (the Python API): a seq2seq model
+(:class:`attnkit.api.Seq2SeqModel`) or a vision one (:class:`attnkit.api.VisionModel`), told
 apart by the checkpoint's ``meta.json``. Nothing is written to the directories. A request names
 a model by its name only, never by a path.
 """
@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit import families
+from attnkit.api import load
 from attnkit.errors import ConfigError
 from attnkit.serve.limits import Limits
 
@@ -24,7 +24,7 @@ VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_
 
 @dataclass
 class ServedModel:
-    """One loaded checkpoint: a Translator (seq2seq) or a vision (config, family, model)."""
+    """One loaded checkpoint: the API's model object, seq2seq or vision."""
 
     name: str
     directory: Path
@@ -33,7 +33,7 @@ class ServedModel:
 
     @property
     def translator(self):
-        return self.loaded if self.family == "seq2seq" else None
+        return self.loaded.translator if self.family == "seq2seq" else None
 
     @property
     def can_explain(self) -> bool:
@@ -48,7 +48,7 @@ class ServedModel:
         """What ``GET /v1/models`` says of this model."""
         base = {"name": self.name, "family": self.family, "limits": limits.to_dict()}
         if self.family == "vision":
-            cfg = self.loaded[0]
+            cfg = self.loaded.config
             return {
                 **base,
                 "task": cfg.data.task,
@@ -62,7 +62,7 @@ class ServedModel:
             }
         from attnkit.data.tasks.gold import gold_aligner
 
-        translator = self.loaded
+        translator = self.translator
         cfg = translator.config
         layers, heads = layer_shape(cfg.model)
         return {
@@ -119,7 +119,6 @@ def load_models(
         raise ConfigError("give at least one --model DIR")
     served = {}
     for name, directory in zip(model_names(directories, given), directories):
-        family = families.of_checkpoint(Path(directory))
-        loaded = family.load(Path(directory), device)
-        served[name] = ServedModel(name, Path(directory), family.name, loaded)
+        model = load(Path(directory), device)
+        served[name] = ServedModel(name, Path(directory), model.family, model)
     return served

@@ -1,0 +1,43 @@
+"""``attnkit.load``: any checkpoint directory as a model object of its family."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from attnkit.api.seq2seq import Seq2SeqModel
+from attnkit.api.vision import VisionModel
+from attnkit.checkpoint import read_meta
+from attnkit.errors import CheckpointError
+
+#: a checkpoint's family (``meta.json``) -> its loader: (directory, device) -> model object
+LOADERS: dict[str, Callable] = {
+    "seq2seq": Seq2SeqModel.load,
+    "vision": VisionModel.load,
+}
+
+
+def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
+    """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
+    ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
+    ``evaluate``). Several seq2seq directories load as one ensemble. A vision run directory
+    holding ``best/`` loads its best checkpoint."""
+    paths = [path] if isinstance(path, str | Path) else list(path)
+    if not paths:
+        raise CheckpointError("load: give a checkpoint directory")
+    family = checkpoint_family(Path(paths[0]))
+    if family != "seq2seq" and len(paths) > 1:
+        raise CheckpointError(f"{paths[0]}: ensembles are for seq2seq checkpoints")
+    return LOADERS[family](paths if len(paths) > 1 else paths[0], device)
+
+
+def checkpoint_family(directory: Path) -> str:
+    """The family named by a checkpoint's ``meta.json`` (a vision run directory: its best/)."""
+    if not (directory / "meta.json").exists() and (directory / "best" / "meta.json").exists():
+        directory = directory / "best"
+    family = read_meta(directory)["family"]
+    if family not in LOADERS:
+        raise CheckpointError(
+            f"{directory}: a {family!r} checkpoint; this attnkit loads {', '.join(LOADERS)}"
+        )
+    return family

@@ -1,0 +1,172 @@
+"""A seq2seq checkpoint in Python: translate, explain, evaluate.
+
+Used by ``attnkit translate``, ``plot``, ``explain`` and ``evaluate``, by ``attnkit serve`` and by
+notebooks::
+
+    model = attnkit.load("runs/demo/model/best")
+    t = model.translate("siebenundneunzig")[0]
+    t.output, t.weights              # "97", (T, S) attention
+    t.show()                         # the interactive heatmap inline
+    model.explain("dreiundzwanzig").show()   # attention beside gradient saliency
+    model.evaluate(split="test")["greedy"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.api.results import Explanation, Scores
+from attnkit.data.tasks.gold import gold_aligner
+from attnkit.errors import AttnkitError
+from attnkit.translator import Translation, Translator, load_translator
+
+
+class Seq2SeqModel:
+    """A loaded seq2seq checkpoint (RNN encoder-decoder or Transformer), or several decoding as
+    an ensemble. ``translator`` is the inference object underneath (vocabularies, tokenizers,
+    ``model``: the torch module); ``config`` the run's resolved experiment config."""
+
+    family = "seq2seq"
+
+    def __init__(self, translator: Translator, paths: Sequence[Path] = ()):
+        self.translator = translator
+        self.paths = [Path(p) for p in paths]
+
+    @classmethod
+    def load(cls, directories: str | Path | Sequence[str | Path], device="auto") -> Seq2SeqModel:
+        """One checkpoint directory, or several that decode as one ensemble."""
+        dirs = [directories] if isinstance(directories, str | Path) else list(directories)
+        return cls(load_translator(dirs, device), dirs)
+
+    @property
+    def config(self):
+        return self.translator.config
+
+    @property
+    def path(self) -> Path | None:
+        return self.paths[0] if self.paths else None
+
+    @property
+    def has_attention(self) -> bool:
+        return bool(self.translator.model.has_attention)
+
+    def __repr__(self) -> str:
+        m = self.config.model
+        kind = "transformer" if getattr(m, "arch", "rnn") == "transformer" else m.attention
+        return f"Seq2SeqModel({kind}, task={self.config.data.task}, {self.path})"
+
+    def translate(
+        self,
+        texts: str | Sequence[str],
+        beam: int = 1,
+        n_best: int = 1,
+        alpha: float | None = None,
+        prefix: Sequence[str] | None = None,
+        top_k: int = 0,
+        heads: bool = True,
+        progress: bool = False,
+    ) -> list[Translation]:
+        """One :class:`Translation` per input (a string is one input), in order: the output, its
+        log-probability ``score``, the attention ``weights`` (T, S) and, for a Transformer with
+        ``heads``, every layer's and head's map. ``beam`` 1 is greedy; ``n_best`` outputs per
+        input (``Translation.nbest``); ``alpha`` the length penalty (default: the checkpoint's);
+        ``prefix``: target tokens every output begins with; ``top_k``: keep the k most likely
+        tokens of every greedy step (``Translation.top``). A blank input gives a blank output."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if beam < 1:
+            raise AttnkitError(f"beam must be at least 1, got {beam}")
+        if not 1 <= n_best <= beam:
+            raise AttnkitError(f"n_best must be between 1 and beam ({beam}), got {n_best}")
+        results = self.translator.translate(
+            texts,
+            beam_size=beam,
+            alpha=alpha,
+            n_best=n_best,
+            progress=progress,
+            heads=heads,
+            prefix=prefix,
+            top_k=top_k,
+        )
+        self._mark_gold(results)
+        return results
+
+    def _mark_gold(self, translations: Sequence[Translation]) -> None:
+        """Give each output the task's gold links (numbers, dates) so that pictures outline
+        them; none where the generator cannot align the output (a wrong one)."""
+        aligner = gold_aligner(self.config.data)
+        if aligner is None:
+            return
+        for t in translations:
+            for option in t.nbest or [t]:
+                alignment = aligner(option.source, option.output) if option.output else None
+                if alignment is not None and option.weights.size:
+                    rows, cols = option.weights.shape
+                    option.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]
+
+    def explain(self, text: str, method: str = "gradient", reference: str | None = None):
+        """The attention of one input's output beside the gradient saliency of the same output
+        (``method``: gradient, input-x-gradient, integrated-gradients; captum computes them), and
+        their agreement. ``reference``: explain that output instead of the model's own."""
+        from attnkit.explain.report import argmax_agreement, rank_correlation
+        from attnkit.explain.saliency import METHODS
+
+        method = method.replace("-", "_")
+        if method not in METHODS:
+            raise AttnkitError(f"method: unknown saliency method {method!r}; valid: {METHODS}")
+        if not isinstance(text, str) or not text.strip():
+            raise AttnkitError("explain: give one non-blank input text")
+        (own,) = self.translate(text, heads=False)
+        output = own.output if reference is None else reference
+        (forced,) = self.translator.teacher_forced([text], [output])
+        from attnkit.explain.no_attention import saliency_translations
+
+        (salient,) = saliency_translations(self.translator, [forced], method)
+        scores = {}
+        if self.has_attention:
+            pair = [(forced.weights, salient.weights)]
+            scores = {
+                "argmax_agreement": argmax_agreement(pair),
+                "rank_correlation": rank_correlation(pair),
+            }
+        self._mark_gold([forced])
+        return Explanation(
+            forced.source,
+            forced.source_tokens,
+            forced.output,
+            forced.output_tokens,
+            forced.weights if self.has_attention else None,
+            salient.weights,
+            method,
+            scores,
+            forced.gold,
+        )
+
+    def evaluate(
+        self,
+        split: str = "test",
+        *,
+        src: str | Path | None = None,
+        ref: str | Path | None = None,
+        tsv: str | Path | None = None,
+        beam: int = 5,
+        alpha: float | None = None,
+        out: str | Path | None = None,
+    ) -> Scores:
+        """Decode ``split`` (or the files ``src`` + ``ref``, or one ``tsv`` of source, tab,
+        reference) greedily and with beam search, score with the task's metric, and write the
+        hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
+        beside the checkpoint)."""
+        from attnkit.evaluation.inputs import EvalFiles
+        from attnkit.evaluation.report import evaluate_model
+
+        if beam < 1:
+            raise AttnkitError(f"beam must be at least 1, got {beam}")
+        if not self.paths:
+            raise AttnkitError("evaluate: this model was not loaded from a checkpoint directory")
+        files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
+        out_dir = None if out is None else Path(out)
+        scores = evaluate_model(
+            self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
+        )
+        return Scores(scores)

@@ -1,0 +1,194 @@
+"""Train from Python, and the configs that ship with attnkit.
+
+``attnkit.train`` is what ``attnkit train`` runs: the same run-directory rules (a fresh run
+refuses a directory holding checkpoints unless ``overwrite``), the same lock and the same
+``resume``::
+
+    run = attnkit.train("configs/numbers_bahdanau.yaml", overrides={"train.epochs": 3},
+                        output_dir="runs/numbers")
+    run.best, run.metrics            # runs/numbers/best, the last dev scores
+    run.load().translate("dreiundzwanzig")[0].show()
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from attnkit.config import read_yaml
+from attnkit.errors import ConfigError
+
+DEFAULT_FAMILY = "seq2seq"  # an experiment file without ``family:`` is a seq2seq one
+CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs"  # a source checkout's configs/
+
+
+@dataclass(frozen=True)
+class ConfigInfo:
+    """One shipped experiment config: its name (``numbers_bahdanau``), file, family, task, what
+    model it trains, and its first comment line."""
+
+    name: str
+    path: Path
+    family: str
+    task: str
+    model: str
+    about: str
+
+
+def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
+    """The experiment configs in ``directory`` (default: the ``configs/`` of attnkit's source
+    checkout), sorted by name; ``attnkit.train(info.path)`` trains one."""
+    folder = Path(directory) if directory is not None else CONFIG_DIR
+    if not folder.is_dir():
+        raise ConfigError(f"{folder}: no configs directory (configs/ of a source checkout)")
+    found = []
+    for path in sorted(folder.glob("*.yaml")):
+        data = read_yaml(path)
+        model = data.get("model") or {}
+        kind = model.get("type") or (
+            "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
+        )
+        first = next(
+            (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
+        )
+        found.append(
+            ConfigInfo(
+                path.stem,
+                path,
+                str(data.get("family", DEFAULT_FAMILY)),
+                str((data.get("data") or {}).get("task", "")),
+                str(kind or "bahdanau"),
+                first,
+            )
+        )
+    return found
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished (or stopped) training run: its directory and best checkpoint."""
+
+    directory: Path
+    best: Path
+
+    @property
+    def last(self) -> Path:
+        return self.directory / "last"
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """Every line of ``metrics.jsonl`` (train and dev records, in order); empty where the
+        run wrote none (vision runs log to ``train.log``)."""
+        path = self.directory / "metrics.jsonl"
+        if not path.is_file():
+            return []
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The last dev evaluation's scores (seq2seq: from ``metrics.jsonl``), or the best
+        checkpoint's recorded score (vision: from its trainer state)."""
+        dev = [r["dev"] for r in self.history if r.get("kind") == "dev"]
+        if dev:
+            return dev[-1]
+        state = self.best / "trainer.json"
+        if state.is_file():
+            saved = json.loads(state.read_text(encoding="utf-8"))
+            return {k: v for k, v in saved.items() if "dev" in k or "best" in k}
+        return {}
+
+    def load(self, device: str = "auto"):
+        """The best checkpoint as a model (:func:`attnkit.load`)."""
+        from attnkit.api.loading import load
+
+        return load(self.best, device)
+
+
+def _override_lines(overrides: Mapping[str, Any] | Sequence[str] | None) -> list[str]:
+    """``{"train.lr": 3e-4}`` (or ``["train.lr=3e-4"]``) as the ``--set`` strings of the CLI."""
+    if overrides is None:
+        return []
+    if isinstance(overrides, Mapping):
+        lines = []
+        for key, value in overrides.items():
+            text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip()
+            lines.append(f"{key}={text.removesuffix('...').strip()}")
+        return lines
+    if isinstance(overrides, str):
+        raise ConfigError("overrides: give a mapping {key: value} or a list of 'key=value'")
+    return [str(line) for line in overrides]
+
+
+def train(
+    config: str | Path | Mapping[str, Any],
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+    output_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> Run:
+    """Train the experiment of ``config`` (a YAML file, or the same as a mapping) with
+    ``overrides`` (``{"section.key": value}``, as ``--set``) into ``output_dir`` (default: the
+    config's ``output_dir``, else ``runs/<name>``). ``resume`` continues from ``last/``;
+    ``overwrite`` lets a fresh run replace the checkpoints of an earlier one. Returns the
+    :class:`Run`."""
+    if isinstance(config, Mapping):
+        data, source = copy.deepcopy(dict(config)), Path("<dict>")
+    else:
+        source = Path(config)
+        data = read_yaml(source)
+    args = argparse.Namespace(
+        config=source,
+        overrides=_override_lines(overrides),
+        output_dir=None if output_dir is None else Path(output_dir),
+        resume=resume,
+        overwrite=overwrite,
+    )
+    family = data.get("family", DEFAULT_FAMILY)
+    # a family this registry does not know goes to seq2seq, whose config check names the family
+    trainer = TRAINERS[family if isinstance(family, str) and family in TRAINERS else DEFAULT_FAMILY]
+    best = Path(trainer(data, args))
+    return Run(best.parent, best)
+
+
+def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.experiment import experiment_from_dict
+    from attnkit.training.trainer import train_experiment
+
+    cfg = experiment_from_dict(
+        data, args.overrides, source=str(args.config), user=True, config_dir=args.config.parent
+    )
+    if args.output_dir is not None:  # a path, never parsed as YAML
+        cfg.output_dir = str(args.output_dir)
+    if args.resume:  # the run's own config, changed where this call's --set asks
+        from attnkit.training.distributed import rank
+        from attnkit.training.seq2seq_setup import config_to_resume
+
+        cfg, note = config_to_resume(cfg, args.overrides, str(args.config))
+        if note and rank() == 0:
+            print(note)
+    return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
+
+
+def _train_vision(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.training.vision import train_vision
+
+    return train_vision(
+        data,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+    )
+
+
+#: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
+TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision}

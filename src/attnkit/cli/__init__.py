@@ -1,0 +1,70 @@
+"""The ``attnkit`` command (also ``python -m attnkit``): thin shells over the Python API.
+
+One module per command (demo, train, translate, evaluate, plot, explain, serve), each with
+``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the shared options.
+Errors a user can cause print one line ``attnkit: error: ...`` and exit with status 2. Training
+stopped by Ctrl-C or SIGTERM saves ``last``, prints one line ``attnkit: interrupted: ...`` and
+exits with 130 (SIGINT) or 143 (SIGTERM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+from attnkit import __version__
+from attnkit.cli import demo, evaluate, explain, plot, serve, train, translate
+from attnkit.cli.options import formatter
+from attnkit.errors import AttnkitError, TrainingInterrupted
+
+#: the commands, in the order ``attnkit --help`` lists them
+COMMANDS = (demo, train, translate, evaluate, plot, explain, serve)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="attnkit",
+        formatter_class=formatter,
+        description="Train, compare and see attention models: RNN seq2seq with Bahdanau, Luong "
+        "(dot, general, concat), scaled dot-product and multi-head attention, or none; visual "
+        "soft and hard attention.",
+        epilog="Run 'attnkit COMMAND --help' for the options of each command. In Python: "
+        "import attnkit; attnkit.load(DIR) (docs/API.md).",
+    )
+    parser.add_argument("--version", action="version", version=f"attnkit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    formatwarning = warnings.formatwarning
+    warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
+    try:
+        if hasattr(args, "threads"):  # translate, evaluate, plot, explain, serve
+            from attnkit.device import set_threads
+
+            set_threads(args.threads)
+        args.run(args)
+    except TrainingInterrupted as exc:
+        # one write per line: stderr on a pipe writes through, and print() writes the text and
+        # its newline apart, so the lines of two torchrun ranks could run into each other
+        sys.stderr.write(f"attnkit: interrupted: {exc}\n")
+        return exc.exit_status
+    except AttnkitError as exc:
+        sys.stderr.write(f"attnkit: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("attnkit: interrupted\n")
+        return 130
+    finally:
+        warnings.formatwarning = formatwarning
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

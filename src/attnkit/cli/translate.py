@@ -1,0 +1,86 @@
+"""``attnkit translate``: :meth:`attnkit.Seq2SeqModel.translate` from the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from attnkit.cli.options import add_command, check_decode_args, decode_options, model_option
+from attnkit.errors import AttnkitError
+
+
+def add_parser(sub) -> None:
+    p = add_command(
+        sub,
+        "translate",
+        run,
+        help="translate text with a trained model",
+        description="Translate each TEXT argument, or each line of standard input with '-' (or "
+        "no TEXT). Prints one output per line; --attention-out saves every output's "
+        "attention matrix as JSON or NPZ.",
+    )
+    model_option(
+        p,
+        "checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several "
+        "seq2seq checkpoints of one task as an ensemble (the mean of their output probabilities at "
+        "every step)",
+        many=True,
+    )
+    p.add_argument(
+        "texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input"
+    )
+    decode_options(p)
+    p.add_argument(
+        "--n-best",
+        type=int,
+        default=1,
+        help="print the N best outputs of each input, tab-separated",
+    )
+    p.add_argument(
+        "--attention-out",
+        type=Path,
+        default=None,
+        help="write the attention to FILE (.json or .npz); refused for a model without attention "
+        "(model.attention: none: see attnkit explain)",
+    )
+    p.add_argument(
+        "--scores", action="store_true", help="print the log-probability after each output"
+    )
+
+
+def _inputs(texts: list[str]) -> list[str]:
+    """The TEXT arguments, or the lines of standard input ('-' or none given)."""
+    from attnkit.translator import read_inputs
+
+    if texts and texts != ["-"]:
+        return texts
+    if sys.stdin is None or sys.stdin.isatty() and not texts:
+        raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
+    return read_inputs(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded, not trusted
+
+
+def run(args) -> None:
+    from attnkit.api import Seq2SeqModel
+    from attnkit.viz import save_records
+
+    check_decode_args(args)
+    texts = _inputs(args.texts)
+    out = args.attention_out
+    if out is not None and out.suffix not in (".json", ".npz"):
+        raise AttnkitError(f"--attention-out {out}: use a .json or .npz file name")
+    model = Seq2SeqModel.load(args.model, args.device)
+    if out is not None and not model.has_attention:
+        raise AttnkitError(
+            f"--attention-out {out}: the model has no attention (model.attention: "
+            "none); 'attnkit explain' draws and writes its gradient saliency instead"
+        )
+    # a Transformer's records hold every head
+    results = model.translate(
+        texts, beam=args.beam, n_best=args.n_best, alpha=args.alpha, heads=out is not None
+    )
+    for t in results:
+        outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
+        print("\t".join(outputs))
+    if out is not None:
+        save_records([t.record() for t in results], out)
+        print(f"attention of {len(results)} outputs written to {out}", file=sys.stderr)

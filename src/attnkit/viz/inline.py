@@ -1,0 +1,147 @@
+"""Attention drawn inline: the HTML a notebook shows for a result, and ``show()`` / ``plot()``.
+
+Every result of the Python API that holds a map (a translation, an explanation, a classified
+image) renders itself with :func:`record_html` or :func:`vision_html`: one self-contained
+fragment -- the shared heatmap renderer (``viz/static/heatmap.js``, the one the explorer page
+and report.html use), a small script of its own (``viz/static/inline.js``), the data as JSON,
+and a static PNG of the same map that the script replaces (so a viewer that runs no scripts,
+such as a notebook on a code-hosting site, still shows a picture). Nothing is fetched: the
+fragment works offline and in an exported HTML file.
+
+Hovering a cell reads ``output <- source: weight``; a Transformer's map has a choice of the
+mean or any layer's head; a map with saliency beside it has an attention/saliency choice.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnkit.viz.records import AttentionRecord
+
+SCRIPT = "viz/static/inline.js"
+_STYLE = "font:14px system-ui,sans-serif;color:#1d1f23;margin:.3rem 0"
+
+
+def _script(name: str) -> str:
+    from attnkit.viz.report import _inline_js  # the one check that a script is safe inline
+
+    return _inline_js(name)
+
+
+def _fragment(kind: str, payload: dict[str, Any], fallback_png: bytes | None) -> str:
+    """The HTML of one inline view: a container, its data, the renderer and the view script."""
+    from attnkit.viz.report import heatmap_js, script_json
+
+    box = f"attnkit-{uuid.uuid4().hex[:12]}"
+    data = script_json({"kind": kind, **payload})
+    picture = ""
+    if fallback_png is not None:
+        uri = "data:image/png;base64," + base64.b64encode(fallback_png).decode("ascii")
+        picture = f'<img class="attnkit-static" alt="attention" src="{uri}" style="max-width:100%">'
+    return (
+        f'<div class="attnkit-view" id="{box}" style="{_STYLE}">{picture}</div>\n'
+        f'<script type="application/json" id="{box}-data">{data}</script>\n'
+        f"<script>if (!window.AttnkitHeatmap) {{\n{heatmap_js()}\n}}</script>\n"
+        f"<script>(function () {{ var id = {json.dumps(box)};\n{_script(SCRIPT)}\n}})();</script>"
+    )
+
+
+def record_html(record: AttentionRecord, title: str | None = None, static: bool = True) -> str:
+    """One output's map (its attention, every head of a Transformer's, its saliency where the
+    record carries it) as a self-contained HTML fragment. ``static``: include a PNG fallback."""
+    payload = {"record": record.to_json(), "title": title}
+    return _fragment("seq2seq", payload, _record_png(record, title) if static else None)
+
+
+def vision_html(
+    image: np.ndarray, steps: list[dict], prediction: str, label: str | None = None
+) -> str:
+    """A classified image (``(H, W)`` in 0..1) with where the model looked, step by step (the
+    ``steps`` of :meth:`attnkit.training.vision_families.Family.steps`), and a step slider."""
+    payload = {
+        "image": np.round(np.asarray(image, dtype=np.float64), 4).tolist(),
+        "steps": steps,
+        "prediction": prediction,
+        "label": label,
+    }
+    return _fragment("vision", payload, None)
+
+
+def _record_png(record: AttentionRecord, title: str | None) -> bytes | None:
+    """The static picture of a record's map; None for an empty map (a blank input)."""
+    if record.weights.size == 0:
+        return None
+    from attnkit.viz.heatmap import plot_heatmap
+
+    fig = plot_heatmap(record, title=title)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=72, bbox_inches="tight")
+    return buffer.getvalue()
+
+
+def show_html(fragment: str, name: str = "attnkit") -> Path | None:
+    """Show ``fragment`` inline where IPython can display it (a notebook); elsewhere write it as
+    a page to a temporary file and return that file's path (open it in a browser)."""
+    try:
+        from IPython import get_ipython
+        from IPython.display import HTML, display
+    except ImportError:
+        get_ipython = None  # noqa: N806 - the name IPython gives it
+    shell = get_ipython() if get_ipython is not None else None
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        display(HTML(fragment))
+        return None
+    page = f"<!doctype html><meta charset=utf-8><title>{html.escape(name)}</title>\n{fragment}"
+    handle = tempfile.NamedTemporaryFile(
+        "w", suffix=".html", prefix=f"{name}-", delete=False, encoding="utf-8"
+    )
+    with handle:
+        handle.write(page)
+    return Path(handle.name)
+
+
+class ShowsRecord:
+    """``to_dict()``, ``plot()``, ``show()`` and the notebook view for a result whose map is one
+    :class:`AttentionRecord` (the class defines ``record()``)."""
+
+    def record(self) -> AttentionRecord:  # pragma: no cover - every user defines it
+        raise NotImplementedError
+
+    def _view_title(self) -> str | None:
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types: the record (tokens, weights, heads, saliency where present)."""
+        return self.record().to_json()
+
+    def plot(self, path_or_ax=None, layer: int | None = None, head: int | None = None):
+        """Draw the map with matplotlib: into ``path_or_ax`` when it is an ``Axes``, to the file
+        when it is a path (.png, .svg, .pdf), else onto a new figure. ``layer`` / ``head`` (from
+        1, as on the command line) pick one of a Transformer's maps or their mean. Returns the
+        figure."""
+        from attnkit.viz.heads import choose_map
+        from attnkit.viz.heatmap import plot_heatmap
+
+        record = self.record()
+        if layer is not None or head is not None:
+            record = choose_map(record, layer, head)
+        if path_or_ax is None or isinstance(path_or_ax, (str, Path)):
+            return plot_heatmap(record, path=path_or_ax, title=self._view_title())
+        return plot_heatmap(record, ax=path_or_ax, title=self._view_title())
+
+    def show(self) -> Path | None:
+        """The interactive map: inline in a notebook, else a page in a temporary file (its path
+        is returned)."""
+        return show_html(self._repr_html_())
+
+    def _repr_html_(self) -> str:
+        return record_html(self.record(), self._view_title())
