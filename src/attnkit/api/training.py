@@ -140,7 +140,7 @@ def train(
     ``overwrite`` lets a fresh run replace the checkpoints of an earlier one. Returns the
     :class:`Run`."""
     if isinstance(config, Mapping):
-        data, source = copy.deepcopy(dict(config)), Path("<dict>")
+        data, source = copy.deepcopy(dict(config)), Path("attnkit.train(config)")
     else:
         source = Path(config)
         data = read_yaml(source)
