@@ -187,3 +187,37 @@ def test_the_readme_command_list_parses_and_names_files_that_exist():
         args = build_parser().parse_args(shlex.split(command)[1:])
         if args.command == "train":
             assert (REPO_ROOT / args.config).is_file(), command
+
+
+# ---- the results --------------------------------------------------------------------------------
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+RESULTS = REPO_ROOT / "docs" / "RESULTS.md"
+
+
+def _section(text: str, heading: str) -> str:
+    """The lines from the ``## heading`` line to the next ``## `` heading."""
+    start = text.index(f"\n## {heading}") + 1
+    end = text.find("\n## ", start + 3)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def unmeasured_figures(summary: str, details: str) -> list[str]:
+    """The figures of ``summary`` that ``details`` does not hold."""
+    known = set(NUMBER.findall(details))
+    return sorted({n for n in NUMBER.findall(summary) if n not in known})
+
+
+def test_every_summary_figure_is_a_measured_one():
+    """The README's results and RESULTS.md's summary tables quote the detailed sections, whose
+    figures each stand under the command that printed them: no figure is in a summary alone."""
+    results = RESULTS.read_text(encoding="utf-8")
+    summary = _section(results, "Summary")
+    details = results.replace(summary, "")
+    assert unmeasured_figures(summary, details) == []
+    readme = _section(README.read_text(encoding="utf-8"), "Results")
+    assert unmeasured_figures(readme, details) == []
+
+
+def test_the_figure_check_finds_a_figure_the_details_lack():
+    assert unmeasured_figures("| 99.25% | 2.46x | 7.1 min |", "99.25 and 2.46x in 7.10") == ["7.1"]
