@@ -1,10 +1,11 @@
-"""Check every ``attnkit`` command in README.md's shell code blocks, in order, without running it
-(or, with ``--run``, run the README's commands).
+"""Check every ``attnkit`` command in the shell code blocks of README.md and docs/USAGE.md
+(:data:`DOCUMENTS`, read in that order as one), without running it (or, with ``--run``,
+run those commands).
 
 Each command must parse with the real command line (``attnkit.cli.build_parser``); the config
 file ``train`` names must exist; every path a command reads (``--model`` checkpoints,
 ``--resume``'s ``last``, ``--src``/``--ref``/``--tsv``, ``plot --image FILE`` and ``< FILE``
-inputs) must exist in the repository or be written by an earlier command of the README:
+inputs) must exist in the repository or be written by an earlier command of the documents:
 ``attnkit demo`` (``--out``), ``attnkit train`` (its run directory's ``best``, ``last``, and
 ``averaged`` with checkpoint averaging), ``evaluate``, ``plot``, ``translate --attention-out``
 and a shell ``> FILE``.
@@ -15,14 +16,14 @@ Commands written with placeholders (``CONFIG``, ``HOST_OF_NODE_0``) are parsed o
 
 Exit status 1 when a command has a problem.
 
-``--run`` runs the README's commands instead, in order, as written, in a scratch copy of the
+``--run`` runs the documents' commands instead, in order, as written, in a scratch copy of the
 repository (a temporary directory holding ``configs/`` and the files the commands read from the
 repository, nothing of ``runs/``; ``attnkit`` is this tree's, run by this Python), with
 ``ATTNKIT_DATA_DIR`` pointing at ``../shared/data`` next to the repository when it is unset and
-that exists. The commands in ``LONG`` (trainings of minutes, servers, installs, the test suite,
-``torchrun``) are skipped by name, each with its reason, and so is every later command that reads
-what a skipped one would have written ("depends on ..."). Each command gets ``--timeout``
-seconds (default 600).
+that exists. The commands in ``LONG`` (trainings of minutes, servers, installs, the lint gates
+and the test suite, ``torchrun``) are skipped by name, each with its reason, and so is every
+later command that reads what a skipped one would have written ("depends on ..."). Each command
+gets ``--timeout`` seconds (default 600).
 
     python benchmarks/readme_commands.py --run    # one JSON line: run, skipped, failed
 
@@ -51,6 +52,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+#: the documents whose shell blocks are checked and run, in this order (a later one may read what
+#: an earlier one writes: docs/USAGE.md's commands read the README demo's ``runs/demo``)
+DOCUMENTS = ("README.md", "docs/USAGE.md")
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*(:\d+)?$")  # CONFIG, FILE, HOST_OF_NODE_0:29400
 SEPARATORS = {"&&", "||", ";", "|"}
 OPERATORS = {"|", "<", ">", ">>"}  # the operators inside one step
@@ -58,11 +62,22 @@ OPERATORS = {"|", "<", ">", ">>"}  # the operators inside one step
 
 @dataclass
 class Command:
-    line: int  # README line where it starts
+    line: int  # line of its document where it starts
     text: str  # the shell line it is part of
     argv: list[str]  # the arguments after ``attnkit``
     reads: list[str] = field(default_factory=list)  # ``< FILE``
     writes: list[str] = field(default_factory=list)  # ``> FILE``
+    doc: str = "README.md"  # the document it is in
+
+
+def read_documents(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(name, text) of each of :data:`DOCUMENTS`, in order."""
+    return [(name, (root / name).read_text(encoding="utf-8")) for name in DOCUMENTS]
+
+
+def _documents(readme: str | list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """One text (README.md's) or (name, text) documents, as documents."""
+    return [("README.md", readme)] if isinstance(readme, str) else list(readme)
 
 
 def shell_lines(readme: str) -> list[tuple[int, str]]:
@@ -89,10 +104,11 @@ def shell_lines(readme: str) -> list[tuple[int, str]]:
 class Step:
     """A pipeline of a README shell line (its segments joined by ``|``): what ``--run`` runs."""
 
-    line: int  # README line where its shell line starts
+    line: int  # line of its document where its shell line starts
     text: str  # that shell line
-    raw: str  # the step as the README writes it, comment left out: what --run runs
+    raw: str  # the step as the document writes it, comment left out: what --run runs
     tokens: list[str]  # its words, redirections and pipes
+    doc: str = "README.md"  # the document it is in
 
     @property
     def shell(self) -> str:
@@ -122,11 +138,13 @@ def _name(command: str) -> str:
     return Step(0, command, command, _tokens(command)).shell
 
 
-def steps(readme: str) -> list[Step]:
-    """Every pipeline of every shell line, in order (split at ``&&``, ``||`` and ``;``)."""
+def steps(readme: str | list[tuple[str, str]]) -> list[Step]:
+    """Every pipeline of every shell line of ``readme`` (README.md's text, or (name, text)
+    documents read in order), in order (split at ``&&``, ``||`` and ``;``)."""
     return [
-        Step(number, text, raw, _tokens(raw))
-        for number, text in shell_lines(readme)
+        Step(number, text, raw, _tokens(raw), doc)
+        for doc, body in _documents(readme)
+        for number, text in shell_lines(body)
         for raw in _split_line(text)
     ]
 
@@ -158,11 +176,11 @@ def _split_line(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def commands(readme: str) -> list[Command | tuple[int, str, list[str]]]:
+def commands(readme: str | list[tuple[str, str]]) -> list[Command | tuple[int, str, list[str]]]:
     """Every segment of every shell line, in order: a :class:`Command` for ``attnkit`` (or
     ``torchrun ... -m attnkit``), else ``(line, text, files it writes)``."""
     return [
-        _segment(step.line, step.text, tokens)
+        _segment(step.line, step.text, tokens, step.doc)
         for step in steps(readme)
         for tokens in step.segments()
     ]
@@ -180,16 +198,16 @@ def _redirections(tokens: list[str]) -> tuple[list[str], list[str], list[str]]:
     return words, reads, writes
 
 
-def _segment(number: int, text: str, tokens: list[str]):
+def _segment(number: int, text: str, tokens: list[str], doc: str = "README.md"):
     words, reads, writes = _redirections(tokens)
     if words[:1] == ["attnkit"]:
-        return Command(number, text, words[1:], reads, writes)
+        return Command(number, text, words[1:], reads, writes, doc)
     if "-m" in words and words[words.index("-m") + 1 : words.index("-m") + 2] == ["attnkit"]:
-        return Command(number, text, words[words.index("-m") + 2 :], reads, writes)
+        return Command(number, text, words[words.index("-m") + 2 :], reads, writes, doc)
     return (number, text, writes)
 
 
-def check(readme: str) -> tuple[int, list[str]]:
+def check(readme: str | list[tuple[str, str]]) -> tuple[int, list[str]]:
     """(attnkit commands checked, one line per problem)."""
     from attnkit.cli import build_parser
 
@@ -201,7 +219,7 @@ def check(readme: str) -> tuple[int, list[str]]:
             written.update(_norm(w) for w in item[2])
             continue
         checked += 1
-        where = f"README.md:{item.line}: attnkit {' '.join(item.argv)}"
+        where = f"{item.doc}:{item.line}: attnkit {' '.join(item.argv)}"
         try:
             with contextlib.redirect_stderr(io.StringIO()) as err:
                 args = build_parser().parse_args(item.argv)
@@ -268,14 +286,17 @@ _SERVER = "a server: it answers until stopped"
 _MULTI30K = "trains on Multi30k: 7 minutes on a GPU, 90 on a CPU"
 _G2P = "trains on CMUdict: 13 minutes on a GPU, 90 on a CPU"
 _INSTALL = "installs packages: the run uses the environment it runs in, with this tree's attnkit"
+_LINT = "a lint gate of the test command: CI runs it on the repository, not on a scratch copy"
 
-#: The commands ``--run`` skips, as the README writes them (comments aside), and why: each
-#: trains for minutes, blocks, installs or is a template. A name no README command has is an
-#: error, so the list follows the README.
+#: The commands ``--run`` skips, as the documents write them (comments aside), and why: each
+#: trains for minutes, blocks, installs, lints or is a template. A name no command of the
+#: documents has is an error, so the list follows them.
 LONG: dict[str, str] = {
     "pip install torch==2.13.0": _INSTALL,
     "pip install -e .": _INSTALL,
     'pip install -e ".[test]"': _INSTALL,
+    "ruff check src tests benchmarks": _LINT,
+    "ruff format --check src tests benchmarks": _LINT,
     "python -m pytest -q": "the whole test suite, a CI job of its own",
     "attnkit train configs/numbers_bahdanau.yaml": "trains to early stopping, up to 8 minutes",
     "attnkit train configs/numbers_bahdanau.yaml --set train.seed=2 "
@@ -333,7 +354,7 @@ class Plan:
     stale: list[str]  # names of ``long`` that no README command has
 
 
-def plan(readme: str, long: dict[str, str] = LONG) -> Plan:
+def plan(readme: str | list[tuple[str, str]], long: dict[str, str] = LONG) -> Plan:
     """Skip the steps named in ``long``, and every step reading what a skipped one writes."""
     reasons = {_name(command): reason for command, reason in long.items()}
     pending: dict[Path, str] = {}  # a path a skipped step would have written -> that step
@@ -362,7 +383,7 @@ def _step_paths(step: Step) -> tuple[list, list]:
     """(paths the step reads, paths it writes), as far as its commands say."""
     reads, writes = [], []
     for tokens in step.segments():
-        item = _segment(step.line, step.text, tokens)
+        item = _segment(step.line, step.text, tokens, step.doc)
         if not isinstance(item, Command):
             writes += item[2]
             reads += _redirections(tokens)[1]
@@ -390,7 +411,7 @@ class RunOptions:
     parent: Path | None = None  # where the scratch directory is made (None: the system's temp)
 
 
-def run(readme: str, options: RunOptions) -> dict:
+def run(readme: str | list[tuple[str, str]], options: RunOptions) -> dict:
     """Run the planned steps in a scratch copy of the repository: what ran, was skipped, failed."""
     the_plan = plan(readme, options.long)
     result: dict = {"run": [], "skipped": [], "failed": []}
@@ -403,12 +424,14 @@ def run(readme: str, options: RunOptions) -> dict:
         repo, env = _scratch(top, the_plan.inputs)
         for step, reason in the_plan.steps:
             entry = {"line": step.line, "command": step.raw}
+            if step.doc != "README.md":
+                entry["doc"] = step.doc
             if reason is not None:
                 result["skipped"].append({**entry, "reason": reason})
-                _say(f"README.md:{step.line}: {step.raw}: skipped ({reason})")
+                _say(f"{step.doc}:{step.line}: {step.raw}: skipped ({reason})")
                 continue
             status, last, seconds = _run_step(step.raw, repo, env, options.timeout)
-            _say(f"README.md:{step.line}: {step.raw}: exit {status} in {seconds:.1f} s")
+            _say(f"{step.doc}:{step.line}: {step.raw}: exit {status} in {seconds:.1f} s")
             if status == 0:
                 result["run"].append({**entry, "seconds": round(seconds, 1)})
             else:
@@ -482,13 +505,19 @@ def _say(line: str) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--readme", type=Path, default=ROOT / "README.md")
+    ap.add_argument(
+        "--readme", type=Path, default=None, help="one file to check instead of DOCUMENTS"
+    )
     ap.add_argument("--run", action="store_true", help="run the commands (see LONG for skips)")
     ap.add_argument("--timeout", type=float, default=600.0, help="--run: seconds per command")
     ap.add_argument("--keep", action="store_true", help="--run: keep the scratch directory")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT / "src"))
-    readme = args.readme.read_text(encoding="utf-8")
+    readme = (
+        [(args.readme.name, args.readme.read_text(encoding="utf-8"))]
+        if args.readme is not None
+        else read_documents()
+    )
     if args.run:
         result = run(readme, RunOptions(timeout=args.timeout, keep=args.keep))
         print(json.dumps(result, ensure_ascii=False))

@@ -1,7 +1,7 @@
-"""benchmarks/readme_commands.py: every ``attnkit`` command in README.md parses and reads only
-paths that exist or that an earlier README command writes (checked), and the README's commands
-run as written, in order, in a scratch copy of the repository (``--run``: the demo and what reads
-its output run; the trainings of minutes and the servers are skipped by name)."""
+"""benchmarks/readme_commands.py: every ``attnkit`` command in README.md and docs/USAGE.md parses
+and reads only paths that exist or that an earlier command of theirs writes (checked), and their
+commands run as written, in order, in a scratch copy of the repository (``--run``: the demo and
+what reads its output run; the trainings of minutes and the servers are skipped by name)."""
 
 import importlib.util
 import json
@@ -33,12 +33,22 @@ def test_every_readme_command_is_valid():
     assert result["commands"] >= 15  # the Commands block alone holds more
 
 
+def test_the_checked_documents_are_the_readme_and_the_usage_guide():
+    module = _module()
+    assert module.DOCUMENTS[0] == "README.md" and "docs/USAGE.md" in module.DOCUMENTS
+    names = {doc for doc, _ in module.read_documents()}
+    commands = [
+        c for c in module.commands(module.read_documents()) if isinstance(c, module.Command)
+    ]
+    assert {c.doc for c in commands} == names  # each document holds commands that are checked
+
+
 def test_every_multi30k_config_is_trained_by_a_readme_command():
     """The checked commands include a training of each shipped Multi30k pair (de/en, en/fr)."""
     module = _module()
     trained = {
         command.argv[1]
-        for command in module.commands((REPO_ROOT / "README.md").read_text(encoding="utf-8"))
+        for command in module.commands(module.read_documents())
         if isinstance(command, module.Command) and command.argv[:1] == ["train"]
     }
     shipped = {f"configs/{p.name}" for p in (REPO_ROOT / "configs").glob("multi30k_*.yaml")}
@@ -73,6 +83,25 @@ def test_the_check_finds_what_a_reader_would_trip_on():
     assert problems[3].endswith("reads absent.txt, which neither exists nor is written before")
     assert "runs/numbers_bahdanau/last" in problems[4]  # --resume needs an earlier run
     assert problems[5].endswith("reads my_digit.jpg, which neither exists nor is written before")
+
+
+def test_a_later_document_reads_what_an_earlier_one_writes_and_problems_name_their_document():
+    readme = "\n".join(["# x", "```bash", "attnkit demo --quick --out runs/q", "```"])
+    usage = "\n".join(
+        [
+            "```bash",
+            "attnkit translate --model runs/q/model/best x   # the README's demo wrote it",
+            "attnkit translate --model runs/elsewhere/best x",
+            "```",
+        ]
+    )
+    module = _module()
+    checked, problems = module.check([("README.md", readme), ("docs/USAGE.md", usage)])
+    assert checked == 3
+    assert len(problems) == 1 and problems[0].startswith("docs/USAGE.md:3: "), problems
+    assert "runs/elsewhere/best" in problems[0]
+    alone, problems = module.check([("docs/USAGE.md", usage)])  # without the README's demo
+    assert alone == 2 and len(problems) == 2 and problems[0].startswith("docs/USAGE.md:2: ")
 
 
 def _plan_readme(*lines: str) -> str:
@@ -188,7 +217,7 @@ def test_every_readme_command_runs_as_written_but_the_long_ones():
     module = _module()
     readers = [
         step.raw
-        for step, reason in module.plan((REPO_ROOT / "README.md").read_text(encoding="utf-8")).steps
+        for step, reason in module.plan(module.read_documents()).steps
         if "runs/demo/" in step.raw and module._name(step.raw) not in map(module._name, module.LONG)
     ]
     assert {step.split()[1] for step in readers if step.startswith("attnkit")} >= {
