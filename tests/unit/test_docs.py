@@ -14,10 +14,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
 CI = REPO_ROOT / ".ci" / "run"
 
-#: documents written by other work that the README links to before they exist; a link to one
-#: is checked like any other once the file is there
-WRITTEN_ELSEWHERE = {"docs/API.md"}
-
 
 def _readme_commands():
     path = REPO_ROOT / "benchmarks" / "readme_commands.py"
@@ -129,8 +125,7 @@ def broken_links(doc: Path) -> list[str]:
         file = (doc.parent / path).resolve() if path else doc
         name = file.relative_to(REPO_ROOT).as_posix() if file.is_relative_to(REPO_ROOT) else ""
         if not file.exists():
-            if name not in WRITTEN_ELSEWHERE:
-                problems.append(f"{doc.name}: {target}: no file {name or file}")
+            problems.append(f"{doc.name}: {target}: no file {name or file}")
             continue
         if anchor and file.suffix == ".md":
             if anchor not in heading_anchors(file.read_text(encoding="utf-8")):
