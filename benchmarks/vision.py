@@ -14,7 +14,7 @@ run; the LR schedule is fitted to it), so a command with a wall-clock limit
 can plan: budget per run + about half a minute for data and the test set.
 MNIST is read from ``data.directory`` when given, else ``$ATTNKIT_DATA_DIR/mnist``; when that
 variable is unset it is set to ``../shared/data`` next to the repository (or ``shared/data`` inside
-it) where that holds ``mnist/``, else the user cache is used (README, "Data"). A failing
+it) where that holds ``mnist/``, else the user cache is used (docs/USAGE.md, "Data"). A failing
 run prints a JSON line with ``"error"`` and the others still run; the exit status is 1
 if any failed.
 """

@@ -43,7 +43,7 @@ def threads_option(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         metavar="N",
         help="CPU threads for torch (default: OMP_NUM_THREADS if set, else 1: a second thread "
         "gains little on decoding's small per-step matmuls and costs a lot on a busy machine; "
-        "see README)",
+        "docs/USAGE.md, Commands)",
     )
     return p
 

@@ -1,5 +1,5 @@
 /*
- * Calls to the attnkit serve API (the contract in README "Serve"). Every failure becomes an
+ * Calls to the attnkit serve API (the contract in docs/SERVE.md). Every failure becomes an
  * Error with .field and .status, so the page can show it inline: the API's own
  * {"error": {"field", "message"}}, or a line saying what else went wrong.
  */
