@@ -53,7 +53,7 @@ class Translation(ShowsRecord):
     #: (len(output_tokens), L, H, len(source_tokens)): every layer's and head's attention, for a
     #: Transformer translated with ``heads=True`` (``weights`` is their mean); else None
     heads: np.ndarray | None = None
-    #: greedy decoding with ``top_k``: (probabilities, token ids), each (len(output_tokens), k),
+    #: decoding with ``top_k``: (probabilities, token ids), each (len(output_tokens), k),
     #: the k most likely tokens of every step, best first; else None
     top: tuple[np.ndarray, np.ndarray] | None = None
     #: the task's gold alignment links of source and output, (output row, source column) pairs,
@@ -268,8 +268,9 @@ class Translator:
 
         ``prefix``: target tokens every output begins with (decoding is forced through them,
         then searches on; their attention rows and log-probability are part of each output).
-        ``top_k``: greedy decoding without a prefix keeps the k most likely tokens of every step
-        (``Translation.top``; :func:`top_k_steps` finds the others' by another pass)."""
+        ``top_k``: decoding without a prefix (greedy or beam search) keeps the k most likely
+        tokens of every step of every output (``Translation.top``); :func:`top_k_steps` finds
+        them by another pass where a prefix was forced."""
         texts = _as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")

@@ -63,3 +63,20 @@ def test_greedy_keeps_the_same_top_k_the_teacher_forced_pass_finds(translator, k
             assert [p for _, p in step_a] == pytest.approx([p for _, p in step_b], abs=1e-5)
     # asked for more than greedy kept: the pass runs
     assert len(top_k_steps(translator, translator.translate(SOURCES, top_k=1), 2)[0][0]) == 2
+
+
+@pytest.mark.parametrize("k", [2, 50])
+def test_beam_search_keeps_the_top_k_the_teacher_forced_pass_finds(translator, k):
+    """Beam search keeps every step's top k of each output it returns (the server sends them
+    with no second pass); they are what a teacher-forced pass over those outputs gives."""
+    kept = translator.translate(SOURCES, beam_size=3, n_best=3, top_k=k)
+    plain = translator.translate(SOURCES, beam_size=3, n_best=3)
+    options = [h for t in kept for h in t.nbest]
+    assert all(h.top is not None and len(h.top[0]) == len(h.output_tokens) for h in options)
+    fast = top_k_steps(translator, options, k)
+    slow = top_k_steps(translator, [h for t in plain for h in t.nbest], k)
+    assert [h.output for h in options] == [h.output for t in plain for h in t.nbest]
+    for a, b in zip(fast, slow):
+        assert [[tok for tok, _ in step] for step in a] == [[tok for tok, _ in step] for step in b]
+        for step_a, step_b in zip(a, b):
+            assert [p for _, p in step_a] == pytest.approx([p for _, p in step_b], abs=1e-5)

@@ -17,7 +17,13 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs, row_limits, split_weights
+from attnkit.decoding.greedy import (
+    NEVER_EMITTED,
+    Hypothesis,
+    output_log_probs,
+    row_limits,
+    split_weights,
+)
 
 
 def length_penalty(length: Tensor, alpha: float) -> Tensor:
@@ -27,15 +33,20 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
 @dataclass
 class _Histories:
     """What every beam row has emitted so far: tokens (B*K, t), attention (B*K, t, S) and, when
-    kept, every layer's and head's attention (B*K, t, L, H, S)."""
+    kept, every layer's and head's attention (B*K, t, L, H, S) and the k most likely tokens of
+    every step (probabilities and ids, each (B*K, t, k))."""
 
     tokens: Tensor
     attn: Tensor
     heads: Tensor | None = None
+    top: tuple[Tensor, Tensor] | None = None
 
-    def extend(self, order: Tensor, token: Tensor, w: Tensor, keep_heads: bool) -> _Histories:
-        """The rows ``order`` continue, each with its new token (B*K,) and the weights of the
-        step that chose it (B*K, S) or (B*K, L, H, S)."""
+    def extend(
+        self, order: Tensor, token: Tensor, w: Tensor, keep_heads: bool, top=None
+    ) -> _Histories:
+        """The rows ``order`` continue, each with its new token (B*K,), the weights of the
+        step that chose it (B*K, S) or (B*K, L, H, S), and that step's top-k ``top``
+        (probabilities and ids of every row before reordering, each (B*K, k)) when kept."""
         w, w_heads = split_weights(w)
         tokens = torch.cat([self.tokens.index_select(0, order), token.view(-1, 1)], 1)
         attn = torch.cat([self.attn.index_select(0, order), w.index_select(0, order)[:, None]], 1)
@@ -43,11 +54,25 @@ class _Histories:
         if keep_heads and w_heads is not None:
             new = w_heads.index_select(0, order).unsqueeze(1).float()
             heads = new if self.heads is None else torch.cat([self.heads[order], new], 1)
-        return _Histories(tokens, attn, heads)
+        kept = None
+        if top is not None:
+            new_p, new_i = (x.index_select(0, order).unsqueeze(1) for x in top)  # (B*K, 1, k)
+            kept = (
+                (new_p, new_i)
+                if self.top is None
+                else (
+                    torch.cat([self.top[0][order], new_p], 1),
+                    torch.cat([self.top[1][order], new_i], 1),
+                )
+            )
+        return _Histories(tokens, attn, heads, kept)
 
     def rows(self, rows: Tensor) -> _Histories:
         return _Histories(
-            self.tokens[rows], self.attn[rows], None if self.heads is None else self.heads[rows]
+            self.tokens[rows],
+            self.attn[rows],
+            None if self.heads is None else self.heads[rows],
+            None if self.top is None else (self.top[0][rows], self.top[1][rows]),
         )
 
 
@@ -61,10 +86,12 @@ def beam_search(
     alpha: float = 1.0,
     n_best: int = 1,
     keep_heads: bool = False,
+    top_k: int = 0,
 ) -> list[list[Hypothesis]]:
     """src (B, S) -> for each input its ``n_best`` hypotheses, best first, of at most ``max_len``
     tokens (one limit, or one per input (B,)); ``keep_heads``: with every layer's and head's
-    weights where the model has them."""
+    weights where the model has them; ``top_k`` > 0: with the k most likely tokens of every step
+    of each hypothesis (``Hypothesis.top``), read from the distributions the search computed."""
     if not 1 <= n_best <= beam_size:
         raise ValueError(f"n_best ({n_best}) must be between 1 and the beam size ({beam_size})")
     b, k, device = src.size(0), beam_size, src.device
@@ -99,7 +126,12 @@ def beam_search(
 
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
-        history = history.extend(order, token, w, keep_heads)
+        top = None
+        if top_k:
+            shown = min(top_k, logp.size(-1) - len(NEVER_EMITTED))  # those have p = 0
+            p, i = logp.view(b * k, -1).topk(shown, dim=-1)  # (B*K, k)
+            top = (p.exp(), i)
+        history = history.extend(order, token, w, keep_heads, top)
         prev = token.view(-1)
 
         done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first
@@ -165,6 +197,7 @@ def _collect(
     final = (scores[idx] / length_penalty(lengths[idx], alpha)).cpu()  # (D, K)
     kept = history.rows(rows)
     heads = None if kept.heads is None else kept.heads.cpu()  # (D*K, t, L, H, S)
+    top = None if kept.top is None else (kept.top[0].cpu(), kept.top[1].cpu())  # (D*K, t, k)
     history, attn = kept.tokens.cpu(), kept.attn.float().cpu()  # (D*K, t), (D*K, t, S)
     scores, finished = scores[idx].cpu(), finished[idx].cpu()
     for d, i in enumerate(idx.tolist()):
@@ -176,13 +209,14 @@ def _collect(
             n = row.index(EOS_ID) if ended else len(row)
             length = n + 1 if ended else n  # attention rows: the tokens and </s>
             s = int(src_lengths[source])
-            hyps.append(
-                Hypothesis(
-                    row[:n],
-                    attn[d * k + j, :length, :s],
-                    float(scores[d, j]),
-                    ended,
-                    None if heads is None else heads[d * k + j, :length, ..., :s],
-                )
+            hyp = Hypothesis(
+                row[:n],
+                attn[d * k + j, :length, :s],
+                float(scores[d, j]),
+                ended,
+                None if heads is None else heads[d * k + j, :length, ..., :s],
             )
+            if top is not None:
+                hyp.top = (top[0][d * k + j, :length], top[1][d * k + j, :length])
+            hyps.append(hyp)
         results[source] = hyps

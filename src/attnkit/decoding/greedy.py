@@ -32,7 +32,7 @@ class Hypothesis:
     heads: (len(tokens) + 1, L, H, S) every layer's and head's attention, for models that have
     them (the Transformer) when the decoder was asked to keep them, else None;
     top: the k most likely tokens at every step, (probabilities (len(tokens) + 1, k), ids
-    (len(tokens) + 1, k)) best first, when greedy decoding was asked for them, else None.
+    (len(tokens) + 1, k)) best first, when the search was asked for them, else None.
     """
 
     tokens: list[int]

@@ -15,7 +15,9 @@ from attnkit.decoding.prefix import PrefixedModel, prefixed_hypotheses
 @dataclass(frozen=True)
 class SearchOptions:
     """How :func:`search` decodes: beam size (1: greedy), length penalty, outputs kept, a forced
-    target prefix (ids) or None, whether to keep every head's weights, top-k of greedy steps."""
+    target prefix (ids) or None, whether to keep every head's weights, and how many of the most
+    likely tokens of every decoded step to keep (greedy and beam search alike; not for the
+    forced prefix's steps)."""
 
     beam_size: int
     alpha: float
@@ -34,13 +36,21 @@ def search(model, batch, max_len, options: SearchOptions) -> list[list]:
         decoder_model = PrefixedModel(model, o.prefix_ids, keep_heads=o.heads)
         max_len = (max_len - len(o.prefix_ids)).clamp_min(1)  # (B,)
     src, lengths = batch.src, batch.src_lengths
+    top_k = o.top_k if o.prefix_ids is None else 0  # a prefix's rows are not decoded
     if o.beam_size == 1:
-        top_k = o.top_k if o.prefix_ids is None else 0  # a prefix's rows are not decoded
         hyps = greedy_decode(decoder_model, src, lengths, max_len, o.heads, top_k)
         options_per_input = [[h] for h in hyps]
     else:
         options_per_input = beam_search(
-            decoder_model, src, lengths, max_len, o.beam_size, o.alpha, o.n_best, keep_heads=o.heads
+            decoder_model,
+            src,
+            lengths,
+            max_len,
+            o.beam_size,
+            o.alpha,
+            o.n_best,
+            keep_heads=o.heads,
+            top_k=top_k,
         )
     if o.prefix_ids is None:
         return options_per_input
