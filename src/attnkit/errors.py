@@ -30,6 +30,14 @@ class DataError(AttnkitError):
         self.line = line
 
 
+class InputError(AttnkitError):
+    """An input to decode that cannot be: ``name`` says which (``input 3``, ``inputs[2]``)."""
+
+    def __init__(self, message: str, name: str):
+        super().__init__(message)
+        self.name = name
+
+
 class ConfigError(AttnkitError):
     """An unknown key or a bad value in a configuration."""
 

@@ -26,7 +26,7 @@ from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.decoding.topk import step_top_k
 from attnkit.device import resolve_device
-from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.errors import AttnkitError, CheckpointError, InputError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.architectures import MODEL_CLASSES, build_model
 from attnkit.viz.inline import ShowsRecord
@@ -79,6 +79,27 @@ class Translation(ShowsRecord):
             **self.record().to_json(),
             "nbest": [{"output": o.output, "score": o.score} for o in self.nbest or [self]],
         }
+
+
+@dataclass
+class Prepared:
+    """Inputs checked and tokenized once (:meth:`Translator.prepare`), ready to decode: the
+    texts, an example per non-blank one (``index``: its position in ``texts``), and the source
+    tokens each encodes by position ("</s>" included; blank inputs have none)."""
+
+    texts: list[str]
+    examples: list[Example]
+    tokens: dict[int, list[str]]
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __add__(self, other: Prepared) -> Prepared:
+        """Both, one after the other (the server decodes several requests as one batch)."""
+        shift = len(self.texts)
+        moved = [Example(e.src, e.tgt, e.index + shift) for e in other.examples]
+        tokens = {**self.tokens, **{i + shift: t for i, t in other.tokens.items()}}
+        return Prepared(self.texts + other.texts, self.examples + moved, tokens)
 
 
 class Translator:
@@ -213,45 +234,83 @@ class Translator:
 
     # ---- text -> text + attention -------------------------------------------
     def encode_sources(
-        self, texts: Sequence[str], warn_unknown: bool = True, lines: Sequence[int] | None = None
+        self,
+        texts: Sequence[str],
+        warn_unknown: bool = True,
+        names: Sequence[str] | None = None,
+        warn: bool = True,
     ) -> tuple[list[Example], list[list[str]]]:
         """Raw source texts -> examples and the tokens each encodes ("</s>" included).
 
-        Empty inputs are errors (:meth:`translate` passes blank lines through before this);
+        Empty inputs are errors (:meth:`prepare` passes blank lines through before this);
         over-long ones are truncated with a warning, or refused when data.overlong is "error";
         tokens never seen in training become ``<unk>``, with one warning per input naming them
-        (unless ``warn_unknown`` is False: scoring a split says nothing per line). Messages name
-        input ``lines[i]`` (default i + 1); examples are indexed by position in ``texts``.
+        (unless ``warn_unknown`` is False: scoring a split says nothing per line; ``warn`` False:
+        no warning at all). Messages call input i ``names[i]`` (default ``input i+1``); examples
+        are indexed by position in ``texts``. Errors are :class:`InputError` naming the input.
         """
         cap = self.config.data.max_src_len - 1
         examples, token_lists, n_long = [], [], 0
         for i, text in enumerate(texts):
-            line = lines[i] if lines is not None else i + 1
+            name = names[i] if names is not None else f"input {i + 1}"
             tokens = self.src_tokenizer.tokenize(text)
             if not text.strip() or not tokens:
-                raise AttnkitError(f"input {line} is empty: nothing to translate")
+                raise InputError(f"{name} is empty: nothing to translate", name)
             if len(tokens) > cap:
                 if self.config.data.overlong == "error":
-                    raise AttnkitError(
-                        f"input {line} has {len(tokens)} tokens, more than data.max_src_len - 1 = "
-                        f"{cap}"
+                    raise InputError(
+                        f"{name} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}",
+                        name,
                     )
                 n_long += 1
                 tokens = tokens[:cap]
-            if warn_unknown:
-                _warn_unknown(line, tokens, self.src_vocab)
+            if warn_unknown and warn:
+                _warn_unknown(name, tokens, self.src_vocab)
             examples.append(Example(self.src_vocab.encode(tokens) + [EOS_ID], [], i))
             token_lists.append(list(tokens) + [EOS])
-        if n_long:
+        if n_long and warn:
             warnings.warn(
                 f"{n_long} input(s) longer than {cap} tokens were truncated (data.max_src_len)",
                 stacklevel=2,
             )
         return examples, token_lists
 
+    def prepare(
+        self,
+        texts: Sequence[str | bytes],
+        warn_unknown: bool = True,
+        names: Sequence[str] | None = None,
+        allow_blank: bool = True,
+        warn: bool = True,
+    ) -> Prepared:
+        """``texts`` checked and tokenized, ready for :meth:`translate` (which calls this for
+        raw texts; the server calls it once per request, as the request is checked, and decodes
+        the result). Text that is not UTF-8 becomes U+FFFD. A blank input gives a blank output,
+        with a warning, or with ``allow_blank`` False an :class:`InputError`; ``names`` and
+        ``warn`` as :meth:`encode_sources` takes them."""
+        texts = _as_utf8(texts, "input")
+        if not texts:
+            raise AttnkitError("no input to translate")
+        names = list(names) if names is not None else [f"input {i + 1}" for i in range(len(texts))]
+        blank = [i for i, text in enumerate(texts) if not text.strip()]
+        if blank and not allow_blank:
+            raise InputError(f"{names[blank[0]]}: blank: nothing to translate", names[blank[0]])
+        if blank and warn:  # a blank line gives a blank line: files stay line-aligned
+            shown = ", ".join(str(i + 1) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
+            warnings.warn(
+                f"{len(blank)} blank input(s) (line {shown}) give blank outputs", stacklevel=3
+            )
+        filled = [i for i, text in enumerate(texts) if text.strip()]
+        examples, token_lists = self.encode_sources(
+            [texts[i] for i in filled], warn_unknown, [names[i] for i in filled], warn
+        )
+        for example in examples:  # back to the caller's positions
+            example.index = filled[example.index]
+        return Prepared(texts, examples, dict(zip(filled, token_lists)))
+
     def translate(
         self,
-        texts: Sequence[str],
+        texts: Sequence[str] | Prepared,
         beam_size: int = 1,
         alpha: float | None = None,
         n_best: int = 1,
@@ -262,18 +321,16 @@ class Translator:
         prefix: Sequence[str] | None = None,
         top_k: int = 0,
     ) -> list[Translation]:
-        """Translate ``texts``; beam_size 1 is greedy. Returns one Translation per input, in
-        order; a blank input gives a blank output (with a warning). ``heads``: keep every layer's
-        and head's attention where the model has them (a Transformer).
+        """Translate ``texts`` (raw, or :meth:`prepare`'s result); beam_size 1 is greedy. Returns
+        one Translation per input, in order; a blank input gives a blank output (with a
+        warning). ``heads``: keep every layer's and head's attention where the model has them
+        (a Transformer).
 
         ``prefix``: target tokens every output begins with (decoding is forced through them,
         then searches on; their attention rows and log-probability are part of each output).
         ``top_k``: decoding without a prefix (greedy or beam search) keeps the k most likely
         tokens of every step of every output (``Translation.top``); :func:`top_k_steps` finds
         them by another pass where a prefix was forced."""
-        texts = _as_utf8(texts, "input")
-        if not texts:
-            raise AttnkitError("no input to translate")
         if beam_size < 1 or not 1 <= n_best <= beam_size:
             raise AttnkitError(
                 f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best "
@@ -286,23 +343,13 @@ class Translator:
         batch_size = batch_size or dec.batch_size
         prefix_ids = target_prefix_ids(self.tgt_vocab, prefix) if prefix else None
         how = SearchOptions(beam_size, alpha, n_best, prefix_ids, heads, top_k)
+        prepared = texts if isinstance(texts, Prepared) else self.prepare(texts, warn_unknown)
+        texts, examples, token_lists = prepared.texts, prepared.examples, prepared.tokens
         results: list[Translation | None] = [None] * len(texts)
-        blank = [i for i, text in enumerate(texts) if not text.strip()]
-        if blank:  # a blank line gives a blank line: files stay line-aligned
-            shown = ", ".join(str(i + 1) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
-            warnings.warn(
-                f"{len(blank)} blank input(s) (line {shown}) give blank outputs", stacklevel=2
-            )
-            for i in blank:
-                results[i] = Translation(texts[i], [], "", [], np.zeros((0, 0)), 0.0)
+        for i, text in enumerate(texts):
+            if i not in token_lists:  # blank
+                results[i] = Translation(text, [], "", [], np.zeros((0, 0)), 0.0)
                 results[i].nbest = [results[i]]
-        filled = [i for i, text in enumerate(texts) if text.strip()]
-        examples, token_lists = self.encode_sources(
-            [texts[i] for i in filled], warn_unknown, lines=[i + 1 for i in filled]
-        )
-        for example in examples:  # back to the caller's positions
-            example.index = filled[example.index]
-        token_lists = dict(zip(filled, token_lists))
         order = sorted(
             range(len(examples)), key=lambda i: len(examples[i].src)
         )  # similar lengths together
@@ -376,12 +423,12 @@ def load_translator(
     return Translator.load_ensemble(directories, device)
 
 
-def _warn_unknown(line: int, tokens: Sequence[str], vocab: Vocab) -> None:
-    """One warning for input ``line`` naming the tokens the vocabulary has never seen."""
+def _warn_unknown(name: str, tokens: Sequence[str], vocab: Vocab) -> None:
+    """One warning for input ``name`` naming the tokens the vocabulary has never seen."""
     unknown = list(dict.fromkeys(t for t in tokens if t not in vocab.stoi))
     if unknown:
         named = ", ".join(repr(t) for t in unknown[:10]) + (", ..." if len(unknown) > 10 else "")
-        warnings.warn(f"input {line}: never seen in training, read as <unk>: {named}", stacklevel=3)
+        warnings.warn(f"{name}: never seen in training, read as <unk>: {named}", stacklevel=3)
 
 
 def _identity(tokenizer: Tokenizer) -> tuple:

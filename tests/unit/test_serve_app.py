@@ -243,3 +243,30 @@ def test_a_transformer_sends_every_layer_and_head(tmp_path):
             layers, attention = np.array(h["layers"]), np.array(h["attention"])
             assert layers.shape == (len(h["tokens"]), 2, 2, len(result["source_tokens"]))
             np.testing.assert_allclose(layers.mean(axis=(1, 2)), attention, atol=1e-5)
+
+
+def test_each_input_is_tokenized_once_and_beam_top_k_decodes_once(client, monkeypatch):
+    """A request is checked by preparing its inputs (Translator.prepare), and the batch decodes
+    what was prepared: the source tokenizer reads each input once; with beam search and top-k
+    together the search keeps the top-k (no teacher-forced second pass)."""
+    import attnkit.translator as translator_module
+
+    calls = {"tokenize": 0, "step_top_k": 0}
+    tokenize = CharTokenizer.tokenize
+
+    def counted(self, text):
+        calls["tokenize"] += 1
+        return tokenize(self, text)
+
+    def forced_pass(*args, **kwargs):
+        calls["step_top_k"] += 1
+        raise AssertionError("a second pass over the outputs")
+
+    monkeypatch.setattr(CharTokenizer, "tokenize", counted)
+    monkeypatch.setattr(translator_module, "step_top_k", forced_pass)
+    inputs = ["dreiundzwanzig", "siebzehn", "vier"]
+    answer = _translate(client, inputs=inputs, beam=3, n_best=2, top_k=2)
+    assert calls == {"tokenize": len(inputs), "step_top_k": 0}
+    for result in answer["results"]:
+        for hyp in result["hypotheses"]:
+            assert len(hyp["top_k"]) == len(hyp["tokens"]) and len(hyp["top_k"][0]) == 2

@@ -2,9 +2,11 @@
 
 :func:`check_request` runs on the event loop and refuses a bad request before it can reach a
 batch (an unknown model, n_best above the beam, a prefix token the target vocabulary lacks, an
-input the tokenizer cannot encode), so a bad request never disturbs another. The worker thread
-calls :func:`run_batch` with every waiting request of one :class:`DecodeKey`: their inputs decode
-together, and each request gets its own results back.
+input the tokenizer cannot encode), so a bad request never disturbs another; checking the inputs
+tokenizes them (:meth:`attnkit.translator.Translator.prepare`, as ``attnkit translate`` does),
+once. The worker thread calls :func:`run_batch` with every waiting request of one
+:class:`DecodeKey`: their prepared inputs decode together, and each request gets its own results
+back.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, InputError
 from attnkit.serve.models import ServedModel, layer_shape
 from attnkit.serve.problems import ApiError
-from attnkit.translator import target_prefix_ids, top_k_steps
+from attnkit.translator import Prepared, target_prefix_ids, top_k_steps
 
 DIGITS = 6  # decimals of the weights and probabilities sent: more is noise
 
@@ -36,9 +38,10 @@ class DecodeKey:
 
 @dataclass(frozen=True)
 class TranslateJob:
-    """What one request asks of its batch beyond the shared settings."""
+    """What one request asks of its batch beyond the shared settings: its inputs, checked and
+    tokenized."""
 
-    inputs: tuple[str, ...]
+    inputs: Prepared
     explain: bool
     gold: bool
 
@@ -72,20 +75,13 @@ def check_request(
         target_prefix_ids(translator.tgt_vocab, prefix)
     except AttnkitError as exc:
         raise ApiError(422, str(exc).split(":")[0], str(exc)) from None
-    data = translator.config.data
-    for i, text in enumerate(request.inputs):
-        tokens = translator.src_tokenizer.tokenize(text) if text.strip() else []
-        if not tokens:
-            raise ApiError(422, f"inputs[{i}]", f"inputs[{i}]: blank: nothing to translate")
-        if len(tokens) > data.max_src_len - 1 and data.overlong == "error":
-            raise ApiError(
-                422,
-                f"inputs[{i}]",
-                f"inputs[{i}]: {len(tokens)} tokens, more than data.max_src_len - 1 = "
-                f"{data.max_src_len - 1}",
-            )  # otherwise truncated, as the tokens sent back show
+    names = [f"inputs[{i}]" for i in range(len(request.inputs))]
+    try:  # over-long inputs are truncated (as the tokens sent back show), unless data says error
+        prepared = translator.prepare(request.inputs, names=names, allow_blank=False, warn=False)
+    except InputError as exc:
+        raise ApiError(422, exc.name, str(exc)) from None
     key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
-    return key, TranslateJob(tuple(request.inputs), request.explain, request.gold)
+    return key, TranslateJob(prepared, request.explain, request.gold)
 
 
 def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> list:
@@ -93,9 +89,11 @@ def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> l
 
     Should the batch fail as a whole, each job is decoded alone, so that only the job at fault
     hears of it."""
-    texts = [text for job in jobs for text in job.inputs]
+    prepared = jobs[0].inputs
+    for job in jobs[1:]:
+        prepared = prepared + job.inputs
     try:
-        translations, tops = _decode(model.translator, key, texts)
+        translations, tops = _decode(model.translator, key, prepared)
     except Exception as exc:
         if len(jobs) == 1:
             return [exc]
@@ -111,16 +109,16 @@ def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> l
     return answers
 
 
-def _decode(translator, key: DecodeKey, texts: list[str]):
+def _decode(translator, key: DecodeKey, prepared: Prepared):
     """(translations, top-k of every hypothesis: per translation, per hypothesis)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the answer shows truncation and unknown tokens
         translations = translator.translate(
-            texts,
+            prepared,
             beam_size=key.beam,
             alpha=key.alpha,
             n_best=key.n_best,
-            batch_size=len(texts),
+            batch_size=len(prepared.texts),
             warn_unknown=False,
             prefix=list(key.prefix) or None,
             heads=layer_shape(translator.config.model)[0] is not None,
