@@ -361,7 +361,7 @@ def load_vision_model(
     """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``).
 
     A checkpoint written before the train keys were renamed loads too: its saved config is
-    translated (:mod:`attnkit.training.renamed_keys`)."""
+    translated (:mod:`attnkit.renamed_keys`)."""
     directory = checkpoint_dir(model_dir)
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
