@@ -123,7 +123,7 @@ def _draw_attention(record, args: argparse.Namespace) -> None:
 
 
 def _explain_seq2seq(args: argparse.Namespace) -> None:
-    from attnkit.explain.report import explain_model
+    from attnkit.evaluation.explain_report import explain_model
 
     scores = explain_model(
         args.model,
