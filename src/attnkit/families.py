@@ -163,7 +163,7 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
 
 
 def _evaluate_vision(args: argparse.Namespace) -> None:
-    from attnkit.training.vision_evaluation import evaluate_to_dir, summary
+    from attnkit.evaluation.vision import evaluate_to_dir, summary
 
     if len(args.model) > 1:
         raise AttnkitError(
@@ -202,14 +202,14 @@ def _plot_vision(args: argparse.Namespace) -> None:
     if getattr(args, "explain", False):  # captum is loaded only for this
         from attnkit.explain.vision import plot_explained as plot
     else:
-        from attnkit.training.vision import plot_vision as plot
+        from attnkit.explain.vision_plot import plot_vision as plot
     for path in plot(args.model, args.image, args.output):
         print(path)
 
 
 def _load_vision(model_dir: Path, device: str):
     """(config, model type, model in eval mode)."""
-    from attnkit.training.vision import load_vision_model
+    from attnkit.training.vision_checkpoint import load_vision_model
 
     return load_vision_model(model_dir, device)
 

@@ -1,9 +1,9 @@
 """The checkpoints a server answers with: loaded once, read-only, each under a short name.
 
 Each ``--model DIR`` is a seq2seq checkpoint (:class:`attnkit.translator.Translator`) or a vision
-one (:func:`attnkit.training.vision.load_vision_model`); :mod:`attnkit.families` tells them
-apart by the checkpoint's ``meta.json``. Nothing is written to the directories. A request names
-a model by its name only, never by a path.
+one (:func:`attnkit.training.vision_checkpoint.load_vision_model`); :mod:`attnkit.families`
+tells them apart by the checkpoint's ``meta.json``. Nothing is written to the directories. A
+request names a model by its name only, never by a path.
 """
 
 from __future__ import annotations
