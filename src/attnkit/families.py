@@ -45,6 +45,7 @@ def check_decode_args(args: argparse.Namespace) -> None:
 
 # ---- seq2seq ----------------------------------------------------------------------------------
 def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.evaluation.evaluate import evaluate_translator
     from attnkit.experiment import experiment_from_dict
     from attnkit.training.trainer import train_experiment
 
@@ -60,7 +61,9 @@ def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
         cfg, note = config_to_resume(cfg, args.overrides, str(args.config))
         if note and rank() == 0:
             print(note)
-    return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
+    return train_experiment(
+        cfg, resume=args.resume, overwrite=args.overwrite, dev_scorer=evaluate_translator
+    )
 
 
 def _evaluate_seq2seq(args: argparse.Namespace) -> None:
