@@ -396,7 +396,8 @@ def cmd_train(args) -> None:
 
 
 def cmd_translate(args) -> None:
-    from attnkit.translator import load_translator, read_inputs
+    from attnkit.data.text_input import read_inputs
+    from attnkit.translator import load_translator
     from attnkit.viz import save_records
 
     families.check_decode_args(args)
