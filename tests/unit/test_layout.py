@@ -221,9 +221,10 @@ FLOORS = {
     "__main__": 7,
 }
 
-#: imports the kernel move (issue 26, item 3) removes: kernels and dropout masks leave
-#: attention/ and models/ for accel/. Each entry is (importing module, imported unit); delete
-#: an entry when its import is gone (the test says so).
+#: upward imports in attention/, models/ and accel/, which the kernel move (issue 26, item 3)
+#: reorganises: kernels and dropout masks leave attention/ and models/ for accel/, and the
+#: ensemble's use of decoding/ goes with it. Each entry is (importing module, imported unit);
+#: delete an entry when its import is gone (test_pending_entries_still_exist says which).
 PENDING = {
     ("attnkit.attention.scores", "accel"),
     ("attnkit.attention.qkv", "models"),
@@ -354,3 +355,21 @@ def test_no_cycle_between_packages():
 def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_imports_inside_functions_and_relative_ones_count(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text(
+        "from attnkit import __version__\n"
+        "from . import report\n"
+        "def f():\n"
+        "    from attnkit.viz import visual\n"
+        "    import attnkit.errors\n",
+        encoding="utf-8",
+    )
+    assert _imported("attnkit.evaluation.m", path) == {
+        "attnkit",
+        "attnkit.evaluation.report",
+        "attnkit.viz.visual",
+        "attnkit.errors",
+    }
