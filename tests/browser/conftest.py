@@ -130,7 +130,7 @@ def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
     import torch
 
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision import parse_config
+    from attnkit.training.vision_config import parse_config
     from attnkit.training.vision_families import MODEL_TYPES
 
     config = {

@@ -22,7 +22,7 @@ from PIL import Image
 from attnkit.checkpoint import write_checkpoint
 from attnkit.cli import main
 from attnkit.evaluation.vision import evaluate_vision
-from attnkit.training.vision import parse_config
+from attnkit.training.vision_config import parse_config
 from attnkit.training.vision_families import MODEL_TYPES
 
 N_TEST = 12

@@ -39,8 +39,8 @@ from attnkit.training import distributed, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.guard import UpdateGuard
-from attnkit.training.vision_checkpoint import TrainerState, checkpoint_dir
-from attnkit.training.vision_config import FAMILY, TrainConfig, VisionConfig, parse_config
+from attnkit.training.vision_checkpoint import TrainerState
+from attnkit.training.vision_config import TrainConfig, VisionConfig, parse_config
 from attnkit.training.vision_epoch import (
     EpochStop,
     dev_figures,
@@ -50,15 +50,7 @@ from attnkit.training.vision_epoch import (
 )
 from attnkit.training.vision_families import MODEL_TYPES, Family
 
-__all__ = [
-    "FAMILY",
-    "TrainConfig",
-    "VisionConfig",
-    "checkpoint_dir",
-    "parse_config",
-    "resolve_device",
-    "train_vision",
-]
+__all__ = ["train_vision"]
 
 
 def train_vision(
