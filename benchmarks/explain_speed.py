@@ -50,7 +50,7 @@ t0 = time.perf_counter()
 import torch
 from attnkit.device import set_threads
 from attnkit.explain.no_attention import saliency_translations
-from attnkit.explain.report import _draw, explain_model
+from attnkit.evaluation.explain_report import _draw, explain_model
 from attnkit.translator import Translator
 set_threads(1)
 imports = time.perf_counter() - t0

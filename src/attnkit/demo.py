@@ -84,7 +84,7 @@ def run_demo(
         flush=True,
     )
     t0 = time.time()
-    trainer = Trainer(cfg)
+    trainer = Trainer(cfg, dev_scorer=evaluate_translator)
     best = trainer.train(overwrite=True)  # a demo run replaces the previous demo's model
     train_s = time.time() - t0
     translator = Translator.load(best)

@@ -33,7 +33,7 @@ from attnkit.data.tasks.settings import NumbersData, TaskData
 from attnkit.errors import ConfigError
 from attnkit.models.architectures import ModelConfig, model_config_from_dict
 from attnkit.models.seq2seq import Seq2SeqConfig
-from attnkit.training.renamed_keys import upgrade_train_keys
+from attnkit.renamed_keys import upgrade_train_keys
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from tqdm import tqdm
 from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import Example, collate
+from attnkit.data.text_input import as_utf8
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
 from attnkit.decoding import forced_decode, max_output_length
@@ -288,7 +289,7 @@ class Translator:
         the result). Text that is not UTF-8 becomes U+FFFD. A blank input gives a blank output,
         with a warning, or with ``allow_blank`` False an :class:`InputError`; ``names`` and
         ``warn`` as :meth:`encode_sources` takes them."""
-        texts = _as_utf8(texts, "input")
+        texts = as_utf8(texts, "input")
         if not texts:
             raise AttnkitError("no input to translate")
         names = list(names) if names is not None else [f"input {i + 1}" for i in range(len(texts))]
@@ -382,10 +383,10 @@ class Translator:
         ``heads``: keep every layer's and head's attention where the model has them."""
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
-        examples, token_lists = self.encode_sources(_as_utf8(texts, "input"), warn_unknown=False)
+        examples, token_lists = self.encode_sources(as_utf8(texts, "input"), warn_unknown=False)
         targets = [
             self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(r))
-            for r in _as_utf8(references, "reference")
+            for r in as_utf8(references, "reference")
         ]
         batch_size = batch_size or self.config.decode.batch_size
         results: list[Translation | None] = [None] * len(texts)
@@ -500,42 +501,3 @@ def _need(path: Path) -> Path:
     if not path.is_file():
         raise CheckpointError(f"{path}: missing from the checkpoint")
     return path
-
-
-def read_inputs(items: Iterable[str | bytes]) -> list[str]:
-    """Lines (bytes or str) without their line endings; used for stdin and files.
-
-    Bytes that are not UTF-8 become U+FFFD, with one warning naming the lines.
-    """
-    return [line.rstrip("\r\n") for line in _as_utf8(items, "line")]
-
-
-def _as_utf8(items: Iterable[str | bytes], what: str) -> list[str]:
-    """``items`` as valid UTF-8 text: undecodable bytes (or the lone surrogates that stand for
-    them in argv and surrogateescape streams) become U+FFFD, warned about once, by item number."""
-    texts, bad = [], []
-    for number, item in enumerate(items, start=1):
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-                texts.append(item)
-                continue
-            except UnicodeEncodeError:
-                try:  # back to the bytes Python could not decode, then decoded again
-                    item = item.encode("utf-8", "surrogateescape")
-                except UnicodeEncodeError:  # other lone surrogates: no bytes to recover
-                    item = item.encode("utf-8", "surrogatepass")
-        try:
-            texts.append(item.decode("utf-8"))
-        except UnicodeDecodeError:
-            texts.append(item.decode("utf-8", "replace"))
-            bad.append(number)
-    if bad:
-        more = f" and {len(bad) - 10} more" if len(bad) > 10 else ""
-        shown = ", ".join(map(str, bad[:10])) + more
-        warnings.warn(
-            f"{what}{'s' if len(bad) > 1 else ''} {shown}: bytes that are not UTF-8 were "
-            "replaced by U+FFFD",
-            stacklevel=3,
-        )
-    return texts

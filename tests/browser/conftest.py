@@ -70,6 +70,7 @@ def train_numbers(out: Path, attention: str) -> Path:
     """A tiny numbers translator (German and English words to digits), a few seconds of
     training; its checkpoint directory. ``attention`` "transformer" trains a two-layer,
     two-head Transformer."""
+    from attnkit.evaluation.evaluate import evaluate_translator
     from attnkit.experiment import experiment_from_dict
     from attnkit.training.trainer import train_experiment
 
@@ -98,7 +99,7 @@ def train_numbers(out: Path, attention: str) -> Path:
         [],
         source="tests/browser",
     )
-    return train_experiment(cfg)
+    return train_experiment(cfg, dev_scorer=evaluate_translator)
 
 
 def write_digits(directory: Path, n: int = 12) -> Path:
@@ -129,7 +130,7 @@ def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
     import torch
 
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision import parse_config
+    from attnkit.training.vision_config import parse_config
     from attnkit.training.vision_families import MODEL_TYPES
 
     config = {

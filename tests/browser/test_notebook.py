@@ -32,7 +32,7 @@ def _models(root: Path) -> dict[str, Path]:
 
     import attnkit
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision import parse_config
+    from attnkit.training.vision_config import parse_config
     from attnkit.training.vision_families import MODEL_TYPES
 
     data = {"task": "numbers", "languages": ["de", "en"], "max_number": 99}

@@ -10,7 +10,7 @@ import pytest
 import torch
 from test_trainer_checkpoints import _config, _digits, _write_tsvs
 
-from attnkit.training import trainer as trainer_module
+from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
 
@@ -31,25 +31,25 @@ PATHS = [
 
 @pytest.mark.parametrize("attention,decoder,feeding,rnn,layers", PATHS)
 def test_logged_dev_scores_equal_the_saved_weights_scores(
-    tmp_path, monkeypatch, attention, decoder, feeding, rnn, layers
+    tmp_path, attention, decoder, feeding, rnn, layers
 ):
     data = _write_tsvs(tmp_path, _digits, sizes=(120, 24, 4))
     cfg = _config(tmp_path, data, {"epochs": 2, "eval_every": 4, "lr": 0.02, "batch_size": 16})
     cfg.model.attention, cfg.model.decoder, cfg.model.input_feeding = attention, decoder, feeding
     cfg.model.rnn, cfg.model.decoder_layers = rnn, layers
-    evaluate = trainer_module.evaluate_translator
     checked = []
 
     def evaluate_and_compare(translator, family, pairs, **kwargs):
-        metrics, sources, refs, translations = evaluate(translator, family, pairs, **kwargs)
+        metrics, sources, refs, translations = evaluate_translator(
+            translator, family, pairs, **kwargs
+        )
         saved = translator.save(tmp_path / f"copy-{len(checked)}")
         reloaded = Translator.load(saved, torch.device("cpu"))
-        again, _, _, again_translations = evaluate(reloaded, family, pairs, **kwargs)
+        again, _, _, again_translations = evaluate_translator(reloaded, family, pairs, **kwargs)
         assert [t.output for t in translations] == [t.output for t in again_translations]
         assert metrics == again
         checked.append(metrics)
         return metrics, sources, refs, translations
 
-    monkeypatch.setattr(trainer_module, "evaluate_translator", evaluate_and_compare)
-    Trainer(cfg, log_fn=lambda m: None).train()
+    Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_and_compare).train()
     assert len(checked) >= 3  # several evaluations, each after more updates than the last

@@ -10,6 +10,7 @@ import yaml
 
 from attnkit.cli import main
 from attnkit.errors import ConfigError
+from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import load_experiment
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
@@ -190,15 +191,15 @@ def test_patience_stops_early_and_null_never_does(
 ):
     """A dev score that never improves after the first evaluation: patience 2 stops at the third,
     null runs on."""
-    import attnkit.training.trainer as trainer_module
+    import attnkit.evaluation.evaluate as evaluate_module  # the dev scorer `attnkit train` passes
 
-    original = trainer_module.evaluate_translator
+    original = evaluate_module.evaluate_translator
 
     def flat_dev_scores(*args, **kwargs):
         metrics, *rest = original(*args, **kwargs)
         return ({key: 50.0 for key in metrics}, *rest)
 
-    monkeypatch.setattr(trainer_module, "evaluate_translator", flat_dev_scores)
+    monkeypatch.setattr(evaluate_module, "evaluate_translator", flat_dev_scores)
     train = {"epochs": 3, "batch_size": 20, "eval_every": 5, "patience": patience}
     cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
     assert main(["train", str(cfg)]) == 0
@@ -238,7 +239,7 @@ def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, s
     resumed = _write_config(tmp_path / "b.yaml", small_task, tmp_path / "b", TINY_MODEL, train)
     monkeypatch.setattr(Trainer, "_evaluate", _interrupt_after(15))
     with pytest.raises(KeyboardInterrupt):
-        Trainer(load_experiment(resumed)).train()
+        Trainer(load_experiment(resumed), dev_scorer=evaluate_translator).train()
     monkeypatch.undo()
     stopped = _state(tmp_path / "b")
     assert stopped["step"] == 15 and stopped["batches_done"] == 5 and not stopped["finished"]
@@ -264,7 +265,7 @@ def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(
         Trainer, "_evaluate", _interrupt_after(20)
     )  # killed right after epoch 2's checkpoint
     with pytest.raises(KeyboardInterrupt):
-        Trainer(load_experiment(cfg)).train()
+        Trainer(load_experiment(cfg), dev_scorer=evaluate_translator).train()
     monkeypatch.undo()
     before = _state(tmp_path / "run")
     assert main(["train", str(cfg), "--resume"]) == 0
@@ -305,7 +306,7 @@ def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys)
     changed = load_experiment(cfg)
     changed.model.decoder_hidden = 24
     with pytest.raises(ConfigError, match=r"model.decoder_hidden \(16 in the run, 24 asked\)"):
-        Trainer(changed).train(resume=True)
+        Trainer(changed, dev_scorer=evaluate_translator).train(resume=True)
 
 
 def test_resume_goes_on_with_the_runs_own_config_and_says_what_a_set_changes(

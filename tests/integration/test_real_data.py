@@ -103,7 +103,7 @@ def test_g2p_cmudict_config_on_a_200_word_slice(tmp_path, shared_data):
         ],
     )
     splits = _slice(g2p.load(directory))
-    Trainer(cfg, splits=splits, log_fn=lambda m: None).train()
+    Trainer(cfg, splits=splits, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
 
     run = tmp_path / "run"
     assert {"best", "last", "top", "averaged"} <= {p.name for p in run.iterdir()}
@@ -141,7 +141,9 @@ def test_multi30k_config_on_a_200_sentence_slice(tmp_path, shared_data, name):
         ],
     )
     splits = _slice(multi30k.load(directory, src_lang, tgt_lang), n_dev=30, n_test=30)
-    best = Trainer(cfg, splits=splits, log_fn=lambda m: None).train()
+    best = Trainer(
+        cfg, splits=splits, log_fn=lambda m: None, dev_scorer=evaluate_translator
+    ).train()
 
     assert {"source.model", "target.model"} <= {
         p.name for p in best.iterdir()

@@ -20,6 +20,7 @@ import attnkit
 from attnkit import checkpoint as ckpt
 from attnkit.cli import main
 from attnkit.errors import TrainingInterrupted
+from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import load_experiment
 from attnkit.training import rundir
 from attnkit.training.trainer import Trainer
@@ -239,7 +240,9 @@ def test_a_read_only_run_directory_fails_before_training(tmp_path, monkeypatch, 
     run = tmp_path / "run"
     run.mkdir()
     cfg = _config(tmp_path / "exp.yaml", run, {"epochs": 1})
-    monkeypatch.setattr(Trainer, "_build", lambda *a: pytest.fail("training started"))
+    monkeypatch.setattr(
+        "attnkit.training.trainer.starting_point", lambda *a: pytest.fail("training started")
+    )
     if os.geteuid() == 0:  # root bypasses permissions: fail the probe as a read-only mount would
 
         def read_only(*args, **kwargs):
@@ -340,5 +343,7 @@ def test_on_a_terminal_the_bar_is_drawn(tmp_path, monkeypatch):
     terminal = Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     path = _config(tmp_path / "exp.yaml", tmp_path / "run", {"epochs": 1, "progress": True})
-    Trainer(load_experiment(path), log_fn=lambda message: None).train()
+    Trainer(
+        load_experiment(path), log_fn=lambda message: None, dev_scorer=evaluate_translator
+    ).train()
     assert "epoch 1/1" in terminal.getvalue() and "loss=" in terminal.getvalue()

@@ -12,6 +12,7 @@ import yaml
 from safetensors.torch import save_file
 
 from attnkit import checkpoint as ckpt
+from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import load_experiment
 from attnkit.training import trainer as trainer_module
 from attnkit.training.trainer import Trainer
@@ -84,7 +85,7 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
         _write_tsvs(tmp_path, _digits),
         {"epochs": 1, "eval_every": 2, "average_checkpoints": 3, "lr": 0.01},
     )
-    Trainer(cfg, log_fn=lambda m: None).train()
+    Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
     run = tmp_path / "run"
     history = json.loads((run / "last" / "trainer.json").read_text())["state"]["history"]
     assert [h["step"] for h in history] == [2, 4, 6, 8, 10]
@@ -127,7 +128,7 @@ def test_the_n_best_evaluations_are_kept_and_averaged(tmp_path):
 
     # a fresh run without averaging leaves no stale top/ or averaged/ behind
     plain = _config(tmp_path, _write_tsvs(tmp_path, _digits), {"epochs": 1})
-    Trainer(plain, log_fn=lambda m: None).train(overwrite=True)
+    Trainer(plain, log_fn=lambda m: None, dev_scorer=evaluate_translator).train(overwrite=True)
     assert not (run / "top").exists() and not (run / "averaged").exists()
 
 
@@ -155,7 +156,7 @@ def test_a_run_directory_follows_the_umask_and_only_last_holds_trainer_state(tmp
     )
     previous = os.umask(0o027)
     try:
-        Trainer(cfg, log_fn=lambda m: None).train()
+        Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
         run = cfg.run_dir
         argv = ["evaluate", "--model", run / "best", "--split", "dev", "--beam", "1", "--json"]
         assert main([str(a) for a in argv]) == 0
@@ -192,7 +193,7 @@ def test_a_run_directory_follows_the_umask_and_only_last_holds_trainer_state(tmp
 
 def test_tokens_and_update_seconds_are_recorded(tmp_path):
     cfg = _config(tmp_path, _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)), {"epochs": 1})
-    Trainer(cfg, log_fn=lambda m: None).train()
+    Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
     state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
     targets = [
         line.split("\t")[1].strip() for line in (tmp_path / "train.tsv").read_text().splitlines()
@@ -212,7 +213,7 @@ def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path
         tgt_level="sentencepiece",
         vocab_size=200,
     )
-    best = Trainer(cfg, log_fn=lambda m: None).train()
+    best = Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
     assert {"source.model", "target.model"} <= {p.name for p in best.iterdir()}
     tokenizers = json.loads((best / "tokenizers.json").read_text())
     assert tokenizers["source"] == {"kind": "sentencepiece", "model_file": "source.model"}
@@ -234,7 +235,7 @@ def test_cosine_schedule_ends_at_min_lr(tmp_path):
         _write_tsvs(tmp_path, _digits, sizes=(100, 10, 10)),
         {"epochs": 3, "scheduler": "cosine", "lr": 0.01, "min_lr": 1e-4},
     )
-    Trainer(cfg, log_fn=lambda m: None).train()
+    Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
     lrs = [
         h["lr"]
         for h in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())["state"]["history"]
@@ -257,7 +258,7 @@ def test_train_backend_is_set_logged_and_recorded(tmp_path, monkeypatch):
         {"epochs": 1, "backend": "compile"},
     )
     lines = []
-    Trainer(cfg, log_fn=lines.append).train()
+    Trainer(cfg, log_fn=lines.append, dev_scorer=evaluate_translator).train()
     assert len(compiled) == 1
     assert any(
         line.startswith("backend: compile (fused cells), torch.compile'd decoder step")
@@ -392,7 +393,7 @@ def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
     cfg = load_experiment(run.parent / "exp.yaml")
     cfg.output_dir, cfg.train.epochs = str(tmp_path / "run"), 2
     logged = []
-    trainer = Trainer(cfg, log_fn=logged.append)
+    trainer = Trainer(cfg, log_fn=logged.append, dev_scorer=evaluate_translator)
     real = trainer_module.token_loss_backward
     calls = []
 
@@ -421,13 +422,11 @@ SCRIPTED_EXACT = [90.0, 0.0, 95.0, 99.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("metric", ["bleu", "wer"])
-def test_data_metric_picks_best_stops_early_cuts_lr_and_ranks_averaging(
-    tmp_path, monkeypatch, metric
-):
+def test_data_metric_picks_best_stops_early_cuts_lr_and_ranks_averaging(tmp_path, metric):
     """With data.metric bleu (higher is better) or wer (lower: scripted as 100 - BLEU), the
     trainer selects by that metric, not by exact match, in every decision it makes."""
     scripted = iter(zip(SCRIPTED_BLEU, SCRIPTED_EXACT))
-    real = trainer_module.evaluate_translator
+    real = evaluate_translator
 
     def scripted_evaluation(translator, family, pairs, **kwargs):
         assert family == "text"
@@ -441,7 +440,6 @@ def test_data_metric_picks_best_stops_early_cuts_lr_and_ranks_averaging(
             translations,
         )
 
-    monkeypatch.setattr(trainer_module, "evaluate_translator", scripted_evaluation)
     train = {"epochs": 1, "eval_every": 1, "patience": 2, "lr": 0.01, "lr_patience": 1}
     cfg = _config(
         tmp_path,
@@ -452,7 +450,7 @@ def test_data_metric_picks_best_stops_early_cuts_lr_and_ranks_averaging(
         metric=metric,
     )
     lines = []
-    Trainer(cfg, log_fn=lines.append).train()
+    Trainer(cfg, log_fn=lines.append, dev_scorer=scripted_evaluation).train()
     run = tmp_path / "run"
     state = json.loads((run / "last" / "trainer.json").read_text())
     assert state["metric"] == metric

@@ -21,14 +21,12 @@ from attnkit.checkpoint import read_json, read_meta
 from attnkit.cli import main
 from attnkit.config import read_yaml
 from attnkit.errors import CheckpointError, ConfigError, TrainingError
+from attnkit.evaluation.vision import evaluate_vision
+from attnkit.explain.vision_plot import plot_vision
 from attnkit.training import resume_config as rc
-from attnkit.training.vision import (
-    evaluate_vision,
-    load_vision_model,
-    parse_config,
-    plot_vision,
-    train_vision,
-)
+from attnkit.training.vision import train_vision
+from attnkit.training.vision_checkpoint import load_vision_model
+from attnkit.training.vision_config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = [

@@ -167,6 +167,19 @@ def test_the_page_and_docs_are_served(client):
     assert client.get("/docs").status_code == 200
 
 
+def test_the_page_loads_the_renderer_the_reports_inline(client):
+    """One heatmap renderer: the file viz/ owns (report.html inlines it) is what the page gets."""
+    from importlib import resources
+
+    page = client.get("/").text
+    assert '<script src="static/heatmap.js">' in page
+    served = client.get("/static/heatmap.js")
+    renderer = resources.files("attnkit") / "viz" / "static" / "heatmap.js"
+    assert served.status_code == 200 and "javascript" in served.headers["content-type"]
+    assert served.text == renderer.read_text(encoding="utf-8") and "AttnkitHeatmap" in served.text
+    assert client.get("/static/app.js").status_code == 200  # the page's own scripts still served
+
+
 def test_model_names_from_paths(tmp_path):
     assert model_name(tmp_path / "runs" / "demo" / "model" / "best") == "demo"
     assert model_name(tmp_path / "runs" / "demo" / "last") == "demo"

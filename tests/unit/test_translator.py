@@ -7,12 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from attnkit.data.text_input import read_inputs
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import EOS, EOS_ID, UNK_ID, Vocab
 from attnkit.errors import AttnkitError
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.translator import Translation, Translator, read_inputs
+from attnkit.translator import Translation, Translator
 from attnkit.viz.records import AttentionRecord
 
 PAIRS = [

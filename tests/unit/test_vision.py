@@ -7,7 +7,8 @@ import torch
 from attnkit.checkpoint import write_checkpoint
 from attnkit.config import apply_overrides
 from attnkit.errors import ConfigError
-from attnkit.training.vision import load_vision_model, parse_config
+from attnkit.training.vision_checkpoint import load_vision_model
+from attnkit.training.vision_config import parse_config
 from attnkit.training.vision_families import MODEL_TYPES
 
 BASE = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}}

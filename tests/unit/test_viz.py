@@ -506,10 +506,11 @@ def test_the_colour_bar_names_the_values():
 
 
 def test_report_inlines_the_explorers_heatmap_renderer(report_page):
-    """One renderer: the page's static/heatmap.js, verbatim, draws the report's maps."""
+    """One renderer: viz/static/heatmap.js (the page serves it too), verbatim, draws the report's
+    maps."""
     from importlib import resources
 
-    served = resources.files("attnkit") / "serve" / "static" / "heatmap.js"
+    served = resources.files("attnkit") / "viz" / "static" / "heatmap.js"
     _, page = report_page
     assert report_module.heatmap_js() == served.read_text(encoding="utf-8")
     assert served.read_text(encoding="utf-8") in page
@@ -517,7 +518,7 @@ def test_report_inlines_the_explorers_heatmap_renderer(report_page):
 
 
 def test_the_renderer_must_not_end_the_inline_script(tmp_path, monkeypatch):
-    bad = tmp_path / "attnkit" / "serve" / "static"
+    bad = tmp_path / "attnkit" / "viz" / "static"
     bad.mkdir(parents=True)
     (bad / "heatmap.js").write_text("var s = '</SCRIPT>';")
     monkeypatch.setattr(report_module.resources, "files", lambda _: tmp_path / "attnkit")

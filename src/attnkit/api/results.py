@@ -185,7 +185,7 @@ class Scores(Mapping):
             from attnkit.evaluation.summary import scores_table
 
             return scores_table(self._scores)
-        from attnkit.training.vision_evaluation import summary
+        from attnkit.evaluation.vision import summary
 
         return summary(self._scores)
 

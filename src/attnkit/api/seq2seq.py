@@ -108,7 +108,7 @@ class Seq2SeqModel:
         """The attention of one input's output beside the gradient saliency of the same output
         (``method``: gradient, input-x-gradient, integrated-gradients; captum computes them), and
         their agreement. ``reference``: explain that output instead of the model's own."""
-        from attnkit.explain.report import argmax_agreement, rank_correlation
+        from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
         from attnkit.explain.saliency import METHODS
 
         method = method.replace("-", "_")

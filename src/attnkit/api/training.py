@@ -159,6 +159,7 @@ def train(
 
 
 def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.evaluation.evaluate import evaluate_translator
     from attnkit.experiment import experiment_from_dict
     from attnkit.training.trainer import train_experiment
 
@@ -174,7 +175,10 @@ def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
         cfg, note = config_to_resume(cfg, args.overrides, str(args.config))
         if note and rank() == 0:
             print(note)
-    return train_experiment(cfg, resume=args.resume, overwrite=args.overwrite)
+    # the dev scorer is handed in: training/ imports nothing of evaluation/
+    return train_experiment(
+        cfg, resume=args.resume, overwrite=args.overwrite, dev_scorer=evaluate_translator
+    )
 
 
 def _train_vision(data: dict, args: argparse.Namespace) -> Path:

@@ -20,8 +20,9 @@ from torch import nn
 
 from attnkit.api.results import Classification, Scores
 from attnkit.errors import ConfigError
+from attnkit.explain.vision_plot import plot_input
 from attnkit.models import show_attend_tell as sat
-from attnkit.training.vision import load_vision_model, plot_input
+from attnkit.training.vision_checkpoint import load_vision_model
 
 READER_STEPS = 6  # the digit reader reads at most 5 digits and its end token
 
@@ -103,8 +104,8 @@ class VisionModel:
         .png or .svg file (every step side by side), a .gif (one frame per step), or a directory
         that gets both. ``explain``: the attention beside the gradient saliency and Grad-CAM of
         the same answer (one .png or .svg). Returns the written paths."""
-        from attnkit.training.vision import picture_paths
         from attnkit.viz import visual
+        from attnkit.viz.visual import picture_paths
 
         pixels, label, name = self._input(image)
         stem = f"{self.config.model_type}-{name}"
@@ -130,7 +131,7 @@ class VisionModel:
     ) -> Scores:
         """Score the checkpoint on ``split`` ("test" or "dev") and write scores.json,
         predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
-        from attnkit.training.vision_evaluation import evaluate_to_dir
+        from attnkit.evaluation.vision import evaluate_to_dir
 
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")

@@ -1,5 +1,5 @@
 """``attnkit explain``: attention beside gradient saliency, for typed inputs or a split's first
-items (:func:`attnkit.explain.report.explain_model` over the loaded model)."""
+items (:func:`attnkit.evaluation.explain_report.explain_model` over the loaded model)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> None:
     from attnkit.api.loading import checkpoint_family
-    from attnkit.explain.report import explain_model
+    from attnkit.evaluation.explain_report import explain_model
 
     if checkpoint_family(args.model) != "seq2seq":
         raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")

@@ -50,7 +50,7 @@ def add_parser(sub) -> None:
 
 def _inputs(texts: list[str]) -> list[str]:
     """The TEXT arguments, or the lines of standard input ('-' or none given)."""
-    from attnkit.translator import read_inputs
+    from attnkit.data.text_input import read_inputs
 
     if texts and texts != ["-"]:
         return texts

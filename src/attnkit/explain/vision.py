@@ -36,7 +36,9 @@ from captum.attr import InputXGradient, LayerAttribution, LayerGradCam, Saliency
 from torch import Tensor, nn
 
 from attnkit.errors import ConfigError
+from attnkit.explain.vision_plot import plot_input
 from attnkit.models import show_attend_tell as sat
+from attnkit.training.vision_checkpoint import load_vision_model
 from attnkit.training.vision_families import MODEL_TYPES
 from attnkit.viz import visual
 from attnkit.viz.visual import Panel
@@ -235,11 +237,9 @@ def plot_explained(model_dir: Path, image: int | str | Path, out: str | Path) ->
     """``attnkit plot --explain``: the attention beside the implicit attention of test image N or
     an image file, to ``out`` (.png or .svg, or a directory that gets
     ``<type>-<name>-explained.png``). Returns the written paths."""
-    from attnkit.training.vision import load_vision_model, picture_paths, plot_input
-
     cfg, _, model = load_vision_model(model_dir, "cpu")
     pixels, label, name = plot_input(cfg, image)
-    paths = picture_paths(out, f"{cfg.model_type}-{name}-explained")
+    paths = visual.picture_paths(out, f"{cfg.model_type}-{name}-explained")
     paths = [p for p in paths if p.suffix.lower() in visual.FIGURE_SUFFIXES]
     if not paths:
         raise ConfigError(f"-o {out}: --explain draws one picture: name a .png or .svg file")

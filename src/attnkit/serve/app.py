@@ -1,6 +1,7 @@
 """The FastAPI app of ``attnkit serve``: :func:`create_app` (settings) -> app.
 
-Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory),
+Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory, and
+the heatmap renderer it shares with the reports, ``attnkit/viz/static/heatmap.js``),
 ``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, and FastAPI's ``/docs``.
 Decoding happens in the :class:`~attnkit.serve.batching.MicroBatcher`'s worker thread; the
 handlers only check requests and wait for answers, so the event loop stays free.
@@ -36,6 +37,8 @@ from attnkit.serve.schemas import (
 )
 
 STATIC = Path(str(resources.files("attnkit.serve") / "static"))
+#: the heatmap renderer: viz/ owns it (report.html inlines it), the page loads it from /static
+RENDERER = Path(str(resources.files("attnkit.viz") / "static" / "heatmap.js"))
 
 
 @dataclass
@@ -116,6 +119,10 @@ def _page_routes(app: FastAPI) -> None:
         if not index.is_file():
             raise ApiError(404, None, "the explorer page is not installed (serve/static)")
         return FileResponse(index)
+
+    @app.get("/static/heatmap.js", include_in_schema=False)
+    async def renderer():  # before the /static mount, which would not find it
+        return FileResponse(RENDERER, media_type="text/javascript")
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")

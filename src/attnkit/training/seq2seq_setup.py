@@ -1,5 +1,6 @@
 """What a seq2seq run starts from: tokenizers, vocabularies and a seeded model, or those of the
-checkpoint it resumes; and its training examples, encoded."""
+checkpoint it resumes, with the optimizer, schedule and counters (:func:`starting_point`); and
+its training examples, encoded."""
 
 from __future__ import annotations
 
@@ -18,12 +19,16 @@ from attnkit import checkpoint as ckpt
 from attnkit.data.batching import encode_pairs
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
+from attnkit.data.tasks.registry import task_metric
 from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.architectures import build_model
-from attnkit.training import resume_config
+from attnkit.training import resume_config, schedules
+from attnkit.training.optim import adam
+from attnkit.training.resume import restore_seq2seq
+from attnkit.training.seq2seq_checkpoints import TrainerState
 from attnkit.translator import Translator
 
 
@@ -93,6 +98,34 @@ def resumed_translator(
     for line in lines:
         log(line)
     return translator
+
+
+def starting_point(
+    cfg: ExperimentConfig,
+    splits: Splits,
+    device: torch.device,
+    resume: bool,
+    log: Callable[[str], None],
+    is_main: bool,
+) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
+    """Translator, counters, optimizer and plateau schedule (or None): fresh, or ``last``'s."""
+    tc = cfg.train
+    if resume:
+        translator = resumed_translator(cfg, device, log)
+    else:
+        translator = new_translator(cfg, splits, device, is_main)
+    translator.config = cfg  # train/decode settings of this run win over the saved ones
+    optimizer = adam(translator.model.parameters(), tc.lr)
+    metric = task_metric(cfg.data)
+    # the other schedules set the rate before every update (the trainer's _set_lr)
+    plateau = tc.scheduler == "plateau"
+    scheduler = schedules.plateau(optimizer, tc, metric.higher_is_better) if plateau else None
+    state = (
+        restore_seq2seq(cfg.run_dir / "last", optimizer, scheduler, TrainerState, metric.key)
+        if resume
+        else TrainerState()
+    )
+    return translator, state, optimizer, scheduler
 
 
 def config_to_resume(

@@ -28,12 +28,16 @@ after every evaluation); at the end their element-wise mean is saved as
 holds the best of them, or the best single checkpoint where no mean beats it
 (``choice`` in its trainer.json says which). Every one of these directories loads with
 ``Translator.load``.
+
+The trainer is given its dev scorer (``dev_scorer``, the commands pass
+:func:`attnkit.evaluation.evaluate.evaluate_translator`): training imports nothing of evaluation.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -46,29 +50,32 @@ from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_metric
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError
-from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import ExperimentConfig
 from attnkit.training import distributed, rundir, schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard
 from attnkit.training.loss import token_loss_backward
-from attnkit.training.optim import adam
-from attnkit.training.resume import restore_seq2seq
 from attnkit.training.run_log import RunLog, bar_disabled
 from attnkit.training.seq2seq_checkpoints import RunCheckpoints, TrainerState
-from attnkit.training.seq2seq_setup import (
-    checkpoint_bytes,
-    new_translator,
-    resumed_translator,
-    training_examples,
-)
+from attnkit.training.seq2seq_setup import checkpoint_bytes, starting_point, training_examples
 from attnkit.translator import Translation, Translator
+
+#: greedy dev scoring: ``(translator, metric family, dev pairs, beam_size=1)`` -> (metrics,
+#: sources, references per source, translations)
+DevScorer = Callable[..., tuple[dict, list[str], list[list[str]], list[Translation]]]
 
 
 class Trainer:
-    def __init__(self, cfg: ExperimentConfig, splits: Splits | None = None, log_fn=None):
-        self.cfg = cfg
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        splits: Splits | None = None,
+        log_fn=None,
+        *,
+        dev_scorer: DevScorer,
+    ):
+        self.cfg, self.dev_scorer = cfg, dev_scorer
         self.run_dir = cfg.run_dir
         self.log = log_fn or _log
         self.signals = rundir.StopSignals()  # entered by train()
@@ -89,28 +96,6 @@ class Trainer:
         for name in ("train", "dev"):
             if not getattr(self.splits, name):
                 raise AttnkitError(f"the {name} split of task {cfg.data.task!r} is empty")
-
-    # ---- setup -------------------------------------------------------------
-    def _build(
-        self, resume: bool
-    ) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
-        """Translator, counters, optimizer and plateau schedule (or None): fresh, or ``last``'s."""
-        cfg, tc = self.cfg, self.cfg.train
-        if resume:
-            translator = resumed_translator(cfg, self.device, self.log)
-        else:
-            translator = new_translator(cfg, self.splits, self.device, self._is_main)
-        translator.config = cfg  # train/decode settings of this run win over the saved ones
-        optimizer = adam(translator.model.parameters(), tc.lr)
-        # the other schedules set the rate before every update (_set_lr)
-        plateau = tc.scheduler == "plateau"
-        scheduler = schedules.plateau(optimizer, tc, self.higher_is_better) if plateau else None
-        state = (
-            restore_seq2seq(self.run_dir / "last", optimizer, scheduler, TrainerState, self.metric)
-            if resume
-            else TrainerState()
-        )
-        return translator, state, optimizer, scheduler
 
     # ---- the loop ------------------------------------------------------------
     def train(self, resume: bool = False, overwrite: bool = False) -> Path:
@@ -153,7 +138,10 @@ class Trainer:
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
         translator, state, optimizer, scheduler = distributed.on_all(
-            self.dist, lambda: self._build(resume)
+            self.dist,
+            lambda: starting_point(
+                self.cfg, self.splits, self.device, resume, self.log, self._is_main
+            ),
         )
         self.board.start(state.step)
         self._on_main(lambda: rundir.check_space(self.run_dir, checkpoint_bytes(translator.model)))
@@ -190,15 +178,15 @@ class Trainer:
             self._save_interrupted(translator, state, optimizer, scheduler, start)
         state.finished = True
         state.elapsed_s = time.time() - start
-        score_dev = lambda: self._score_dev(translator)  # noqa: E731
+        score_dev = lambda: self._score_dev(translator)[0]  # noqa: E731
         self._on_main(
             lambda: self.checkpoints.finish(translator, state, optimizer, scheduler, score_dev)
         )
         return self.run_dir / "best"
 
-    def _score_dev(self, translator: Translator) -> dict:
-        """Greedy dev metrics of the weights ``translator`` holds."""
-        return evaluate_translator(translator, self.family, self.splits.dev, beam_size=1)[0]
+    def _score_dev(self, translator: Translator):
+        """Greedy dev (metrics, sources, references, translations) of the weights it holds."""
+        return self.dev_scorer(translator, self.family, self.splits.dev, beam_size=1)
 
     def _loop(
         self,
@@ -343,9 +331,7 @@ class Trainer:
     def _score_and_save(
         self, translator: Translator, state: TrainerState, optimizer, scheduler, start: float
     ) -> bool:
-        metrics, _, refs, translations = evaluate_translator(
-            translator, self.family, self.splits.dev, beam_size=1
-        )
+        metrics, _, refs, translations = self._score_dev(translator)
         # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard (a model
         # without attention has none to draw)
         self.board.scalars(state.step, metrics, "dev")
@@ -415,5 +401,7 @@ def _log(message: str) -> None:
     sys.stdout.flush()
 
 
-def train_experiment(cfg: ExperimentConfig, resume: bool = False, overwrite: bool = False) -> Path:
-    return Trainer(cfg).train(resume=resume, overwrite=overwrite)
+def train_experiment(
+    cfg: ExperimentConfig, resume: bool = False, overwrite: bool = False, *, dev_scorer: DevScorer
+) -> Path:
+    return Trainer(cfg, dev_scorer=dev_scorer).train(resume=resume, overwrite=overwrite)

@@ -1,16 +1,15 @@
-"""Training, evaluation and pictures for the visual attention family.
+"""Training for the visual attention family.
 
-An experiment file has ``family: vision`` (:mod:`attnkit.training.vision_config`). Public entry
-points (the CLI calls these):
-
-* :func:`train_vision` -- train, keep ``OUT/best`` (lowest dev error) and
+An experiment file has ``family: vision`` (:mod:`attnkit.training.vision_config`).
+:func:`train_vision` (the CLI calls it) trains, keep ``OUT/best`` (lowest dev error) and
   ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
   first, :mod:`attnkit.training.vision_checkpoint`); steps with a NaN/inf loss or gradient norm
   are skipped; TensorBoard event files in ``OUT/tensorboard``
   (:mod:`attnkit.training.tensorboard`);
-* :func:`evaluate_vision` -- error % on the test (or dev) split (:func:`score_vision` keeps each
-  image's answer; :mod:`attnkit.training.vision_evaluation` writes them with a report);
-* :func:`plot_vision` -- where the model looks on test image N or an image file: PNG, SVG, GIF.
+
+Evaluation is :mod:`attnkit.evaluation.vision`; the pictures of where a model looks,
+:mod:`attnkit.explain.vision_plot`; loading a checkpoint,
+:func:`attnkit.training.vision_checkpoint.load_vision_model`.
 
 Data lives on the training device as uint8 and is cut into batches there
 (:mod:`attnkit.training.vision_epoch`); the training images of translated / cluttered / strip
@@ -19,10 +18,8 @@ tasks are redrawn every epoch (``data.resample``) in a background thread.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
@@ -35,43 +32,25 @@ from torch import nn
 
 from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
-from attnkit.data.image_file import read_image
-from attnkit.data.tasks.vision import Split, VisionData
+from attnkit.data.tasks.vision import VisionData
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import distributed, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.guard import UpdateGuard
-from attnkit.training.vision_checkpoint import TrainerState, checkpoint_dir
-from attnkit.training.vision_config import FAMILY, TrainConfig, VisionConfig, parse_config
+from attnkit.training.vision_checkpoint import TrainerState
+from attnkit.training.vision_config import TrainConfig, VisionConfig, parse_config
 from attnkit.training.vision_epoch import (
     EpochStop,
     dev_figures,
-    error_scores,
     evaluate_split,
     log,
-    predict_split,
     train_epoch,
 )
 from attnkit.training.vision_families import MODEL_TYPES, Family
-from attnkit.viz import visual
 
-__all__ = [
-    "FAMILY",
-    "TrainConfig",
-    "VisionConfig",
-    "checkpoint_dir",
-    "evaluate_vision",
-    "load_vision_model",
-    "parse_config",
-    "picture_paths",
-    "plot_input",
-    "plot_vision",
-    "resolve_device",
-    "score_vision",
-    "train_vision",
-]
+__all__ = ["train_vision"]
 
 
 def train_vision(
@@ -350,130 +329,3 @@ def _resumed_state(cfg: VisionConfig, out: Path, source: str, model, optimizer) 
     state = vckpt.restore(last, model, optimizer)
     state.stopped, state.planned_epochs = "", cfg.train.epochs  # the config may ask for more now
     return state
-
-
-# ---------------------------------------------------------------- evaluation and pictures
-
-
-def load_vision_model(
-    model_dir: str | Path, device: str | torch.device = "cpu"
-) -> tuple[VisionConfig, Family, nn.Module]:
-    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``).
-
-    A checkpoint written before the train keys were renamed loads too: its saved config is
-    translated (:mod:`attnkit.training.renamed_keys`)."""
-    directory = checkpoint_dir(model_dir)
-    ckpt.read_meta(directory, FAMILY)
-    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
-    family = MODEL_TYPES[cfg.model_type]
-    model = family.build(cfg.model)
-    ckpt.load_model_state(model, directory)
-    device = resolve_device(device) if isinstance(device, str) else device
-    return cfg, family, model.to(device).eval()
-
-
-@dataclass
-class Scored:
-    """A checkpoint scored on a split: what :func:`evaluate_vision` returns and a report shows."""
-
-    cfg: VisionConfig
-    family: Family
-    model: nn.Module
-    images: Split  # the split as generated (uint8 (N, H, W) and labels)
-    answers: list[str]  # the model's answer to each image, as text
-    right: np.ndarray  # (N,) bool
-    scores: dict  # evaluate_vision's result
-
-
-def score_vision(
-    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
-) -> Scored:
-    """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer."""
-    if split not in ("test", "dev"):
-        raise ConfigError(f"split {split!r}: evaluate reads test or dev")
-    if mc_samples is not None and mc_samples < 1:
-        raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
-    cfg, family, model = load_vision_model(model_dir, device)
-    dev = next(model.parameters()).device
-    images = VisionData(cfg.data).split(split)
-    data = family.to_device(images, dev)
-    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
-    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
-        torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
-        answers, right = predict_split(
-            family, model, data, cfg.model, cfg.train.eval_batch_size, mc
-        )
-    scores = error_scores(len(right), float(right.sum()))
-    scores = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **scores}
-    if mc is not None:
-        scores["mc_samples"] = mc
-    return Scored(cfg, family, model, images, answers, right, scores)
-
-
-def evaluate_vision(
-    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
-) -> dict:
-    """Error % of a trained model on ``split`` ("test" or "dev").
-
-    Returns ``{"split", "task", "model", "images", "accuracy", "error_pct"}``
-    (plus ``"mc_samples"`` for RAM: glimpse paths averaged per image,
-    ``model.mc_samples`` unless given). For strips, accuracy is whole-string.
-    :mod:`attnkit.training.vision_evaluation` writes these with a report.
-    """
-    return score_vision(model_dir, split, mc_samples, device).scores
-
-
-def plot_vision(model_dir: Path, image: int | str | Path, out: str | Path) -> list[Path]:
-    """Draw where the model looks on one image: test image ``image`` (an int, or a string of
-    one), or a PNG / JPEG file (:func:`attnkit.data.image_file.read_image`).
-
-    ``out`` is a file -- ``.png`` or ``.svg``: the steps side by side; ``.gif``: one frame per
-    step -- or a directory (a string ending in a separator, or one that exists) that gets both
-    ``<type>-<name>.png`` and ``.gif``, ``<name>`` being ``test<N>`` or the image file's stem.
-    Returns the written paths.
-    """
-    cfg, family, model = load_vision_model(model_dir, "cpu")
-    pixels, label, name = plot_input(cfg, image)
-    paths = picture_paths(out, f"{cfg.model_type}-{name}")
-    torch.manual_seed(0)
-    return family.picture(model, pixels, label, paths, cfg.model)
-
-
-def plot_input(cfg: VisionConfig, image: int | str | Path) -> tuple[np.ndarray, object, str]:
-    """(uint8 (H, W) pixels, label or None, name) of test image N or of an image file (what
-    ``plot`` draws, with or without ``--explain``)."""
-    index = image if isinstance(image, int) else _as_index(str(image))
-    if index is None:
-        picture = read_image(image, cfg.data.image_shape())
-        if picture.inverted:
-            warnings.warn(
-                f"{image}: a light background, inverted to white strokes on black as in "
-                "the training images",
-                stacklevel=3,
-            )
-        return picture.pixels, None, Path(image).stem
-    test = VisionData(cfg.data).split("test")
-    if not 0 <= index < len(test.images):
-        raise ConfigError(f"--image {index}: the test split has images 0..{len(test.images) - 1}")
-    return test.images[index], test.labels[index], f"test{index}"
-
-
-def _as_index(text: str) -> int | None:
-    """``text`` as a test-image index, or None for a file name (write ./5 for a file named 5)."""
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def picture_paths(out: str | Path, stem: str) -> list[Path]:
-    """The files a picture goes to: ``out`` itself (.png, .svg, .gif), or ``stem.png`` and
-    ``stem.gif`` in the directory ``out`` (a string ending in a separator, or one that exists)."""
-    path = Path(out)
-    if str(out).endswith(("/", os.sep)) or path.is_dir():
-        return [path / f"{stem}.png", path / f"{stem}.gif"]
-    if path.suffix.lower() in (*visual.FIGURE_SUFFIXES, ".gif"):
-        return [path]
-    raise ConfigError(
-        f"-o {out}: name a .png, .svg or .gif file, or a directory (end it with {os.sep})"
-    )

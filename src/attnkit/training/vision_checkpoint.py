@@ -1,4 +1,5 @@
-"""A vision run's checkpoints: weights, config, trainer counters, optimizer and RNG.
+"""A vision run's checkpoints: weights, config, trainer counters, optimizer and RNG; and
+:func:`load_vision_model`, a checkpoint's model ready to use.
 
 ``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
 written with :func:`save`; :func:`restore` loads ``last``
@@ -16,10 +17,12 @@ import torch
 from torch import Tensor, nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
-from attnkit.training.vision_config import FAMILY, VisionConfig
+from attnkit.training.vision_config import FAMILY, VisionConfig, parse_config
+from attnkit.training.vision_families import MODEL_TYPES, Family
 
 
 @dataclass
@@ -117,3 +120,20 @@ def checkpoint_dir(model_dir: str | Path) -> Path:
     if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
         return model_dir / "best"
     return model_dir
+
+
+def load_vision_model(
+    model_dir: str | Path, device: str | torch.device = "cpu"
+) -> tuple[VisionConfig, Family, nn.Module]:
+    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``).
+
+    A checkpoint written before the train keys were renamed loads too: its saved config is
+    translated (:mod:`attnkit.renamed_keys`)."""
+    directory = checkpoint_dir(model_dir)
+    ckpt.read_meta(directory, FAMILY)
+    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
+    family = MODEL_TYPES[cfg.model_type]
+    model = family.build(cfg.model)
+    ckpt.load_model_state(model, directory)
+    device = resolve_device(device) if isinstance(device, str) else device
+    return cfg, family, model.to(device).eval()

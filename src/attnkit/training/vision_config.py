@@ -13,7 +13,7 @@
 anywhere are rejected with the list of valid ones. The ``train`` keys that a seq2seq experiment
 also has mean the same there (``clip``, ``threads``, ``scheduler``, ``min_lr``,
 ``warmup_steps``, ``backend``, ...); the keys of earlier versions are handled by
-:mod:`attnkit.training.renamed_keys`.
+:mod:`attnkit.renamed_keys`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from attnkit.config import above, at_least, check_values, from_dict, not_below
 from attnkit.data.tasks.vision import DataConfig
 from attnkit.errors import ConfigError
-from attnkit.training.renamed_keys import upgrade_train_keys
+from attnkit.renamed_keys import upgrade_train_keys
 from attnkit.training.vision_families import MODEL_TYPES
 
 FAMILY = "vision"

@@ -4,7 +4,8 @@
 to a :class:`Family`, which owns everything model-specific: its config class,
 the tasks it fits, its training loss, its count of correct predictions and
 its attention pictures. :mod:`attnkit.training.vision` holds the shared training run
-(:mod:`attnkit.training.vision_epoch` its epochs).
+(:mod:`attnkit.training.vision_epoch` its epochs); :mod:`attnkit.evaluation.vision` scores a
+checkpoint and :mod:`attnkit.explain.vision_plot` draws it.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from attnkit.viz.heatmap import plot_heatmap
 from attnkit.viz.records import FORMAT, VERSION, AttentionRecord
 
 STATIC_PICTURES = 3  # examples that also get a PNG (pictures without JS)
-RENDERER = "serve/static/heatmap.js"  # in the attnkit package; the page serves it too
+RENDERER = "viz/static/heatmap.js"  # in the attnkit package; the explorer page serves it too
 SCRIPT = "viz/static/report.js"  # the report's own script, inlined after the renderer
 
 _CSS = """
@@ -74,7 +74,7 @@ class Tally:
 
 
 def heatmap_js() -> str:
-    """The heatmap renderer the explorer page serves (``attnkit/serve/static/heatmap.js``), to
+    """The heatmap renderer the explorer page serves (``attnkit/viz/static/heatmap.js``), to
     inline into a self-contained page: one renderer for the page and the reports."""
     return _inline_js(RENDERER)
 

@@ -21,6 +21,7 @@ Images are ``(H, W)`` arrays (uint8 0-255 or float 0-1), shown in grey.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from PIL import Image
+
+from attnkit.errors import ConfigError
 
 _PANEL_INCHES = 2.2
 _MAX_WIDTH_INCHES = 14.0
@@ -326,3 +329,16 @@ def panel_grid(
             _draw_attention(ax, image, panel.weights, panel.title, alpha)
     fig.tight_layout()
     return fig
+
+
+def picture_paths(out: str | Path, stem: str) -> list[Path]:
+    """The files a picture goes to: ``out`` itself (.png, .svg, .gif), or ``stem.png`` and
+    ``stem.gif`` in the directory ``out`` (a string ending in a separator, or one that exists)."""
+    path = Path(out)
+    if str(out).endswith(("/", os.sep)) or path.is_dir():
+        return [path / f"{stem}.png", path / f"{stem}.gif"]
+    if path.suffix.lower() in (*FIGURE_SUFFIXES, ".gif"):
+        return [path]
+    raise ConfigError(
+        f"-o {out}: name a .png, .svg or .gif file, or a directory (end it with {os.sep})"
+    )

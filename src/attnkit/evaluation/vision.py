@@ -1,9 +1,12 @@
 """``attnkit evaluate`` of a vision checkpoint: score a split and write everything down.
 
+:func:`evaluate_vision` gives the error % on the test (or dev) split (:func:`score_vision` keeps
+each image's answer); :func:`evaluate_to_dir` writes them with a report.
+
 The output directory (default ``RUN/eval/CHECKPOINT-SPLIT``, beside the checkpoint like a seq2seq
 evaluation's) gets:
 
-* ``scores.json`` -- :func:`attnkit.training.vision.evaluate_vision`'s scores, plus the
+* ``scores.json`` -- :func:`evaluate_vision`'s scores, plus the
   checkpoint and the number of errors;
 * ``predictions.tsv`` -- one row per image in split order: ``image``, ``label``, ``answer``,
   ``right`` (1 or 0), under a header row;
@@ -18,20 +21,77 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
+from torch import nn
 
+from attnkit.data.tasks.vision import Split, VisionData
+from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir
 from attnkit.explain import vision as implicit
-from attnkit.training.vision import Scored, score_vision
-from attnkit.training.vision_checkpoint import checkpoint_dir
+from attnkit.training.vision_checkpoint import checkpoint_dir, load_vision_model
+from attnkit.training.vision_config import VisionConfig
+from attnkit.training.vision_epoch import error_scores, predict_split
+from attnkit.training.vision_families import Family
 from attnkit.viz import visual
 from attnkit.viz.vision_report import VisionExample, write_vision_report
 
 REPORT_ERRORS = 24  # errors pictured in the report (each picture is a forward pass and a render)
 REPORT_RIGHT = 6  # right answers pictured after them
+
+
+@dataclass
+class Scored:
+    """A checkpoint scored on a split: what :func:`evaluate_vision` returns and a report shows."""
+
+    cfg: VisionConfig
+    family: Family
+    model: nn.Module
+    images: Split  # the split as generated (uint8 (N, H, W) and labels)
+    answers: list[str]  # the model's answer to each image, as text
+    right: np.ndarray  # (N,) bool
+    scores: dict  # evaluate_vision's result
+
+
+def score_vision(
+    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
+) -> Scored:
+    """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer."""
+    if split not in ("test", "dev"):
+        raise ConfigError(f"split {split!r}: evaluate reads test or dev")
+    if mc_samples is not None and mc_samples < 1:
+        raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
+    cfg, family, model = load_vision_model(model_dir, device)
+    dev = next(model.parameters()).device
+    images = VisionData(cfg.data).split(split)
+    data = family.to_device(images, dev)
+    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
+    with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
+        torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
+        answers, right = predict_split(
+            family, model, data, cfg.model, cfg.train.eval_batch_size, mc
+        )
+    scores = error_scores(len(right), float(right.sum()))
+    scores = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **scores}
+    if mc is not None:
+        scores["mc_samples"] = mc
+    return Scored(cfg, family, model, images, answers, right, scores)
+
+
+def evaluate_vision(
+    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
+) -> dict:
+    """Error % of a trained model on ``split`` ("test" or "dev").
+
+    Returns ``{"split", "task", "model", "images", "accuracy", "error_pct"}``
+    (plus ``"mc_samples"`` for RAM: glimpse paths averaged per image,
+    ``model.mc_samples`` unless given). For strips, accuracy is whole-string.
+    :func:`evaluate_to_dir` writes these with a report.
+    """
+    return score_vision(model_dir, split, mc_samples, device).scores
 
 
 def evaluate_to_dir(
