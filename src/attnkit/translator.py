@@ -19,21 +19,19 @@ from tqdm import tqdm
 
 from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
+from attnkit.checkpoint.seq2seq import TextSides, read_seq2seq, write_seq2seq
 from attnkit.data.batching import Example, collate
 from attnkit.data.text_input import as_utf8
-from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
+from attnkit.data.tokenizers import Tokenizer
 from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
 from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
-from attnkit.decoding.topk import step_top_k
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError, InputError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
 from attnkit.models.architectures import MODEL_CLASSES, build_model
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
-
-FAMILY = "seq2seq"
 
 
 @dataclass
@@ -120,7 +118,12 @@ class Translator:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.device = device or next(model.parameters()).device
 
-    # ---- checkpoint directory ----------------------------------------------
+    @property
+    def sides(self) -> TextSides:
+        """The tokenizers and vocabularies: how the model reads and writes text."""
+        return TextSides(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab)
+
+    # ---- checkpoint directory (attnkit.checkpoint.seq2seq) -----------------
     def save(
         self,
         directory: str | Path,
@@ -132,58 +135,25 @@ class Translator:
                 "an ensemble has no checkpoint of its own: its members' directories are its "
                 "checkpoint"
             )
-
-        def extra(tmp: Path) -> None:
-            self.src_vocab.save(tmp / "src_vocab.json")
-            self.tgt_vocab.save(tmp / "tgt_vocab.json")
-            tokenizers = {
-                "source": self.src_tokenizer.to_json(),
-                "target": self.tgt_tokenizer.to_json(),
-            }
-            for tok in (self.src_tokenizer, self.tgt_tokenizer):
-                if hasattr(tok, "copy_to"):
-                    tok.copy_to(tmp)
-            import json
-
-            (tmp / "tokenizers.json").write_text(json.dumps(tokenizers, indent=1), encoding="utf-8")
-
-        return ckpt.write_checkpoint(
-            directory,
-            FAMILY,
-            self.model.state_dict(),
-            experiment_to_dict(self.config),
-            trainer_state,
-            trainer_tensors,
-            extra,
-        )
+        state, config = self.model.state_dict(), experiment_to_dict(self.config)
+        return write_seq2seq(directory, state, config, self.sides, trainer_state, trainer_tensors)
 
     @classmethod
     def load(cls, directory: str | Path, device: str | torch.device = "auto") -> Translator:
         directory = Path(directory)
-        ckpt.read_meta(directory, FAMILY)
+        saved, sides = read_seq2seq(directory)
         try:
-            config = experiment_from_dict(
-                ckpt.read_config(directory), source=str(directory / "config.yaml")
-            )
+            config = experiment_from_dict(saved, source=str(directory / "config.yaml"))
         except AttnkitError as exc:
             raise CheckpointError(str(exc)) from None
-        src_vocab = Vocab.load(_need(directory / "src_vocab.json"))
-        tgt_vocab = Vocab.load(_need(directory / "tgt_vocab.json"))
-        tokenizers = ckpt.read_json(directory / "tokenizers.json")
-        if not isinstance(tokenizers, dict) or not {"source", "target"} <= set(tokenizers):
-            raise CheckpointError(
-                f"{directory / 'tokenizers.json'}: expected 'source' and 'target' tokenizers"
-            )
-        src_tok = tokenizer_from_json(tokenizers["source"], directory)
-        tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
         device = device if isinstance(device, torch.device) else resolve_device(device)
-        model = build_model(config.model, len(src_vocab), len(tgt_vocab))
+        model = build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
         ckpt.load_model_state(model, directory)
         model.to(device).eval()
         model.set_backend(
             resolve_backend(config.decode.backend, device, next(model.parameters()).dtype)
         )
-        return cls(model, config, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
+        return cls(model, config, *_unpack(sides), device)
 
     @classmethod
     def load_ensemble(
@@ -432,6 +402,10 @@ def _warn_unknown(name: str, tokens: Sequence[str], vocab: Vocab) -> None:
         warnings.warn(f"{name}: never seen in training, read as <unk>: {named}", stacklevel=3)
 
 
+def _unpack(sides: TextSides) -> tuple[Tokenizer, Tokenizer, Vocab, Vocab]:
+    return sides.src_tokenizer, sides.tgt_tokenizer, sides.src_vocab, sides.tgt_vocab
+
+
 def _identity(tokenizer: Tokenizer) -> tuple:
     """What decides how a tokenizer splits text: its settings and any model file's bytes."""
     return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)
@@ -450,54 +424,3 @@ def target_prefix_ids(vocab: Vocab, prefix: Sequence[str]) -> list[int]:
             )
         ids.append(index)
     return ids
-
-
-def top_k_steps(
-    translator: Translator, translations: Sequence[Translation], k: int
-) -> list[list[list]]:
-    """The model's ``k`` most likely tokens at every output step of each translation (one
-    teacher-forced pass, :func:`attnkit.decoding.topk.step_top_k`): per translation, one
-    list per output token of ``(token, probability)`` pairs, best first. A blank input's
-    translation gets []."""
-    filled = [i for i, t in enumerate(translations) if t.source_tokens]
-    out: list[list[list]] = [[] for _ in translations]
-    if not filled:
-        return out
-    if all(
-        translations[i].top is not None and translations[i].top[1].shape[1] >= k for i in filled
-    ):
-        for i in filled:  # greedy decoding kept them
-            probs, ids = translations[i].top
-            shown = len(translations[i].output_tokens)
-            out[i] = [
-                list(zip(translator.tgt_vocab.decode(r[:k], strip_specials=False), p[:k]))
-                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
-            ]
-        return out
-    examples, _ = translator.encode_sources([translations[i].source for i in filled], False)
-    targets = [_target_ids(translator.tgt_vocab, translations[i]) for i in filled]
-    size = translator.config.decode.batch_size
-    for start in range(0, len(examples), size):
-        batch = collate(examples[start : start + size]).to(translator.device)
-        rows = step_top_k(
-            translator.model, batch.src, batch.src_lengths, [targets[j] for j in batch.indices], k
-        )
-        for j, (probs, ids) in zip(batch.indices, rows):
-            shown = len(translations[filled[j]].output_tokens)
-            out[filled[j]] = [
-                list(zip(translator.tgt_vocab.decode(r, strip_specials=False), p))
-                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
-            ]
-    return out
-
-
-def _target_ids(vocab: Vocab, translation: Translation) -> list[int]:
-    """The output tokens of ``translation`` as ids, without the closing </s>."""
-    tokens = translation.output_tokens
-    return vocab.encode(tokens[:-1] if tokens[-1:] == [EOS] else tokens)
-
-
-def _need(path: Path) -> Path:
-    if not path.is_file():
-        raise CheckpointError(f"{path}: missing from the checkpoint")
-    return path

@@ -262,7 +262,7 @@ def test_each_input_is_tokenized_once_and_beam_top_k_decodes_once(client, monkey
     """A request is checked by preparing its inputs (Translator.prepare), and the batch decodes
     what was prepared: the source tokenizer reads each input once; with beam search and top-k
     together the search keeps the top-k (no teacher-forced second pass)."""
-    import attnkit.translator as translator_module
+    import attnkit.decoding.topk as topk_module
 
     calls = {"tokenize": 0, "step_top_k": 0}
     tokenize = CharTokenizer.tokenize
@@ -276,7 +276,7 @@ def test_each_input_is_tokenized_once_and_beam_top_k_decodes_once(client, monkey
         raise AssertionError("a second pass over the outputs")
 
     monkeypatch.setattr(CharTokenizer, "tokenize", counted)
-    monkeypatch.setattr(translator_module, "step_top_k", forced_pass)
+    monkeypatch.setattr(topk_module, "step_top_k", forced_pass)
     inputs = ["dreiundzwanzig", "siebzehn", "vier"]
     answer = _translate(client, inputs=inputs, beam=3, n_best=2, top_k=2)
     assert calls == {"tokenize": len(inputs), "step_top_k": 0}

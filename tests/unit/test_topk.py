@@ -6,7 +6,7 @@ import pytest
 from test_prefix import SOURCES, small_translator
 
 from attnkit.data.vocab import EOS
-from attnkit.translator import top_k_steps
+from attnkit.decoding.topk import top_k_steps
 
 
 @pytest.fixture(scope="module")

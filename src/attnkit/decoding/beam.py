@@ -126,11 +126,7 @@ def beam_search(
 
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
-        top = None
-        if top_k:
-            shown = min(top_k, logp.size(-1) - len(NEVER_EMITTED))  # those have p = 0
-            p, i = logp.view(b * k, -1).topk(shown, dim=-1)  # (B*K, k)
-            top = (p.exp(), i)
+        top = _step_top(logp.view(b * k, -1), top_k) if top_k else None
         history = history.extend(order, token, w, keep_heads, top)
         prev = token.view(-1)
 
@@ -161,6 +157,13 @@ def beam_search(
             b = keep.numel()
             base = (torch.arange(b, device=device) * k).unsqueeze(1)
     return results  # type: ignore[return-value]
+
+
+def _step_top(logp: Tensor, k: int) -> tuple[Tensor, Tensor]:
+    """Probabilities and ids (each (B*K, k)) of every row's k most likely next tokens; the
+    never-emitted tokens (probability 0) are left out."""
+    p, i = logp.topk(min(k, logp.size(-1) - len(NEVER_EMITTED)), dim=-1)
+    return p.exp(), i
 
 
 def _best_continuations(

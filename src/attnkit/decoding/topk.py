@@ -1,5 +1,9 @@
 """The model's k most likely tokens at every step of given outputs.
 
+:func:`top_k_steps` gives them for a translator's outputs (a
+:class:`~attnkit.translator.Translator` and its :class:`~attnkit.translator.Translation`
+list): read from what the search kept where it kept them, else by the pass below.
+
 One teacher-forced pass over each output (as :mod:`attnkit.decoding.forced`): at step t the
 decoder has read ``<s>`` and the output's first t tokens, and its distribution over the next
 token is what an explorer shows beside the token that was chosen.
@@ -7,10 +11,13 @@ token is what an explorer shows beside the token that was chosen.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor
 
-from attnkit.data.vocab import BOS_ID, EOS_ID
+from attnkit.data.batching import collate
+from attnkit.data.vocab import BOS_ID, EOS, EOS_ID
 from attnkit.decoding.greedy import NEVER_EMITTED, output_log_probs
 
 
@@ -45,3 +52,46 @@ def step_top_k(
         (probs_t[row, : len(target) + 1], ids_t[row, : len(target) + 1])
         for row, target in enumerate(targets)
     ]
+
+
+def top_k_steps(translator, translations: Sequence, k: int) -> list[list[list]]:
+    """The model's ``k`` most likely tokens at every output step of each translation (one
+    teacher-forced pass, :func:`step_top_k`): per translation, one
+    list per output token of ``(token, probability)`` pairs, best first. A blank input's
+    translation gets []."""
+    filled = [i for i, t in enumerate(translations) if t.source_tokens]
+    out: list[list[list]] = [[] for _ in translations]
+    if not filled:
+        return out
+    if all(
+        translations[i].top is not None and translations[i].top[1].shape[1] >= k for i in filled
+    ):
+        for i in filled:  # greedy decoding kept them
+            probs, ids = translations[i].top
+            shown = len(translations[i].output_tokens)
+            out[i] = [
+                list(zip(translator.tgt_vocab.decode(r[:k], strip_specials=False), p[:k]))
+                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
+            ]
+        return out
+    examples, _ = translator.encode_sources([translations[i].source for i in filled], False)
+    targets = [_target_ids(translator.tgt_vocab, translations[i]) for i in filled]
+    size = translator.config.decode.batch_size
+    for start in range(0, len(examples), size):
+        batch = collate(examples[start : start + size]).to(translator.device)
+        rows = step_top_k(
+            translator.model, batch.src, batch.src_lengths, [targets[j] for j in batch.indices], k
+        )
+        for j, (probs, ids) in zip(batch.indices, rows):
+            shown = len(translations[filled[j]].output_tokens)
+            out[filled[j]] = [
+                list(zip(translator.tgt_vocab.decode(r, strip_specials=False), p))
+                for r, p in zip(ids[:shown].tolist(), probs[:shown].tolist())
+            ]
+    return out
+
+
+def _target_ids(vocab, translation) -> list[int]:
+    """The output tokens of ``translation`` as ids, without the closing </s>."""
+    tokens = translation.output_tokens
+    return vocab.encode(tokens[:-1] if tokens[-1:] == [EOS] else tokens)

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnkit.decoding.topk import top_k_steps
 from attnkit.errors import AttnkitError, InputError
 from attnkit.serve.models import ServedModel, layer_shape
 from attnkit.serve.problems import ApiError
-from attnkit.translator import Prepared, target_prefix_ids, top_k_steps
+from attnkit.translator import Prepared, target_prefix_ids
 
 DIGITS = 6  # decimals of the weights and probabilities sent: more is noise
 

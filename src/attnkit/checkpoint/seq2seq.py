@@ -1,0 +1,86 @@
+"""A seq2seq checkpoint's bundle: the model's tensors and config with the vocabularies and
+tokenizers that turn text into its ids and back, written and read as one directory.
+
+Files beside the common ones (:mod:`attnkit.checkpoint`): ``src_vocab.json``,
+``tgt_vocab.json``, ``tokenizers.json`` (each side's tokenizer settings) and, for sentencepiece
+sides, their model files. Reading checks every file and builds nothing: the caller builds the
+model from the config (:meth:`attnkit.translator.Translator.load`), so this floor needs no model
+code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from attnkit.checkpoint import read_config, read_json, read_meta, write_checkpoint
+from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
+from attnkit.data.vocab import Vocab
+from attnkit.errors import CheckpointError
+
+FAMILY = "seq2seq"
+
+
+@dataclass
+class TextSides:
+    """How a seq2seq model reads and writes text: each side's tokenizer and vocabulary."""
+
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+
+
+def write_seq2seq(
+    directory: str | Path,
+    state_dict: dict[str, torch.Tensor],
+    config: dict,
+    sides: TextSides,
+    trainer_state: dict | None = None,
+    trainer_tensors: dict[str, torch.Tensor] | None = None,
+) -> Path:
+    """One seq2seq checkpoint, written atomically (:func:`attnkit.checkpoint.write_checkpoint`):
+    the tensors, the resolved ``config``, the text ``sides`` and, for ``last``, the trainer's."""
+
+    def extra(tmp: Path) -> None:
+        sides.src_vocab.save(tmp / "src_vocab.json")
+        sides.tgt_vocab.save(tmp / "tgt_vocab.json")
+        tokenizers = {
+            "source": sides.src_tokenizer.to_json(),
+            "target": sides.tgt_tokenizer.to_json(),
+        }
+        for tok in (sides.src_tokenizer, sides.tgt_tokenizer):
+            if hasattr(tok, "copy_to"):
+                tok.copy_to(tmp)
+        (tmp / "tokenizers.json").write_text(json.dumps(tokenizers, indent=1), encoding="utf-8")
+
+    return write_checkpoint(
+        directory, FAMILY, state_dict, config, trainer_state, trainer_tensors, extra
+    )
+
+
+def read_seq2seq(directory: str | Path) -> tuple[dict, TextSides]:
+    """(the config as saved, the text sides) of a seq2seq checkpoint; CheckpointError naming the
+    file for anything missing, foreign or malformed."""
+    directory = Path(directory)
+    read_meta(directory, FAMILY)
+    config = read_config(directory)
+    src_vocab = Vocab.load(_need(directory / "src_vocab.json"))
+    tgt_vocab = Vocab.load(_need(directory / "tgt_vocab.json"))
+    tokenizers = read_json(directory / "tokenizers.json")
+    if not isinstance(tokenizers, dict) or not {"source", "target"} <= set(tokenizers):
+        raise CheckpointError(
+            f"{directory / 'tokenizers.json'}: expected 'source' and 'target' tokenizers"
+        )
+    src_tok = tokenizer_from_json(tokenizers["source"], directory)
+    tgt_tok = tokenizer_from_json(tokenizers["target"], directory)
+    return config, TextSides(src_tok, tgt_tok, src_vocab, tgt_vocab)
+
+
+def _need(path: Path) -> Path:
+    if not path.is_file():
+        raise CheckpointError(f"{path}: missing from the checkpoint")
+    return path
