@@ -24,8 +24,8 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from attnkit.attention.dropout import dropout
 from attnkit.attention.scores import attend, masked_softmax, scaled_dot_scores
-from attnkit.models.dropout import dropout
 
 
 class QKVAttention(nn.Module):

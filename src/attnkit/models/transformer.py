@@ -22,8 +22,10 @@ computes every attention explicitly; any other (``fused``, ``native`` and ``comp
 RNN's kernels and compiled steps do not apply here) lets an attention whose weights nobody reads
 and whose dropout is off (the encoder and the teacher-forced forward in eval mode, dropout-free
 training) run ``F.scaled_dot_product_attention``. Training with attention dropout computes it
-explicitly, with attnkit's cheaper CPU dropout masks: torch's fused kernel would fall back to a
-slower unfused path. Both compute the same function.
+explicitly: torch's fused kernel would fall back to a slower unfused path. Dropout masks come from
+``F.dropout`` except inside the scope of a backend allowing kernels (``native``, ``auto`` on a
+CPU), where attnkit's cheaper CPU masks (:mod:`attnkit.accel.dropout`) draw them. All compute the
+same function.
 
 Shapes: B batch, S source length, T target length, D model width, H heads, Dh = D / H,
 L decoder layers, V vocab, F feed-forward width.
@@ -39,11 +41,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.accel.backend import DEFAULT, Backend
+from attnkit.attention.dropout import Dropout
 from attnkit.attention.qkv import QKVAttention
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
-from attnkit.models.dropout import Dropout
 
 #: what ``model.attention`` reads for a Transformer (reports and the model list show it)
 ATTENTION_NAME = "transformer"
@@ -262,6 +264,7 @@ class TransformerDecoder(nn.Module):
         self.output = None if cfg.tie_output else nn.Linear(cfg.embedding_dim, vocab_size)
         self.output_bias = nn.Parameter(torch.zeros(vocab_size)) if cfg.tie_output else None
         self.fast = True
+        self.backend = DEFAULT  # the model's: decoding calls step() itself
 
     def logits(self, y: Tensor) -> Tensor:
         """(B, N, D) top-layer states -> (B, N, V) scores of the next token."""
@@ -285,30 +288,32 @@ class TransformerDecoder(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """tgt_in (B, T) -> logits (B, T, V) and, when ``need_weights``, the cross-attention of
         every layer and head (B, L, H, T, S)."""
-        y = self.embeddings(tgt_in)
-        t = tgt_in.size(1)
-        causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
-        src_mask = memory.mask[:, None, None, :]  # (B, 1, 1, S)
-        weights = []
-        for layer, cross in zip(self.layers, memory.cross):
-            y, _, w = layer(y, None, causal, cross, src_mask, need_weights, self.fast)
-            weights.append(w)
-        return self.logits(y), torch.stack(weights, 1) if need_weights else None
+        with self.backend.scope():
+            y = self.embeddings(tgt_in)
+            t = tgt_in.size(1)
+            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
+            src_mask = memory.mask[:, None, None, :]  # (B, 1, 1, S)
+            weights = []
+            for layer, cross in zip(self.layers, memory.cross):
+                y, _, w = layer(y, None, causal, cross, src_mask, need_weights, self.fast)
+                weights.append(w)
+            return self.logits(y), torch.stack(weights, 1) if need_weights else None
 
     def step(
         self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory
     ) -> tuple[Tensor, TransformerState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), the state with this token cached, and the
         cross-attention of every layer and head (B, L, H, S)."""
-        y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
-        src_mask = memory.mask[:, None, None, :]
-        cache, weights = [], []
-        for layer, past, cross in zip(self.layers, state.cache, memory.cross):
-            y, kv, w = layer(y, past, None, cross, src_mask, True, self.fast)
-            cache.append(kv)
-            weights.append(w.squeeze(2))  # (B, H, S)
-        logits = self.logits(y).squeeze(1)
-        return logits, TransformerState(cache), torch.stack(weights, 1)
+        with self.backend.scope():
+            y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
+            src_mask = memory.mask[:, None, None, :]
+            cache, weights = [], []
+            for layer, past, cross in zip(self.layers, state.cache, memory.cross):
+                y, kv, w = layer(y, past, None, cross, src_mask, True, self.fast)
+                cache.append(kv)
+                weights.append(w.squeeze(2))  # (B, H, S)
+            logits = self.logits(y).squeeze(1)
+            return logits, TransformerState(cache), torch.stack(weights, 1)
 
 
 class Transformer(nn.Module):
@@ -340,6 +345,7 @@ class Transformer(nn.Module):
         """``reference``: every attention explicit; any other: the fused kernel where no weights
         are read."""
         self.backend = backend
+        self.decoder.backend = backend
         self.decoder.fast = backend.name != "reference"
 
     def describe_backend(self, backend: Backend) -> str:
@@ -359,9 +365,10 @@ class Transformer(nn.Module):
         the empty decoder cache. ``src_lengths`` is implied by the padding (kept for the common
         interface)."""
         mask = src != PAD_ID  # (B, S), True = may attend
-        states = self.encoder(src, mask, self.decoder.fast)
-        memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
-        return memory, self.decoder.empty_state(memory)
+        with self.backend.scope():
+            states = self.encoder(src, mask, self.decoder.fast)
+            memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
+            return memory, self.decoder.empty_state(memory)
 
     def forward(
         self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, need_weights: bool = False
