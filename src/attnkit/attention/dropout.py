@@ -1,7 +1,7 @@
 """Inverted dropout, plain torch unless a backend allows the faster masks of :mod:`attnkit.accel`.
 
-The models and :class:`attnkit.attention.qkv.QKVAttention` drop through these functions, so that
-one scope (:mod:`attnkit.attention.overrides`) decides for all of them: ``F.dropout`` and
+The models and :class:`attnkit.attention.qkv.MultiHeadAttention` drop through these functions,
+so that one scope (:mod:`attnkit.attention.overrides`) decides for all of them: ``F.dropout`` and
 ``bernoulli_`` masks by default; inside a scope allowing kernels, the overrides ``dropout`` and
 ``keep_mask`` (on a CPU, masks from integer random bits or a compiled kernel:
 :mod:`attnkit.accel.dropout`).
