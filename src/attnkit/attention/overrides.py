@@ -28,7 +28,17 @@ from collections.abc import Callable, Iterator
 NAMES = ("additive_scores", "keep_mask", "dropout")
 
 _registry: dict[str, Callable] = {}
-_here = threading.local()  # allowed: inside a scope allowing kernels; vetoed: inside switched_off
+
+
+class _Here(threading.local):
+    """This thread's switch: allowed inside a scope allowing kernels, vetoed inside
+    :func:`switched_off`."""
+
+    allowed = False
+    vetoed = False
+
+
+_here = _Here()
 
 
 def register(name: str, implementation: Callable) -> None:
@@ -41,32 +51,38 @@ def register(name: str, implementation: Callable) -> None:
 def kernels_allowed() -> bool:
     """Whether overrides and kernels may run here, in this thread: inside ``allowing(True)`` and
     not inside :func:`switched_off`."""
-    return getattr(_here, "allowed", False) and not getattr(_here, "vetoed", False)
+    return _here.allowed and not _here.vetoed
 
 
 def lookup(name: str) -> Callable | None:
     """The override registered for ``name`` where :func:`kernels_allowed`, else None (compute
     with torch)."""
-    return _registry.get(name) if kernels_allowed() else None
+    return _registry.get(name) if _here.allowed and not _here.vetoed else None
 
 
-@contextlib.contextmanager
-def allowing(allowed: bool = True) -> Iterator[None]:
+class allowing:  # noqa: N801 - used as a function: ``with allowing(): ...``
     """Inside this block (in this thread) overrides and kernels may run (``allowed``) or may not;
-    an inner block decides for itself, as each model's backend does for its own calls."""
-    before = getattr(_here, "allowed", False)
-    _here.allowed = allowed
-    try:
-        yield
-    finally:
-        _here.allowed = before
+    an inner block decides for itself, as each model's backend does for its own calls. (A class,
+    not a generator: models enter one per decoding step.)"""
+
+    __slots__ = ("_allowed", "_before")
+
+    def __init__(self, allowed: bool = True):
+        self._allowed = allowed
+
+    def __enter__(self) -> None:
+        self._before = _here.allowed
+        _here.allowed = self._allowed
+
+    def __exit__(self, *exc) -> None:
+        _here.allowed = self._before
 
 
 @contextlib.contextmanager
 def switched_off() -> Iterator[None]:
     """Inside this block (in this thread) no override or kernel runs, whatever a model's backend
     allows: for side-by-side comparisons and tests."""
-    before = getattr(_here, "vetoed", False)
+    before = _here.vetoed
     _here.vetoed = True
     try:
         yield
