@@ -72,7 +72,8 @@ def test_unknown_name_is_refused():
 
 
 def test_kernels_decline_inside_a_backend_without_them(monkeypatch):
-    """With reference, fused or compile, the model's calls run with the kernels declining."""
+    """With reference, fused or compile, the model's calls run with the kernels declining (or not
+    asked); with native they are asked and accept."""
     calls = []
     monkeypatch.setattr(
         native, "_declining", lambda real=native._declining: calls.append(real()) or real()
@@ -93,7 +94,8 @@ def test_kernels_decline_inside_a_backend_without_them(monkeypatch):
         with torch.no_grad():
             memory, state = model.encode(src, torch.tensor([3]))
             model.decoder.step(torch.tensor([1]), state, memory)
-        assert calls and all(c == declining for c in calls), b.name
+        # without kernels the override is not even looked up, so a kernel may not be asked at all
+        assert (calls or declining) and all(c == declining for c in calls), b.name
 
 
 def test_set_backend_compiles_and_restores_the_step(monkeypatch):

@@ -4,7 +4,8 @@ training."""
 import pytest
 import torch
 
-from attnkit.models.dropout import Dropout, dropout, keep_mask
+from attnkit.accel.dropout import dropout, keep_mask
+from attnkit.attention.dropout import Dropout
 
 
 @pytest.mark.parametrize("p", [0.1, 0.2, 0.5])

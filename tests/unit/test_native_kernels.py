@@ -7,13 +7,20 @@ import torch
 
 from attnkit.accel import cell_math, native
 from attnkit.accel.cell_math import cell_backward, cell_forward, native_gru_applies, tanh_grad
-from attnkit.models.dropout import keep_mask
+from attnkit.accel.dropout import keep_mask
 
 needs_kernel = pytest.mark.skipif(
     native.library() is None,
     reason="the native kernels cannot be built here (need x86-64 with AVX2 and a C "
     "compiler, and ATTNKIT_NATIVE not 0)",
 )
+
+
+@pytest.fixture(autouse=True)
+def _kernels_allowed():
+    """The kernels are opt-in: these tests call them as a backend scope allowing them would."""
+    with native.allowed():
+        yield
 
 
 def _gru_inputs(dirs, batch, hidden, seed=0):

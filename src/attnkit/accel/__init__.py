@@ -7,5 +7,13 @@
 * :mod:`~attnkit.accel.cell_math`: the GRU/LSTM gate arithmetic those two share;
 * :mod:`~attnkit.accel.native`: optional C kernels (AVX2/FMA), compiled on first use.
 
-The reference model (:mod:`attnkit.models.seq2seq`) computes the same function without any of it.
+* :mod:`~attnkit.accel.overrides`: the faster functions (kernel scores, dropout masks) registered
+  as opt-in overrides of :mod:`attnkit.attention`'s plain ones; importing this package registers
+  them.
+
+Nothing here runs outside the scope of a backend that allows it
+(:meth:`~attnkit.accel.backend.Backend.scope`): the reference models compute the same functions
+with plain torch.
 """
+
+from attnkit.accel import overrides as _overrides  # noqa: F401 - registers the overrides

@@ -6,8 +6,9 @@
 ``fused``      the input projection hoisted out of the step loop, torch's fused cells, one RNN
                call over the target where no step needs the previous attention; autograd
 ``native``     ``fused`` plus, training on a CPU, the handwritten-backward loops
-               (:mod:`attnkit.accel.loops`, :mod:`attnkit.accel.recurrence`) and the C kernels
-               of :mod:`attnkit.accel.native` (float32)
+               (:mod:`attnkit.accel.loops`, :mod:`attnkit.accel.recurrence`), the C kernels
+               of :mod:`attnkit.accel.native` (float32) and the overrides registered by
+               :mod:`attnkit.accel.overrides` (kernel scores, cheaper dropout masks)
 ``compile``    ``fused`` with the decoder's one-step function through ``torch.compile``
 ``auto``       the fastest measured on the device (docs/RESULTS.md): ``native`` on a CPU,
                ``fused`` on CUDA
@@ -24,13 +25,13 @@ function (tests/unit/test_equivalence.py compares each with the reference).
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from attnkit.accel import native
+from attnkit.attention import overrides
 
 BACKENDS = ("auto", "reference", "fused", "native", "compile")
 
@@ -65,8 +66,10 @@ class Backend:
         return self.handwritten_loop and x.device.type == "cpu" and torch.is_grad_enabled()
 
     def scope(self):
-        """A context in which the kernels decline unless this backend allows them."""
-        return contextlib.nullcontext() if self.kernels else native.disabled()
+        """The context a model computes in: the kernels and the other overrides of
+        :mod:`attnkit.accel.overrides` run inside it only where this backend allows them (they are
+        opt-in: outside any scope, plain torch computes everything)."""
+        return overrides.allowing(self.kernels)
 
     def describe(self, rnn: str | None = None) -> str:
         """One line for the log, e.g. "backend: native (AVX2/FMA kernels), handwritten backward

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnkit.models.dropout import dropout
+from attnkit.accel.dropout import dropout
 
 CellWeights = list[tuple[Tensor, Tensor, Tensor | None, Tensor]]
 

@@ -35,7 +35,7 @@ from attnkit.accel.cell_math import (
     gate_count,
     native_gru_applies,
 )
-from attnkit.models.dropout import dropout
+from attnkit.accel.dropout import dropout
 
 
 def encode(rnn: nn.RNNBase, emb: Tensor, lengths: Tensor, training: bool) -> tuple[Tensor, Tensor]:

@@ -15,9 +15,8 @@ import math
 
 import torch
 from torch import Tensor
-from torch.autograd.function import once_differentiable
 
-from attnkit.accel import native
+from attnkit.attention.overrides import lookup
 
 
 def masked_softmax(scores: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
@@ -53,53 +52,18 @@ def additive_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
     """Bahdanau additive: ``score = v^T tanh(W q + U h_s)``.
 
     ``query_proj`` = W q (B, T, A), ``keys_proj`` = U h_s (B, S, A), ``v`` (A,).
-    Returns (B, T, S). On a CPU, where :mod:`attnkit.accel.native` has its kernel, one compiled pass
-    computes the scores (with :class:`_KernelAdditiveScores` as the autograd node when gradients are
-    wanted); elsewhere torch does.
+    Returns (B, T, S). Inside a backend scope that allows kernels, the override
+    ``additive_scores`` (:mod:`attnkit.attention.overrides`) may compute them in one compiled pass.
     """
-    if native.covers(query_proj, keys_proj, v):
-        if torch.is_grad_enabled() and (
-            query_proj.requires_grad or keys_proj.requires_grad or v.requires_grad
-        ):
-            return _KernelAdditiveScores.apply(query_proj, keys_proj, v)
-        return native.run_additive_energies(query_proj, keys_proj, v)
+    fast = lookup("additive_scores")
+    if fast is not None:
+        scores = fast(query_proj, keys_proj, v)
+        if scores is not None:
+            return scores
     hidden = query_proj.unsqueeze(-2) + keys_proj.unsqueeze(-3)  # (B, T, S, A)
     # in place: the sum is not needed again (autograd keeps tanh's output), and this is the largest
     # tensor of a decoding step, so a second one of its size costs a visible share of beam search
     return hidden.tanh_() @ v
-
-
-class _KernelAdditiveScores(torch.autograd.Function):
-    """The additive scores by the compiled kernel, which keeps tanh(q + k) (B, T, S, A) for a
-    backward that is autograd's own for the torch expression: d(q + k) = (d_scores v) (1 - tanh^2).
-    First-order only."""
-
-    @staticmethod
-    def forward(ctx, query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:
-        b, t, a = query_proj.shape
-        hidden = query_proj.new_empty(b, t, keys_proj.size(1), a)
-        scores = native.run_additive_energies(
-            query_proj, keys_proj, v, hidden
-        )  # additive_scores checked covers()
-        ctx.save_for_backward(hidden, v)
-        return scores
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, d_scores: Tensor):
-        hidden, v = ctx.saved_tensors
-        need_q, need_k, need_v = ctx.needs_input_grad
-        d_q = d_k = None
-        if need_q or need_k:
-            d_pre = torch.ops.aten.tanh_backward(d_scores.unsqueeze(-1) * v, hidden)  # (B, T, S, A)
-            d_q = d_pre.sum(2) if need_q else None  # (B, T, A)
-            d_k = d_pre.sum(1) if need_k else None  # (B, S, A)
-        d_v = (
-            (d_scores.reshape(1, -1) @ hidden.reshape(-1, hidden.size(-1))).view(-1)
-            if need_v
-            else None
-        )
-        return d_q, d_k, d_v
 
 
 def concat_scores(query_proj: Tensor, keys_proj: Tensor, v: Tensor) -> Tensor:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.attention.spatial import AttentionPooling
+from attnkit.models.backend_scope import BackendScoped, in_backend_scope
 from attnkit.models.show_attend_tell import check_channels, conv_encoder
 
 
@@ -43,7 +44,7 @@ class PoolingOutput:
     grid: tuple[int, int]  # (h, w), R = h * w
 
 
-class AttentionPoolingClassifier(nn.Module):
+class AttentionPoolingClassifier(BackendScoped, nn.Module):
     """``forward(images (B, 1, H, W)) -> PoolingOutput``."""
 
     def __init__(
@@ -60,6 +61,7 @@ class AttentionPoolingClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(channels[-1], classes)
 
+    @in_backend_scope
     def forward(self, images: Tensor) -> PoolingOutput:
         fmap = self.encoder(images)  # (B, C, h, w)
         context, weights = self.pool(fmap)  # (B, C), (B, R)

@@ -44,9 +44,9 @@ from attnkit.accel import cells, loops, recurrence
 from attnkit.accel.backend import DEFAULT, Backend
 from attnkit.accel.loops import LoopSpec
 from attnkit.attention import build_attention
+from attnkit.attention.dropout import Dropout, keep_mask
 from attnkit.attention.modules import NO_ATTENTION
 from attnkit.data.vocab import PAD_ID
-from attnkit.models.dropout import Dropout, keep_mask
 
 if TYPE_CHECKING:
     from attnkit.models.seq2seq import Memory, Seq2SeqConfig
@@ -100,10 +100,13 @@ class RNNDecoder(nn.Module):
     embed, bridge, attention, combine, rnn, output (checkpoints and optimizer states rely on it).
     """
 
-    #: the name under which :data:`DECODERS` holds the class (:mod:`attnkit.accel.loops` reads it)
+    #: the name under which :data:`DECODERS` holds the class
     style = ""
     #: whether :mod:`attnkit.accel.loops` has a handwritten-backward loop for this style
     has_handwritten_loop = False
+    #: the form of a step, for that loop: the previous state queries the memory before the RNN
+    #: step, whose input takes the context (Bahdanau), rather than the new state after it (Luong)
+    attends_before_step = False
     #: whether no step reads the previous step's attention, so the RNN can run over the whole
     #: target in one call (:meth:`_forward_whole`)
     steps_independent = False
@@ -229,7 +232,9 @@ class RNNDecoder(nn.Module):
         if not (self.backend.handwritten_loop and self.has_handwritten_loop and self.layers == 1):
             return None
         score = self.attention.loop_spec()
-        return None if score is None else LoopSpec.of(self.lstm, score)
+        if score is None:
+            return None
+        return LoopSpec.of(self.lstm, score, attends_first=self.attends_before_step)
 
     # ---- decoding ------------------------------------------------------------
     def step(
@@ -308,6 +313,7 @@ class BahdanauDecoder(RNNDecoder):
 
     style = "bahdanau"
     has_handwritten_loop = True
+    attends_before_step = True
 
     def combine_width(self, cfg: Seq2SeqConfig) -> int:
         return cfg.decoder_hidden + cfg.memory_dim + cfg.embedding_dim  # [s_t; c_t; y_{t-1}]

@@ -32,6 +32,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.hard import GlimpseSensor, LocationPolicy, baseline_loss, reinforce_loss
 from attnkit.errors import ConfigError
+from attnkit.models.backend_scope import BackendScoped, in_backend_scope
 
 
 @dataclass
@@ -149,7 +150,7 @@ class CoreNetwork(nn.Module):
         return self.cell(g, state)
 
 
-class RecurrentAttentionModel(nn.Module):
+class RecurrentAttentionModel(BackendScoped, nn.Module):
     """RAM: ``forward(images (B, C, H, W), sample=True) -> RAMOutput``.
 
     ``sample=False`` follows the policy means (a deterministic path, for
@@ -183,6 +184,7 @@ class RecurrentAttentionModel(nn.Module):
         self.baseline = nn.Linear(hidden, 1)
         self.classifier = nn.Linear(hidden, classes)
 
+    @in_backend_scope
     def forward(self, images: Tensor, sample: bool = True) -> RAMOutput:
         b, _, height, width = images.shape
         padded, pad = self.sensor.pad(images)  # once for all G glimpses

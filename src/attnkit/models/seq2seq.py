@@ -28,12 +28,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.accel import recurrence
 from attnkit.accel.backend import DEFAULT, Backend
+from attnkit.attention.dropout import Dropout
 from attnkit.attention.modules import ATTENTION_TYPES, NO_ATTENTION
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
 from attnkit.models.decoders import DECODERS, DecoderState, RNNDecoder, make_rnn, pairs_with
-from attnkit.models.dropout import Dropout
 
 #: the decoders' base under its former name, for code that imports it from here
 Decoder = RNNDecoder

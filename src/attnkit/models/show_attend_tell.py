@@ -28,6 +28,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.spatial import SpatialAttention, flatten_regions
 from attnkit.errors import ConfigError
+from attnkit.models.backend_scope import BackendScoped, in_backend_scope
 
 BOS, EOS, PAD = 10, 11, 12
 VOCAB_SIZE = 13
@@ -122,12 +123,12 @@ class ReaderOutput:
     grid: tuple[int, int]  # (h, w) of the region grid, R = h * w
 
 
-class ShowAttendTell(nn.Module):
+class ShowAttendTell(BackendScoped, nn.Module):
     """Encoder + attentive LSTM decoder.
 
     ``forward(images (B, 1, H, W), inputs (B, T)) -> ReaderOutput`` (teacher
     forcing); ``greedy(images, max_len) -> (tokens (B, T), weights (B, T, R), grid)``.
-    Both run the same :meth:`step`.
+    Both run the same :meth:`step`, in the backend's scope.
     """
 
     def __init__(
@@ -160,6 +161,7 @@ class ShowAttendTell(nn.Module):
         state = (torch.tanh(self.init_h(mean)), torch.tanh(self.init_c(mean)))
         return regions, self.attention.project_keys(regions), state, tuple(fmap.shape[-2:])
 
+    @in_backend_scope
     def step(self, embedded: Tensor, state: tuple, regions: Tensor, projected: Tensor):
         """One output step: ``embedded (B, E)`` of the previous token -> (logits (B, V), weights
         (B, R), state)."""

@@ -2,7 +2,8 @@
 
 Attention without recurrence: the decoder state becomes the *query*, the encoder states become
 *keys* and *values*, the dot product is scaled by 1/sqrt(Dh) and split over H heads
-(:class:`attnkit.attention.qkv.QKVAttention`); order comes from sinusoidal positions added to the
+(:class:`attnkit.attention.qkv.MultiHeadAttention`, the class the RNN decoders' ``multihead``
+attention is); order comes from sinusoidal positions added to the
 embeddings. Layers are pre-norm (LayerNorm before each sub-layer, a residual around it, one more
 LayerNorm at the top of each stack), which trains without a long warm-up search.
 
@@ -22,8 +23,10 @@ computes every attention explicitly; any other (``fused``, ``native`` and ``comp
 RNN's kernels and compiled steps do not apply here) lets an attention whose weights nobody reads
 and whose dropout is off (the encoder and the teacher-forced forward in eval mode, dropout-free
 training) run ``F.scaled_dot_product_attention``. Training with attention dropout computes it
-explicitly, with attnkit's cheaper CPU dropout masks: torch's fused kernel would fall back to a
-slower unfused path. Both compute the same function.
+explicitly: torch's fused kernel would fall back to a slower unfused path. Dropout masks come from
+``F.dropout`` except inside the scope of a backend allowing kernels (``native``, ``auto`` on a
+CPU), where attnkit's cheaper CPU masks (:mod:`attnkit.accel.dropout`) draw them. All compute the
+same function.
 
 Shapes: B batch, S source length, T target length, D model width, H heads, Dh = D / H,
 L decoder layers, V vocab, F feed-forward width.
@@ -39,11 +42,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnkit.accel.backend import DEFAULT, Backend
-from attnkit.attention.qkv import QKVAttention
+from attnkit.attention.dropout import Dropout
+from attnkit.attention.qkv import MultiHeadAttention
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
-from attnkit.models.dropout import Dropout
 
 #: what ``model.attention`` reads for a Transformer (reports and the model list show it)
 ATTENTION_NAME = "transformer"
@@ -168,12 +171,18 @@ class FeedForward(nn.Sequential):
         )
 
 
+def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
+    """One multi-head attention of width D in the packed layout (one (3D, D) input projection)."""
+    d = cfg.embedding_dim
+    return MultiHeadAttention(d, d, d, cfg.heads, packed=True, dropout=cfg.dropout)
+
+
 class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         d = cfg.embedding_dim
         self.norm_self = nn.LayerNorm(d)
-        self.self_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.self_attn = _attention(cfg)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
@@ -181,7 +190,7 @@ class EncoderLayer(nn.Module):
     def forward(self, x: Tensor, mask: Tensor, fast: bool) -> Tensor:
         """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D)."""
         queries, keys, values = self.self_attn.project_all(self.norm_self(x))
-        context, _ = self.self_attn.attend(queries, keys, values, mask, fast=fast)
+        context, _ = self.self_attn.attend(queries, keys, values, mask, False, fast)
         x = x + self.dropout(context)
         return x + self.dropout(self.ff(self.norm_ff(x)))
 
@@ -191,9 +200,9 @@ class DecoderLayer(nn.Module):
         super().__init__()
         d = cfg.embedding_dim
         self.norm_self = nn.LayerNorm(d)
-        self.self_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.self_attn = _attention(cfg)
         self.norm_cross = nn.LayerNorm(d)
-        self.cross_attn = QKVAttention(d, cfg.heads, cfg.dropout)
+        self.cross_attn = _attention(cfg)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
@@ -210,15 +219,17 @@ class DecoderLayer(nn.Module):
     ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
         """y (B, N, D): the whole target (teacher forcing, ``cache`` None, ``causal`` (N, N)) or
         the next token (decoding, N = 1, ``cache`` the earlier tokens' keys and values, no mask
-        needed). Returns y (B, N, D), the keys and values of every token so far (B, H, t + N, Dh),
-        and the cross-attention weights (B, H, N, S) when ``need_weights``."""
+        needed); ``cross`` the encoder's keys and values for this layer, ``src_mask`` (B, S) the
+        source positions it may attend to. Returns y (B, N, D), the keys and values of every token
+        so far (B, H, t + N, Dh), and the cross-attention weights (B, H, N, S) when
+        ``need_weights``."""
         queries, keys, values = self.self_attn.project_all(self.norm_self(y))  # (B, H, N, Dh)
         if cache is not None:
             keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
-        context, _ = self.self_attn.attend(queries, keys, values, causal, fast=fast)
+        context, _ = self.self_attn.attend(queries, keys, values, causal, False, fast)
         y = y + self.dropout(context)
-        context, weights = self.cross_attn(
-            self.norm_cross(y), *cross, src_mask, need_weights=need_weights, fast=fast
+        context, weights = self.cross_attn.forward_heads(
+            self.norm_cross(y), cross, src_mask, need_weights, fast
         )
         y = y + self.dropout(context)
         y = y + self.dropout(self.ff(self.norm_ff(y)))
@@ -262,6 +273,7 @@ class TransformerDecoder(nn.Module):
         self.output = None if cfg.tie_output else nn.Linear(cfg.embedding_dim, vocab_size)
         self.output_bias = nn.Parameter(torch.zeros(vocab_size)) if cfg.tie_output else None
         self.fast = True
+        self.backend = DEFAULT  # the model's: decoding calls step() itself
 
     def logits(self, y: Tensor) -> Tensor:
         """(B, N, D) top-layer states -> (B, N, V) scores of the next token."""
@@ -285,30 +297,30 @@ class TransformerDecoder(nn.Module):
     ) -> tuple[Tensor, Tensor | None]:
         """tgt_in (B, T) -> logits (B, T, V) and, when ``need_weights``, the cross-attention of
         every layer and head (B, L, H, T, S)."""
-        y = self.embeddings(tgt_in)
-        t = tgt_in.size(1)
-        causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
-        src_mask = memory.mask[:, None, None, :]  # (B, 1, 1, S)
-        weights = []
-        for layer, cross in zip(self.layers, memory.cross):
-            y, _, w = layer(y, None, causal, cross, src_mask, need_weights, self.fast)
-            weights.append(w)
-        return self.logits(y), torch.stack(weights, 1) if need_weights else None
+        with self.backend.scope():
+            y = self.embeddings(tgt_in)
+            t = tgt_in.size(1)
+            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
+            weights = []
+            for layer, cross in zip(self.layers, memory.cross):
+                y, _, w = layer(y, None, causal, cross, memory.mask, need_weights, self.fast)
+                weights.append(w)
+            return self.logits(y), torch.stack(weights, 1) if need_weights else None
 
     def step(
         self, prev_tokens: Tensor, state: TransformerState, memory: TransformerMemory
     ) -> tuple[Tensor, TransformerState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), the state with this token cached, and the
         cross-attention of every layer and head (B, L, H, S)."""
-        y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
-        src_mask = memory.mask[:, None, None, :]
-        cache, weights = [], []
-        for layer, past, cross in zip(self.layers, state.cache, memory.cross):
-            y, kv, w = layer(y, past, None, cross, src_mask, True, self.fast)
-            cache.append(kv)
-            weights.append(w.squeeze(2))  # (B, H, S)
-        logits = self.logits(y).squeeze(1)
-        return logits, TransformerState(cache), torch.stack(weights, 1)
+        with self.backend.scope():
+            y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
+            cache, weights = [], []
+            for layer, past, cross in zip(self.layers, state.cache, memory.cross):
+                y, kv, w = layer(y, past, None, cross, memory.mask, True, self.fast)
+                cache.append(kv)
+                weights.append(w.squeeze(2))  # (B, H, S)
+            logits = self.logits(y).squeeze(1)
+            return logits, TransformerState(cache), torch.stack(weights, 1)
 
 
 class Transformer(nn.Module):
@@ -340,6 +352,7 @@ class Transformer(nn.Module):
         """``reference``: every attention explicit; any other: the fused kernel where no weights
         are read."""
         self.backend = backend
+        self.decoder.backend = backend
         self.decoder.fast = backend.name != "reference"
 
     def describe_backend(self, backend: Backend) -> str:
@@ -359,9 +372,10 @@ class Transformer(nn.Module):
         the empty decoder cache. ``src_lengths`` is implied by the padding (kept for the common
         interface)."""
         mask = src != PAD_ID  # (B, S), True = may attend
-        states = self.encoder(src, mask, self.decoder.fast)
-        memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
-        return memory, self.decoder.empty_state(memory)
+        with self.backend.scope():
+            states = self.encoder(src, mask, self.decoder.fast)
+            memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
+            return memory, self.decoder.empty_state(memory)
 
     def forward(
         self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, need_weights: bool = False

@@ -31,6 +31,7 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.vision import VisionData
 from attnkit.device import resolve_device
@@ -137,6 +138,8 @@ class _Run:
         torch.manual_seed(t_cfg.seed)
         family = MODEL_TYPES[cfg.model_type]
         model = family.build(cfg.model).to(device)
+        # reference: plain torch; auto: the device's fastest (kernels on a CPU); compile: no kernels
+        model.set_backend(resolve_backend(t_cfg.backend, device, next(model.parameters()).dtype))
         optimizer = torch.optim.Adam(
             model.parameters(),
             lr=t_cfg.lr,

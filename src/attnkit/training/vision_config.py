@@ -72,7 +72,8 @@ class TrainConfig:
     threads: int | None = None
     """CPU threads for torch (null or 0: torch's default)."""
     backend: str = "auto"
-    """How the training step is computed: auto or reference (eager PyTorch) or compile
+    """How the training step is computed: auto (eager, with attnkit's C kernels where they fit:
+    the additive attention scores on a CPU), reference (plain eager PyTorch, no kernels) or compile
     (torch.compile: fewer, fused kernels; the first steps compile for a minute)."""
     progress: bool = True
     """Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a terminal."""

@@ -13,6 +13,7 @@ from torch import Tensor
 from attnkit.accel.cell_math import cell_forward, gate_count, native_gru_applies
 from attnkit.accel.loops.spec import LoopInputs, LoopSpec, LoopWeights
 from attnkit.accel.native import covers, run_additive_energies
+from attnkit.attention.scores import masked_softmax
 
 
 def zeros_past_targets(new_empty, shape: tuple[int, ...], active: tuple[int, ...]) -> Tensor:
@@ -66,7 +67,7 @@ class ForwardSteps:
         self.out = zeros(steps, batch, hidden)
         # the operands
         self._keys, self._projected, self._v, self._keep = keys, projected, weights.v, inputs.keep
-        self._blocked, self._allowed = ~inputs.mask, inputs.mask.to(inputs.x_proj.dtype)
+        self._mask = inputs.mask
         self._w_query_t = None if weights.w_query is None else weights.w_query.t()
         self._w_hh_t, self._b_hh = weights.w_hh.t(), weights.b_hh
 
@@ -144,8 +145,7 @@ class ForwardSteps:
                 )  # (n, S)
         else:
             scores = torch.bmm(projected[:n], q.unsqueeze(-1)).squeeze(-1).mul_(self.spec.scale)
-        scores = scores.masked_fill_(self._blocked[:n], torch.finfo(q.dtype).min)
-        a = torch.softmax(scores, -1).mul_(self._allowed[:n])
+        a = masked_softmax(scores, self._mask[:n])  # (n, S)
         self.weights[t, :n] = a
         return torch.bmm(a.unsqueeze(1), keys[:n]).squeeze(1)
 
@@ -163,7 +163,7 @@ class ForwardSteps:
         is a reference cycle that keeps the step's memory alive."""
         out, weights, self.out, self.weights = self.out, self.weights, None, None
         self._keys = self._projected = self._v = self._keep = None
-        self._blocked = self._allowed = self._w_query_t = self._w_hh_t = self._b_hh = None
+        self._mask = self._w_query_t = self._w_hh_t = self._b_hh = None
         return out, weights
 
     def restore_outputs(self, out: Tensor, weights: Tensor) -> None:

@@ -25,7 +25,10 @@ class LoopSpec:
     lstm: LSTM gate arithmetic (else GRU); additive: ``v . tanh(q + P)`` scores
     (else ``scale * P q``). query_weight (A, H) and v (A,): the attention's parameters, as its
     ``loop_spec()`` gives them (:func:`attnkit.accel.loops.teacher_force` puts them into the
-    :class:`LoopWeights`).
+    :class:`LoopWeights`). attends_first: the decoder's form, as it declares it
+    (``attends_before_step``): s_{t-1} queries the memory and c_t enters the RNN's input
+    (:func:`~attnkit.accel.loops.run_bahdanau_loop`), else the new state h_t queries it and h~_t
+    is fed to the next step (:func:`~attnkit.accel.loops.run_loop`).
     """
 
     lstm: bool
@@ -33,11 +36,14 @@ class LoopSpec:
     scale: float = 1.0
     query_weight: Tensor | None = None
     v: Tensor | None = None
+    attends_first: bool = False
 
     @classmethod
-    def of(cls, lstm: bool, score) -> LoopSpec:
-        """From an attention's :class:`attnkit.attention.modules.ScoreSpec`."""
-        return cls(lstm, score.kind == "additive", score.scale, score.query_weight, score.v)
+    def of(cls, lstm: bool, score, attends_first: bool = False) -> LoopSpec:
+        """From an attention's :class:`attnkit.attention.modules.ScoreSpec` and the decoder's
+        form."""
+        additive = score.kind == "additive"
+        return cls(lstm, additive, score.scale, score.query_weight, score.v, attends_first)
 
 
 class _Spreadable:

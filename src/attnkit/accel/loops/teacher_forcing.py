@@ -25,10 +25,9 @@ def teacher_force(
 ) -> tuple[Tensor, Tensor]:
     """A one-layer decoder's teacher forcing through the loop: tgt_in (B, T), emb (B, T, E) ->
     logits (B, T, V), weights (B, T, S). ``decoder``: an :class:`attnkit.models.seq2seq.Decoder`
-    whose attention gave ``spec``; state and memory its DecoderState and Memory. Positions past a
-    target's end get the output layer's bias and zero weights (the loss ignores them)."""
-    bahdanau = decoder.style == "bahdanau"
-    inputs, weights = _inputs_and_weights(decoder, spec, emb, state, memory, bahdanau)
+    whose attention and form gave ``spec``; state and memory its DecoderState and Memory. Positions
+    past a target's end get the output layer's bias and zero weights (the loss ignores them)."""
+    inputs, weights = _inputs_and_weights(decoder, spec, emb, state, memory)
     lengths = (tgt_in != PAD_ID).sum(1)  # (B,)
     order = None
     if bool((lengths[1:] > lengths[:-1]).any()):  # the loop wants the longest target first
@@ -37,7 +36,7 @@ def teacher_force(
         inputs = inputs.reordered(order)
     positions = torch.arange(emb.size(1), device=lengths.device).unsqueeze(1)
     active = tuple((lengths.unsqueeze(0) > positions).sum(1).tolist())
-    run = run_bahdanau_loop if bahdanau else run_loop
+    run = run_bahdanau_loop if spec.attends_first else run_loop
     out, attn = run(spec, replace(inputs, active=active), weights)  # (T, B, H), (T, B, S)
     if order is not None:
         restore = torch.argsort(order)
@@ -46,7 +45,7 @@ def teacher_force(
 
 
 def _inputs_and_weights(
-    decoder, spec: LoopSpec, emb: Tensor, state, memory, bahdanau: bool
+    decoder, spec: LoopSpec, emb: Tensor, state, memory
 ) -> tuple[LoopInputs, LoopWeights]:
     """The loop's inputs in the batch's own order (``active`` still empty) and weights."""
     b, steps = emb.shape[:2]
@@ -56,7 +55,8 @@ def _inputs_and_weights(
     ((w_ih_rest, w_hh, _, b_hh),) = cell_weights(decoder.rnn, emb.size(-1))
     h0, c0 = (state.rnn[0][0], state.rnn[1][0]) if spec.lstm else (state.rnn[0], None)
     combine = decoder.combine
-    if bahdanau:  # the output layer reads [s_t; c_t; y_{t-1}]: its y part for all steps at once
+    # the Bahdanau form's output layer reads [s_t; c_t; y_{t-1}]: its y part for all steps at once
+    if spec.attends_first:
         split = decoder.hidden + memory.states.size(-1)
         comb_x = F.linear(emb.transpose(0, 1), combine.weight[:, split:], combine.bias)  # (T, B, H)
         w_combine, b_combine, feed0 = combine.weight[:, :split], None, None

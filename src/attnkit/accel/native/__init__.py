@@ -11,9 +11,11 @@ The kernels, each computing what a chain of small torch kernels computes, in one
 On x86-64 CPUs with AVX2 and FMA they are built once per source version into a cache directory (one
 library) and loaded with ctypes; everywhere else (no compiler, another CPU, CUDA tensors, float64)
 the ``covers``/``fits_rows`` checks are False and the callers compute the same thing with torch.
+The kernels are opt-in: they decline too outside :func:`allowed`, the scope that a backend allowing
+them opens around a model's call.
 Results agree with torch's to about 1e-6: tanh and sigmoid are rational approximations
 (``fastmath.h``, |error| < 3e-7). The kernels have no autograd of their own:
-:func:`attnkit.attention.scores.additive_scores` wraps the energies in an autograd node, and the
+:mod:`attnkit.accel.kernel_scores` wraps the energies in an autograd node, and the
 handwritten-backward loops (``attnkit.accel.loops``, ``attnkit.accel.recurrence``) call the rest
 from their own forward and backward.
 
@@ -38,7 +40,6 @@ tracing) and for tensor subclasses and ``torch.func`` transforms.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import logging
 import os
@@ -58,13 +59,13 @@ from attnkit.accel.native.build import (  # noqa: F401 - part of this package's 
     library_name,
     library_path,
 )
+from attnkit.attention import overrides
 
 log = logging.getLogger(__name__)
 
 
 _lock = threading.Lock()
 _state: dict = {}  # "lib": the loaded library or None once tried
-_switched_off = threading.local()
 
 
 def enabled() -> bool:
@@ -118,16 +119,17 @@ def library() -> ctypes.CDLL | None:
         return lib
 
 
-@contextlib.contextmanager
+def allowed():
+    """A block (in this thread) in which the kernels may run: what a backend allowing them opens
+    around a model's call (:meth:`attnkit.accel.backend.Backend.scope`). Outside one, every kernel
+    declines: they are opt-in."""
+    return overrides.allowing(True)
+
+
 def disabled():
-    """Inside this block (in this thread) every kernel declines and torch computes everything: for
-    side-by-side comparisons and tests."""
-    before = getattr(_switched_off, "value", False)
-    _switched_off.value = True
-    try:
-        yield
-    finally:
-        _switched_off.value = before
+    """A block (in this thread) in which every kernel declines and torch computes everything,
+    whatever a model's backend allows: for side-by-side comparisons and tests."""
+    return overrides.switched_off()
 
 
 _PLAIN = (torch.Tensor, torch.nn.Parameter)
@@ -155,8 +157,9 @@ def _tracing() -> bool:
 
 
 def _declining() -> bool:
-    """Inside :func:`disabled` or while torch.compile traces: every kernel declines."""
-    return getattr(_switched_off, "value", False) or _tracing()
+    """Outside :func:`allowed`, inside :func:`disabled` or while torch.compile traces: every kernel
+    declines."""
+    return not overrides.kernels_allowed() or _tracing()
 
 
 def covers(query: Tensor, keys: Tensor, v: Tensor) -> bool:
@@ -331,7 +334,7 @@ def keep_mask(shape: tuple[int, ...], p: float) -> Tensor | None:
     """A float32 CPU inverted-dropout mask of ``shape`` (0 with probability p, else the exact
     inverse of the keep probability), or None where the kernel is not to be had. Its seed is drawn
     from torch's default generator, so ``torch.manual_seed`` fixes the mask; thresholds are on 31
-    random bits, as :func:`attnkit.models.dropout.keep_mask` draws them with torch."""
+    random bits, as :func:`attnkit.accel.dropout.keep_mask` draws them with torch."""
     if _declining() or library() is None:
         return None
     threshold = round(p * _MASK_BITS)

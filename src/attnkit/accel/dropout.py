@@ -1,4 +1,6 @@
-"""Inverted dropout whose CPU masks come from integer random bits.
+"""Inverted dropout whose CPU masks come from integer random bits: the overrides ``keep_mask`` and
+``dropout`` of :mod:`attnkit.attention.dropout` (registered by :mod:`attnkit.accel.overrides`, used
+inside a backend scope that allows kernels).
 
 On a CPU, ``bernoulli_`` was a visible share of a training step (about 5% in the profiler).
 Comparing 31 uniform random bits with a threshold gives a Bernoulli(1 - p) keep mask for less: on
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from attnkit.accel import native
 
@@ -42,10 +44,3 @@ def dropout(x: Tensor, p: float, training: bool) -> Tensor:
     if x.device.type != "cpu" or p >= 1.0:
         return F.dropout(x, p, training)
     return x * keep_mask(x.shape, p, x)
-
-
-class Dropout(nn.Dropout):
-    """nn.Dropout drawing its CPU masks with :func:`keep_mask`."""
-
-    def forward(self, x: Tensor) -> Tensor:
-        return dropout(x, self.p, self.training)
