@@ -159,13 +159,13 @@ class Translator:
     def load_ensemble(
         cls, directories: Sequence[str | Path], device: str | torch.device = "auto"
     ) -> Translator:
-        """Checkpoints that decode as one model (:class:`attnkit.models.ensemble.Ensemble`).
+        """Checkpoints that decode as one model (:class:`attnkit.decoding.ensemble.Ensemble`).
 
         They must share the task, the vocabularies and the tokenizers (their sizes and attention may
         differ); the first one's data and decode settings apply. One directory loads a one-member
         ensemble, which decodes exactly as the model alone.
         """
-        from attnkit.models.ensemble import Ensemble
+        from attnkit.decoding.ensemble import Ensemble
 
         if not directories:
             raise AttnkitError("an ensemble needs at least one checkpoint directory")

@@ -8,6 +8,7 @@ import torch
 
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.decoding import beam_search, forced_decode, greedy_decode
+from attnkit.decoding.ensemble import Ensemble
 from attnkit.errors import ConfigError
 from attnkit.models.decoders import (
     DECODERS,
@@ -16,7 +17,6 @@ from attnkit.models.decoders import (
     LuongDecoder,
     pairs_with,
 )
-from attnkit.models.ensemble import Ensemble
 from attnkit.models.seq2seq import Decoder, Seq2Seq, Seq2SeqConfig
 
 #: the decoder's parameters, names and shapes in registration order, as checkpoints written before

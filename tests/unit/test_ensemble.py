@@ -11,8 +11,8 @@ from test_translator import _translator
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
 from attnkit.decoding import beam_search, greedy_decode
+from attnkit.decoding.ensemble import Ensemble
 from attnkit.errors import AttnkitError, CheckpointError
-from attnkit.models.ensemble import Ensemble
 
 
 def _members():

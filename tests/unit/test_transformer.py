@@ -11,10 +11,10 @@ import torch
 from attnkit.accel.backend import resolve
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.decoding import beam_search, forced_decode, greedy_decode
+from attnkit.decoding.ensemble import Ensemble
 from attnkit.errors import ConfigError
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.architectures import build_model, model_config_from_dict
-from attnkit.models.ensemble import Ensemble
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnkit.models.transformer import Transformer, TransformerConfig, sinusoids
 
