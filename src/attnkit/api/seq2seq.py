@@ -142,6 +142,44 @@ class Seq2SeqModel:
             forced.gold,
         )
 
+    def explain_report(
+        self,
+        texts: Sequence[str] | None = None,
+        *,
+        split: str | None = None,
+        count: int = 10,
+        method: str = "gradient",
+        reference: bool = False,
+        out: str | Path | None = None,
+        image_format: str | None = None,
+        pictures: int | None = None,
+        picture: str | Path | None = None,
+    ) -> dict:
+        """What ``attnkit explain`` writes: ``texts`` (or the first ``count`` items of
+        ``split``, their own outputs or with ``reference`` the references) explained, scored
+        (agreement of attention and saliency; both against gold links where the task has them)
+        and drawn (the first ``pictures``, as ``image_format``) into ``out`` with
+        attention.json, saliency.json, scores.json and report.html (default
+        ``RUN/explain/CHECKPOINT``); with ``picture``, one input drawn to that file alone.
+        Returns the scores."""
+        from attnkit.evaluation.explain_report import explain_model
+
+        if not self.paths:
+            raise AttnkitError("explain_report: this model was not loaded from a checkpoint")
+        return explain_model(
+            self.paths[0],
+            texts=None if texts is None else ([texts] if isinstance(texts, str) else list(texts)),
+            split=split,
+            count=count,
+            method=method.replace("-", "_"),
+            reference=reference,
+            out_dir=None if out is None else Path(out),
+            image_format=image_format,
+            pictures=pictures,
+            picture=None if picture is None else Path(picture),
+            translator=self.translator,
+        )
+
     def evaluate(
         self,
         split: str = "test",

@@ -127,7 +127,6 @@ class VisionModel:
         split: str = "test",
         mc_samples: int | None = None,
         out: str | Path | None = None,
-        device: str = "auto",
     ) -> Scores:
         """Score the checkpoint on ``split`` ("test" or "dev") and write scores.json,
         predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
@@ -135,7 +134,8 @@ class VisionModel:
 
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
-        return Scores(evaluate_to_dir(self.path, split, mc_samples, device, out))
+        loaded = (self.config, self.kind, self.net)
+        return Scores(evaluate_to_dir(self.path, split, mc_samples, "auto", out, loaded))
 
 
 def _pixels(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -113,7 +113,7 @@ def _vision(args):
         )
     refuse_decoding_options(args)
     model = VisionModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.mc_samples, args.out, args.device)
+    return model.evaluate(args.split, args.mc_samples, args.out)
 
 
 def refuse_decoding_options(args) -> None:

@@ -1,5 +1,5 @@
 """``attnkit explain``: attention beside gradient saliency, for typed inputs or a split's first
-items (:func:`attnkit.evaluation.explain_report.explain_model` over the loaded model)."""
+items (:meth:`attnkit.api.Seq2SeqModel.explain_report`)."""
 
 from __future__ import annotations
 
@@ -67,21 +67,20 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
+    from attnkit.api import Seq2SeqModel
     from attnkit.api.loading import checkpoint_family
-    from attnkit.evaluation.explain_report import explain_model
 
     if checkpoint_family(args.model) != "seq2seq":
         raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
-    scores = explain_model(
-        args.model,
-        texts=args.texts or None,
+    model = Seq2SeqModel.load(args.model, args.device)
+    scores = model.explain_report(
+        args.texts or None,
         split=args.split,
         count=args.count,
         method=args.method,
         reference=args.reference,
-        out_dir=args.out,
+        out=args.out,
         image_format=args.format,
-        device=args.device,
         pictures=args.pictures,
         picture=args.output,
     )

@@ -86,6 +86,7 @@ def explain_model(
     device: str = "auto",
     pictures: int | None = None,
     picture: Path | None = None,
+    translator: Translator | None = None,
 ) -> dict:
     """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
     own outputs, or the references with ``reference``); the first ``pictures`` (None: 20) are
@@ -93,7 +94,8 @@ def explain_model(
     ``out_dir/scores.json``.
 
     With ``picture``, one input is explained and its maps drawn to that file (.png or .svg);
-    no directory is written (``out_dir``, ``image_format`` and ``pictures`` must be None)."""
+    no directory is written (``out_dir``, ``image_format`` and ``pictures`` must be None).
+    ``translator``: the checkpoint already loaded (the Python API's model)."""
     if method not in METHODS:
         raise AttnkitError(
             f"--method: unknown saliency method {method!r}; valid: {', '.join(METHODS)}"
@@ -113,7 +115,7 @@ def explain_model(
         raise AttnkitError(f"--pictures must be at least 0, got {pictures}")
     if image_format not in ("png", "svg"):
         raise AttnkitError(f"--format must be png or svg, got {image_format!r}")
-    translator = Translator.load(model_dir, device)
+    translator = translator if translator is not None else Translator.load(model_dir, device)
     cfg = translator.config
     refs: list[str | None]
     if split is not None:

@@ -57,14 +57,19 @@ class Scored:
 
 
 def score_vision(
-    model_dir: Path, split: str = "test", mc_samples: int | None = None, device: str = "auto"
+    model_dir: Path,
+    split: str = "test",
+    mc_samples: int | None = None,
+    device: str = "auto",
+    loaded: tuple | None = None,
 ) -> Scored:
-    """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer."""
+    """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer.
+    ``loaded``: its (config, family, model) already loaded (the Python API's model)."""
     if split not in ("test", "dev"):
         raise ConfigError(f"split {split!r}: evaluate reads test or dev")
     if mc_samples is not None and mc_samples < 1:
         raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
-    cfg, family, model = load_vision_model(model_dir, device)
+    cfg, family, model = loaded if loaded is not None else load_vision_model(model_dir, device)
     dev = next(model.parameters()).device
     images = VisionData(cfg.data).split(split)
     data = family.to_device(images, dev)
@@ -100,12 +105,13 @@ def evaluate_to_dir(
     mc_samples: int | None = None,
     device: str = "auto",
     out_dir: Path | None = None,
+    loaded: tuple | None = None,
 ) -> dict:
     """Score ``model_dir`` on ``split`` and write scores.json, predictions.tsv and report.html to
     ``out_dir`` (default: :func:`attnkit.evaluation.report.default_eval_dir`); the scores, with
-    ``"out"`` naming the directory."""
+    ``"out"`` naming the directory. ``loaded`` as :func:`score_vision` takes it."""
     checkpoint = checkpoint_dir(model_dir)
-    scored = score_vision(checkpoint, split, mc_samples, device)
+    scored = score_vision(checkpoint, split, mc_samples, device, loaded)
     out = Path(out_dir) if out_dir is not None else default_eval_dir([checkpoint], split)
     out.mkdir(parents=True, exist_ok=True)
     scores = {
