@@ -57,8 +57,9 @@ from attnkit.training.distributed import Distributed
 from attnkit.training.guard import UpdateGuard
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.run_log import RunLog, bar_disabled
-from attnkit.training.seq2seq_checkpoints import RunCheckpoints, TrainerState
+from attnkit.training.seq2seq_checkpoints import RunCheckpoints
 from attnkit.training.seq2seq_setup import checkpoint_bytes, starting_point, training_examples
+from attnkit.training.state import TrainerState
 from attnkit.translator import Translation, Translator
 
 #: greedy dev scoring: ``(translator, metric family, dev pairs, beam_size=1)`` -> (metrics,

@@ -39,7 +39,7 @@ from attnkit.training import distributed, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.guard import UpdateGuard
-from attnkit.training.vision_checkpoint import TrainerState
+from attnkit.training.state import TrainerState
 from attnkit.training.vision_config import TrainConfig, VisionConfig, parse_config
 from attnkit.training.vision_epoch import (
     EpochStop,
@@ -198,7 +198,7 @@ class _Run:
         log(
             t_cfg,
             f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, "
-            f"{state.elapsed_s:.0f}s; best dev error {state.best_dev_error:.2f}% at epoch "
+            f"{state.elapsed_s:.0f}s; best dev error {_best(state):.2f}% at epoch "
             f"{state.best_epoch}; checkpoints in {self.out}",
         )
         return self.out / "best"
@@ -239,12 +239,7 @@ class _Run:
         seconds = time.perf_counter() - began
         state.elapsed_s += seconds
         epoch_seconds.append(seconds)
-        improved = dev_stats["error_pct"] < state.best_dev_error
-        if improved:
-            state.best_dev_error, state.best_epoch = dev_stats["error_pct"], state.epoch
-            state.bad_epochs = 0
-        else:
-            state.bad_epochs += 1
+        improved = state.count_evaluation(dev_stats["error_pct"], higher_is_better=False)
         state.history.append(
             {
                 "epoch": state.epoch,
@@ -273,7 +268,7 @@ class _Run:
         t_cfg, state = self.cfg.train, self.state
         if self.deadline is not None and time.perf_counter() > self.deadline:
             return "budget"
-        if t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
+        if t_cfg.patience is not None and state.bad_evals >= t_cfg.patience:
             return "patience"
         if state.epoch >= state.planned_epochs:
             return "epochs" if state.epoch >= t_cfg.epochs else "budget"
@@ -286,6 +281,11 @@ class _Run:
         vckpt.save(last, self.model, self.optimizer, self.cfg, state, order)
         where = f"step {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
         raise self.signals.interrupted(last, where)
+
+
+def _best(state: TrainerState) -> float:
+    """The lowest dev error % so far (inf before any epoch is scored)."""
+    return float("inf") if state.best is None else state.best
 
 
 def _tell(line: str) -> None:

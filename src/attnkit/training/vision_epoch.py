@@ -23,7 +23,7 @@ from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard
 from attnkit.training.run_log import bar_disabled
-from attnkit.training.vision_checkpoint import TrainerState
+from attnkit.training.state import TrainerState
 from attnkit.training.vision_config import TrainConfig, VisionConfig
 from attnkit.training.vision_families import DeviceSplit, Family
 
