@@ -4,14 +4,13 @@
 :class:`~attnkit.training.state.TrainerState` (under ``state``, the names of
 :data:`~attnkit.training.state.SEQ2SEQ`), and :func:`restore_seq2seq` reads ``last`` back for
 ``--resume``; :class:`RunCheckpoints` does what follows each dev evaluation (counting,
-the plateau schedule, the log line, ``best``/``last``/``top``, early stopping) and the end of a
-run (``averaged``).
+the plateau schedule, the log line; then, once the training loop has saved ``best`` and
+``last``, ``top`` and the early-stopping line) and the end of a run (``averaged``).
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -105,22 +104,16 @@ class RunCheckpoints:
         n = self.cfg.train.average_checkpoints
         return CheckpointAverager(self.run_dir, n, self.metric, self.higher_is_better, self.log)
 
-    def after_evaluation(
-        self,
-        translator: Translator,
-        metrics: dict,
-        state: TrainerState,
-        optimizer,
-        scheduler,
-        start: float,
+    def count(
+        self, metrics: dict, state: TrainerState, optimizer, scheduler, elapsed_s: float
     ) -> bool:
-        """Count dev ``metrics``, step the plateau schedule, log, save; True: stop early."""
-        tc = self.cfg.train
+        """Count dev ``metrics`` into ``state`` and its history, step the plateau schedule and
+        log the evaluation; True when it is the best so far."""
         value = metrics[self.metric]
         improved = state.count_evaluation(value, self.higher_is_better)
         if scheduler is not None:  # plateau
             scheduler.step(value)
-        state.elapsed_s = time.time() - start
+        state.elapsed_s = elapsed_s
         lr = optimizer.param_groups[0]["lr"]
         add_history(state, metrics, lr)
         self.log(
@@ -129,15 +122,16 @@ class RunCheckpoints:
             f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train "
             "tokens/s"
         )
-        if improved:
-            self.save(translator, "best", state, optimizer, scheduler)
-        self.save(translator, "last", state, optimizer, scheduler)
+        return improved
+
+    def kept(self, translator: Translator, state: TrainerState) -> None:
+        """After an evaluation's ``best`` and ``last``: its weights among the best kept for
+        averaging (``top``), and the line that says patience is spent."""
+        tc = self.cfg.train
         if tc.average_checkpoints >= 2:
             self.averager().keep(translator, state.step, state.history)
         if tc.patience is not None and state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
-            return True
-        return False
 
     def finish(
         self, translator: Translator, state: TrainerState, optimizer, scheduler, score_dev
