@@ -15,7 +15,7 @@ The epochs, the time budget, signals, skipped updates, patience and checkpoints 
 loop's (:mod:`attnkit.training.loop`); what is vision's in them, the adapter's
 (:mod:`attnkit.training.vision_adapter`): data on the training device, cut into batches there,
 the training images redrawn every epoch in a background thread, the budget's plan. The dev error
-is :func:`attnkit.training.vision_epoch.evaluate_split`, given to the adapter.
+is :func:`attnkit.training.vision_scoring.evaluate_split`, given to the adapter.
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from attnkit.training.loop import LoopSettings, TrainingLoop
 from attnkit.training.state import TrainerState
 from attnkit.training.vision_adapter import VisionAdapter
 from attnkit.training.vision_config import VisionConfig, parse_config
-from attnkit.training.vision_epoch import evaluate_split, log
 from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.training.vision_scoring import evaluate_split, log
 
 __all__ = ["train_vision"]
 

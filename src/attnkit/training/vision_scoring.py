@@ -1,8 +1,10 @@
-"""The batches of a vision epoch, and the error of a model on a split.
+"""The error of a vision model on a split, and the index batches it (and an epoch) is cut into.
 
 Data lives on the training device as uint8 (a :class:`DeviceSplit`) and is cut into batches of
-image indices there (:func:`batches`; an interrupted epoch goes on in its saved order). Training
-is :mod:`attnkit.training.vision_adapter`'s.
+image indices there (:func:`batches`; an interrupted epoch goes on in its saved order).
+:func:`evaluate_split` is the dev score a training run is given; :mod:`attnkit.evaluation.vision`
+scores checkpoints with :func:`predict_split`. Training is
+:mod:`attnkit.training.vision_adapter`'s.
 """
 
 from __future__ import annotations
