@@ -170,3 +170,23 @@ def test_a_spent_budget_evaluates_at_once_and_ends_the_run():
     first = ToyAdapter(3, [0.5], counts_epoch_first=True)  # the budget ends the epoch there
     state = run(first, TrainerState(planned_epochs=3, elapsed_s=100.0), budget_s=60.0)
     assert (state.step, state.epoch, state.batches_done, state.stopped) == (1, 1, 0, "budget")
+
+
+def test_the_settings_of_each_family_s_train_section():
+    from attnkit.experiment import TrainConfig as Seq2SeqTrain
+    from attnkit.training.vision_config import TrainConfig as VisionTrain
+
+    seq2seq = LoopSettings.of(Seq2SeqTrain(eval_every=7, max_minutes=2.0, clip=None))
+    assert (seq2seq.eval_every, seq2seq.budget_s, seq2seq.patience, seq2seq.clip) == (
+        7,
+        120.0,
+        5,
+        None,
+    )
+    vision = LoopSettings.of(VisionTrain(patience=None))  # vision evaluates once an epoch
+    assert (vision.epochs, vision.eval_every, vision.budget_s, vision.patience) == (
+        50,
+        0,
+        None,
+        None,
+    )

@@ -54,6 +54,19 @@ class LoopSettings:
     clip: float | None = None  # the global gradient norm's limit (0 or None: no clipping)
     max_bad_updates: int = 20  # skipped updates in a row that end the run
 
+    @classmethod
+    def of(cls, train) -> LoopSettings:
+        """The settings of a family's ``train:`` section (a family without ``eval_every``
+        evaluates once an epoch)."""
+        return cls(
+            epochs=train.epochs,
+            eval_every=getattr(train, "eval_every", 0),
+            budget_s=train.max_minutes * 60 if train.max_minutes else None,
+            patience=train.patience,
+            clip=train.clip,
+            max_bad_updates=train.max_bad_updates,
+        )
+
 
 class FamilyAdapter(Protocol):
     """What the loop asks of a family. ``state`` is the run's :class:`TrainerState`; its

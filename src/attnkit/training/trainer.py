@@ -195,18 +195,9 @@ class Trainer:
     def _loop(self, adapter: Seq2SeqAdapter) -> TrainingLoop:
         """The training loop over ``adapter``; under DDP every rank agrees on signals and the
         clock, rank 0 evaluates and saves, and every rank takes its decision to stop."""
-        tc = self.cfg.train
-        settings = LoopSettings(
-            epochs=tc.epochs,
-            eval_every=tc.eval_every,
-            budget_s=tc.max_minutes * 60 if tc.max_minutes else None,
-            patience=tc.patience,
-            clip=tc.clip,
-            max_bad_updates=tc.max_bad_updates,
-        )
         return TrainingLoop(
             adapter,
-            settings,
+            LoopSettings.of(self.cfg.train),
             self.run_dir,
             self.signals,
             self.board,

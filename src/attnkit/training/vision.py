@@ -121,13 +121,7 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
         f"training {cfg.model_type} on {cfg.data.task} ({device}), "
         f"{parameters:,} parameters, {data.describe()}"
     )
-    settings = LoopSettings(
-        epochs=t_cfg.epochs,
-        budget_s=None if t_cfg.max_minutes is None else t_cfg.max_minutes * 60,
-        patience=t_cfg.patience,
-        clip=t_cfg.clip,
-        max_bad_updates=t_cfg.max_bad_updates,
-    )
+    settings = LoopSettings.of(t_cfg)
     adapter = VisionAdapter(
         cfg,
         out,
