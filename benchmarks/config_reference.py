@@ -90,10 +90,6 @@ MEANINGS = {
     "TransformerConfig.arch": "transformer",
     "TransformerConfig.encoder_layers": "encoder layers (self-attention + feed-forward)",
     "TransformerConfig.decoder_layers": "decoder layers (self-, cross-attention + feed-forward)",
-    "TrainConfig.epochs": "most passes over the training data",
-    "TrainConfig.lr": "Adam learning rate (the peak, after warm-up)",
-    "TrainConfig.label_smoothing": "label smoothing of the cross-entropy loss",
-    "TrainConfig.seed": "seed of the initialisation, the batch order and dropout",
     "DecodeConfig.beam_size": "beam width (1: greedy)",
     "DecodeConfig.n_best": "outputs kept per input",
     "DecodeConfig.max_len_extra": "the `extra` of the output limit (see max_len_ratio)",
@@ -217,8 +213,11 @@ def source_docs(cls: type) -> dict[str, str]:
 
 
 def meaning(cls: type, name: str) -> str:
-    """What field ``name`` of ``cls`` means: the source of the first class of its MRO that says
-    something about it, else :data:`MEANINGS`."""
+    """What field ``name`` of ``cls`` means: its ``DOCS`` entry (a class made from a table, as the
+    train sections are), the source of the first class of its MRO that says something about it,
+    else :data:`MEANINGS`."""
+    if name in getattr(cls, "DOCS", {}):
+        return _clean(cls.DOCS[name])
     for klass in cls.__mro__:
         text = source_docs(klass).get(name)
         if text:

@@ -15,10 +15,8 @@ from pathlib import Path
 
 from attnkit.accel.backend import BACKENDS
 from attnkit.config import (
-    above,
     apply_overrides,
     at_least,
-    between,
     check_applicable,
     check_values,
     from_dict,
@@ -34,73 +32,10 @@ from attnkit.errors import ConfigError
 from attnkit.models.architectures import ModelConfig, model_config_from_dict
 from attnkit.models.seq2seq import Seq2SeqConfig
 from attnkit.renamed_keys import upgrade_train_keys
+from attnkit.train_config import SEQ2SEQ, train_config_class
 
-
-@dataclass
-class TrainConfig:
-    epochs: int = 30
-    batch_size: int | None = 64  # sentences per batch (or use max_tokens)
-    max_tokens: int | None = None  # padded tokens per batch; overrides batch_size
-    lr: float = 0.001
-    clip: float | None = 1.0  # gradient-norm clipping (0 or null = off)
-    # an update with a NaN/inf loss or gradient norm is skipped; this many in a row stop the run
-    max_bad_updates: int = 20
-    label_smoothing: float = 0.0
-    # plateau | cosine | constant | noam (attnkit.training.schedules)
-    scheduler: str = "plateau"
-    lr_factor: float = 0.5  # plateau: multiply the LR by this ...
-    lr_patience: int = 1  # ... after this many evaluations without improvement
-    min_lr: float = 1.0e-5  # plateau: never below this; cosine: where it ends
-    # linear warm-up over this many updates (constant, cosine; noam rises over them, then decays)
-    warmup_steps: int = 0
-    patience: int | None = (
-        5  # early stopping: evaluations without improvement (None = never stop early)
-    )
-    average_checkpoints: int = (
-        0  # N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged
-    )
-    eval_every: int = 0  # updates between dev evaluations (0 = once per epoch)
-    max_minutes: float | None = None  # time budget for training
-    seed: int = 1
-    device: str = "auto"  # auto | cpu | cuda
-    threads: int | None = 0  # torch CPU threads (0 or null = torch's default)
-    # how the model is computed (attnkit.accel.backend): auto | reference | fused | native | compile
-    backend: str = "auto"
-    progress: bool = True  # a tqdm bar, drawn only when stderr is a terminal
-    tensorboard: bool = True  # event files in run_dir/tensorboard: scalars, dev metrics, attention
-
-    CHOICES = {
-        "scheduler": ("plateau", "cosine", "constant", "noam"),
-        "device": ("auto", "cpu", "cuda"),
-        "backend": BACKENDS,
-    }
-
-    RULES = {
-        "epochs": at_least(1),
-        "batch_size": at_least(1, null=True),
-        "max_tokens": at_least(1, null=True),
-        "lr": above(0),
-        "clip": not_below(0, null=True),
-        "label_smoothing": between(0, 1),
-        "lr_factor": (lambda v: 0 < v < 1, "in (0, 1)"),  # torch's plateau schedule refuses >= 1
-        "lr_patience": at_least(0),
-        "min_lr": not_below(0),
-        "warmup_steps": at_least(0),
-        "patience": at_least(1, null=True),  # null: no early stopping
-        "average_checkpoints": at_least(0),
-        "eval_every": at_least(0),
-        "max_minutes": above(0, null=True),
-        "threads": (
-            lambda v: v is None or v >= 0,
-            "at least 1, or 0 or null for torch's default",
-        ),
-        "max_bad_updates": at_least(1),
-    }
-
-    def validate(self, where: str) -> None:
-        if self.batch_size is None and self.max_tokens is None:
-            raise ConfigError(f"{where}: set batch_size or max_tokens")
-        check_values(self, where, self.RULES)
+#: ``train:`` of a seq2seq experiment (its keys and defaults: :data:`attnkit.train_config.KEYS`)
+TrainConfig = train_config_class(SEQ2SEQ, __name__)
 
 
 @dataclass

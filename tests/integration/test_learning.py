@@ -12,6 +12,7 @@ from attnkit.cli import main
 from attnkit.errors import ConfigError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import load_experiment
+from attnkit.training.loop import TrainingLoop
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
 from attnkit.viz import load_records
@@ -209,12 +210,12 @@ def test_patience_stops_early_and_null_never_does(
 
 
 def _interrupt_after(step):
-    """Patch Trainer._evaluate to raise KeyboardInterrupt right after the evaluation
+    """Patch TrainingLoop._evaluate to raise KeyboardInterrupt right after the evaluation
     (and checkpoint) at ``step``."""
-    original = Trainer._evaluate
+    original = TrainingLoop._evaluate
 
-    def evaluate(self, translator, state, *args):
-        result = original(self, translator, state, *args)
+    def evaluate(self, state, *args):
+        result = original(self, state, *args)
         if state.step == step:
             raise KeyboardInterrupt
         return result
@@ -237,7 +238,7 @@ def test_resume_mid_epoch_continues_exactly(tmp_path, small_task, monkeypatch, s
     assert main(["train", str(straight)]) == 0
 
     resumed = _write_config(tmp_path / "b.yaml", small_task, tmp_path / "b", TINY_MODEL, train)
-    monkeypatch.setattr(Trainer, "_evaluate", _interrupt_after(15))
+    monkeypatch.setattr(TrainingLoop, "_evaluate", _interrupt_after(15))
     with pytest.raises(KeyboardInterrupt):
         Trainer(load_experiment(resumed), dev_scorer=evaluate_translator).train()
     monkeypatch.undo()
@@ -262,7 +263,7 @@ def test_resume_after_an_end_of_epoch_checkpoint_starts_the_next_epoch(
     train = {"epochs": 3, "batch_size": 20, "patience": 100}
     cfg = _write_config(tmp_path / "exp.yaml", small_task, tmp_path / "run", TINY_MODEL, train)
     monkeypatch.setattr(
-        Trainer, "_evaluate", _interrupt_after(20)
+        TrainingLoop, "_evaluate", _interrupt_after(20)
     )  # killed right after epoch 2's checkpoint
     with pytest.raises(KeyboardInterrupt):
         Trainer(load_experiment(cfg), dev_scorer=evaluate_translator).train()

@@ -14,7 +14,7 @@ from safetensors.torch import save_file
 from attnkit import checkpoint as ckpt
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.experiment import load_experiment
-from attnkit.training import trainer as trainer_module
+from attnkit.training import seq2seq_adapter as adapter_module
 from attnkit.training.trainer import Trainer
 from attnkit.translator import Translator
 
@@ -394,7 +394,7 @@ def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
     cfg.output_dir, cfg.train.epochs = str(tmp_path / "run"), 2
     logged = []
     trainer = Trainer(cfg, log_fn=logged.append, dev_scorer=evaluate_translator)
-    real = trainer_module.token_loss_backward
+    real = adapter_module.token_loss_backward
     calls = []
 
     def every_third_is_nan(model, batch, total, smoothing, scale=1.0):
@@ -404,7 +404,7 @@ def test_skipped_updates_are_counted_and_logged(cli_run, tmp_path, monkeypatch):
             next(model.parameters()).grad.fill_(float("nan"))
         return loss_sum, correct, tokens
 
-    monkeypatch.setattr(trainer_module, "token_loss_backward", every_third_is_nan)
+    monkeypatch.setattr(adapter_module, "token_loss_backward", every_third_is_nan)
     trainer.train()
     state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
     assert state["skipped_updates"] == len(calls) // 3 > 0

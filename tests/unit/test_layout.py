@@ -7,7 +7,8 @@ Floors, bottom up (as in DESIGN.md); a module imports only from its own floor or
     1  data, checkpoint
     2  attention
     3  models, accel
-    4  decoding, experiment (the seq2seq experiment file: data + model + train settings)
+    4  decoding, experiment (the seq2seq experiment file: data + model + train settings),
+       train_config (the train: keys of every family)
     5  training, evaluation, explain, viz, translator (the seq2seq inference object)
     6  api, families, the package itself (attnkit/__init__.py: the public API)
     7  serve, cli, demo, __main__
@@ -207,6 +208,7 @@ FLOORS = {
     "accel": 3,
     "decoding": 4,
     "experiment": 4,
+    "train_config": 4,
     "training": 5,
     "evaluation": 5,
     "explain": 5,

@@ -19,7 +19,6 @@ from typing import Any
 
 import torch
 
-from attnkit import checkpoint as ckpt
 from attnkit.errors import CheckpointError
 
 RNG_KEYS = ("rng.torch", "rng.cuda")
@@ -64,9 +63,9 @@ def dataclass_from_json(cls, data: Any, where: str):
     for key, value in data.items():
         if key not in fields:
             raise CheckpointError(f"{where}: unknown key {key!r}; valid keys: {', '.join(fields)}")
-        if not _has_type(value, hints[key]):
+        if not has_type(value, hints[key]):
             raise CheckpointError(
-                f"{where}.{key}: {_short(value)} is not a valid {_type_name(hints[key])}"
+                f"{where}.{key}: {short(value)} is not a valid {type_name(hints[key])}"
             )
     return cls(**data)
 
@@ -150,7 +149,7 @@ def _add_scalars(
     if not scalars:
         return
     if _expected_names(optimizer, groups[0]) is not None or not isinstance(scalars, dict):
-        raise CheckpointError(f"{where}: unexpected entries {_short(scalars)}")
+        raise CheckpointError(f"{where}: unexpected entries {short(scalars)}")
     n_params = sum(len(g["params"]) for g in groups)
     for pid, values in scalars.items():
         if not (pid.isdigit() and int(pid) < n_params and isinstance(values, dict)):
@@ -176,8 +175,8 @@ def _checked_groups(optimizer: torch.optim.Optimizer, saved: Any, where: str) ->
         check_sections(theirs, at, ("params",), tuple(k for k in mine if k != "params"))
         if theirs["params"] != mine["params"]:
             raise CheckpointError(
-                f"{at}.params: parameter ids {_short(theirs['params'])}, this "
-                f"model's are {_short(mine['params'])}; the optimizer state "
+                f"{at}.params: parameter ids {short(theirs['params'])}, this "
+                f"model's are {short(mine['params'])}; the optimizer state "
                 "does not match this model"
             )
         group = dict(mine)
@@ -292,7 +291,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _has_type(value: Any, hint) -> bool:
+def has_type(value: Any, hint) -> bool:
     """Whether a JSON value fits a field's type (int, float, bool, str, list, X | None)."""
     if hint is typing.Any:
         return True
@@ -311,7 +310,7 @@ def _has_type(value: Any, hint) -> bool:
     return False
 
 
-def _type_name(hint) -> str:
+def type_name(hint) -> str:
     return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
 
 
@@ -319,7 +318,7 @@ def _describe(tensor: torch.Tensor) -> str:
     return f"{str(tensor.dtype).removeprefix('torch.')} {tuple(tensor.shape)}"
 
 
-def _short(value: Any) -> str:
+def short(value: Any) -> str:
     """``repr`` cut to fit one line of an error message."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
@@ -337,40 +336,3 @@ def optimizer_to_tensors(optimizer: torch.optim.Optimizer) -> tuple[dict, dict[s
             else:
                 scalars.setdefault(str(pid), {})[name] = value
     return {"param_groups": state["param_groups"], "scalars": scalars}, tensors
-
-
-def restore_seq2seq(last: Path, optimizer, scheduler, state_cls: type, metric: str):
-    """Counters (a ``state_cls``), optimizer, plateau schedule and RNG of a seq2seq run's ``last``,
-    each checked before it is loaded."""
-    json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
-    info = check_sections(
-        ckpt.read_json(json_path),
-        json_path,
-        ("state", "optimizer"),
-        ("scheduler", "metric", "backend"),
-    )
-    tensors = ckpt.read_tensors(tensors_path)
-    check_tensor_names(tensors, tensors_path)
-    state = dataclass_from_json(state_cls, info["state"], f"{json_path}: state")
-    check_history(state.history, metric, f"{json_path}: state.history")
-    plateau = info.get("scheduler") if scheduler is not None else None
-    if plateau:
-        plateau = check_scheduler_state(scheduler, plateau, f"{json_path}: scheduler")
-    restore_optimizer(optimizer, info["optimizer"], tensors, json_path, tensors_path)
-    if plateau:
-        scheduler.load_state_dict(plateau)
-    restore_rng(tensors, tensors_path)
-    return state
-
-
-def check_history(history: list, metric: str, where: str) -> None:
-    """Each evaluation names its update and its dev score: checkpoint averaging ranks them by it."""
-    for i, entry in enumerate(history):
-        ok = isinstance(entry, dict) and isinstance(entry.get("step"), int)
-        ok = ok and isinstance(entry.get("dev"), dict)
-        score = entry["dev"].get(metric) if ok else None
-        number = isinstance(score, (int, float)) and not isinstance(score, bool)
-        if not (number and math.isfinite(score)):
-            raise CheckpointError(
-                f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
-            )

@@ -1,70 +1,45 @@
 """A seq2seq run's counters (``trainer.json``) and checkpoints.
 
-:class:`TrainerState` is what a resumed run goes on from; :func:`save_checkpoint` writes a
-checkpoint with it; :class:`RunCheckpoints` does what follows each dev evaluation (counting,
-the plateau schedule, the log line, ``best``/``last``/``top``, early stopping) and the end of a
-run (``averaged``).
+:func:`save_checkpoint` writes a checkpoint with the run's
+:class:`~attnkit.training.state.TrainerState` (under ``state``, the names of
+:data:`~attnkit.training.state.SEQ2SEQ`), and :func:`restore_seq2seq` reads ``last`` back for
+``--resume``; :class:`RunCheckpoints` does what follows each dev evaluation (counting,
+the plateau schedule, the log line; then, once the training loop has saved ``best`` and
+``last``, ``top`` and the early-stopping line) and the end of a run (``averaged``).
 """
 
 from __future__ import annotations
 
-import time
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
+from attnkit import checkpoint as ckpt
+from attnkit.errors import CheckpointError
 from attnkit.experiment import ExperimentConfig
 from attnkit.training import resume
 from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.guard import check_weights
+from attnkit.training.state import SEQ2SEQ, TrainerState, state_from_json, state_to_json
 from attnkit.translator import Translator
 
 
-@dataclass
-class TrainerState:
-    """Counters that a resumed run continues from (saved as trainer.json)."""
-
-    epoch: int = 0  # current epoch (0-based)
-    batches_done: int = 0  # batches of the current epoch already trained
-    step: int = 0
-    best: float | None = None
-    best_step: int = 0
-    bad_evals: int = 0
-    elapsed_s: float = 0.0
-    tokens: int = 0  # target tokens trained on (EOS included)
-    train_s: float = 0.0  # seconds spent in updates: evaluation and checkpointing left out
-    finished: bool = False
-    skipped_updates: int = 0  # batches with a NaN/inf loss or gradient norm: no update applied
-    history: list = field(default_factory=list)
-
-    def count_evaluation(self, value: float, higher_is_better: bool) -> bool:
-        """Count a dev evaluation whose metric is ``value`` into best / bad_evals; True when it
-        is the best so far."""
-        improved = self.best is None or (
-            value > self.best if higher_is_better else value < self.best
-        )
-        if improved:
-            self.best, self.best_step, self.bad_evals = value, self.step, 0
-        else:
-            self.bad_evals += 1
-        return improved
-
-    def add_history(self, metrics: dict, lr: float) -> None:
-        """An evaluation's entry in ``history``: its dev metrics and where the run stood."""
-        self.history.append(
-            {
-                "step": self.step,
-                "epoch": self.epoch + 1,
-                "dev": metrics,
-                "lr": lr,
-                "elapsed_s": round(self.elapsed_s, 1),
-                "tokens": self.tokens,
-                "train_s": round(self.train_s, 1),
-                "skipped_updates": self.skipped_updates,
-            }
-        )
+def add_history(state: TrainerState, metrics: dict, lr: float) -> None:
+    """An evaluation's entry in ``state.history``: its dev metrics and where the run stood."""
+    state.history.append(
+        {
+            "step": state.step,
+            "epoch": state.epoch + 1,
+            "dev": metrics,
+            "lr": lr,
+            "elapsed_s": round(state.elapsed_s, 1),
+            "tokens": state.tokens,
+            "train_s": round(state.train_s, 1),
+            "skipped_updates": state.skipped_updates,
+        }
+    )
 
 
 def save_checkpoint(
@@ -82,7 +57,11 @@ def save_checkpoint(
     schedule's state and the RNG (``last`` has them; ``best`` is for decoding and reports, a third
     of the size)."""
     check_weights(translator.model, f"update {state.step}: {directory} not written")
-    trainer_state = {"state": state.__dict__, "metric": metric, "backend": backend_record}
+    trainer_state = {
+        "state": state_to_json(state, SEQ2SEQ),
+        "metric": metric,
+        "backend": backend_record,
+    }
     if not resumable:
         translator.save(directory, trainer_state)
         return
@@ -125,39 +104,34 @@ class RunCheckpoints:
         n = self.cfg.train.average_checkpoints
         return CheckpointAverager(self.run_dir, n, self.metric, self.higher_is_better, self.log)
 
-    def after_evaluation(
-        self,
-        translator: Translator,
-        metrics: dict,
-        state: TrainerState,
-        optimizer,
-        scheduler,
-        start: float,
+    def count(
+        self, metrics: dict, state: TrainerState, optimizer, scheduler, elapsed_s: float
     ) -> bool:
-        """Count dev ``metrics``, step the plateau schedule, log, save; True: stop early."""
-        tc = self.cfg.train
+        """Count dev ``metrics`` into ``state`` and its history, step the plateau schedule and
+        log the evaluation; True when it is the best so far."""
         value = metrics[self.metric]
         improved = state.count_evaluation(value, self.higher_is_better)
         if scheduler is not None:  # plateau
             scheduler.step(value)
-        state.elapsed_s = time.time() - start
+        state.elapsed_s = elapsed_s
         lr = optimizer.param_groups[0]["lr"]
-        state.add_history(metrics, lr)
+        add_history(state, metrics, lr)
         self.log(
             f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
             f"{' (best)' if improved else ''}; lr {lr:.1e}; "
             f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train "
             "tokens/s"
         )
-        if improved:
-            self.save(translator, "best", state, optimizer, scheduler)
-        self.save(translator, "last", state, optimizer, scheduler)
+        return improved
+
+    def kept(self, translator: Translator, state: TrainerState) -> None:
+        """After an evaluation's ``best`` and ``last``: its weights among the best kept for
+        averaging (``top``), and the line that says patience is spent."""
+        tc = self.cfg.train
         if tc.average_checkpoints >= 2:
             self.averager().keep(translator, state.step, state.history)
         if tc.patience is not None and state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
-            return True
-        return False
 
     def finish(
         self, translator: Translator, state: TrainerState, optimizer, scheduler, score_dev
@@ -175,3 +149,40 @@ class RunCheckpoints:
             f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
             f"checkpoints in {self.run_dir}"
         )
+
+
+def restore_seq2seq(last: Path, optimizer, scheduler, metric: str) -> TrainerState:
+    """Counters, optimizer, plateau schedule and RNG of a seq2seq run's ``last``,
+    each checked before it is loaded."""
+    json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
+    info = resume.check_sections(
+        ckpt.read_json(json_path),
+        json_path,
+        ("state", "optimizer"),
+        ("scheduler", "metric", "backend"),
+    )
+    tensors = ckpt.read_tensors(tensors_path)
+    resume.check_tensor_names(tensors, tensors_path)
+    state = state_from_json(info["state"], SEQ2SEQ, f"{json_path}: state")
+    check_history(state.history, metric, f"{json_path}: state.history")
+    plateau = info.get("scheduler") if scheduler is not None else None
+    if plateau:
+        plateau = resume.check_scheduler_state(scheduler, plateau, f"{json_path}: scheduler")
+    resume.restore_optimizer(optimizer, info["optimizer"], tensors, json_path, tensors_path)
+    if plateau:
+        scheduler.load_state_dict(plateau)
+    resume.restore_rng(tensors, tensors_path)
+    return state
+
+
+def check_history(history: list, metric: str, where: str) -> None:
+    """Each evaluation names its update and its dev score: checkpoint averaging ranks them by it."""
+    for i, entry in enumerate(history):
+        ok = isinstance(entry, dict) and isinstance(entry.get("step"), int)
+        ok = ok and isinstance(entry.get("dev"), dict)
+        score = entry["dev"].get(metric) if ok else None
+        number = isinstance(score, (int, float)) and not isinstance(score, bool)
+        if not (number and math.isfinite(score)):
+            raise CheckpointError(
+                f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
+            )

@@ -27,8 +27,8 @@ from attnkit.experiment import ExperimentConfig, experiment_from_dict, experimen
 from attnkit.models.architectures import build_model
 from attnkit.training import resume_config, schedules
 from attnkit.training.optim import adam
-from attnkit.training.resume import restore_seq2seq
-from attnkit.training.seq2seq_checkpoints import TrainerState
+from attnkit.training.seq2seq_checkpoints import restore_seq2seq
+from attnkit.training.state import TrainerState
 from attnkit.translator import Translator
 
 
@@ -121,7 +121,7 @@ def starting_point(
     plateau = tc.scheduler == "plateau"
     scheduler = schedules.plateau(optimizer, tc, metric.higher_is_better) if plateau else None
     state = (
-        restore_seq2seq(cfg.run_dir / "last", optimizer, scheduler, TrainerState, metric.key)
+        restore_seq2seq(cfg.run_dir / "last", optimizer, scheduler, metric.key)
         if resume
         else TrainerState()
     )

@@ -11,24 +11,21 @@ Evaluation is :mod:`attnkit.evaluation.vision`; the pictures of where a model lo
 :mod:`attnkit.explain.vision_plot`; loading a checkpoint,
 :func:`attnkit.training.vision_checkpoint.load_vision_model`.
 
-Data lives on the training device as uint8 and is cut into batches there
-(:mod:`attnkit.training.vision_epoch`); the training images of translated / cluttered / strip
-tasks are redrawn every epoch (``data.resample``) in a background thread.
+The epochs, the time budget, signals, skipped updates, patience and checkpoints are the training
+loop's (:mod:`attnkit.training.loop`); what is vision's in them, the adapter's
+(:mod:`attnkit.training.vision_adapter`): data on the training device, cut into batches there,
+the training images redrawn every epoch in a background thread, the budget's plan. The dev error
+is :func:`attnkit.training.vision_scoring.evaluate_split`, given to the adapter.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
-from torch import nn
 
 from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
@@ -39,17 +36,12 @@ from attnkit.errors import CheckpointError, ConfigError
 from attnkit.training import distributed, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import vision_checkpoint as vckpt
-from attnkit.training.guard import UpdateGuard
-from attnkit.training.vision_checkpoint import TrainerState
-from attnkit.training.vision_config import TrainConfig, VisionConfig, parse_config
-from attnkit.training.vision_epoch import (
-    EpochStop,
-    dev_figures,
-    evaluate_split,
-    log,
-    train_epoch,
-)
-from attnkit.training.vision_families import MODEL_TYPES, Family
+from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.training.state import TrainerState
+from attnkit.training.vision_adapter import VisionAdapter
+from attnkit.training.vision_config import VisionConfig, parse_config
+from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.training.vision_scoring import evaluate_split, log
 
 __all__ = ["train_vision"]
 
@@ -92,203 +84,73 @@ def train_vision(
         rundir.StopSignals() as signals,
         tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "images") as board,
     ):
-        run = _Run.start(cfg, out, resume, source, signals, board)
-        return run.train()
+        return _train(cfg, out, resume, source, signals, board)
 
 
-def _plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:
-    """Planned epochs: the config's, cut to the epochs the remaining budget can finish.
+def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, board) -> Path:
+    """Build the model and optimizer (or read ``out/last``), train them in the training loop
+    (:mod:`attnkit.training.loop`) with the vision adapter; ``out/best``."""
+    t_cfg = cfg.train
+    if t_cfg.threads:
+        torch.set_num_threads(t_cfg.threads)
+    device = resolve_device(t_cfg.device)
+    if device.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+    torch.manual_seed(t_cfg.seed)
+    family = MODEL_TYPES[cfg.model_type]
+    model = family.build(cfg.model).to(device)
+    # reference: plain torch; auto: the device's fastest (kernels on a CPU); compile: no kernels
+    model.set_backend(resolve_backend(t_cfg.backend, device, next(model.parameters()).dtype))
+    optimizer = torch.optim.Adam(
+        model.parameters(),
+        lr=t_cfg.lr,
+        weight_decay=t_cfg.weight_decay,
+        fused=device.type == "cuda",
+    )
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = _resumed_state(cfg, out, source, model, optimizer)
+    board.start(state.step)
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
+    resumed = vckpt.interrupted_order(out / "last", device) if state.batches_done else None
+    data = VisionData(cfg.data)
+    dev_split = data.split("dev")
+    dev = family.to_device(dev_split, device)
+    mc_samples = family.dev_mc(cfg.model)
+    parameters = sum(p.numel() for p in model.parameters())
+    say = lambda m: log(t_cfg, m)  # noqa: E731
+    say(
+        f"training {cfg.model_type} on {cfg.data.task} ({device}), "
+        f"{parameters:,} parameters, {data.describe()}"
+    )
+    settings = LoopSettings.of(t_cfg)
+    adapter = VisionAdapter(
+        cfg,
+        out,
+        family,
+        model,
+        optimizer,
+        data,
+        dev_split,
+        lambda: evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, mc_samples),
+        board,
+        resumed,
+        state.epoch,
+    )
+    with closing(adapter):
+        TrainingLoop(adapter, settings, out, signals, board, say).run(state)
+    say(
+        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, "
+        f"{state.elapsed_s:.0f}s; best dev error {_best(state):.2f}% at epoch "
+        f"{state.best_epoch}; checkpoints in {out}"
+    )
+    return out / "best"
 
-    Equal to ``state.epoch`` when not even one more epoch fits: training stops
-    there rather than start an epoch the budget would cut short.
-    """
-    if cfg.compiled:
-        epoch_seconds = epoch_seconds[1:]  # the first epoch includes compiling
-    if cfg.max_minutes is None or not cfg.fit_schedule_to_budget or not epoch_seconds:
-        return cfg.epochs
-    typical = float(np.median(epoch_seconds[1:] if len(epoch_seconds) > 1 else epoch_seconds))
-    remaining = cfg.max_minutes * 60.0 - state.elapsed_s
-    return min(cfg.epochs, state.epoch + int(remaining // max(typical, 1e-6)))
 
-
-@dataclass
-class _Run:
-    """One training run of a vision model: what every epoch of it reads and writes."""
-
-    cfg: VisionConfig
-    out: Path
-    family: Family
-    model: nn.Module
-    optimizer: torch.optim.Optimizer
-    state: TrainerState
-    signals: rundir.StopSignals
-    board: tb.Board
-    device: torch.device
-    deadline: float | None = None  # time.perf_counter() when the budget is spent
-
-    @classmethod
-    def start(cls, cfg, out: Path, resume: bool, source: str, signals, board) -> _Run:
-        """Seeded model and optimizer, or those of ``out/last`` with ``resume``."""
-        t_cfg = cfg.train
-        if t_cfg.threads:
-            torch.set_num_threads(t_cfg.threads)
-        device = resolve_device(t_cfg.device)
-        if device.type == "cuda":
-            torch.backends.cudnn.benchmark = True
-        torch.manual_seed(t_cfg.seed)
-        family = MODEL_TYPES[cfg.model_type]
-        model = family.build(cfg.model).to(device)
-        # reference: plain torch; auto: the device's fastest (kernels on a CPU); compile: no kernels
-        model.set_backend(resolve_backend(t_cfg.backend, device, next(model.parameters()).dtype))
-        optimizer = torch.optim.Adam(
-            model.parameters(),
-            lr=t_cfg.lr,
-            weight_decay=t_cfg.weight_decay,
-            fused=device.type == "cuda",
-        )
-        state = TrainerState(planned_epochs=t_cfg.epochs)
-        if resume:
-            state = _resumed_state(cfg, out, source, model, optimizer)
-        return cls(cfg, out, family, model, optimizer, state, signals, board, device)
-
-    def train(self) -> Path:
-        """Epochs until the planned ones, patience or the time budget run out; ``out/best``."""
-        cfg, t_cfg, state = self.cfg, self.cfg.train, self.state
-        self.board.start(state.step)
-        weights = sum(t.numel() * t.element_size() for t in self.model.state_dict().values())
-        rundir.check_space(self.out, 3 * weights)  # the weights and Adam's two moments
-        resumed = (
-            vckpt.interrupted_order(self.out / "last", self.device) if state.batches_done else None
-        )
-        stop = EpochStop(lambda: self.signals.requested, resumed)
-        family = self.family
-        step = torch.compile(family.train_step) if t_cfg.compiled else family.train_step
-        data = VisionData(cfg.data)
-        dev_split = data.split("dev")
-        dev = family.to_device(dev_split, self.device)
-        self.deadline = (
-            None
-            if t_cfg.max_minutes is None
-            else time.perf_counter() + t_cfg.max_minutes * 60 - state.elapsed_s
-        )
-        epoch_seconds: list[float] = []
-        guard = UpdateGuard(t_cfg.max_bad_updates)  # counts skipped steps in a row across epochs
-        parameters = sum(p.numel() for p in self.model.parameters())
-        log(
-            t_cfg,
-            f"training {cfg.model_type} on {cfg.data.task} ({self.device}), "
-            f"{parameters:,} parameters, {data.describe()}",
-        )
-        with closing(self._training_sets(data, stop)) as epochs:
-            for began, train in epochs:
-                stats = train_epoch(
-                    step,
-                    self.model,
-                    self.optimizer,
-                    cfg,
-                    train,
-                    state,
-                    self.deadline,
-                    guard,
-                    stop,
-                    self.board,
-                )
-                if stop.interrupted:
-                    state.elapsed_s += time.perf_counter() - began
-                    self._save_interrupted(stop)
-                state.batches_done, stop.order = 0, None
-                self._end_epoch(stats, dev, dev_split, began, epoch_seconds)
-        log(
-            t_cfg,
-            f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, "
-            f"{state.elapsed_s:.0f}s; best dev error {state.best_dev_error:.2f}% at epoch "
-            f"{state.best_epoch}; checkpoints in {self.out}",
-        )
-        return self.out / "best"
-
-    def _training_sets(self, data: VisionData, stop: EpochStop):
-        """(start time, training set on the device) of each epoch to train, until the planned
-        epochs are done or ``state.stopped``; the next epoch's images are drawn meanwhile."""
-        state = self.state
-        redraw = self.cfg.data.resample and self.cfg.data.task != "mnist"  # else one set for all
-        train = None
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(data.train_split, state.epoch)
-            try:
-                while state.epoch < state.planned_epochs and not state.stopped:
-                    if self.signals.requested:  # between epochs: ``last`` is saved again as it is
-                        self._save_interrupted(stop)
-                    began = time.perf_counter()
-                    if train is None or redraw:
-                        pending = pending or pool.submit(data.train_split, state.epoch)
-                        train = self.family.to_device(pending.result(), self.device)
-                        more = redraw and state.epoch + 1 < state.planned_epochs
-                        # drawn while this epoch trains
-                        pending = pool.submit(data.train_split, state.epoch + 1) if more else None
-                    yield began, train
-            finally:
-                if pending is not None:
-                    pending.cancel()
-
-    def _end_epoch(self, stats: dict, dev, dev_split, began: float, epoch_seconds: list) -> None:
-        """Score dev, count, plan, log and save after an epoch; sets ``state.stopped`` to end."""
-        cfg, t_cfg, state, family = self.cfg, self.cfg.train, self.state, self.family
-        dev_stats = evaluate_split(
-            family, self.model, dev, cfg.model, t_cfg.eval_batch_size, family.dev_mc(cfg.model)
-        )
-        self.board.scalars(state.step, dev_stats, "dev")
-        self.board.pictures(state.step, dev_figures(family, self.model, dev_split, cfg.model))
-        state.epoch += 1
-        seconds = time.perf_counter() - began
-        state.elapsed_s += seconds
-        epoch_seconds.append(seconds)
-        improved = dev_stats["error_pct"] < state.best_dev_error
-        if improved:
-            state.best_dev_error, state.best_epoch = dev_stats["error_pct"], state.epoch
-            state.bad_epochs = 0
-        else:
-            state.bad_epochs += 1
-        state.history.append(
-            {
-                "epoch": state.epoch,
-                **stats,
-                "dev_error_pct": dev_stats["error_pct"],
-                "seconds": round(seconds, 3),
-            }
-        )
-        state.planned_epochs = _plan(t_cfg, state, epoch_seconds)
-        n_skipped = stats["skipped_updates"]
-        skipped = f"  {n_skipped} steps skipped" if n_skipped else ""
-        log(
-            t_cfg,
-            f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
-            f"train acc {100 * stats['train_accuracy']:.2f}%  dev error "
-            f"{dev_stats['error_pct']:.2f}%{' *' if improved else ''}  lr {stats['lr']:.2e}  "
-            f"{seconds:.1f}s ({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}",
-        )
-        state.stopped = self._stop_reason()
-        if improved:
-            vckpt.save(self.out / "best", self.model, self.optimizer, cfg, state, resumable=False)
-        vckpt.save(self.out / "last", self.model, self.optimizer, cfg, state)
-
-    def _stop_reason(self) -> str:
-        """Why training ends after this epoch: budget, patience, epochs, or "" (it goes on)."""
-        t_cfg, state = self.cfg.train, self.state
-        if self.deadline is not None and time.perf_counter() > self.deadline:
-            return "budget"
-        if t_cfg.patience is not None and state.bad_epochs >= t_cfg.patience:
-            return "patience"
-        if state.epoch >= state.planned_epochs:
-            return "epochs" if state.epoch >= t_cfg.epochs else "budget"
-        return ""
-
-    def _save_interrupted(self, stop: EpochStop) -> None:
-        """Save ``out/last`` where a signal stopped training, and raise TrainingInterrupted."""
-        state, last = self.state, self.out / "last"
-        order = stop.order if state.batches_done else None
-        vckpt.save(last, self.model, self.optimizer, self.cfg, state, order)
-        where = f"step {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
-        raise self.signals.interrupted(last, where)
+def _best(state: TrainerState) -> float:
+    """The lowest dev error % so far (inf before any epoch is scored)."""
+    return float("inf") if state.best is None else state.best
 
 
 def _tell(line: str) -> None:

@@ -4,13 +4,14 @@
 ``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
 written with :func:`save`; :func:`restore` loads ``last``
 back into a fresh model and optimizer for ``--resume``, each part checked first
-(:mod:`attnkit.training.resume`). An epoch a signal interrupted is saved with its image order
+(:mod:`attnkit.training.resume`); the counters are the run's
+:class:`~attnkit.training.state.TrainerState` under the names of
+:data:`~attnkit.training.state.VISION`. An epoch a signal interrupted is saved with its image order
 (``epoch_order``), so the resumed run trains the rest of that epoch in the same order.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
@@ -21,25 +22,9 @@ from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
+from attnkit.training.state import VISION, TrainerState, state_from_json, state_to_json
 from attnkit.training.vision_config import FAMILY, VisionConfig, parse_config
 from attnkit.training.vision_families import MODEL_TYPES, Family
-
-
-@dataclass
-class TrainerState:
-    """What ``trainer.json`` holds: enough to resume and to report."""
-
-    epoch: int = 0  # epochs completed
-    batches_done: int = 0  # batches of the next epoch already trained (a signal stopped it)
-    step: int = 0
-    planned_epochs: int = 0
-    best_dev_error: float = float("inf")
-    best_epoch: int = 0
-    bad_epochs: int = 0
-    elapsed_s: float = 0.0  # training wall time, summed over resumed runs
-    stopped: str = ""  # why training ended: "", "epochs", "patience", "budget"
-    skipped_updates: int = 0  # steps whose loss or gradient norm was not finite: no update applied
-    history: list = field(default_factory=list)
 
 
 def save(
@@ -57,9 +42,7 @@ def save(
     (``best``) the checkpoint holds what evaluating and plotting read, a third of the size.
     """
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
-    trainer = asdict(state)
-    if trainer["best_dev_error"] == float("inf"):
-        trainer["best_dev_error"] = None
+    trainer = state_to_json(state, VISION)  # best_dev_error: null until an epoch is scored
     if not resumable:
         ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer)
         return
@@ -82,14 +65,12 @@ def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
         ckpt.read_json(json_path),
         json_path,
         ("optimizer",),
-        tuple(TrainerState.__dataclass_fields__),
+        tuple(VISION),
     )
     tensors = ckpt.read_tensors(tensors_path)
     resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
     counters = {k: v for k, v in trainer.items() if k != "optimizer"}
-    if counters.get("best_dev_error", 0) is None:  # saved as null while no epoch has been scored
-        del counters["best_dev_error"]
-    state = resume.dataclass_from_json(TrainerState, counters, str(json_path))
+    state = state_from_json(counters, VISION, str(json_path))
     resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
     resume.restore_rng(tensors, tensors_path)
     return state

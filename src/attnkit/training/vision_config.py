@@ -10,110 +10,28 @@
 
 ``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name, in
 :mod:`attnkit.training.vision_families`) and with it the valid keys of the section. Unknown keys
-anywhere are rejected with the list of valid ones. The ``train`` keys that a seq2seq experiment
-also has mean the same there (``clip``, ``threads``, ``scheduler``, ``min_lr``,
-``warmup_steps``, ``backend``, ...); the keys of earlier versions are handled by
-:mod:`attnkit.renamed_keys`.
+anywhere are rejected with the list of valid ones. The ``train`` keys are defined once for every
+family (:mod:`attnkit.train_config`): those a seq2seq experiment also has mean the same there
+(``clip``, ``threads``, ``scheduler``, ``min_lr``, ``warmup_steps``, ``backend``, ...); the keys
+of earlier versions are handled by :mod:`attnkit.renamed_keys`.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from attnkit.config import above, at_least, check_values, from_dict, not_below
+from attnkit.config import from_dict
 from attnkit.data.tasks.vision import DataConfig
 from attnkit.errors import ConfigError
 from attnkit.renamed_keys import upgrade_train_keys
+from attnkit.train_config import VISION, train_config_class
 from attnkit.training.vision_families import MODEL_TYPES
 
-FAMILY = "vision"
+FAMILY = VISION
 
 
-@dataclass
-class TrainConfig:
-    """``train:`` how to optimise, when to stop."""
-
-    epochs: int = 50
-    """Most epochs (passes over the training images) to run."""
-    batch_size: int = 128
-    """Images per optimiser step."""
-    eval_batch_size: int = 1000
-    """Images per forward pass when measuring dev/test error."""
-    lr: float = 1e-3
-    """Adam learning rate at the start of the schedule."""
-    clip: float | None = 5.0
-    """Clip the global gradient norm to this value (0 or null: no clipping)."""
-    max_bad_updates: int = 20
-    """Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end the run."""
-    weight_decay: float = 0.0
-    """Adam weight decay (L2)."""
-    scheduler: str = "cosine"
-    """cosine: decay to min_lr over the planned epochs; step: multiply by lr_gamma every
-    lr_step_epochs; noam; constant (:mod:`attnkit.training.schedules`)."""
-    min_lr: float = 1e-5
-    """Cosine: where the rate ends."""
-    lr_step_epochs: int = 20
-    """Step schedule: epochs between decays."""
-    lr_gamma: float = 0.5
-    """Step schedule: decay factor."""
-    warmup_steps: int = 0
-    """Linear warm-up over this many updates (noam: its rise, then 1/sqrt decay)."""
-    patience: int | None = 20
-    """Early stopping: stop after this many epochs without a lower dev error (null: never)."""
-    max_minutes: float | None = None
-    """Wall-clock budget for training (null: none); training stops when it is spent."""
-    fit_schedule_to_budget: bool = True
-    """With max_minutes: shorten the planned epochs (and the LR schedule) to what the budget
-    allows."""
-    seed: int = 0
-    """Seed of the model initialisation and of the batch order."""
-    device: str = "auto"
-    """auto (CUDA when available), cpu or cuda."""
-    threads: int | None = None
-    """CPU threads for torch (null or 0: torch's default)."""
-    backend: str = "auto"
-    """How the training step is computed: auto (eager, with attnkit's C kernels where they fit:
-    the additive attention scores on a CPU), reference (plain eager PyTorch, no kernels) or compile
-    (torch.compile: fewer, fused kernels; the first steps compile for a minute)."""
-    progress: bool = True
-    """Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a terminal."""
-    verbose: bool = True
-    """Print one summary line per epoch on stderr."""
-    tensorboard: bool = True
-    """TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention pictures."""
-
-    CHOICES = {
-        "scheduler": ("cosine", "step", "noam", "constant"),
-        "device": ("auto", "cpu", "cuda"),
-        "backend": ("auto", "reference", "compile"),
-    }
-    RULES = {
-        "epochs": at_least(1),
-        "batch_size": at_least(1),
-        "eval_batch_size": at_least(1),
-        "lr": above(0),
-        "clip": not_below(0, null=True),
-        "max_bad_updates": at_least(1),
-        "weight_decay": not_below(0),
-        "min_lr": not_below(0),
-        "lr_step_epochs": at_least(1),
-        "lr_gamma": above(0),
-        "warmup_steps": at_least(0),
-        "patience": at_least(1, null=True),
-        "max_minutes": above(0, null=True),
-        "threads": (
-            lambda v: v is None or v >= 0,
-            "at least 1, or 0 or null for torch's default",
-        ),
-    }
-
-    def validate(self, where: str) -> None:
-        check_values(self, where, self.RULES)
-
-    @property
-    def compiled(self) -> bool:
-        """True when the training step goes through torch.compile."""
-        return self.backend == "compile"
+#: ``train:`` of a vision experiment (its keys and defaults: :data:`attnkit.train_config.KEYS`)
+TrainConfig = train_config_class(FAMILY, __name__)
 
 
 @dataclass

@@ -3,8 +3,8 @@
 :data:`MODEL_TYPES` maps ``model.type`` in a ``family: vision`` experiment
 to a :class:`Family`, which owns everything model-specific: its config class,
 the tasks it fits, its training loss, its count of correct predictions and
-its attention pictures. :mod:`attnkit.training.vision` holds the shared training run
-(:mod:`attnkit.training.vision_epoch` its epochs); :mod:`attnkit.evaluation.vision` scores a
+its attention pictures. :mod:`attnkit.training.vision` starts a run, which the training loop
+drives through :mod:`attnkit.training.vision_adapter`; :mod:`attnkit.evaluation.vision` scores a
 checkpoint and :mod:`attnkit.explain.vision_plot` draws it.
 """
 

@@ -1,0 +1,169 @@
+"""The seq2seq family's part of the training loop (:mod:`attnkit.training.loop`).
+
+Batches of sentence pairs reshuffled every epoch (by ``train.batch_size`` or ``max_tokens``);
+the rate of every update from its step (``noam``, ``cosine``, ``constant``; the ``plateau``
+schedule steps on dev scores instead); one update is the mean token loss of a batch, of which
+each rank trains its shard under DistributedDataParallel (the figures returned are the whole
+batch's, so every rank's guard decides alike); the progress bar shows loss, token accuracy,
+target tokens/s and the rate. Each evaluation greedily decodes dev with the scorer the adapter
+is given (``dev_scorer``), draws the first examples' attention to TensorBoard, and is counted,
+logged and kept by :class:`attnkit.training.seq2seq_checkpoints.RunCheckpoints`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import torch
+from tqdm import tqdm
+
+from attnkit.data.batching import make_batches
+from attnkit.experiment import ExperimentConfig
+from attnkit.training import schedules
+from attnkit.training import tensorboard as tb
+from attnkit.training.distributed import Distributed
+from attnkit.training.loop import Update
+from attnkit.training.loss import token_loss_backward
+from attnkit.training.run_log import bar_disabled
+from attnkit.training.seq2seq_checkpoints import RunCheckpoints
+from attnkit.training.state import TrainerState
+from attnkit.translator import Translation, Translator
+
+#: greedy dev scoring: ``(translator, metric family, dev pairs, beam_size=1)`` -> (metrics,
+#: sources, references per source, translations)
+DevScorer = Callable[..., tuple[dict, list[str], list[list[str]], list[Translation]]]
+
+
+class Seq2SeqAdapter:
+    """A seq2seq model's batches, updates, dev evaluations and checkpoints, for the loop.
+
+    ``train_model`` is the model that trains (``translator.model``, or its DDP wrapper);
+    ``score_dev()`` returns greedy dev (metrics, sources, references, translations) of the
+    weights ``translator`` holds.
+    """
+
+    unit = "update"
+    counts_epoch_first = False
+
+    def __init__(
+        self,
+        cfg: ExperimentConfig,
+        translator: Translator,
+        train_model: torch.nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler,
+        examples: list,
+        checkpoints: RunCheckpoints,
+        score_dev: Callable[[], tuple],
+        board: tb.Board,
+        device: torch.device,
+        dist: Distributed | None,
+        show_progress: bool,
+    ):
+        self.cfg, self.tc, self.translator = cfg, cfg.train, translator
+        self.train_model, self.optimizer, self.scheduler = train_model, optimizer, scheduler
+        self.examples, self.checkpoints, self.score_dev = examples, checkpoints, score_dev
+        self.board, self.device, self.dist = board, device, dist
+        self.show_progress = show_progress
+        self.budget_s = self.tc.max_minutes * 60 if self.tc.max_minutes else None
+
+    def parameters(self):
+        return self.train_model.parameters()
+
+    # ---- an epoch ------------------------------------------------------------------------------
+    def epoch_batches(self, state: TrainerState) -> list:
+        tc = self.tc
+        return make_batches(
+            self.examples,
+            batch_size=None if tc.max_tokens else tc.batch_size,
+            max_tokens=tc.max_tokens,
+            shuffle=True,
+            seed=tc.seed * 100003 + state.epoch,
+        )
+
+    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
+        self.bar = tqdm(
+            total=n_batches,
+            initial=state.batches_done,
+            unit="batch",
+            desc=f"epoch {state.epoch + 1}/{self.tc.epochs}",
+            leave=False,
+            disable=bar_disabled(self.show_progress),  # only on a terminal
+            dynamic_ncols=True,
+        )
+        self.planned_updates = self.tc.epochs * n_batches  # for the cosine schedule
+        self.tokens_seen, self.epoch_began = 0, time.time()
+
+    def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float | None:
+        """The rate of update ``state.step + 1``, from the saved step (a resumed run goes on
+        exactly); plateau leaves it to its scheduler."""
+        if self.tc.scheduler not in schedules.PER_UPDATE:
+            return None
+        progress = schedules.run_progress(state.step, self.planned_updates, elapsed, self.budget_s)
+        return schedules.learning_rate(self.tc, state.step, progress)
+
+    def step(self, batch, update: int) -> Update:
+        """Gradients of the batch's mean token loss. Under DDP ``batch`` is the global batch, of
+        which this rank trains its shard; the figures are the global batch's."""
+        self.train_model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        part, scale = (batch, 1.0) if self.dist is None else self.dist.shard(batch)
+        loss_sum, correct, tokens = token_loss_backward(
+            self.train_model,
+            part.to(self.device),
+            batch.num_target_tokens,
+            self.tc.label_smoothing,
+            scale,
+        )
+        if self.dist is not None:  # the global batch's loss: every rank's guard decides alike
+            figures = [loss_sum, correct, tokens] if scale else [0, 0, 0]
+            loss_sum, correct, tokens = self.dist.sum(figures)
+            correct, tokens = int(correct), int(tokens)
+        return Update(loss_sum / tokens, loss_sum / tokens, correct, tokens)
+
+    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
+        """The update on the progress bar: loss, token accuracy, the epoch's tokens/s, the rate."""
+        self.tokens_seen += update.count
+        tok_s = self.tokens_seen / max(1e-9, time.time() - self.epoch_began)
+        self.bar.update(1)
+        self.bar.set_postfix(
+            loss=f"{update.loss:.3f}",
+            acc=f"{100 * update.correct / update.count:.1f}%",
+            tok_s=f"{tok_s:.0f}",
+            lr=f"{self.optimizer.param_groups[0]['lr']:.1e}",
+        )
+
+    def end_epoch(self, state: TrainerState) -> None:
+        self.bar.close()
+
+    # ---- evaluations and checkpoints -----------------------------------------------------------
+    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
+        metrics, _, refs, translations = self.score_dev()
+        # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard (a model
+        # without attention has none to draw)
+        self.board.scalars(state.step, metrics, "dev")
+        if self.translator.model.has_attention:
+            self.board.pictures(state.step, _heatmaps(translations[: tb.EXAMPLES], refs))
+        return self.checkpoints.count(metrics, state, self.optimizer, self.scheduler, elapsed())
+
+    def save(self, name: str, state: TrainerState, resumable: bool) -> None:
+        """``RUN/name``: ``last`` (resumable) also holds the optimizer, schedule and RNG."""
+        self.checkpoints.save(self.translator, name, state, self.optimizer, self.scheduler)
+
+    def saved(self, state: TrainerState, reason: str) -> None:
+        self.checkpoints.kept(self.translator, state)
+
+    def where(self, state: TrainerState) -> str:
+        return f"update {state.step} (epoch {state.epoch + 1})"
+
+
+def _heatmaps(translations: list[Translation], refs: list[list[str]]):
+    """(tag, heatmap figure) of each translation's attention (T, S), titled with its result."""
+    # matplotlib (~30 MB resident) is imported only where heatmaps are drawn
+    from attnkit.viz.heatmap import plot_heatmap
+
+    for i, (out, options) in enumerate(zip(translations, refs)):
+        mark = "right" if out.output in options else f"expected {options[0]}"
+        title = f"{out.source} -> {out.output} ({mark})"
+        yield f"attention/dev{i}", plot_heatmap(out.record(), title=title[:80].replace("$", r"\$"))

@@ -1,0 +1,192 @@
+"""The training loop with a family of its own: a one-weight model whose adapter records what the
+loop asks of it (evaluations, checkpoints, skipped updates, interruptions)."""
+
+from __future__ import annotations
+
+import math
+import signal
+from pathlib import Path
+
+import pytest
+import torch
+
+from attnkit.errors import TrainingError, TrainingInterrupted
+from attnkit.training import rundir
+from attnkit.training import tensorboard as tb
+from attnkit.training.loop import LoopSettings, TrainingLoop, Update
+from attnkit.training.state import TrainerState
+
+
+class ToyAdapter:
+    """Batches of numbers x; the loss of an update is (w * x - 1)^2, NaN where x is NaN. Each dev
+    evaluation scores the next of ``dev_scores`` (lower is better)."""
+
+    unit = "update"
+
+    def __init__(self, batches_per_epoch: int, dev_scores: list[float], counts_epoch_first=False):
+        self.counts_epoch_first = counts_epoch_first
+        self.weight = torch.nn.Parameter(torch.zeros(()))
+        self.optimizer = torch.optim.SGD([self.weight], lr=0.1)
+        self.batches = [1.0] * batches_per_epoch
+        self.dev_scores = list(dev_scores)
+        self.events: list[tuple] = []
+        self.on_update = lambda update: None  # a test's hook: raise a signal at some update
+
+    def parameters(self):
+        return [self.weight]
+
+    def epoch_batches(self, state):
+        return list(self.batches)
+
+    def begin_epoch(self, state, n_batches):
+        self.events.append(("begin", state.epoch, state.batches_done))
+
+    def rate(self, state, index, n_batches, elapsed):
+        return 0.1
+
+    def step(self, batch, update):
+        self.on_update(update)
+        self.optimizer.zero_grad()
+        loss = (self.weight * batch - 1) ** 2
+        loss.backward()
+        return Update(loss.detach(), float(loss.detach()), 1, 1)
+
+    def counted(self, state, update, applied, index):
+        if not applied:
+            self.events.append(("skipped", state.step))
+
+    def end_epoch(self, state):
+        self.events.append(("end", state.epoch, state.batches_done))
+
+    def score(self, state, elapsed):
+        value = self.dev_scores.pop(0)
+        improved = state.count_evaluation(value, higher_is_better=False)
+        self.events.append(("score", state.epoch, state.step, value))
+        return improved
+
+    def save(self, name, state, resumable):
+        self.events.append(("save", name, resumable, state.step, state.epoch, state.batches_done))
+
+    def saved(self, state, reason):
+        if reason:
+            self.events.append(("stopped", reason))
+
+    def where(self, state):
+        return f"update {state.step}"
+
+
+def run(adapter, state=None, lines=None, **settings):
+    state = state or TrainerState(planned_epochs=settings.pop("planned", 2))
+    settings = LoopSettings(**{"epochs": state.planned_epochs, **settings})
+    log = (lines if lines is not None else []).append
+    board = tb.Board(Path("run") / "tensorboard", False, log, "items")  # off: no files
+    with rundir.StopSignals() as signals:
+        adapter.signals = signals
+        TrainingLoop(adapter, settings, Path("run"), signals, board, log).run(state)
+    return state
+
+
+def test_one_evaluation_an_epoch_scores_then_counts_the_epoch():
+    adapter = ToyAdapter(3, [0.5, 0.4])
+    state = run(adapter)
+    assert (state.step, state.epoch, state.batches_done, state.best, state.best_step) == (
+        6,
+        2,
+        0,
+        0.4,
+        6,
+    )
+    scores = [e for e in adapter.events if e[0] == "score"]
+    assert scores == [("score", 0, 3, 0.5), ("score", 1, 6, 0.4)]  # in the epoch, as its end
+    # each evaluation improves: best (for decoding) then last (resumable), at batches_done 3
+    assert [e for e in adapter.events if e[0] == "save"][:2] == [
+        ("save", "best", False, 3, 0, 3),
+        ("save", "last", True, 3, 0, 3),
+    ]
+    assert float(adapter.weight.detach()) != 0.0  # the updates were applied
+
+
+def test_a_family_that_counts_its_epoch_first_is_scored_on_the_epochs_done():
+    adapter = ToyAdapter(2, [0.5, 0.6], counts_epoch_first=True)
+    state = run(adapter)
+    assert [e for e in adapter.events if e[0] == "score"] == [
+        ("score", 1, 2, 0.5),
+        ("score", 2, 4, 0.6),
+    ]
+    saves = [e for e in adapter.events if e[0] == "save"]
+    assert saves == [("save", "best", False, 2, 1, 0), ("save", "last", True, 2, 1, 0)] + [
+        ("save", "last", True, 4, 2, 0)  # no improvement: last alone
+    ]
+    assert (state.best, state.best_epoch, state.bad_evals, state.stopped) == (0.5, 1, 1, "epochs")
+
+
+def test_eval_every_evaluates_between_updates_and_patience_ends_the_run():
+    adapter = ToyAdapter(4, [0.5, 0.6, 0.7, 0.1])
+    state = run(adapter, planned=5, eval_every=2, patience=2)
+    assert [e[2] for e in adapter.events if e[0] == "score"] == [2, 4, 6]
+    assert ("stopped", "patience") in adapter.events
+    assert (state.step, state.epoch, state.batches_done, state.bad_evals) == (6, 1, 2, 2)
+
+
+def test_a_non_finite_update_is_skipped_counted_and_logged_and_too_many_end_the_run():
+    adapter = ToyAdapter(3, [1.0, 1.0])
+    adapter.batches = [1.0, math.nan, 1.0]
+    lines = []
+    state = run(adapter, lines=lines, planned=1)
+    assert ("skipped", 2) in adapter.events
+    assert state.skipped_updates == 1 and state.step == 3
+    assert any(line.startswith("update 2: skipped, not finite (loss nan") for line in lines)
+    adapter = ToyAdapter(3, [1.0])
+    adapter.batches = [math.nan] * 3
+    with pytest.raises(TrainingError, match="update 2: 2 updates in a row"):
+        run(adapter, planned=1, max_bad_updates=2)
+
+
+def test_a_signal_saves_last_after_the_current_update_and_a_resumed_run_goes_on_from_it():
+    adapter = ToyAdapter(3, [0.5, 0.4])
+
+    def signal_at(update):
+        if update == 5:
+            adapter.signals._handle(signal.SIGTERM, None)
+
+    adapter.on_update = signal_at
+    with pytest.raises(TrainingInterrupted) as stopped:
+        state = TrainerState(planned_epochs=2)
+        run(adapter, state)
+    assert stopped.value.exit_status == 128 + signal.SIGTERM
+    assert "update 5" in str(stopped.value)
+    assert adapter.events[-2:] == [("end", 1, 2), ("save", "last", True, 5, 1, 2)]
+    resumed = ToyAdapter(3, [0.4])
+    state = run(resumed, state)  # the same counters: as read back from last
+    assert resumed.events[0] == ("begin", 1, 2)  # the rest of the interrupted epoch
+    assert (state.step, state.epoch) == (6, 2)
+
+
+def test_a_spent_budget_evaluates_at_once_and_ends_the_run():
+    adapter = ToyAdapter(3, [0.5])
+    state = TrainerState(planned_epochs=3, elapsed_s=100.0)  # resumed past a 1-minute budget
+    state = run(adapter, state, budget_s=60.0)
+    assert state.step == 1 and ("stopped", "budget") in adapter.events
+    first = ToyAdapter(3, [0.5], counts_epoch_first=True)  # the budget ends the epoch there
+    state = run(first, TrainerState(planned_epochs=3, elapsed_s=100.0), budget_s=60.0)
+    assert (state.step, state.epoch, state.batches_done, state.stopped) == (1, 1, 0, "budget")
+
+
+def test_the_settings_of_each_family_s_train_section():
+    from attnkit.experiment import TrainConfig as Seq2SeqTrain
+    from attnkit.training.vision_config import TrainConfig as VisionTrain
+
+    seq2seq = LoopSettings.of(Seq2SeqTrain(eval_every=7, max_minutes=2.0, clip=None))
+    assert (seq2seq.eval_every, seq2seq.budget_s, seq2seq.patience, seq2seq.clip) == (
+        7,
+        120.0,
+        5,
+        None,
+    )
+    vision = LoopSettings.of(VisionTrain(patience=None))  # vision evaluates once an epoch
+    assert (vision.epochs, vision.eval_every, vision.budget_s, vision.patience) == (
+        50,
+        0,
+        None,
+        None,
+    )

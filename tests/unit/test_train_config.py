@@ -1,0 +1,69 @@
+"""The train: keys of every family, defined once: each family's section has exactly the keys (in
+the order) its checkpoints have always saved, with its own defaults and choices."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from pathlib import Path
+
+import pytest
+
+from attnkit.config import from_dict, read_yaml, to_dict
+from attnkit.errors import ConfigError
+from attnkit.experiment import TrainConfig as Seq2SeqTrain
+from attnkit.train_config import KEYS, keys_of
+from attnkit.training.vision_config import TrainConfig as VisionTrain
+
+OLD = Path(__file__).resolve().parents[1] / "data" / "checkpoints_5afbdd1"
+
+
+@pytest.mark.parametrize(
+    "cls, checkpoint", [(Seq2SeqTrain, "rnn-bahdanau"), (VisionTrain, "vision-ram")]
+)
+def test_each_family_saves_the_keys_of_its_old_checkpoints_in_their_order(cls, checkpoint):
+    saved = read_yaml(OLD / checkpoint / "best" / "config.yaml")["train"]
+    assert list(to_dict(cls())) == list(saved)
+    assert to_dict(from_dict(cls, saved, "old")) == saved  # read back and written as it was
+
+
+def test_each_family_has_its_own_defaults():
+    # the defaults of the two sections before they were defined in one table
+    seq2seq, vision = Seq2SeqTrain(), VisionTrain()
+    assert (seq2seq.epochs, seq2seq.batch_size, seq2seq.clip, seq2seq.seed) == (30, 64, 1.0, 1)
+    assert (vision.epochs, vision.batch_size, vision.clip, vision.seed) == (50, 128, 5.0, 0)
+    assert (seq2seq.scheduler, seq2seq.patience, seq2seq.threads) == ("plateau", 5, 0)
+    assert (vision.scheduler, vision.patience, vision.threads) == ("cosine", 20, None)
+
+
+def test_a_key_of_the_other_family_is_refused_with_the_valid_ones():
+    with pytest.raises(ConfigError, match=r"x: unknown key 'weight_decay'; valid keys: epochs, "):
+        from_dict(Seq2SeqTrain, {"weight_decay": 0.1}, "x")
+    with pytest.raises(ConfigError, match=r"unknown key 'label_smoothing'; valid keys: .*verbose"):
+        from_dict(VisionTrain, {"label_smoothing": 0.1}, "x")
+
+
+def test_choices_and_rules_are_the_family_s():
+    assert from_dict(VisionTrain, {"scheduler": "step"}, "x").scheduler == "step"
+    with pytest.raises(ConfigError, match="'step' is not one of plateau, cosine"):
+        from_dict(Seq2SeqTrain, {"scheduler": "step"}, "x")
+    assert from_dict(Seq2SeqTrain, {"batch_size": None, "max_tokens": 500}, "x").batch_size is None
+    with pytest.raises(ConfigError, match="set batch_size or max_tokens"):
+        from_dict(Seq2SeqTrain, {"batch_size": None}, "x")
+    with pytest.raises(ConfigError, match=r"x: batch_size"):
+        from_dict(VisionTrain, {"batch_size": None}, "x")
+    with pytest.raises(ConfigError, match=r"x: lr: must be a finite number > 0, got -1"):
+        from_dict(VisionTrain, {"lr": -1.0}, "x")
+
+
+def test_every_key_belongs_to_a_family_and_every_family_row_is_a_field():
+    for family, cls in (("seq2seq", Seq2SeqTrain), ("vision", VisionTrain)):
+        assert [f.name for f in dataclasses.fields(cls)] == keys_of(family)
+        assert set(cls.DOCS) == set(keys_of(family))
+    assert all(key.rows for key in KEYS.values())
+
+
+def test_a_config_pickles_as_the_class_its_module_publishes():
+    config = VisionTrain(lr=0.01)
+    assert pickle.loads(pickle.dumps(config)) == config
+    assert VisionTrain().compiled is False and VisionTrain(backend="compile").compiled
