@@ -1,7 +1,8 @@
 """The shape of the source tree: import floors, no package cycles, every module has its tests,
 and no module, class or function outgrows the size limits.
 
-Floors, bottom up (as in DESIGN.md); a module imports only from its own floor or below:
+Floors, bottom up (DESIGN.md's, as the code has them); a module imports only from its own floor
+or below:
 
     0  errors, config, device, renamed_keys
     1  data, checkpoint
@@ -10,7 +11,7 @@ Floors, bottom up (as in DESIGN.md); a module imports only from its own floor or
     4  decoding, experiment (the seq2seq experiment file: data + model + train settings),
        train_config (the train: keys of every family)
     5  training, evaluation, explain, viz, translator (the seq2seq inference object)
-    6  api, families, the package itself (attnkit/__init__.py: the public API)
+    6  api, the package itself (attnkit/__init__.py: the public API)
     7  serve, cli, demo, __main__
 
 Within a floor packages may import each other, but never round a cycle: on floor 5 the order
@@ -215,7 +216,6 @@ FLOORS = {
     "viz": 5,
     "translator": 5,
     "api": 6,
-    "families": 6,
     "__init__": 6,
     "serve": 7,
     "cli": 7,
