@@ -241,7 +241,10 @@ def check(readme: str | list[tuple[str, str]]) -> tuple[int, list[str]]:
 def _paths(args: argparse.Namespace, problems: list[str], where: str) -> tuple[list, list]:
     """(paths the command reads, paths it writes) from its parsed arguments."""
     if args.command == "demo":
-        return [], [args.out / "model" / "best", args.out / "model" / "last"]
+        from attnkit.demo import default_out
+
+        out = args.out if args.out is not None else default_out(args.attention)
+        return [], [out / "model" / "best", out / "model" / "last"]
     if args.command == "train":
         if not (ROOT / args.config).is_file():
             problems.append(f"{where}: no config file {args.config}")
@@ -312,6 +315,9 @@ LONG: dict[str, str] = {
     "attnkit train configs/sat_multidigit.yaml": "trains on MNIST strips for 8 minutes",
     "attnkit train configs/attnpool_cluttered60.yaml": "trains on cluttered MNIST for 8 minutes",
     "attnkit serve --model runs/demo/model/best": _SERVER,
+    "attnkit demo --attention luong-general": "trains a second demo model: a minute more",
+    "attnkit serve --model runs/demo/model/best "
+    "--model runs/demo-luong-general/model/best": _SERVER,
     "attnkit serve --model runs/demo/model/best --name numbers --port 8080 --max-batch 16 "
     "--max-wait-ms 10": _SERVER,
     "attnkit train configs/numbers_transformer.yaml": "trains to early stopping, up to 8 minutes",

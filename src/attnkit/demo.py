@@ -66,6 +66,12 @@ def demo_config(
     return experiment_from_dict(base, overrides, source="demo")
 
 
+def default_out(attention: str) -> Path:
+    """Where ``attnkit demo --attention ATTENTION`` writes unless told: runs/demo for the default
+    (bahdanau), runs/demo-ATTENTION for any other, so that two demos sit side by side."""
+    return Path("runs/demo") if attention == "bahdanau" else Path(f"runs/demo-{attention}")
+
+
 def run_demo(
     out_dir: str | Path = "runs/demo",
     quick: bool = False,

@@ -631,3 +631,35 @@ def test_ensemble_of_a_vision_checkpoint_is_refused(capsys, tmp_path):
 
     vision = write_checkpoint(tmp_path / "vis", "vision", {"w": torch.zeros(1)}, {})
     _fails(capsys, ["evaluate", "--model", vision, "--model", vision], "ensembles are for seq2seq")
+
+
+def test_a_demo_of_another_attention_gets_its_own_directory(monkeypatch):
+    """attnkit demo --attention X writes runs/demo-X unless --out says otherwise, so a second
+    demo never replaces the first (runs/demo)."""
+    import attnkit.demo
+
+    seen = []
+    monkeypatch.setattr(attnkit.demo, "run_demo", lambda out, **kw: seen.append(Path(out)))
+    for argv in (["demo"], ["demo", "--attention", "luong-general"], ["demo", "--out", "x"]):
+        assert main(argv) == 0
+    assert seen == [Path("runs/demo"), Path("runs/demo-luong-general"), Path("x")]
+
+
+def test_translate_reads_the_lines_of_an_input_file(tmp_path, trained, capsys):
+    model = str(trained / "best")
+    texts = ["abc", "", "edd"]
+    path = tmp_path / "inputs.txt"
+    path.write_bytes(("\n".join(texts) + "\n").encode())
+    assert main(["translate", "--model", model, "-i", str(path)]) == 0
+    from_file = capsys.readouterr().out.splitlines()
+    assert main(["translate", "--model", model, texts[0], texts[2]]) == 0
+    from_args = capsys.readouterr().out.splitlines()
+    assert from_file == [from_args[0], "", from_args[1]]  # a blank line gives a blank line
+    for argv, needle in (
+        (["-i", str(tmp_path / "missing.txt")], "missing.txt: no such file"),
+        (["-i", str(tmp_path)], "cannot read"),
+        (["-i", str(path), "vier"], "not both"),
+    ):
+        assert main(["translate", "--model", model, *argv]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1

@@ -19,7 +19,11 @@ def add_parser(sub) -> None:
         "attention as JSON and an HTML report.",
     )
     p.add_argument(
-        "--out", type=Path, default=Path("runs/demo"), help="output directory (default: runs/demo)"
+        "--out",
+        type=Path,
+        default=None,
+        help="output directory (default: runs/demo, and runs/demo-ATTENTION for another "
+        "--attention, so that a second demo never replaces the first)",
     )
     p.add_argument(
         "--quick",
@@ -42,10 +46,10 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    from attnkit.demo import run_demo
+    from attnkit.demo import default_out, run_demo
 
     run_demo(
-        args.out,
+        args.out if args.out is not None else default_out(args.attention),
         quick=args.quick,
         attention=args.attention,
         minutes=args.minutes,

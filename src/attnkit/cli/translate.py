@@ -15,9 +15,10 @@ def add_parser(sub) -> None:
         "translate",
         run,
         help="translate text with a trained model",
-        description="Translate each TEXT argument, or each line of standard input with '-' (or "
-        "no TEXT). Prints one output per line; --attention-out saves every output's "
-        "attention matrix as JSON or NPZ.",
+        description="Translate each TEXT argument, each line of a file (--input FILE), or each "
+        "line of standard input with '-' (or no TEXT). Prints one output per line (a blank line "
+        "gives a blank line); --attention-out saves every output's attention matrix as JSON or "
+        "NPZ.",
     )
     model_option(
         p,
@@ -28,6 +29,14 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "texts", nargs="*", metavar="TEXT", help="inputs; '-' or none reads standard input"
+    )
+    p.add_argument(
+        "-i",
+        "--input",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="translate each line of FILE (UTF-8; other bytes become U+FFFD, with a warning)",
     )
     decode_options(p)
     p.add_argument(
@@ -48,10 +57,21 @@ def add_parser(sub) -> None:
     )
 
 
-def _inputs(texts: list[str]) -> list[str]:
-    """The TEXT arguments, or the lines of standard input ('-' or none given)."""
+def _inputs(texts: list[str], path: Path | None) -> list[str]:
+    """The TEXT arguments, the lines of ``path`` (--input), or the lines of standard input ('-'
+    or none given)."""
     from attnkit.data.text_input import read_inputs
 
+    if path is not None:
+        if texts:
+            raise AttnkitError("give TEXT arguments or --input FILE, not both")
+        try:
+            with open(path, "rb") as lines:
+                return read_inputs(lines)
+        except FileNotFoundError:
+            raise AttnkitError(f"--input {path}: no such file") from None
+        except OSError as exc:
+            raise AttnkitError(f"--input {path}: cannot read ({exc.strerror or exc})") from None
     if texts and texts != ["-"]:
         return texts
     if sys.stdin is None or sys.stdin.isatty() and not texts:
@@ -64,7 +84,7 @@ def run(args) -> None:
     from attnkit.viz import save_records
 
     check_decode_args(args)
-    texts = _inputs(args.texts)
+    texts = _inputs(args.texts, args.input)
     out = args.attention_out
     if out is not None and out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {out}: use a .json or .npz file name")
