@@ -151,7 +151,20 @@ def test_a_bad_request_does_not_disturb_a_good_one(client):
         futures = [pool.submit(client.post, "/v1/translate", json=b) for b in [good, *bad, good]]
         answers = [f.result() for f in futures]
     assert [a.status_code for a in answers] == [200, 422, 422, 422, 200]
-    assert answers[0].json() == alone and answers[-1].json() == alone
+    # the two good requests may decode in one batch: the same answer, up to the last digit
+    # of a float (the matmuls of a batch of another shape round differently)
+    assert _close(answers[0].json(), alone) and _close(answers[-1].json(), alone)
+
+
+def _close(a, b, tol: float = 1e-5) -> bool:
+    """JSON values equal, floats within ``tol``."""
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, int | float) and isinstance(b, int | float) and abs(a - b) <= tol
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_close(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_close, a, b))
+    return a == b
 
 
 def test_cors_is_off_unless_asked(numbers_model, client):  # noqa: F811
