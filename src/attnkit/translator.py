@@ -326,7 +326,9 @@ class Translator:
         )  # similar lengths together
         self.model.eval()
         chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
-        for chunk in tqdm(chunks, desc="decoding", unit="batch", disable=not progress, leave=False):
+        # a bar only on a terminal (disable=None asks the stream): logs and pipes get none
+        bar = {"desc": "decoding", "unit": "batch", "leave": False}
+        for chunk in tqdm(chunks, disable=None if progress else True, **bar):
             batch = collate([examples[i] for i in chunk]).to(self.device)  # indices: input lines
             max_len = max_output_length(
                 batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap

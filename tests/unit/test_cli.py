@@ -663,3 +663,11 @@ def test_translate_reads_the_lines_of_an_input_file(tmp_path, trained, capsys):
         assert main(["translate", "--model", model, *argv]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1
+
+
+def test_evaluate_draws_no_progress_bar_into_a_redirected_stderr(trained, tmp_path, capsys):
+    """A bar is for a terminal: stderr captured (as in a log file or a pipe) gets none."""
+    out = tmp_path / "eval"
+    assert main(["evaluate", "--model", str(trained / "best"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "decoding" not in err and "\r" not in err
