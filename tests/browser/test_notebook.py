@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 nbformat = pytest.importorskip("nbformat", reason="pip install nbformat (the test extras)")
@@ -28,41 +27,18 @@ NO_SCRIPT = "data:text/javascript,"
 def _models(root: Path) -> dict[str, Path]:
     """A numbers translator (Bahdanau), a two-layer two-head Transformer, each trained for two
     epochs by attnkit.train, and an untrained digit classifier (attention pooling)."""
-    import torch
+    from conftest import TINY_TRANSFORMER, vision_checkpoint, write_digits
 
     import attnkit
-    from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision_config import parse_config
-    from attnkit.training.vision_families import MODEL_TYPES
 
     data = {"task": "numbers", "languages": ["de", "en"], "max_number": 99}
     rnn = {"attention": "bahdanau", "embedding_dim": 16, "encoder_hidden": 24}
-    transformer = {"arch": "transformer", "embedding_dim": 16, "encoder_layers": 2,
-                   "decoder_layers": 2, "heads": 2, "ff_dim": 32, "dropout": 0.0}  # fmt: skip
     paths = {}
-    for name, model in (("rnn", rnn), ("transformer", transformer)):
+    for name, model in (("rnn", rnn), ("transformer", TINY_TRANSFORMER)):
         config = {"name": name, "data": data, "model": model, "train": {"epochs": 2}}
         paths[name] = attnkit.train(config, output_dir=root / name).best
-    digits = root / "mnist"
-    digits.mkdir()
-    images = (np.random.default_rng(0).random((12, 28, 28)) > 0.8).astype(np.uint8) * 255
-    for file, array, magic in (
-        ("t10k-images-idx3-ubyte", images, 2051),
-        ("t10k-labels-idx1-ubyte", np.arange(12) % 10, 2049),
-    ):
-        header = magic.to_bytes(4, "big") + b"".join(n.to_bytes(4, "big") for n in array.shape)
-        (digits / file).write_bytes(header + array.astype(np.uint8).tobytes())
-    cfg = parse_config(
-        {
-            "family": "vision",
-            "data": {"task": "mnist", "directory": str(digits), "verify": False, "dev_size": 10},
-            "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
-        }
-    )
-    torch.manual_seed(0)
-    model = MODEL_TYPES["attention_pooling"].build(cfg.model)
-    paths["vision"] = root / "pool" / "best"
-    write_checkpoint(paths["vision"], "vision", model.state_dict(), cfg.to_dict(), {})
+    digits = write_digits(root / "mnist")
+    paths["vision"] = vision_checkpoint(root / "pool" / "best", digits, "attention_pooling")
     return paths
 
 

@@ -10,26 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from matplotlib.figure import Figure
+from test_heads import TINY_TRANSFORMER
 from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
-from test_vision_evaluation import MODELS, N_TEST, _checkpoint, _write_idx
+from test_vision_evaluation import MODELS, N_TEST, _checkpoint, digits  # noqa: F401 (a fixture)
 
 import attnkit
 from attnkit.cli import main
 from attnkit.errors import AttnkitError, CheckpointError, ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
-
-TINY_TRANSFORMER = {
-    "arch": "transformer",
-    "embedding_dim": 16,
-    "encoder_layers": 2,
-    "decoder_layers": 2,
-    "heads": 2,
-    "ff_dim": 32,
-    "dropout": 0.0,
-}
 
 
 def _experiment(name: str, model: dict) -> dict:
@@ -46,17 +36,6 @@ def transformer_run(tmp_path_factory):
     """A two-layer, two-head Transformer trained for two epochs through ``attnkit.train``."""
     out = tmp_path_factory.mktemp("api") / "transformer"
     return attnkit.train(_experiment("api-transformer", TINY_TRANSFORMER), output_dir=out)
-
-
-@pytest.fixture
-def digits(tmp_path):
-    directory = tmp_path / "mnist"
-    directory.mkdir()
-    rng = np.random.default_rng(1)
-    images = (rng.random((N_TEST, 28, 28)) > 0.8).astype(np.uint8) * 255
-    _write_idx(directory / "t10k-images-idx3-ubyte", images, 2051)
-    _write_idx(directory / "t10k-labels-idx1-ubyte", np.arange(N_TEST) % 10, 2049)
-    return directory
 
 
 def _embedded(html: str) -> dict:
@@ -218,7 +197,7 @@ def test_evaluate_gives_the_scores_the_command_line_writes(numbers_model, tmp_pa
 
 # ---- vision ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("model_type", list(MODELS))
-def test_classify_answers_as_the_server_does(model_type, tmp_path, digits):
+def test_classify_answers_as_the_server_does(model_type, tmp_path, digits):  # noqa: F811
     model = attnkit.load(_checkpoint(tmp_path, digits, model_type))
     c = model.classify(3)
     assert c.label == "3" and c.image.shape == (28, 28)
@@ -239,7 +218,7 @@ def test_classify_answers_as_the_server_does(model_type, tmp_path, digits):
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_classify_refuses_a_wrong_image_in_one_line(tmp_path, digits):
+def test_classify_refuses_a_wrong_image_in_one_line(tmp_path, digits):  # noqa: F811
     model = attnkit.load(_checkpoint(tmp_path, digits, "attention_pooling"))
     for image, needle in (
         (np.zeros((5, 5), np.uint8), r"shape \(5, 5\), the model reads \(28, 28\)"),
@@ -251,7 +230,7 @@ def test_classify_refuses_a_wrong_image_in_one_line(tmp_path, digits):
             model.classify(image)
 
 
-def test_vision_evaluate_returns_scores(tmp_path, digits):
+def test_vision_evaluate_returns_scores(tmp_path, digits):  # noqa: F811
     model = attnkit.load(_checkpoint(tmp_path, digits, "attention_pooling"))
     scores = model.evaluate(out=tmp_path / "eval")
     assert scores["images"] == N_TEST and scores.value == scores["accuracy"]
@@ -297,4 +276,3 @@ def test_the_public_names_are_exported():
         assert getattr(attnkit, name) is getattr(attnkit.api, name)
     with pytest.raises(AttributeError):
         attnkit.nonexistent  # noqa: B018
-    assert torch.is_tensor(torch.zeros(1))  # torch is usable beside the lazy names

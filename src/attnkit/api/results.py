@@ -204,7 +204,9 @@ class Scores(Mapping):
                 for k, v in self._scores.items()
                 if k in ("accuracy", "error_pct") and isinstance(v, int | float)
             ]
-        skip = {"decode_s", "inputs_per_s", "items", "sentences", "words"}
+        from attnkit.evaluation.summary import SIZES, TIMINGS
+
+        skip = {*SIZES, *TIMINGS}  # counts and speeds: not scores
         return [
             (f"{run} {k}", float(v))
             for run in runs

@@ -94,15 +94,11 @@ class Seq2SeqModel:
     def _mark_gold(self, translations: Sequence[Translation]) -> None:
         """Give each output the task's gold links (numbers, dates) so that pictures outline
         them; none where the generator cannot align the output (a wrong one)."""
+        from attnkit.evaluation.alignment import mark_gold
+
         aligner = gold_aligner(self.config.data)
-        if aligner is None:
-            return
-        for t in translations:
-            for option in t.nbest or [t]:
-                alignment = aligner(option.source, option.output) if option.output else None
-                if alignment is not None and option.weights.size:
-                    rows, cols = option.weights.shape
-                    option.gold = [(j, i) for j, i in alignment.possible if j < rows and i < cols]
+        if aligner is not None:
+            mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])
 
     def explain(self, text: str, method: str = "gradient", reference: str | None = None):
         """The attention of one input's output beside the gradient saliency of the same output

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnkit.cli.options import add_command, check_decode_args, device_option, threads_option
+from attnkit.cli.options import (
+    add_command,
+    check_decode_args,
+    device_option,
+    model_option,
+    threads_option,
+)
 from attnkit.errors import AttnkitError
 
 
@@ -22,15 +28,12 @@ def add_parser(sub) -> None:
         "bleu, chrf, wer or cer; error % for vision). Writes hypotheses, scores.json and "
         "report.html to --out.",
     )
-    p.add_argument(
-        "--model",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="DIR",
-        help="checkpoint directory; repeat --model to score several seq2seq checkpoints of one "
+    model_option(
+        p,
+        "checkpoint directory; repeat --model to score several seq2seq checkpoints of one "
         "task (same vocabularies) as an ensemble (the mean of their output probabilities at every "
         "step)",
+        many=True,
     )
     p.add_argument(
         "--split",

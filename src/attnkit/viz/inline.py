@@ -14,9 +14,7 @@ mean or any layer's head; a map with saliency beside it has an attention/salienc
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 import tempfile
 import uuid
@@ -31,35 +29,36 @@ SCRIPT = "viz/static/inline.js"
 _STYLE = "font:14px system-ui,sans-serif;color:#1d1f23;margin:.3rem 0"
 
 
-def _script(name: str) -> str:
-    from attnkit.viz.report import _inline_js  # the one check that a script is safe inline
-
-    return _inline_js(name)
-
-
-def _fragment(kind: str, payload: dict[str, Any], fallback_png: bytes | None) -> str:
-    """The HTML of one inline view: a container, its data, the renderer and the view script."""
-    from attnkit.viz.report import heatmap_js, script_json
+def _fragment(kind: str, payload: dict[str, Any], fallback_uri: str | None) -> str:
+    """The HTML of one inline view: a container (holding the static picture ``fallback_uri``,
+    when given), its data, the renderer and the view script."""
+    from attnkit.viz.report import heatmap_js, inline_js, script_json
 
     box = f"attnkit-{uuid.uuid4().hex[:12]}"
     data = script_json({"kind": kind, **payload})
     picture = ""
-    if fallback_png is not None:
-        uri = "data:image/png;base64," + base64.b64encode(fallback_png).decode("ascii")
-        picture = f'<img class="attnkit-static" alt="attention" src="{uri}" style="max-width:100%">'
+    if fallback_uri is not None:
+        picture = (
+            f'<img class="attnkit-static" alt="attention" src="{fallback_uri}" '
+            'style="max-width:100%">'
+        )
     return (
         f'<div class="attnkit-view" id="{box}" style="{_STYLE}">{picture}</div>\n'
         f'<script type="application/json" id="{box}-data">{data}</script>\n'
         f"<script>if (!window.AttnkitHeatmap) {{\n{heatmap_js()}\n}}</script>\n"
-        f"<script>(function () {{ var id = {json.dumps(box)};\n{_script(SCRIPT)}\n}})();</script>"
+        f"<script>(function () {{ var id = {json.dumps(box)};\n{inline_js(SCRIPT)}\n}})();</script>"
     )
 
 
 def record_html(record: AttentionRecord, title: str | None = None, static: bool = True) -> str:
     """One output's map (its attention, every head of a Transformer's, its saliency where the
     record carries it) as a self-contained HTML fragment. ``static``: include a PNG fallback."""
+    from attnkit.viz.report import png_data_uri
+
     payload = {"record": record.to_json(), "title": title}
-    return _fragment("seq2seq", payload, _record_png(record, title) if static else None)
+    # a blank input has no map to picture
+    still = png_data_uri(record, title) if static and record.weights.size else None
+    return _fragment("seq2seq", payload, still)
 
 
 def vision_html(
@@ -74,18 +73,6 @@ def vision_html(
         "label": label,
     }
     return _fragment("vision", payload, None)
-
-
-def _record_png(record: AttentionRecord, title: str | None) -> bytes | None:
-    """The static picture of a record's map; None for an empty map (a blank input)."""
-    if record.weights.size == 0:
-        return None
-    from attnkit.viz.heatmap import plot_heatmap
-
-    fig = plot_heatmap(record, title=title)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=72, bbox_inches="tight")
-    return buffer.getvalue()
 
 
 def show_html(fragment: str, name: str = "attnkit") -> Path | None:

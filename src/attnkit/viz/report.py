@@ -76,10 +76,10 @@ class Tally:
 def heatmap_js() -> str:
     """The heatmap renderer the explorer page serves (``attnkit/viz/static/heatmap.js``), to
     inline into a self-contained page: one renderer for the page and the reports."""
-    return _inline_js(RENDERER)
+    return inline_js(RENDERER)
 
 
-def _inline_js(name: str) -> str:
+def inline_js(name: str) -> str:
     """A script of the attnkit package, checked to be safe inside an inline <script>."""
     text = (resources.files("attnkit") / name).read_text(encoding="utf-8")
     if "</script" in text.lower():  # would end the inline <script> early
@@ -125,7 +125,7 @@ def write_report(
     parts.append(
         f'<script type="application/json" id="attnkit-data">{_data_json(records)}</script>'
     )
-    parts.append(f"<script>{heatmap_js()}\n{_inline_js(SCRIPT)}</script></body></html>")
+    parts.append(f"<script>{heatmap_js()}\n{inline_js(SCRIPT)}</script></body></html>")
     path.write_text("\n".join(parts) + "\n", encoding="utf-8")
     return path
 
@@ -288,7 +288,7 @@ def _example(i: int, order: int, record: AttentionRecord, style: _Style) -> str:
         rows.append(output)
     picture = ""
     if order < STATIC_PICTURES and record.weights.size:
-        src = _png_data_uri(record, style.map_title)
+        src = png_data_uri(record, style.map_title)
         alt = esc(style.map_title or "attention heatmap", quote=True)
         aside = ""
         if status == "wrong" and record.reference is not None:
@@ -313,7 +313,8 @@ def _sort_keys(record: AttentionRecord) -> str:
     return "".join(f' data-{k}="{v}"' for k, v in keys.items() if v is not None)
 
 
-def _png_data_uri(record: AttentionRecord, map_title: str | None = None) -> str:
+def png_data_uri(record: AttentionRecord, map_title: str | None = None) -> str:
+    """The record's heatmap as a PNG ``data:`` URI: the picture a page shows without scripts."""
     label = "attention weight" if map_title is None else "weight"
     fig = plot_heatmap(record, title=map_title, value_label=label)
     buffer = io.BytesIO()
