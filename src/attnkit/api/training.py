@@ -26,7 +26,15 @@ from attnkit.config import read_yaml
 from attnkit.errors import ConfigError
 
 DEFAULT_FAMILY = "seq2seq"  # an experiment file without ``family:`` is a seq2seq one
-CONFIG_DIR = Path(__file__).resolve().parents[3] / "configs"  # a source checkout's configs/
+#: where the shipped configs are: an installed attnkit's own copy (the wheel's build puts
+#: ``configs/`` there, see setup.py), else the ``configs/`` of attnkit's source checkout
+PACKAGED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+CHECKOUT_CONFIGS = Path(__file__).resolve().parents[3] / "configs"
+
+
+def shipped_configs_dir() -> Path:
+    """The directory of the configs that ship with attnkit (installed copy first)."""
+    return PACKAGED_CONFIGS if PACKAGED_CONFIGS.is_dir() else CHECKOUT_CONFIGS
 
 
 @dataclass(frozen=True)
@@ -43,11 +51,12 @@ class ConfigInfo:
 
 
 def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
-    """The experiment configs in ``directory`` (default: the ``configs/`` of attnkit's source
-    checkout), sorted by name; ``attnkit.train(info.path)`` trains one."""
-    folder = Path(directory) if directory is not None else CONFIG_DIR
+    """The experiment configs in ``directory`` (default: the configs that ship with attnkit, in
+    an installed package or a source checkout's ``configs/``), sorted by name;
+    ``attnkit.train(info.path)`` trains one."""
+    folder = Path(directory) if directory is not None else shipped_configs_dir()
     if not folder.is_dir():
-        raise ConfigError(f"{folder}: no configs directory (configs/ of a source checkout)")
+        raise ConfigError(f"{folder}: no configs directory")
     found = []
     for path in sorted(folder.glob("*.yaml")):
         data = read_yaml(path)
