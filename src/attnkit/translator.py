@@ -17,9 +17,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
-from attnkit.checkpoint.seq2seq import TextSides, read_seq2seq, write_seq2seq
+from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import Example, collate
 from attnkit.data.text_input import as_utf8
 from attnkit.data.tokenizers import Tokenizer
@@ -28,8 +27,8 @@ from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError, InputError
-from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
-from attnkit.models.architectures import MODEL_CLASSES, build_model
+from attnkit.experiment import ExperimentConfig
+from attnkit.models.architectures import MODEL_CLASSES
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
 
@@ -124,6 +123,17 @@ class Translator:
         return TextSides(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab)
 
     # ---- checkpoint directory (attnkit.checkpoint.seq2seq) -----------------
+    @property
+    def bundle(self) -> Seq2SeqBundle:
+        """The model, config and text sides this translator decodes with (shared, not copied)."""
+        return Seq2SeqBundle(self.model, self.config, self.sides)
+
+    @classmethod
+    def from_bundle(cls, bundle: Seq2SeqBundle, device: torch.device | None = None) -> Translator:
+        """A translator that decodes with ``bundle``'s model as it is (its weights are shared:
+        what the bundle's model learns, this translator decodes)."""
+        return cls(bundle.model, bundle.config, *_unpack(bundle.sides), device)
+
     def save(
         self,
         directory: str | Path,
@@ -135,25 +145,17 @@ class Translator:
                 "an ensemble has no checkpoint of its own: its members' directories are its "
                 "checkpoint"
             )
-        state, config = self.model.state_dict(), experiment_to_dict(self.config)
-        return write_seq2seq(directory, state, config, self.sides, trainer_state, trainer_tensors)
+        return self.bundle.save(directory, trainer_state, trainer_tensors)
 
     @classmethod
     def load(cls, directory: str | Path, device: str | torch.device = "auto") -> Translator:
-        directory = Path(directory)
-        saved, sides = read_seq2seq(directory)
-        try:
-            config = experiment_from_dict(saved, source=str(directory / "config.yaml"))
-        except AttnkitError as exc:
-            raise CheckpointError(str(exc)) from None
         device = device if isinstance(device, torch.device) else resolve_device(device)
-        model = build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
-        ckpt.load_model_state(model, directory)
-        model.to(device).eval()
+        bundle = load_seq2seq(directory, device)
+        model = bundle.model
         model.set_backend(
-            resolve_backend(config.decode.backend, device, next(model.parameters()).dtype)
+            resolve_backend(bundle.config.decode.backend, device, next(model.parameters()).dtype)
         )
-        return cls(model, config, *_unpack(sides), device)
+        return cls.from_bundle(bundle, device)
 
     @classmethod
     def load_ensemble(
@@ -385,6 +387,12 @@ class Translator:
         return Translation(
             text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads, top=top
         )
+
+
+def as_translator(model: Translator | Seq2SeqBundle) -> Translator:
+    """``model`` itself, or a translator that decodes with a bundle's model (the trainer holds a
+    bundle and scores dev with it)."""
+    return model if isinstance(model, Translator) else Translator.from_bundle(model)
 
 
 def load_translator(

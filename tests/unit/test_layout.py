@@ -5,11 +5,12 @@ Floors, bottom up (DESIGN.md's, as the code has them); a module imports only fro
 or below:
 
     0  errors, config, device, renamed_keys
-    1  data, checkpoint
+    1  data
     2  attention
     3  models, accel
     4  decoding, experiment (the seq2seq experiment file: data + model + train settings),
-       train_config (the train: keys of every family)
+       train_config (the train: keys of every family), checkpoint (the file format, and each
+       family's bundle: a checkpoint's model built from its config, with its vocabularies)
     5  training, evaluation, explain, viz, translator (the seq2seq inference object)
     6  api, the package itself (attnkit/__init__.py: the public API)
     7  serve, cli, demo, __main__
@@ -203,7 +204,7 @@ FLOORS = {
     "device": 0,
     "renamed_keys": 0,
     "data": 1,
-    "checkpoint": 1,
+    "checkpoint": 4,
     "attention": 2,
     "models": 3,
     "accel": 3,

@@ -1,11 +1,12 @@
-"""A seq2seq checkpoint's bundle: the model's tensors and config with the vocabularies and
-tokenizers that turn text into its ids and back, written and read as one directory.
+"""A seq2seq checkpoint's bundle: the model with its experiment config and the vocabularies and
+tokenizers that turn text into its ids and back (:class:`Seq2SeqBundle`), written and read as one
+directory.
 
 Files beside the common ones (:mod:`attnkit.checkpoint`): ``src_vocab.json``,
 ``tgt_vocab.json``, ``tokenizers.json`` (each side's tokenizer settings) and, for sentencepiece
-sides, their model files. Reading checks every file and builds nothing: the caller builds the
-model from the config (:meth:`attnkit.translator.Translator.load`), so this floor needs no model
-code.
+sides, their model files. :func:`read_seq2seq` checks every file and builds nothing;
+:func:`load_seq2seq` also builds the model from the config and loads its weights. The trainer
+holds a bundle (and saves it); :class:`attnkit.translator.Translator` decodes with one.
 """
 
 from __future__ import annotations
@@ -16,10 +17,18 @@ from pathlib import Path
 
 import torch
 
-from attnkit.checkpoint import read_config, read_json, read_meta, write_checkpoint
+from attnkit.checkpoint import (
+    load_model_state,
+    read_config,
+    read_json,
+    read_meta,
+    write_checkpoint,
+)
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import Vocab
-from attnkit.errors import CheckpointError
+from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
+from attnkit.models.architectures import build_model
 
 FAMILY = "seq2seq"
 
@@ -32,6 +41,47 @@ class TextSides:
     tgt_tokenizer: Tokenizer
     src_vocab: Vocab
     tgt_vocab: Vocab
+
+
+@dataclass
+class Seq2SeqBundle:
+    """What a seq2seq checkpoint holds, in memory: the model (an RNN encoder-decoder or a
+    Transformer), the experiment config it was built from (with the run's train and decode
+    settings) and its text sides."""
+
+    model: torch.nn.Module
+    config: ExperimentConfig
+    sides: TextSides
+
+    def save(
+        self,
+        directory: str | Path,
+        trainer_state: dict | None = None,
+        trainer_tensors: dict[str, torch.Tensor] | None = None,
+    ) -> Path:
+        """Write the bundle as a checkpoint directory, atomically (:func:`write_seq2seq`)."""
+        return write_seq2seq(
+            directory,
+            self.model.state_dict(),
+            experiment_to_dict(self.config),
+            self.sides,
+            trainer_state,
+            trainer_tensors,
+        )
+
+
+def load_seq2seq(directory: str | Path, device: torch.device) -> Seq2SeqBundle:
+    """A seq2seq checkpoint as a bundle: its files checked (:func:`read_seq2seq`), its model
+    built from the saved config, given the saved weights, on ``device`` in eval mode."""
+    directory = Path(directory)
+    saved, sides = read_seq2seq(directory)
+    try:
+        config = experiment_from_dict(saved, source=str(directory / "config.yaml"))
+    except AttnkitError as exc:
+        raise CheckpointError(str(exc)) from None
+    model = build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
+    load_model_state(model, directory)
+    return Seq2SeqBundle(model.to(device).eval(), config, sides)
 
 
 def write_seq2seq(

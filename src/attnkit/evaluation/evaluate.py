@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from attnkit.evaluation.metrics import bleu, chrf, g2p_scores, text_scores
+from attnkit.translator import as_translator
 
 LINE_BY_LINE = ("bleu", "text")
 """Families that score every line against its own reference; the others score each distinct
@@ -70,9 +71,11 @@ def evaluate_translator(
     alpha: float | None = None,
     progress: bool = False,
 ):
-    """Decode ``pairs``' sources -> (metrics, sources, references, translations)."""
+    """Decode ``pairs``' sources -> (metrics, sources, references, translations). ``translator``:
+    a :class:`~attnkit.translator.Translator`, or the :class:`~attnkit.checkpoint.seq2seq.
+    Seq2SeqBundle` a run trains (the trainer's dev scorer)."""
     sources, refs = evaluation_inputs(family, pairs)
-    translations = translator.translate(
+    translations = as_translator(translator).translate(
         sources, beam_size=beam_size, alpha=alpha, progress=progress, warn_unknown=False
     )
     metrics = score(family, [t.output for t in translations], refs)

@@ -33,21 +33,21 @@ class CheckpointAverager:
         ranked = sorted(history, key=lambda h: (sign * h["dev"][self.metric], -h["step"]))
         return [h["step"] for h in ranked[: self.n]]
 
-    def keep(self, translator, step: int, history: list) -> None:
+    def keep(self, bundle, step: int, history: list) -> None:
         """Save this evaluation's weights if they rank among the N best; drop those that fell
         out."""
         keep = self.top_steps(history)
         if step in keep:
-            translator.save(
+            bundle.save(
                 self._dir(step), {"step": step, "metric": self.metric, "dev": history[-1]["dev"]}
             )
         for directory in self.top.glob("step-*"):
             if _step_of(directory) not in keep:
                 shutil.rmtree(directory, ignore_errors=True)
 
-    def average(self, translator, history: list, score_dev: Callable[[], dict]) -> None:
+    def average(self, bundle, history: list, score_dev: Callable[[], dict]) -> None:
         """Save the best of the candidates as ``averaged``; ``score_dev()`` scores the weights
-        ``translator`` holds at the time."""
+        ``bundle`` holds at the time."""
         ranked = [s for s in self.top_steps(history) if (self._dir(s) / "meta.json").is_file()]
         if len(ranked) < 2:
             self.log(f"checkpoint averaging: {len(ranked)} evaluation(s) kept, nothing to average")
@@ -56,7 +56,7 @@ class CheckpointAverager:
         candidates = [(ranked[0],)] + [tuple(ranked[:k]) for k in range(2, len(ranked) + 1)]
         scored = []
         for steps in candidates:
-            translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
+            bundle.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
             metrics = score_dev()
             scored.append((metrics, steps))
             self.log(
@@ -67,10 +67,10 @@ class CheckpointAverager:
         # the first of equals wins: the single checkpoint, then fewer checkpoints averaged
         best = max(range(len(scored)), key=lambda i: (sign * scored[i][0][self.metric], -i))
         metrics, steps = scored[best]
-        translator.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
+        bundle.model.load_state_dict(ckpt.average_tensors([tensors[s] for s in steps]))
         choice = "best single" if len(steps) == 1 else f"average of the {len(steps)} best"
         single = scored[0][0][self.metric]
-        directory = translator.save(
+        directory = bundle.save(
             self.averaged,
             {
                 "averaged_steps": sorted(steps),

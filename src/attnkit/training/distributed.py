@@ -203,19 +203,19 @@ def on_all(dist: Distributed | None, fn):
     return result
 
 
-def start_data_parallel(dist: Distributed, translator, examples: list, seed: int, log) -> nn.Module:
+def start_data_parallel(dist: Distributed, bundle, examples: list, seed: int, log) -> nn.Module:
     """Check that every rank holds the same vocabularies and training examples, give each rank
     but 0 its own dropout (``seed``; rank 0 keeps the generator of a 1-process run), and return
-    the translator's model wrapped in DistributedDataParallel."""
+    the bundle's model wrapped in DistributedDataParallel."""
     fingerprint = digest(
-        translator.src_vocab.to_json(),
-        translator.tgt_vocab.to_json(),
+        bundle.sides.src_vocab.to_json(),
+        bundle.sides.tgt_vocab.to_json(),
         [(e.src, e.tgt) for e in examples],
     )
     dist.check_same(fingerprint, "vocabularies or training examples")
     if not dist.is_main:
         torch.manual_seed(seed)
-    wrapped = dist.wrap(translator.model)
+    wrapped = dist.wrap(bundle.model)
     backend = "nccl" if dist.device.type == "cuda" else "gloo"
     log(
         f"DistributedDataParallel: {dist.world} processes ({backend}), "

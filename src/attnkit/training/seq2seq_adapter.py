@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 from tqdm import tqdm
 
+from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.batching import make_batches
 from attnkit.experiment import ExperimentConfig
 from attnkit.training import schedules
@@ -28,9 +29,9 @@ from attnkit.training.loss import token_loss_backward
 from attnkit.training.run_log import bar_disabled
 from attnkit.training.seq2seq_checkpoints import RunCheckpoints
 from attnkit.training.state import TrainerState
-from attnkit.translator import Translation, Translator
+from attnkit.translator import Translation
 
-#: greedy dev scoring: ``(translator, metric family, dev pairs, beam_size=1)`` -> (metrics,
+#: greedy dev scoring: ``(bundle, metric family, dev pairs, beam_size=1)`` -> (metrics,
 #: sources, references per source, translations)
 DevScorer = Callable[..., tuple[dict, list[str], list[list[str]], list[Translation]]]
 
@@ -38,9 +39,9 @@ DevScorer = Callable[..., tuple[dict, list[str], list[list[str]], list[Translati
 class Seq2SeqAdapter:
     """A seq2seq model's batches, updates, dev evaluations and checkpoints, for the loop.
 
-    ``train_model`` is the model that trains (``translator.model``, or its DDP wrapper);
+    ``train_model`` is the model that trains (``bundle.model``, or its DDP wrapper);
     ``score_dev()`` returns greedy dev (metrics, sources, references, translations) of the
-    weights ``translator`` holds.
+    weights ``bundle`` holds.
     """
 
     unit = "update"
@@ -49,7 +50,7 @@ class Seq2SeqAdapter:
     def __init__(
         self,
         cfg: ExperimentConfig,
-        translator: Translator,
+        bundle: Seq2SeqBundle,
         train_model: torch.nn.Module,
         optimizer: torch.optim.Optimizer,
         scheduler,
@@ -61,7 +62,7 @@ class Seq2SeqAdapter:
         dist: Distributed | None,
         show_progress: bool,
     ):
-        self.cfg, self.tc, self.translator = cfg, cfg.train, translator
+        self.cfg, self.tc, self.bundle = cfg, cfg.train, bundle
         self.train_model, self.optimizer, self.scheduler = train_model, optimizer, scheduler
         self.examples, self.checkpoints, self.score_dev = examples, checkpoints, score_dev
         self.board, self.device, self.dist = board, device, dist
@@ -143,16 +144,16 @@ class Seq2SeqAdapter:
         # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard (a model
         # without attention has none to draw)
         self.board.scalars(state.step, metrics, "dev")
-        if self.translator.model.has_attention:
+        if self.bundle.model.has_attention:
             self.board.pictures(state.step, _heatmaps(translations[: tb.EXAMPLES], refs))
         return self.checkpoints.count(metrics, state, self.optimizer, self.scheduler, elapsed())
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``RUN/name``: ``last`` (resumable) also holds the optimizer, schedule and RNG."""
-        self.checkpoints.save(self.translator, name, state, self.optimizer, self.scheduler)
+        self.checkpoints.save(self.bundle, name, state, self.optimizer, self.scheduler)
 
     def saved(self, state: TrainerState, reason: str) -> None:
-        self.checkpoints.kept(self.translator, state)
+        self.checkpoints.kept(self.bundle, state)
 
     def where(self, state: TrainerState) -> str:
         return f"update {state.step} (epoch {state.epoch + 1})"

@@ -17,13 +17,13 @@ from pathlib import Path
 import torch
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.errors import CheckpointError
 from attnkit.experiment import ExperimentConfig
 from attnkit.training import resume
 from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.guard import check_weights
 from attnkit.training.state import SEQ2SEQ, TrainerState, state_from_json, state_to_json
-from attnkit.translator import Translator
 
 
 def add_history(state: TrainerState, metrics: dict, lr: float) -> None:
@@ -43,7 +43,7 @@ def add_history(state: TrainerState, metrics: dict, lr: float) -> None:
 
 
 def save_checkpoint(
-    translator: Translator,
+    bundle: Seq2SeqBundle,
     directory: Path,
     state: TrainerState,
     optimizer,
@@ -52,18 +52,18 @@ def save_checkpoint(
     backend_record: dict,
     resumable: bool = True,
 ) -> None:
-    """Weights, tokenizers and config (``translator.save``) with the trainer's counters, the dev
+    """Weights, tokenizers and config (``bundle.save``) with the trainer's counters, the dev
     metric and the backend; ``resumable`` adds what ``--resume`` needs: the optimizer, the plateau
     schedule's state and the RNG (``last`` has them; ``best`` is for decoding and reports, a third
     of the size)."""
-    check_weights(translator.model, f"update {state.step}: {directory} not written")
+    check_weights(bundle.model, f"update {state.step}: {directory} not written")
     trainer_state = {
         "state": state_to_json(state, SEQ2SEQ),
         "metric": metric,
         "backend": backend_record,
     }
     if not resumable:
-        translator.save(directory, trainer_state)
+        bundle.save(directory, trainer_state)
         return
     info, tensors = resume.optimizer_to_tensors(optimizer)
     tensors["rng.torch"] = torch.get_rng_state()
@@ -73,7 +73,7 @@ def save_checkpoint(
         if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
         else None
     )
-    translator.save(directory, trainer_state, tensors)
+    bundle.save(directory, trainer_state, tensors)
 
 
 class RunCheckpoints:
@@ -87,10 +87,10 @@ class RunCheckpoints:
         self.metric, self.higher_is_better, self.log = metric, higher_is_better, log
         self.backend_record: dict = {}  # the backend training runs on: set once it is resolved
 
-    def save(self, translator: Translator, name: str, state: TrainerState, optimizer, scheduler):
+    def save(self, bundle: Seq2SeqBundle, name: str, state: TrainerState, optimizer, scheduler):
         """``RUN/name``; only ``last`` carries the optimizer, schedule and RNG for --resume."""
         save_checkpoint(
-            translator,
+            bundle,
             self.run_dir / name,
             state,
             optimizer,
@@ -124,25 +124,25 @@ class RunCheckpoints:
         )
         return improved
 
-    def kept(self, translator: Translator, state: TrainerState) -> None:
+    def kept(self, bundle: Seq2SeqBundle, state: TrainerState) -> None:
         """After an evaluation's ``best`` and ``last``: its weights among the best kept for
         averaging (``top``), and the line that says patience is spent."""
         tc = self.cfg.train
         if tc.average_checkpoints >= 2:
-            self.averager().keep(translator, state.step, state.history)
+            self.averager().keep(bundle, state.step, state.history)
         if tc.patience is not None and state.bad_evals >= tc.patience:
             self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
 
     def finish(
-        self, translator: Translator, state: TrainerState, optimizer, scheduler, score_dev
+        self, bundle: Seq2SeqBundle, state: TrainerState, optimizer, scheduler, score_dev
     ) -> None:
         """The final ``last`` (and ``best`` and ``averaged``) of a run that ran to its end;
-        ``score_dev()`` scores the weights ``translator`` holds."""
-        self.save(translator, "last", state, optimizer, scheduler)
+        ``score_dev()`` scores the weights ``bundle`` holds."""
+        self.save(bundle, "last", state, optimizer, scheduler)
         if not (self.run_dir / "best").exists():
-            self.save(translator, "best", state, optimizer, scheduler)
+            self.save(bundle, "best", state, optimizer, scheduler)
         if self.cfg.train.average_checkpoints >= 2:
-            self.averager().average(translator, state.history, score_dev)
+            self.averager().average(bundle, state.history, score_dev)
         skipped = f" ({state.skipped_updates} skipped, not finite)" if state.skipped_updates else ""
         self.log(
             f"done: best dev {self.metric} {state.best} at update {state.best_step}; "

@@ -1,6 +1,6 @@
-"""What a seq2seq run starts from: tokenizers, vocabularies and a seeded model, or those of the
-checkpoint it resumes, with the optimizer, schedule and counters (:func:`starting_point`); and
-its training examples, encoded."""
+"""What a seq2seq run starts from: its bundle (:class:`~attnkit.checkpoint.seq2seq.Seq2SeqBundle`:
+tokenizers, vocabularies and a seeded model, or those of the checkpoint it resumes), with the
+optimizer, schedule and counters (:func:`starting_point`); and its training examples, encoded."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import encode_pairs
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
@@ -29,7 +30,6 @@ from attnkit.training import resume_config, schedules
 from attnkit.training.optim import adam
 from attnkit.training.seq2seq_checkpoints import restore_seq2seq
 from attnkit.training.state import TrainerState
-from attnkit.translator import Translator
 
 
 def make_tokenizer(
@@ -54,9 +54,9 @@ def seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def new_translator(
+def new_bundle(
     cfg: ExperimentConfig, splits: Splits, device: torch.device, is_main: bool
-) -> Translator:
+) -> Seq2SeqBundle:
     """Tokenizers and vocabularies of the training split and a model seeded with ``train.seed``.
 
     The main process (rank 0 under DDP) writes sentencepiece models into the run directory and
@@ -81,23 +81,23 @@ def new_translator(
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
     model = build_model(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
-    return Translator(model, cfg, src_tok, tgt_tok, src_vocab, tgt_vocab, device)
+    return Seq2SeqBundle(model, cfg, TextSides(src_tok, tgt_tok, src_vocab, tgt_vocab))
 
 
-def resumed_translator(
+def resumed_bundle(
     cfg: ExperimentConfig, device: torch.device, log: Callable[[str], None] = print
-) -> Translator:
+) -> Seq2SeqBundle:
     """The model, tokenizers and vocabularies of ``run_dir/last``, once ``cfg`` changes nothing
     of its experiment that a resumed run cannot honour; logs each change it makes
     (:func:`attnkit.training.resume_config.changes`)."""
     last = _last(cfg)
-    translator = Translator.load(last, device)
+    bundle = load_seq2seq(last, device)
     lines = resume_config.changes(
-        _comparable(translator.config), experiment_to_dict(cfg), resume_config.SEQ2SEQ, last
+        _comparable(bundle.config), experiment_to_dict(cfg), resume_config.SEQ2SEQ, last
     )
     for line in lines:
         log(line)
-    return translator
+    return bundle
 
 
 def starting_point(
@@ -107,15 +107,15 @@ def starting_point(
     resume: bool,
     log: Callable[[str], None],
     is_main: bool,
-) -> tuple[Translator, TrainerState, torch.optim.Optimizer, object]:
-    """Translator, counters, optimizer and plateau schedule (or None): fresh, or ``last``'s."""
+) -> tuple[Seq2SeqBundle, TrainerState, torch.optim.Optimizer, object]:
+    """Bundle, counters, optimizer and plateau schedule (or None): fresh, or ``last``'s."""
     tc = cfg.train
     if resume:
-        translator = resumed_translator(cfg, device, log)
+        bundle = resumed_bundle(cfg, device, log)
     else:
-        translator = new_translator(cfg, splits, device, is_main)
-    translator.config = cfg  # train/decode settings of this run win over the saved ones
-    optimizer = adam(translator.model.parameters(), tc.lr)
+        bundle = new_bundle(cfg, splits, device, is_main)
+    bundle.config = cfg  # train/decode settings of this run win over the saved ones
+    optimizer = adam(bundle.model.parameters(), tc.lr)
     metric = task_metric(cfg.data)
     # the other schedules set the rate before every update (the trainer's _set_lr)
     plateau = tc.scheduler == "plateau"
@@ -125,7 +125,7 @@ def starting_point(
         if resume
         else TrainerState()
     )
-    return translator, state, optimizer, scheduler
+    return bundle, state, optimizer, scheduler
 
 
 def config_to_resume(
@@ -166,15 +166,15 @@ def _comparable(saved: ExperimentConfig) -> dict:
     return experiment_to_dict(saved)
 
 
-def training_examples(translator: Translator, splits: Splits, cfg: ExperimentConfig) -> list:
+def training_examples(sides: TextSides, splits: Splits, cfg: ExperimentConfig) -> list:
     """The training pairs as token ids, cut or skipped as ``data.overlong`` says."""
     d = cfg.data
     return encode_pairs(
         splits.train,
-        translator.src_tokenizer,
-        translator.tgt_tokenizer,
-        translator.src_vocab,
-        translator.tgt_vocab,
+        sides.src_tokenizer,
+        sides.tgt_tokenizer,
+        sides.src_vocab,
+        sides.tgt_vocab,
         d.max_src_len,
         d.max_tgt_len,
         d.overlong,

@@ -27,14 +27,16 @@ after every evaluation); at the end their element-wise mean is saved as
 ``trainer.json``. The means of the 2, 3, .. N best are all scored, and ``averaged``
 holds the best of them, or the best single checkpoint where no mean beats it
 (``choice`` in its trainer.json says which). Every one of these directories loads with
-``Translator.load``.
+``attnkit.load`` (or ``Translator.load``).
 
 The updates and evaluations run in the training loop shared by every family
 (:mod:`attnkit.training.loop`); what is seq2seq's in them is
 :mod:`attnkit.training.seq2seq_adapter`. The trainer sets the run up (model, vocabularies,
-backend, DDP) and finishes it (the final checkpoints, averaging). It is given its dev scorer
-(``dev_scorer``, the commands pass :func:`attnkit.evaluation.evaluate.evaluate_translator`):
-training imports nothing of evaluation.
+backend, DDP) and finishes it (the final checkpoints, averaging). What it trains is a
+:class:`~attnkit.checkpoint.seq2seq.Seq2SeqBundle` (model, config, tokenizers and vocabularies),
+which is also what it saves. It is given its dev scorer (``dev_scorer``, called with the
+bundle; the commands pass :func:`attnkit.evaluation.evaluate.evaluate_translator`): training
+imports nothing of evaluation.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import torch
 from tqdm import tqdm
 
 from attnkit.accel.backend import resolve as resolve_backend
+from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_metric
 from attnkit.device import resolve_device
@@ -61,7 +64,6 @@ from attnkit.training.run_log import RunLog
 from attnkit.training.seq2seq_adapter import DevScorer, Seq2SeqAdapter
 from attnkit.training.seq2seq_checkpoints import RunCheckpoints
 from attnkit.training.seq2seq_setup import checkpoint_bytes, starting_point, training_examples
-from attnkit.translator import Translator
 
 
 class Trainer:
@@ -135,48 +137,48 @@ class Trainer:
 
     def _train(self, resume: bool) -> Path:
         tc, d = self.cfg.train, self.cfg.data
-        translator, state, optimizer, scheduler = distributed.on_all(
+        bundle, state, optimizer, scheduler = distributed.on_all(
             self.dist,
             lambda: starting_point(
                 self.cfg, self.splits, self.device, resume, self.log, self._is_main
             ),
         )
         self.board.start(state.step)
-        self._on_main(lambda: rundir.check_space(self.run_dir, checkpoint_bytes(translator.model)))
+        self._on_main(lambda: rundir.check_space(self.run_dir, checkpoint_bytes(bundle.model)))
         if state.epoch >= tc.epochs:
             self.log(
                 f"{self.run_dir}: all {tc.epochs} epochs are done; raise train.epochs to train on"
             )
             return self.run_dir / "best"
         state.finished = False
-        model = translator.model
+        model = bundle.model
         # resolved before DDP wraps the model: every rank runs the same computation
         self.backend = resolve_backend(tc.backend, self.device, next(model.parameters()).dtype)
         model.set_backend(self.backend)
         self.checkpoints.backend_record = self.backend.record()
         self.log(model.describe_backend(self.backend))
-        examples = training_examples(translator, self.splits, self.cfg)
+        examples = training_examples(bundle.sides, self.splits, self.cfg)
         self.log(
             f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / "
-            f"{len(self.splits.test)} test pairs; vocab {len(translator.src_vocab)} -> "
-            f"{len(translator.tgt_vocab)}; {sum(p.numel() for p in model.parameters()):,} "
+            f"{len(self.splits.test)} test pairs; vocab {len(bundle.sides.src_vocab)} -> "
+            f"{len(bundle.sides.tgt_vocab)}; {sum(p.numel() for p in model.parameters()):,} "
             f"parameters; device {self.device}"
         )
         train_model = model
         if self.dist is not None:
             seed = self.cfg.train.seed * 1000003 + self.dist.rank * 7919 + state.step
             train_model = distributed.start_data_parallel(
-                self.dist, translator, examples, seed, self.log
+                self.dist, bundle, examples, seed, self.log
             )
         adapter = Seq2SeqAdapter(
             self.cfg,
-            translator,
+            bundle,
             train_model,
             optimizer,
             scheduler,
             examples,
             self.checkpoints,
-            lambda: self._score_dev(translator),
+            lambda: self._score_dev(bundle),
             self.board,
             self.device,
             self.dist,
@@ -186,9 +188,9 @@ class Trainer:
         state.planned_epochs = tc.epochs
         self._loop(adapter).run(state)  # raises TrainingInterrupted where a signal stops it
         state.finished = True
-        score_dev = lambda: self._score_dev(translator)[0]  # noqa: E731
+        score_dev = lambda: self._score_dev(bundle)[0]  # noqa: E731
         self._on_main(
-            lambda: self.checkpoints.finish(translator, state, optimizer, scheduler, score_dev)
+            lambda: self.checkpoints.finish(bundle, state, optimizer, scheduler, score_dev)
         )
         return self.run_dir / "best"
 
@@ -207,9 +209,9 @@ class Trainer:
             agree=lambda stop: self._agree(stop, adapter.optimizer),
         )
 
-    def _score_dev(self, translator: Translator):
+    def _score_dev(self, bundle: Seq2SeqBundle):
         """Greedy dev (metrics, sources, references, translations) of the weights it holds."""
-        return self.dev_scorer(translator, self.family, self.splits.dev, beam_size=1)
+        return self.dev_scorer(bundle, self.family, self.splits.dev, beam_size=1)
 
     def _sync(self, start: float) -> tuple[bool, float]:
         """(stop for a signal?, seconds since ``start``); under DDP the same on every rank."""
