@@ -40,16 +40,17 @@ END = "<!-- end: written by benchmarks/config_reference.py -->"
 #: where the vision family's classes are found: the first (module, name) that imports wins, so
 #: the script follows them when they move (add the new place at the front)
 VISION_TRAIN_CONFIG = [
-    ("attnkit.training.vision_config", "TrainConfig"),
+    ("attnkit.vision_experiment", "TrainConfig"),
     ("attnkit.vision.config", "TrainConfig"),
 ]
 VISION_MODEL_TYPES = [
+    ("attnkit.models.vision", "VISION_MODELS"),
     ("attnkit.training.vision_families", "MODEL_TYPES"),
     ("attnkit.vision.families", "MODEL_TYPES"),
 ]
 VISION_DATA_CONFIG = [("attnkit.data.tasks.vision", "DataConfig")]
 VISION_EXPERIMENT = [
-    ("attnkit.training.vision_config", "VisionConfig"),
+    ("attnkit.vision_experiment", "VisionConfig"),
     ("attnkit.vision.config", "VisionConfig"),
 ]
 

@@ -9,7 +9,7 @@ always saved them in), so the generic reading and writing of :mod:`attnkit.confi
 family alike, and a new family is one more column.
 
 The seq2seq ``TrainConfig`` is :class:`attnkit.experiment.TrainConfig`, the vision one
-:class:`attnkit.training.vision_config.TrainConfig`.
+:class:`attnkit.vision_experiment.TrainConfig`.
 """
 
 from __future__ import annotations

@@ -130,8 +130,8 @@ def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
     import torch
 
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision_config import parse_config
     from attnkit.training.vision_families import MODEL_TYPES
+    from attnkit.vision_experiment import parse_config
 
     config = {
         "family": "vision",

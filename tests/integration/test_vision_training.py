@@ -26,7 +26,7 @@ from attnkit.explain.vision_plot import plot_vision
 from attnkit.training import resume_config as rc
 from attnkit.training.vision import train_vision
 from attnkit.training.vision_checkpoint import load_vision_model
-from attnkit.training.vision_config import parse_config
+from attnkit.vision_experiment import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = [

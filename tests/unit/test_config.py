@@ -687,7 +687,7 @@ def test_output_dir_may_point_anywhere(tmp_path):
 def test_every_shipped_config_loads(path):
     data = read_yaml(path)
     if data.get("family") == "vision":
-        from attnkit.training.vision_config import parse_config
+        from attnkit.vision_experiment import parse_config
 
         parse_config(data, str(path))
     else:
@@ -704,7 +704,7 @@ def test_keys_that_are_not_strings_are_named_in_a_config_error(data):
 
 
 def test_vision_config_with_a_number_key_is_a_config_error():
-    from attnkit.training.vision_config import parse_config
+    from attnkit.vision_experiment import parse_config
 
     with pytest.raises(ConfigError, match="unknown keys 'extra', 0"):
         parse_config({"family": "vision", 0: None, "extra": 1}, "exp.yaml")

@@ -9,7 +9,8 @@ or below:
     2  attention
     3  models, accel
     4  decoding, experiment (the seq2seq experiment file: data + model + train settings),
-       train_config (the train: keys of every family), checkpoint (the file format, and each
+       train_config (the train: keys of every family), vision_experiment (the vision
+       experiment file), checkpoint (the file format, and each
        family's bundle: a checkpoint's model built from its config, with its vocabularies)
     5  training, evaluation, explain, viz, translator (the seq2seq inference object)
     6  api, the package itself (attnkit/__init__.py: the public API)
@@ -211,6 +212,7 @@ FLOORS = {
     "decoding": 4,
     "experiment": 4,
     "train_config": 4,
+    "vision_experiment": 4,
     "training": 5,
     "evaluation": 5,
     "explain": 5,

@@ -8,7 +8,7 @@ import torch
 from attnkit.experiment import TrainConfig
 from attnkit.training import schedules
 from attnkit.training.schedules import learning_rate, run_progress
-from attnkit.training.vision_config import TrainConfig as VisionTrainConfig
+from attnkit.vision_experiment import TrainConfig as VisionTrainConfig
 
 
 def _tc(**kw):

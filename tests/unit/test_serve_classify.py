@@ -21,8 +21,8 @@ from attnkit.checkpoint import write_checkpoint
 from attnkit.models import show_attend_tell as sat
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.limits import Limits
-from attnkit.training.vision_config import parse_config
 from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.vision_experiment import parse_config
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from attnkit.config import from_dict, read_yaml, to_dict
 from attnkit.errors import ConfigError
 from attnkit.experiment import TrainConfig as Seq2SeqTrain
 from attnkit.train_config import KEYS, keys_of
-from attnkit.training.vision_config import TrainConfig as VisionTrain
+from attnkit.vision_experiment import TrainConfig as VisionTrain
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "checkpoints_5afbdd1"
 

@@ -3,13 +3,16 @@ the train keys of earlier versions refused in a file and translated in a saved c
 
 import pytest
 import torch
+import yaml
 
 from attnkit.checkpoint import write_checkpoint
+from attnkit.checkpoint.vision import VisionBundle, load_vision
 from attnkit.config import apply_overrides
-from attnkit.errors import ConfigError
+from attnkit.errors import CheckpointError, ConfigError
+from attnkit.models.vision import VISION_MODELS
 from attnkit.training.vision_checkpoint import load_vision_model
-from attnkit.training.vision_config import parse_config
 from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.vision_experiment import parse_config
 
 BASE = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}}
 
@@ -116,3 +119,29 @@ def test_a_checkpoint_written_with_the_old_keys_loads(tmp_path):
     assert family is MODEL_TYPES["ram"] and cfg.train.clip is None
     saved, now = model.state_dict(), loaded.state_dict()
     assert all(torch.equal(saved[k], now[k]) for k in saved)
+
+
+@pytest.mark.parametrize("model_type", sorted(VISION_MODELS))
+def test_every_vision_model_type_saves_and_loads_as_a_bundle(tmp_path, model_type):
+    """A bundle written by the checkpoint package is read back (from the run directory too) as
+    the same model type with the same weights, on the device asked for, in eval mode."""
+    task = VISION_MODELS[model_type].tasks[0]
+    cfg = parse_config({**BASE, "data": {"task": task}, "model": {"type": model_type}})
+    torch.manual_seed(0)
+    bundle = VisionBundle(VISION_MODELS[model_type].build(cfg.model), cfg)
+    bundle.save(tmp_path / "run" / "best", {})
+    loaded = load_vision(tmp_path / "run", torch.device("cpu"))  # the run holding best/
+    assert type(loaded.model) is type(bundle.model) and not loaded.model.training
+    assert loaded.config.to_dict() == cfg.to_dict()
+    saved, now = bundle.model.state_dict(), loaded.model.state_dict()
+    assert saved.keys() == now.keys() and all(torch.equal(saved[k], now[k]) for k in saved)
+    assert MODEL_TYPES[model_type].config_cls is VISION_MODELS[model_type].config_cls
+
+
+def test_a_vision_checkpoint_of_another_shape_is_refused_naming_the_file(tmp_path):
+    cfg = parse_config(BASE)
+    VisionBundle(VISION_MODELS["ram"].build(cfg.model), cfg).save(tmp_path / "ckpt")
+    bigger = parse_config({**BASE, "model": {"type": "ram", "hidden": 64}})
+    (tmp_path / "ckpt" / "config.yaml").write_text(yaml.safe_dump(bigger.to_dict()))
+    with pytest.raises(CheckpointError, match="model.safetensors"):
+        load_vision(tmp_path / "ckpt", torch.device("cpu"))

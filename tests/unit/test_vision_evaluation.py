@@ -22,8 +22,8 @@ from PIL import Image
 from attnkit.checkpoint import write_checkpoint
 from attnkit.cli import main
 from attnkit.evaluation.vision import evaluate_vision
-from attnkit.training.vision_config import parse_config
 from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.vision_experiment import parse_config
 
 N_TEST = 12
 MODELS = {

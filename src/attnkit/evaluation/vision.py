@@ -28,14 +28,15 @@ import numpy as np
 import torch
 from torch import nn
 
+from attnkit.checkpoint.vision import checkpoint_dir
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir
 from attnkit.explain import vision as implicit
-from attnkit.training.vision_checkpoint import checkpoint_dir, load_vision_model
-from attnkit.training.vision_config import VisionConfig
+from attnkit.training.vision_checkpoint import load_vision_model
 from attnkit.training.vision_families import Family
 from attnkit.training.vision_scoring import error_scores, predict_split
+from attnkit.vision_experiment import VisionConfig
 from attnkit.viz import visual
 from attnkit.viz.vision_report import VisionExample, write_vision_report
 

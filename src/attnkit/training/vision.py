@@ -1,6 +1,6 @@
 """Training for the visual attention family.
 
-An experiment file has ``family: vision`` (:mod:`attnkit.training.vision_config`).
+An experiment file has ``family: vision`` (:mod:`attnkit.vision_experiment`).
 :func:`train_vision` (the CLI calls it) trains, keep ``OUT/best`` (lowest dev error) and
   ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
   first, :mod:`attnkit.training.vision_checkpoint`); steps with a NaN/inf loss or gradient norm
@@ -39,9 +39,9 @@ from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.loop import LoopSettings, TrainingLoop
 from attnkit.training.state import TrainerState
 from attnkit.training.vision_adapter import VisionAdapter
-from attnkit.training.vision_config import VisionConfig, parse_config
 from attnkit.training.vision_families import MODEL_TYPES
 from attnkit.training.vision_scoring import evaluate_split, log
+from attnkit.vision_experiment import VisionConfig, parse_config
 
 __all__ = ["train_vision"]
 

@@ -28,9 +28,9 @@ from attnkit.training import vision_checkpoint as vckpt
 from attnkit.training.loop import Update
 from attnkit.training.run_log import bar_disabled
 from attnkit.training.state import TrainerState
-from attnkit.training.vision_config import TrainConfig, VisionConfig
 from attnkit.training.vision_families import DeviceSplit, Family
 from attnkit.training.vision_scoring import batches, dev_figures, log
+from attnkit.vision_experiment import TrainConfig, VisionConfig
 
 
 def plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:

@@ -1,5 +1,6 @@
-"""A vision run's checkpoints: weights, config, trainer counters, optimizer and RNG; and
-:func:`load_vision_model`, a checkpoint's model ready to use.
+"""A vision run's checkpoints: weights and config (the bundle,
+:class:`~attnkit.checkpoint.vision.VisionBundle`), trainer counters, optimizer and RNG; and
+:func:`load_vision_model`, a checkpoint's model ready to use with its training family.
 
 ``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
 written with :func:`save`; :func:`restore` loads ``last``
@@ -18,13 +19,14 @@ import torch
 from torch import Tensor, nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.vision import VisionBundle, load_vision
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
 from attnkit.training.state import VISION, TrainerState, state_from_json, state_to_json
-from attnkit.training.vision_config import FAMILY, VisionConfig, parse_config
 from attnkit.training.vision_families import MODEL_TYPES, Family
+from attnkit.vision_experiment import FAMILY, VisionConfig
 
 
 def save(
@@ -43,8 +45,9 @@ def save(
     """
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
     trainer = state_to_json(state, VISION)  # best_dev_error: null until an epoch is scored
+    bundle = VisionBundle(model, cfg)
     if not resumable:
-        ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer)
+        bundle.save(directory, trainer)
         return
     info, tensors = resume.optimizer_to_tensors(optimizer)
     if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
@@ -53,7 +56,7 @@ def save(
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         tensors["rng.cuda"] = torch.cuda.get_rng_state()
     trainer["optimizer"] = info
-    ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
+    bundle.save(directory, trainer, tensors)
 
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
@@ -95,26 +98,12 @@ def interrupted_order(directory: Path, device: torch.device) -> Tensor:
     return order.to(device)
 
 
-def checkpoint_dir(model_dir: str | Path) -> Path:
-    """A checkpoint directory itself, or the run directory holding ``best/``."""
-    model_dir = Path(model_dir)
-    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
-        return model_dir / "best"
-    return model_dir
-
-
 def load_vision_model(
     model_dir: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[VisionConfig, Family, nn.Module]:
-    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``).
-
-    A checkpoint written before the train keys were renamed loads too: its saved config is
-    translated (:mod:`attnkit.renamed_keys`)."""
-    directory = checkpoint_dir(model_dir)
-    ckpt.read_meta(directory, FAMILY)
-    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
-    family = MODEL_TYPES[cfg.model_type]
-    model = family.build(cfg.model)
-    ckpt.load_model_state(model, directory)
+    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
+    the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the training family of
+    its model type (what scoring and pictures need)."""
     device = resolve_device(device) if isinstance(device, str) else device
-    return cfg, family, model.to(device).eval()
+    bundle = load_vision(model_dir, device)
+    return bundle.config, MODEL_TYPES[bundle.config.model_type], bundle.model

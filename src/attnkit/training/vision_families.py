@@ -21,8 +21,8 @@ from torch import Tensor, nn
 from attnkit.attention.hard import glimpse_boxes
 from attnkit.data.tasks.vision import Split
 from attnkit.models import show_attend_tell as sat
-from attnkit.models.attention_pooling import AttentionPoolingClassifier, PoolingConfig
-from attnkit.models.ram import RAMConfig, RecurrentAttentionModel, hybrid_loss, predict
+from attnkit.models.ram import hybrid_loss, predict
+from attnkit.models.vision import VISION_MODELS
 from attnkit.viz import visual
 
 if TYPE_CHECKING:
@@ -51,13 +51,21 @@ class DeviceSplit:
 
 
 class Family:
-    """How to build, train, score and picture one model type (the registry's entries)."""
+    """How to train, score and picture one model type (the registry's entries); its config class,
+    tasks and builder are the model registry's (:data:`attnkit.models.vision.VISION_MODELS`)."""
 
-    config_cls: type
-    tasks: tuple[str, ...]
+    model_type: str  # the key of VISION_MODELS
+
+    @property
+    def config_cls(self) -> type:
+        return VISION_MODELS[self.model_type].config_cls
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        return VISION_MODELS[self.model_type].tasks
 
     def build(self, m) -> nn.Module:
-        raise NotImplementedError
+        return VISION_MODELS[self.model_type].build(m)
 
     def label_tensors(self, labels) -> dict[str, Tensor]:
         return {"labels": torch.as_tensor(np.asarray(labels), dtype=torch.long)}
@@ -133,24 +141,7 @@ def _pred_title(pred, label) -> str:
 
 
 class RAMFamily(Family):
-    config_cls = RAMConfig
-    tasks = ("mnist", "translated", "cluttered")
-
-    def build(self, m: RAMConfig) -> nn.Module:
-        return RecurrentAttentionModel(
-            m.glimpses,
-            m.patch,
-            m.scales,
-            m.scale_factor,
-            1,
-            m.glimpse_hidden,
-            m.location_hidden,
-            m.hidden,
-            m.core,
-            m.std,
-            10,
-            m.detach_policy_state,
-        )
+    model_type = "ram"
 
     def train_step(self, model, batch, m):
         loss = hybrid_loss(model(batch["images"], sample=True), batch["labels"], m.reinforce_weight)
@@ -227,11 +218,7 @@ class SoftFamily(Family):
 
 
 class ReaderFamily(SoftFamily):
-    config_cls = sat.ReaderConfig
-    tasks = ("strips",)
-
-    def build(self, m: sat.ReaderConfig) -> nn.Module:
-        return sat.ShowAttendTell(m.channels, m.embed, m.hidden, m.attention_dim, m.gate, m.dropout)
+    model_type = "show_attend_tell"
 
     def label_tensors(self, labels):
         inputs, targets = sat.encode_strings(list(labels), max(map(len, labels)))
@@ -284,11 +271,7 @@ def _picture_steps(label: str | None) -> int:
 
 
 class PoolingFamily(SoftFamily):
-    config_cls = PoolingConfig
-    tasks = ("mnist", "translated", "cluttered")
-
-    def build(self, m: PoolingConfig) -> nn.Module:
-        return AttentionPoolingClassifier(m.channels, m.attention_hidden, m.dropout)
+    model_type = "attention_pooling"
 
     def train_step(self, model, batch, m):
         out = model(batch["images"])

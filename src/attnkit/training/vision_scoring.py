@@ -19,8 +19,8 @@ from tqdm import tqdm
 from attnkit.data.tasks.vision import Split
 from attnkit.errors import CheckpointError
 from attnkit.training import tensorboard as tb
-from attnkit.training.vision_config import TrainConfig
 from attnkit.training.vision_families import DeviceSplit, Family
+from attnkit.vision_experiment import TrainConfig
 
 
 def log(cfg: TrainConfig, message: str) -> None:

@@ -8,8 +8,8 @@
     model: {type: ram, glimpses: 8, ...}          -> RAMConfig | ReaderConfig | PoolingConfig
     train: {epochs: 100, batch_size: 128, ...}    -> TrainConfig
 
-``model.type`` picks the model (:data:`MODEL_TYPES`, a registry by name, in
-:mod:`attnkit.training.vision_families`) and with it the valid keys of the section. Unknown keys
+``model.type`` picks the model (:data:`~attnkit.models.vision.VISION_MODELS`, a registry by
+name) and with it the valid keys of the section. Unknown keys
 anywhere are rejected with the list of valid ones. The ``train`` keys are defined once for every
 family (:mod:`attnkit.train_config`): those a seq2seq experiment also has mean the same there
 (``clip``, ``threads``, ``scheduler``, ``min_lr``, ``warmup_steps``, ``backend``, ...); the keys
@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass
 from attnkit.config import from_dict
 from attnkit.data.tasks.vision import DataConfig
 from attnkit.errors import ConfigError
+from attnkit.models.vision import VISION_MODELS
 from attnkit.renamed_keys import upgrade_train_keys
 from attnkit.train_config import VISION, train_config_class
-from attnkit.training.vision_families import MODEL_TYPES
 
 FAMILY = VISION
 
@@ -37,7 +37,7 @@ TrainConfig = train_config_class(FAMILY, __name__)
 @dataclass
 class VisionConfig:
     data: DataConfig
-    model: object  # the dataclass of MODEL_TYPES[model_type]
+    model: object  # the dataclass of VISION_MODELS[model_type]
     model_type: str
     train: TrainConfig
     output_dir: str = "runs/vision"  # run directory (best/ and last/) when the caller gives none
@@ -78,11 +78,11 @@ def parse_config(data: dict, source: str = "config", user: bool = True) -> Visio
         raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
     model = dict(data.get("model") or {})
     model_type = model.pop("type", None)
-    if model_type not in MODEL_TYPES:
+    if model_type not in VISION_MODELS:
         raise ConfigError(
-            f"{source}: model.type: {model_type!r} is not one of {', '.join(MODEL_TYPES)}"
+            f"{source}: model.type: {model_type!r} is not one of {', '.join(VISION_MODELS)}"
         )
-    family = MODEL_TYPES[model_type]
+    family = VISION_MODELS[model_type]
     cfg = VisionConfig(
         data=from_dict(DataConfig, data.get("data"), f"{source}: data"),
         model=from_dict(family.config_cls, model, f"{source}: model"),

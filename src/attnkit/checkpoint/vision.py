@@ -1,0 +1,68 @@
+"""A vision checkpoint's bundle: the model with its experiment config (:class:`VisionBundle`),
+written and read as one directory of the common format (:mod:`attnkit.checkpoint`).
+
+:func:`load_vision` reads a checkpoint (or a run directory holding ``best/``), checks its files,
+builds the model its config names (:data:`attnkit.models.vision.VISION_MODELS`) and loads its
+weights. The trainer's counters, optimizer and RNG that ``last`` also holds are the training
+package's (:mod:`attnkit.training.vision_checkpoint`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnkit.checkpoint import load_model_state, read_config, read_meta, write_checkpoint
+from attnkit.models.vision import VISION_MODELS
+from attnkit.vision_experiment import FAMILY, VisionConfig, parse_config
+
+
+@dataclass
+class VisionBundle:
+    """What a vision checkpoint holds, in memory: the model and the experiment config it was
+    built from."""
+
+    model: nn.Module
+    config: VisionConfig
+
+    def save(
+        self,
+        directory: str | Path,
+        trainer_state: dict | None = None,
+        trainer_tensors: dict[str, torch.Tensor] | None = None,
+    ) -> Path:
+        """Write the bundle as a checkpoint directory, atomically (with the trainer's state for
+        ``best`` and ``last``)."""
+        return write_checkpoint(
+            directory,
+            FAMILY,
+            self.model.state_dict(),
+            self.config.to_dict(),
+            trainer_state,
+            trainer_tensors,
+        )
+
+
+def checkpoint_dir(model_dir: str | Path) -> Path:
+    """A checkpoint directory itself, or the run directory holding ``best/``."""
+    model_dir = Path(model_dir)
+    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
+        return model_dir / "best"
+    return model_dir
+
+
+def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:
+    """A vision checkpoint (or a run holding ``best/``) as a bundle: its model built from the
+    saved config, given the saved weights, on ``device`` in eval mode.
+
+    A checkpoint written before the train keys were renamed loads too: its saved config is
+    translated (:mod:`attnkit.renamed_keys`)."""
+    directory = checkpoint_dir(model_dir)
+    read_meta(directory, FAMILY)
+    cfg = parse_config(read_config(directory), str(directory / "config.yaml"), user=False)
+    model = VISION_MODELS[cfg.model_type].build(cfg.model)
+    load_model_state(model, directory)
+    return VisionBundle(model.to(device).eval(), cfg)
