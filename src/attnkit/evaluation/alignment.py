@@ -89,6 +89,8 @@ class AlignmentTotals:
             aer = 1.0 - (self.hits_sure + self.hits_possible) / (self.hard_links + self.sure_links)
             out["aer"] = round(100.0 * aer, 2)
             out["argmax_in_span"] = round(100.0 * self.hits_possible / self.hard_links, 2)
+            # recall: the sure gold links the hard alignment finds (precision is argmax in span)
+            out["recall"] = round(100.0 * self.hits_sure / max(1, self.sure_links), 2)
             out["linked_steps"] = self.hard_links
         if self.steps:
             out["entropy_nats"] = round(self.entropy / self.steps, 4)

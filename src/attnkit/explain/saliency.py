@@ -78,10 +78,13 @@ def saliency_maps(
     model.eval()
     model.set_backend(resolve_backend("reference", device))
     try:
-        rows = [
-            _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps)
-            for j in range(steps_out)
-        ]  # each (B, S)
+        # cuDNN's RNNs have no backward pass in eval mode; the model is explained in eval mode
+        # (no dropout), so on a GPU its RNNs run torch's own kernels for the call
+        with torch.backends.cudnn.flags(enabled=False):
+            rows = [
+                _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps)
+                for j in range(steps_out)
+            ]  # each (B, S)
     finally:
         model.set_backend(backend)
         model.train(was_training)
