@@ -1,9 +1,10 @@
-"""The vision model types: how each is built, trained, scored and pictured.
+"""The vision model types: how each is trained, scored and pictured.
 
 :data:`MODEL_TYPES` maps ``model.type`` in a ``family: vision`` experiment
-to a :class:`Family`, which owns everything model-specific: its config class,
-the tasks it fits, its training loss, its count of correct predictions and
-its attention pictures. :mod:`attnkit.training.vision` starts a run, which the training loop
+to a :class:`Family`, which owns what training and pictures need of it: its training loss, its
+count of correct predictions and its attention pictures (its config class, tasks and builder are
+the model registry's, :data:`attnkit.models.vision.VISION_MODELS`, which checkpoints are built
+from). :mod:`attnkit.training.vision` starts a run, which the training loop
 drives through :mod:`attnkit.training.vision_adapter`; :mod:`attnkit.evaluation.vision` scores a
 checkpoint and :mod:`attnkit.explain.vision_plot` draws it.
 """
