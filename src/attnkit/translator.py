@@ -17,9 +17,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.checkpoint.seq2seq import TextSides, read_seq2seq, write_seq2seq
+from attnkit.checkpoint.validate import build_checked
 from attnkit.data.batching import Example, collate
 from attnkit.data.text_input import as_utf8
 from attnkit.data.tokenizers import Tokenizer
@@ -147,8 +147,10 @@ class Translator:
         except AttnkitError as exc:
             raise CheckpointError(str(exc)) from None
         device = device if isinstance(device, torch.device) else resolve_device(device)
-        model = build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
-        ckpt.load_model_state(model, directory)
+        model = build_checked(  # the file's shapes checked before any memory is allocated
+            directory,
+            lambda: build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab)),
+        )
         model.to(device).eval()
         model.set_backend(
             resolve_backend(config.decode.backend, device, next(model.parameters()).dtype)

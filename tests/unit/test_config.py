@@ -336,7 +336,7 @@ def test_override_into_a_non_section():
 
 
 def test_override_unparsable_value():
-    with pytest.raises(ConfigError, match="cannot parse"):
+    with pytest.raises(ConfigError, match="invalid YAML"):
         apply_overrides({}, ["data.languages=[en, de"])
 
 

@@ -18,6 +18,7 @@ import torch
 from torch import Tensor, nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.validate import build_checked
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.training import resume
@@ -114,7 +115,6 @@ def load_vision_model(
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
     family = MODEL_TYPES[cfg.model_type]
-    model = family.build(cfg.model)
-    ckpt.load_model_state(model, directory)
+    model = build_checked(directory, lambda: family.build(cfg.model))  # shapes checked first
     device = resolve_device(device) if isinstance(device, str) else device
     return cfg, family, model.to(device).eval()
