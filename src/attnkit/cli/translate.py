@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from attnkit.cli.options import add_command, check_decode_args, decode_options, model_option
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, writing
 
 
 def add_parser(sub) -> None:
@@ -107,5 +107,6 @@ def run(args) -> None:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
         print("\t".join(outputs))
     if out is not None:
-        save_records([t.record() for t in results], out)
+        with writing(out, "--attention-out "):
+            save_records([t.record() for t in results], out)
         print(f"attention of {len(results)} outputs written to {out}", file=sys.stderr)
