@@ -405,7 +405,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
     # ---- b5: DDP workers die with their launcher ------------------------------------------
     @add("ddp_kill9_launcher_stops_the_workers", "b5", needs_model=False)
     def _ddp_orphans(ctx, folder):
-        path = ctx.long_config(folder, eval_every=10)
+        path = ctx.long_config(folder, eval_every=10, max_minutes=3)  # orphans would run on
         launcher = subprocess.Popen(
             [
                 sys.executable,
@@ -438,7 +438,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
                 return f"the two workers did not start training (children: {workers})"
             launcher.kill()
             launcher.wait(timeout=30)
-            for _ in range(600):
+            for _ in range(300):  # a SIGTERM stops a rank after its update: seconds, not minutes
                 alive = [pid for pid in workers if _alive(pid)]
                 if not alive:
                     break
@@ -446,7 +446,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             else:
                 for pid in alive:
                     os.kill(pid, signal.SIGKILL)
-                return f"workers {alive} still ran 60 s after the launcher was killed"
+                return f"workers {alive} still ran 30 s after the launcher was killed"
         finally:
             if launcher.poll() is None:
                 launcher.kill()
