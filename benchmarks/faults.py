@@ -17,7 +17,9 @@ one: for bad input, exit status 2 and exactly one line on stderr, starting with
 for faults (SIGTERM, SIGINT, kill -9, NaN losses, a planted kernel library) the checkpoint
 survives, finite and resumable, and nothing planted runs. ``item`` is the item of the issue
 "Trustworthy results" that a case checks ("held" for what held before it, "fuzz" for what
-the property tests found and this tree fixed).
+the property tests found and this tree fixed), or ``bN``: item N of the issue "Bounded against
+hostile input" (benchmarks/faults_bounded.py), whose memory cases run under an address-space
+cap and fail above 1 GB of peak RSS or 10 s of CPU.
 
 Progress goes to stderr; stdout gets {"cases", "held", "failed", "failed_cases": [{"name",
 "item", "why"}], "skipped": [{"name", "why"}], "seconds"}. Cases that cannot run here (no C
@@ -1280,6 +1282,13 @@ def _umask(ctx: Context, folder: Path) -> str | None:
 
 
 # ---- running ------------------------------------------------------------------------------------
+# ---- the issue "Bounded against hostile input" (items b1-b8): benchmarks/faults_bounded.py -----
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from faults_bounded import register as _register_bounded  # noqa: E402
+
+_register_bounded(sys.modules[__name__])
+
+
 def run_case(ctx: Context, c: Case) -> tuple[str, str | None, float]:
     folder = ctx.root / "cases" / c.name
     folder.mkdir(parents=True)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
+import reprlib
+import stat
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -22,6 +25,25 @@ import yaml
 from attnkit.errors import ConfigError
 
 T = TypeVar("T")
+
+#: bounds of any YAML attnkit reads (experiment configs, ``--set`` values, checkpoint configs):
+#: real configs are a few kilobytes, a few levels deep and a few hundred values
+MAX_YAML_BYTES = 1 << 20
+MAX_YAML_DEPTH = 32
+MAX_YAML_VALUES = 100_000
+#: the most characters of a value a message shows
+SHOWN_CHARS = 60
+
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, SHOWN_CHARS, SHOWN_CHARS
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, in bounded time and at most :data:`SHOWN_CHARS` characters
+    (a value read from YAML may be large: it is never formatted whole)."""
+    text = _REPR.repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[: SHOWN_CHARS - 3] + "..."
 
 
 def _type_name(tp: Any) -> str:
@@ -43,11 +65,11 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             except ConfigError:
                 continue
         raise ConfigError(
-            f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {value!r}"
+            f"{where}: expected {' or '.join(_type_name(a) for a in args)}, got {shown(value)}"
         )
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{where}: expected a list, got {value!r}")
+            raise ConfigError(f"{where}: expected a list, got {shown(value)}")
         (item_tp, *_) = typing.get_args(tp) or (Any,)
         return [_coerce(v, item_tp, f"{where}[{i}]") for i, v in enumerate(value)]
     if tp is Any:
@@ -55,7 +77,7 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{where}: expected true or false, got {value!r}")
+        raise ConfigError(f"{where}: expected true or false, got {shown(value)}")
     if tp is float:
         number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -66,18 +88,18 @@ def _coerce(value: Any, tp: Any, where: str) -> Any:
             except ValueError:
                 pass
         if number is None:
-            raise ConfigError(f"{where}: expected a number, got {value!r}")
+            raise ConfigError(f"{where}: expected a number, got {shown(value)}")
         if math.isnan(number):  # NaN is no setting of anything
             raise ConfigError(f"{where}: expected a number, got NaN")
         return number
     if tp is int:
         if isinstance(value, int) and not isinstance(value, bool):
             return value
-        raise ConfigError(f"{where}: expected an integer, got {value!r}")
+        raise ConfigError(f"{where}: expected an integer, got {shown(value)}")
     if tp is str:
         if isinstance(value, str):
             return value
-        raise ConfigError(f"{where}: expected a string, got {value!r}")
+        raise ConfigError(f"{where}: expected a string, got {shown(value)}")
     if dataclasses.is_dataclass(tp):
         return from_dict(tp, value, where)
     return value
@@ -107,7 +129,7 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
     if unknown:
         raise ConfigError(
             f"{where}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(fields)}"
+            f"{', '.join(map(shown, unknown[:10]))}; valid keys: {', '.join(fields)}"
         )
     kwargs = {}
     choices = getattr(cls, "CHOICES", {})
@@ -116,7 +138,7 @@ def from_dict(cls: type[T], data: Any, where: str = "config") -> T:
         value = _coerce(value, hints[name], key)
         if name in choices and value is not None and value not in choices[name]:
             raise ConfigError(
-                f"{key}: {value!r} is not one of {', '.join(map(str, choices[name]))}"
+                f"{key}: {shown(value)} is not one of {', '.join(map(str, choices[name]))}"
             )
         kwargs[name] = value
     obj = cls(**kwargs)
@@ -163,7 +185,7 @@ def check_values(obj: Any, where: str, rules: dict[str, Rule]) -> None:
     for name, (ok, rule) in rules.items():
         value = getattr(obj, name)
         if not ok(value):
-            raise ConfigError(f"{join_key(where, name)}: must be {rule}, got {value!r}")
+            raise ConfigError(f"{join_key(where, name)}: must be {rule}, got {shown(value)}")
 
 
 def check_applicable(obj: Any, given: Any, where: str) -> None:
@@ -205,41 +227,147 @@ def apply_overrides(data: dict, overrides: Iterable[str], where: str = "--set") 
     data = copy.deepcopy(data)
     for item in overrides:
         if "=" not in item:
-            raise ConfigError(f"{where} {item!r}: expected KEY=VALUE, e.g. model.hidden=256")
+            raise ConfigError(f"{where} {shown(item)}: expected KEY=VALUE, e.g. model.hidden=256")
         key, raw = item.split("=", 1)
         parts = [p for p in key.strip().split(".") if p]
         if not parts:
-            raise ConfigError(f"{where} {item!r}: empty key")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"{where} {item!r}: cannot parse the value ({exc})") from None
+            raise ConfigError(f"{where} {shown(item)}: empty key")
+        value = parse_yaml(raw, f"{where} {shown(item)}") if raw.strip() else ""
         node = data
         for part in parts[:-1]:
             child = node.setdefault(part, {})
             if not isinstance(child, dict):
-                raise ConfigError(f"{where} {item!r}: {part!r} is not a section")
+                raise ConfigError(f"{where} {shown(item)}: {shown(part)} is not a section")
             node = child
         node[parts[-1]] = value
     return data
 
 
-def read_yaml(path: str | Path) -> dict:
-    """A YAML mapping from ``path``; ConfigError naming the file (and line) otherwise."""
-    path = Path(path)
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses nesting deeper than :data:`MAX_YAML_DEPTH` (before
+    Python's recursion limit would) and a key given twice in one mapping (naming both lines)."""
+
+    def __init__(self, stream, where: str):
+        super().__init__(stream)
+        self.where, self.depth = where, 0
+
+    def compose_node(self, parent, index):
+        self.depth += 1
+        try:
+            if self.depth > MAX_YAML_DEPTH:
+                line = self.peek_event().start_mark.line + 1
+                raise ConfigError(
+                    f"{self.where}:{line}: nested deeper than {MAX_YAML_DEPTH} levels "
+                    "(a config is a few levels deep)"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag.endswith(":merge"):
+                    continue
+                key = (key_node.tag, key_node.value)
+                line = key_node.start_mark.line + 1
+                if key in seen:
+                    raise ConfigError(
+                        f"{self.where}:{line}: key {shown(key_node.value)} given twice "
+                        f"(lines {seen[key]} and {line}); give it once"
+                    )
+                seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
+def _expanded(node, where: str, memo: dict, depth: int = 1) -> int:
+    """The number of values ``node`` stands for once its aliases are expanded; ConfigError when
+    that is above :data:`MAX_YAML_VALUES`, deeper than twice :data:`MAX_YAML_DEPTH` or cyclic."""
+    if depth > 2 * MAX_YAML_DEPTH:
+        raise ConfigError(f"{where}: aliases nest it deeper than {2 * MAX_YAML_DEPTH} levels")
+    key = id(node)
+    if key in memo:
+        if memo[key] is None:
+            line = node.start_mark.line + 1
+            raise ConfigError(f"{where}:{line}: an alias refers to the value that contains it")
+        return memo[key]
+    memo[key] = None  # in progress: meeting it again is a cycle
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded(child, where, memo, depth + 1) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            size += _expanded(k, where, memo, depth + 1) + _expanded(v, where, memo, depth + 1)
+    if size > MAX_YAML_VALUES:
+        raise ConfigError(
+            f"{where}: more than {MAX_YAML_VALUES:,} values once its aliases are expanded "
+            "(a config holds a few hundred)"
+        )
+    memo[key] = size
+    return size
+
+
+def parse_yaml(text: str, where: str) -> Any:
+    """The value of one YAML document, read with bounds: at most :data:`MAX_YAML_BYTES`
+    characters, :data:`MAX_YAML_DEPTH` levels, :data:`MAX_YAML_VALUES` values with aliases
+    expanded (a "billion laughs" is refused before it is built), every key once per mapping.
+    Anything else is a one-line ConfigError naming ``where`` (and the line)."""
+    if len(text) > MAX_YAML_BYTES:
+        raise ConfigError(
+            f"{where}: {len(text):,} characters, above the limit of {MAX_YAML_BYTES:,}"
+        )
+    loader = None
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
-    try:
-        data = yaml.safe_load(text)
+        loader = _BoundedLoader(text, where)
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded(node, where, {})
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())  # one line
-        raise ConfigError(f"{path}{line}: invalid YAML ({problem})") from None
+        problem = " ".join(str(getattr(exc, "problem", None) or exc).split())[:200]  # one line
+        raise ConfigError(f"{where}{line}: invalid YAML ({problem})") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def read_text_bounded(path: str | Path, limit: int, error: type[Exception] = ConfigError) -> str:
+    """A UTF-8 text file of at most ``limit`` bytes (a FIFO or device is read up to the limit,
+    never further); ``error`` naming the file and the limit otherwise."""
+    path = Path(path)
+    try:
+        with open(path, "rb") as stream:
+            info = os.fstat(stream.fileno())
+            if stat.S_ISDIR(info.st_mode):
+                raise error(f"{path}: is a directory, not a file")
+            if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+                raise error(f"{path}: {info.st_size:,} bytes, above the limit of {limit:,}")
+            data = stream.read(limit + 1)
+    except FileNotFoundError:
+        raise error(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise error(f"{path}: is a directory, not a file") from None
+    except OSError as exc:
+        raise error(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise error(f"{path}: more than {limit:,} bytes, the limit for this file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"{path}: not UTF-8 (byte {exc.start + 1})") from None
+
+
+def read_yaml(path: str | Path) -> dict:
+    """A YAML mapping from ``path`` read with :func:`parse_yaml`'s bounds; ConfigError naming the
+    file (and line) otherwise."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        raise ConfigError(f"{path}: no such config file")
+    data = parse_yaml(read_text_bounded(path, MAX_YAML_BYTES), str(path))
     if data is None:
         data = {}
     if not isinstance(data, dict):

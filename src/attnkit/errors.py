@@ -8,6 +8,10 @@ exception is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -57,3 +61,24 @@ class TrainingInterrupted(AttnkitError):
 
 class TrainingError(AttnkitError):
     """A run that cannot go on: its loss or gradients stopped being finite, update after update."""
+
+
+def file_error(path: str | Path | bytes, exc: OSError) -> str:
+    """One line for an OSError on ``path``: the path, what went wrong and, for a full or
+    read-only place, what to do."""
+    hint = ""
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        hint = " (free some space, or write elsewhere)"
+    elif exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        hint = " (write elsewhere: most commands take --out or -o)"
+    return f"{os.fsdecode(path)}: {exc.strerror or exc}{hint}"
+
+
+@contextmanager
+def writing(path: str | Path, what: str = "") -> Iterator[None]:
+    """Turn an OSError while writing ``path`` (a full disk, a read-only or missing directory)
+    into one :class:`AttnkitError` naming it; ``what`` (e.g. ``"--out "``) is put before it."""
+    try:
+        yield
+    except OSError as exc:
+        raise AttnkitError(f"{what}{file_error(exc.filename or path, exc)}") from None

@@ -22,6 +22,7 @@ from attnkit.config import (
     from_dict,
     not_below,
     read_yaml,
+    shown,
     to_dict,
 )
 from attnkit.config import join_key as _key
@@ -136,7 +137,7 @@ def _drop_processes(data: dict, source: str, user: bool) -> None:
     if user and not (type(value) is int and value == 1):  # `true` is not 1 here
         n = value if isinstance(value, int) and not isinstance(value, bool) and value > 1 else "N"
         raise ConfigError(
-            f"{_key(_key(source, 'train'), 'processes')}: {value!r} is no longer a "
+            f"{_key(_key(source, 'train'), 'processes')}: {shown(value)} is no longer a "
             f"setting; remove it and start {n} data-parallel processes with "
             f"torchrun --nproc_per_node {n} -m attnkit train CONFIG"
         )
@@ -156,7 +157,7 @@ def _check_user_config(data: dict, cfg: ExperimentConfig, source: str) -> None:
     name = cfg.name
     if not name.strip() or name in (".", "..") or "/" in name or "\\" in name:
         raise ConfigError(
-            f"{_key(source, 'name')}: {name!r} is not a plain directory name "
+            f"{_key(source, 'name')}: {shown(name)} is not a plain directory name "
             "(runs go to runs/<name>; set output_dir to write anywhere else)"
         )
     check_applicable(cfg, data, source)

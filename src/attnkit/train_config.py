@@ -220,7 +220,7 @@ KEYS: dict[str, Key] = {
     ),
     "seed": Key(
         int,
-        None,
+        (lambda v: 0 <= v < 2**32, "a whole number in [0, 4294967295]"),  # numpy's range
         _rows(
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),

@@ -32,6 +32,10 @@ from attnkit.models.architectures import MODEL_CLASSES
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
 
+#: an input longer than (data.max_src_len) x this many characters is cut to that length before it
+#: is tokenized (a 1 GB line costs no tokenizing time); no real token is this long
+CHARS_PER_TOKEN = 100
+
 
 @dataclass
 class Translation(ShowsRecord):
@@ -223,9 +227,18 @@ class Translator:
         are indexed by position in ``texts``. Errors are :class:`InputError` naming the input.
         """
         cap = self.config.data.max_src_len - 1
+        chars = (cap + 1) * CHARS_PER_TOKEN  # more can only be cut: not tokenized at all
         examples, token_lists, n_long = [], [], 0
         for i, text in enumerate(texts):
             name = names[i] if names is not None else f"input {i + 1}"
+            if len(text) > chars:
+                if self.config.data.overlong == "error":
+                    raise InputError(
+                        f"{name} has {len(text):,} characters, more than data.max_src_len - 1 = "
+                        f"{cap} tokens can hold",
+                        name,
+                    )
+                text = text[:chars]
             tokens = self.src_tokenizer.tokenize(text)
             if not text.strip() or not tokens:
                 raise InputError(f"{name} is empty: nothing to translate", name)

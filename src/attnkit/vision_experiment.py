@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from attnkit.config import from_dict
+from attnkit.config import from_dict, shown
 from attnkit.data.tasks.vision import DataConfig
 from attnkit.errors import ConfigError
 from attnkit.models.vision import VISION_MODELS
@@ -66,21 +66,23 @@ def parse_config(data: dict, source: str = "config", user: bool = True) -> Visio
     if unknown:
         raise ConfigError(
             f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}"
+            f"{', '.join(map(shown, unknown[:10]))}; valid keys: {', '.join(valid)}"
         )
     if data.get("family", FAMILY) != FAMILY:
         raise ConfigError(
-            f"{source}: family: {data.get('family')!r} is not a vision config (family: vision)"
+            f"{source}: family: {shown(data.get('family'))} is not a vision config (family: vision)"
         )
     output_dir = data.get("output_dir")
     output_dir = VisionConfig.output_dir if output_dir is None else output_dir
     if not isinstance(output_dir, str) or not output_dir:
-        raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
+        raise ConfigError(
+            f"{source}: output_dir: expected a directory name, got {shown(output_dir)}"
+        )
     model = dict(data.get("model") or {})
     model_type = model.pop("type", None)
     if model_type not in VISION_MODELS:
         raise ConfigError(
-            f"{source}: model.type: {model_type!r} is not one of {', '.join(VISION_MODELS)}"
+            f"{source}: model.type: {shown(model_type)} is not one of {', '.join(VISION_MODELS)}"
         )
     family = VISION_MODELS[model_type]
     cfg = VisionConfig(
@@ -92,7 +94,8 @@ def parse_config(data: dict, source: str = "config", user: bool = True) -> Visio
     )
     if cfg.data.task not in family.tasks:
         raise ConfigError(
-            f"{source}: model.type {model_type!r} reads data.task {' or '.join(family.tasks)}, "
+            f"{source}: model.type {shown(model_type)} reads data.task "
+            f"{' or '.join(family.tasks)}, "
             f"not {cfg.data.task!r}"
         )
     return cfg

@@ -104,8 +104,10 @@ def test_a_host_other_machines_reach_is_warned_about(model_dir, monkeypatch, cap
     assert server.is_local("127.0.0.1") and server.is_local("localhost")
     assert server.is_local("::1") and not server.is_local("0.0.0.0")
     assert not server.is_local("192.168.1.5") and not server.is_local("example.org")
-    monkeypatch.setattr(server._Server, "run", lambda self: setattr(self, "started", True))
-    server.serve(ServeSettings(models=[model_dir], host="0.0.0.0"))
+    monkeypatch.setattr(
+        server._Server, "run", lambda self, sockets=None: setattr(self, "started", True)
+    )
+    server.serve(ServeSettings(models=[model_dir], host="0.0.0.0", port=0))
     assert "--host 0.0.0.0: the server is reachable from other machines" in capsys.readouterr().err
-    server.serve(ServeSettings(models=[model_dir]))
+    server.serve(ServeSettings(models=[model_dir], port=0))
     assert "warning" not in capsys.readouterr().err

@@ -671,3 +671,36 @@ def test_evaluate_draws_no_progress_bar_into_a_redirected_stderr(trained, tmp_pa
     assert main(["evaluate", "--model", str(trained / "best"), "--out", str(out)]) == 0
     err = capsys.readouterr().err
     assert "decoding" not in err and "\r" not in err
+
+
+def test_a_write_that_fails_is_one_line_naming_the_file(tmp_path, trained, capsys):
+    """A place that cannot be written (under a regular file; a full disk, as /dev/full) is one
+    line naming the path, for every command that writes; an OSError that is not about a file
+    keeps its traceback (a bug)."""
+    model = trained / "best"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    full = tmp_path / "full.png"
+    full.symlink_to("/dev/full")
+    _fails(capsys, ["plot", "--model", model, "abc", "-o", blocker / "x.png"], "a-file")
+    _fails(capsys, ["plot", "--model", model, "abc", "-o", full], "full.png", "space")
+    _fails(
+        capsys,
+        ["translate", "--model", model, "abc", "--attention-out", blocker / "x.json"],
+        "a-file",
+    )
+    _fails(capsys, ["explain", "--model", model, "abc", "--out", blocker / "e"], "a-file")
+    _fails(capsys, ["evaluate", "--model", model, "--beam", "1", "--out", blocker / "e"], "a-file")
+
+
+def test_an_oserror_that_names_no_file_keeps_its_traceback(monkeypatch):
+    import errno
+
+    from attnkit.cli import translate
+
+    def broken(args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(translate, "run", broken)
+    with pytest.raises(OSError):
+        main(["translate", "--model", "x", "abc"])

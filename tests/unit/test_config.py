@@ -336,7 +336,7 @@ def test_override_into_a_non_section():
 
 
 def test_override_unparsable_value():
-    with pytest.raises(ConfigError, match="cannot parse"):
+    with pytest.raises(ConfigError, match="invalid YAML"):
         apply_overrides({}, ["data.languages=[en, de"])
 
 
@@ -868,3 +868,79 @@ def test_attention_none_picks_the_fixed_decoder(tmp_path):
     for name in ("numbers_none.yaml", "dates_none.yaml"):  # the shipped configs load
         cfg = load_experiment(Path(__file__).resolve().parents[2] / "configs" / name)
         assert cfg.model.attention == "none" and cfg.model.decoder_style == "fixed"
+
+
+# ---- YAML read with bounds (aliases, depth, keys given twice, size) -----------------------------
+def _bomb(levels: int = 9) -> str:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path):
+    path = _write(tmp_path, _bomb() + "name: [x]\n")
+    with pytest.raises(ConfigError, match="more than 100,000 values once its aliases") as err:
+        read_yaml(path)
+    assert str(err.value).startswith(f"{path}:") and len(str(err.value)) < 200
+
+
+def test_a_few_aliases_are_fine_and_a_cycle_is_refused():
+    from attnkit.config import parse_yaml
+
+    assert parse_yaml("a: &x [1, 2]\nb: *x\n", "c") == {"a": [1, 2], "b": [1, 2]}
+    with pytest.raises(ConfigError, match="c:1: an alias refers to the value that contains it"):
+        parse_yaml("&a [*a]", "c")
+
+
+def test_an_alias_bomb_in_a_set_value_is_refused():
+    nested = "&a0 [" + ", ".join(["lol"] * 10) + "]"
+    for i in range(1, 8):
+        nested = f"&a{i} [" + ", ".join([nested] + [f"*a{i - 1}"] * 9) + "]"
+    with pytest.raises(ConfigError, match="--set .*aliases are expanded"):
+        apply_overrides({}, ["data.languages=" + nested])
+
+
+@pytest.mark.parametrize(
+    "text, line",
+    [("[" * 100 + "]" * 100, 1), ("x:\n" + "".join(" " * i + "k:\n" for i in range(1, 60)), 32)],
+)
+def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path, text, line):
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError, match=f"{path}:{line}: nested deeper than 32 levels"):
+        read_yaml(path)
+
+
+def test_a_key_given_twice_names_both_lines(tmp_path):
+    path = _write(tmp_path, "name: a\nmodel:\n  hidden: 3\n  rnn: gru\n  hidden: 4\n")
+    with pytest.raises(ConfigError) as err:
+        read_yaml(path)
+    assert str(err.value) == f"{path}:5: key 'hidden' given twice (lines 3 and 5); give it once"
+    with pytest.raises(ConfigError, match="given twice"):
+        apply_overrides({}, ["model={a: 1, a: 2}"])
+
+
+def test_a_config_file_above_the_size_limit_or_a_device_is_refused(tmp_path, monkeypatch):
+    import attnkit.config
+
+    monkeypatch.setattr(attnkit.config, "MAX_YAML_BYTES", 100)
+    path = _write(tmp_path, "name: x\n" + "# padding\n" * 20)
+    with pytest.raises(ConfigError, match=r"bytes, above the limit of 100"):
+        read_yaml(path)
+    with pytest.raises(ConfigError, match="/dev/zero: more than 100 bytes"):
+        read_yaml("/dev/zero")
+
+
+def test_a_rejected_value_is_shown_bounded():
+    from attnkit.config import SHOWN_CHARS, shown
+
+    huge = [[["x" * 1000] * 1000] * 1000]  # a million strings by reference: shown in bounded time
+    assert len(shown(huge)) <= SHOWN_CHARS
+
+    @dataclasses.dataclass
+    class Small:
+        n: int = 1
+
+    with pytest.raises(ConfigError) as err:
+        from_dict(Small, {"n": huge}, "c.yaml")
+    assert str(err.value).startswith("c.yaml: n: expected an integer, got [[[")
+    assert len(str(err.value)) < 200

@@ -68,3 +68,56 @@ def test_a_world_size_without_the_rest_names_torchrun(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(ConfigError, match="WORLD_SIZE='two'"):
         distributed.world_size()
+
+
+@pytest.mark.parametrize("watcher", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_a_rank_gets_sigterm_when_its_launcher_is_killed(tmp_path, watcher):
+    """kill -9 of the launcher: the worker (which asked die_with_launcher) gets SIGTERM at once
+    (prctl on Linux; or the watcher thread) and stops, instead of going on as an orphan."""
+    import signal
+    import subprocess
+    import sys
+    import textwrap
+    import time
+
+    marker = tmp_path / "worker.pid"
+    worker = textwrap.dedent(
+        f"""
+        import os, signal, sys, time
+        from attnkit.training import distributed
+        if {watcher!r}:
+            distributed.sys.platform = "other"  # no prctl: the watcher thread
+        got = []
+        signal.signal(signal.SIGTERM, lambda s, f: got.append(s))
+        distributed.die_with_launcher(poll_s=0.1)
+        open({str(marker)!r}, "w").write(str(os.getpid()))
+        for _ in range(300):
+            if got:
+                open({str(marker)!r} + ".term", "w").write("SIGTERM")
+                sys.exit(0)
+            time.sleep(0.05)
+        """
+    )
+    launcher = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {worker!r}]); "
+            "time.sleep(60)",
+        ]
+    )
+    try:
+        for _ in range(400):
+            if marker.exists() and marker.read_text():
+                break
+            time.sleep(0.05)
+        assert marker.exists(), "the worker did not start"
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait(timeout=10)
+        for _ in range(200):
+            if (tmp_path / "worker.pid.term").exists():
+                break
+            time.sleep(0.05)
+        assert (tmp_path / "worker.pid.term").read_text() == "SIGTERM"
+    finally:
+        launcher.kill()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from attnkit import checkpoint as ckpt
-from attnkit.errors import CheckpointError, TrainingInterrupted
+from attnkit.errors import AttnkitError, CheckpointError, TrainingInterrupted
 from attnkit.training import rundir
 
 
@@ -169,3 +169,33 @@ def test_an_ignored_signal_stays_ignored():
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.parametrize("left", [".last.old-7-8", ".last.tmp-abcd"])
+def test_resume_repairs_an_interrupted_swap_before_it_reads_last(tmp_path, left):
+    """The non-atomic save path killed between its two renames: the first --resume finds last
+    (both trainers look through recover_before_resume before 'nothing to resume')."""
+    from types import SimpleNamespace
+
+    from attnkit.training import seq2seq_setup, vision
+
+    run = tmp_path / "run"
+    _checkpoint(run / left, step=3)
+    messages = []
+    rundir.recover_before_resume(run, messages.append)
+    assert ckpt.read_json(run / "last" / "trainer.json")["state"]["step"] == 3
+    assert messages == [f"{run / 'last'}: restored from {left}, left by an interrupted save"]
+    os.replace(run / "last", run / left)
+    assert seq2seq_setup._last(SimpleNamespace(run_dir=run)) == run / "last"
+    os.replace(run / "last", run / left)
+    with pytest.raises(AttnkitError, match="unknown key"):
+        vision._saved_config(run / "last")  # found, then read (this one's config is no vision's)
+    assert (run / "last" / "meta.json").is_file()
+
+
+def test_resume_with_last_in_place_touches_nothing(tmp_path):
+    run = tmp_path / "run"
+    _checkpoint(run / "last")
+    (run / ".best.tmp-half").mkdir()  # a trainer may be writing it: not this call's business
+    rundir.recover_before_resume(run, print)
+    assert (run / ".best.tmp-half").is_dir() and not (run / rundir.LOCK_NAME).exists()

@@ -71,6 +71,20 @@ def _png(width: int, height: int, noise: bool = False, kind: str = "PNG") -> byt
     return buffer.getvalue()
 
 
+def _png_header(width: int, height: int) -> bytes:
+    """A ``width`` x ``height`` PNG's header and a stub of data: all Pillow reads to open it."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    ihdr = chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    return b"\x89PNG\r\n\x1a\n" + ihdr + chunk(b"IDAT", b"x")
+
+
 def _ok(response) -> dict:
     assert response.status_code == 200, response.text
     return response.json()
@@ -124,6 +138,7 @@ def test_an_upload_is_made_the_models_input(client):
         (_png(56, 56, kind="GIF"), 422, "PNG or JPEG"),
         (b"not an image at all", 422, "PNG or JPEG"),
         (_png(300, 40), 413, "--max-image-side"),
+        (_png_header(20_000, 20_000), 413, "above the limit of 200 pixels a side"),
         (_png(4, 4), 422, "each side must be"),
         (_png(190, 190, noise=True), 413, "--max-image-bytes"),
     ],

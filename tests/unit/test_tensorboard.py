@@ -133,3 +133,19 @@ def test_listeners_get_every_group_of_scalars_with_or_without_event_files(tmp_pa
     assert (values["lr"], values["skipped_updates"]) == (1e-3, 1) and values["tokens_per_s"] > 0
     assert dev == ("dev", 20, {"bleu": 7.5})  # counts and text left out, as in the event files
     assert (tmp_path / "tb").exists() is on
+
+
+@pytest.mark.parametrize("kind", ["file", "dangling link"])
+def test_a_file_or_a_dangling_link_in_its_place_stops_logging_not_the_run(tmp_path, kind):
+    place = tmp_path / "tb"
+    if kind == "file":
+        place.write_text("not a directory")
+    else:
+        place.symlink_to(tmp_path / "gone" / "deeper")
+    said = []
+    with tb.Board(place, True, said.append, "tokens") as board:
+        board.start(0)
+        board.scalars(1, {"loss": 1.0}, "train")
+        assert not board.active
+    assert len(said) == 1 and "train.tensorboard: logging stopped" in said[0]
+    assert "\n" not in said[0]

@@ -233,3 +233,26 @@ def test_translate_replaces_lone_surrogates_in_its_inputs():
 def test_translate_refuses_a_bad_length_penalty(alpha):
     with pytest.raises(AttnkitError, match="alpha"):
         _translator().translate(["ab"], beam_size=2, alpha=alpha)
+
+
+def test_a_huge_input_is_cut_before_it_is_tokenized(monkeypatch):
+    """A line far above data.max_src_len is cut to max_src_len x CHARS_PER_TOKEN characters
+    before the tokenizer sees it (a gigabyte line costs no tokenizing time)."""
+    from attnkit.translator import CHARS_PER_TOKEN
+
+    tr = _translator(max_src_len=4)
+    seen = []
+    real = tr.src_tokenizer.tokenize
+    monkeypatch.setattr(
+        tr.src_tokenizer, "tokenize", lambda text: seen.append(len(text)) or real(text)
+    )
+    with pytest.warns(UserWarning, match="truncated"):
+        (t,) = tr.translate(["abc" * 1_000_000])
+    assert seen == [4 * CHARS_PER_TOKEN] and t.source_tokens == ["a", "b", "c", EOS]
+    strict = _translator(max_src_len=4, overlong="error")
+    with pytest.raises(AttnkitError, match="input 1 has 3,000,000 characters"):
+        strict.translate(["abc" * 1_000_000])
+
+
+def test_read_inputs_drops_a_byte_order_mark():
+    assert read_inputs([b"\xef\xbb\xbfabc\n", b"\xef\xbb\xbfd\n"]) == ["abc", "\ufeffd"]

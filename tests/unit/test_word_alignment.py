@@ -61,5 +61,3 @@ def test_scoring_word_maps_counts_precision_recall_and_aer():
     # A = {(0,1), (1,1)}, S = {(0,0)}, P = S + {(1,1), (1,0)}: AER = 1 - (0 + 1) / (2 + 1)
     assert half["aer"] == pytest.approx(100 * (1 - 1 / 3), abs=0.01)
     assert half["recall"] == 0.0 and half["argmax_in_span"] == 50.0
-
-

@@ -48,10 +48,13 @@ import yaml
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from attnkit.errors import CheckpointError
+from attnkit.config import MAX_YAML_BYTES, parse_yaml, read_text_bounded
+from attnkit.errors import AttnkitError, CheckpointError
 
 FORMAT = "attnkit-checkpoint"
 VERSION = 1
+#: the most bytes of a checkpoint's JSON file (vocabularies are the largest: a few megabytes)
+MAX_JSON_BYTES = 256 * 1024 * 1024
 
 
 def write_checkpoint(
@@ -292,9 +295,9 @@ def read_meta(directory: str | Path, family: str | None = None) -> dict:
     if not meta_path.is_file():
         raise CheckpointError(f"{directory}: not an attnkit checkpoint (meta.json is missing)")
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{meta_path}: unreadable ({exc})") from None
+        meta = json.loads(read_text_bounded(meta_path, 64 * 1024, CheckpointError))
+    except (RecursionError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{meta_path}: unreadable ({_first_line(exc)})") from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise CheckpointError(
             f"{meta_path}: not an attnkit checkpoint (format is "
@@ -334,21 +337,31 @@ def read_json(path: str | Path, required: bool = True) -> Any:
             raise CheckpointError(f"{path}: missing from the checkpoint")
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path}: unreadable JSON ({exc})") from None
+        return json.loads(read_text_bounded(path, MAX_JSON_BYTES, CheckpointError))
+    except (RecursionError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{path}: unreadable JSON ({_first_line(exc)})") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    text = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return " ".join(text.split())[:200]
 
 
 def read_config(directory: str | Path) -> dict:
+    """A checkpoint's ``config.yaml``, read with bounds (:func:`attnkit.config.parse_yaml`) and
+    its sizes checked against their caps (:func:`attnkit.checkpoint.validate.check_sizes`)."""
     path = Path(directory) / "config.yaml"
     if not path.is_file():
         raise CheckpointError(f"{path}: missing from the checkpoint")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise CheckpointError(f"{path}: unreadable ({exc})") from None
+        data = parse_yaml(read_text_bounded(path, MAX_YAML_BYTES, CheckpointError), str(path))
+    except AttnkitError as exc:  # a bounded YAML read: aliases, depth, duplicate keys, size
+        raise CheckpointError(str(exc)) from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: not a config mapping")
+    from attnkit.checkpoint.validate import check_sizes  # validate imports this package
+
+    check_sizes(data, str(path))
     return data
 
 

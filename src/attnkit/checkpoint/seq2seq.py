@@ -17,13 +17,8 @@ from pathlib import Path
 
 import torch
 
-from attnkit.checkpoint import (
-    load_model_state,
-    read_config,
-    read_json,
-    read_meta,
-    write_checkpoint,
-)
+from attnkit.checkpoint import read_config, read_json, read_meta, write_checkpoint
+from attnkit.checkpoint.validate import build_checked
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
@@ -79,8 +74,9 @@ def load_seq2seq(directory: str | Path, device: torch.device) -> Seq2SeqBundle:
         config = experiment_from_dict(saved, source=str(directory / "config.yaml"))
     except AttnkitError as exc:
         raise CheckpointError(str(exc)) from None
-    model = build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
-    load_model_state(model, directory)
+    model = build_checked(  # the file's shapes checked before any memory is allocated
+        directory, lambda: build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
+    )
     return Seq2SeqBundle(model.to(device).eval(), config, sides)
 
 

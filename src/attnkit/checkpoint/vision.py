@@ -15,7 +15,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnkit.checkpoint import load_model_state, read_config, read_meta, write_checkpoint
+from attnkit.checkpoint import read_config, read_meta, write_checkpoint
+from attnkit.checkpoint.validate import build_checked
 from attnkit.models.vision import VISION_MODELS
 from attnkit.vision_experiment import FAMILY, VisionConfig, parse_config
 
@@ -63,6 +64,6 @@ def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:
     directory = checkpoint_dir(model_dir)
     read_meta(directory, FAMILY)
     cfg = parse_config(read_config(directory), str(directory / "config.yaml"), user=False)
-    model = VISION_MODELS[cfg.model_type].build(cfg.model)
-    load_model_state(model, directory)
+    # the file's shapes checked before any memory is allocated
+    model = build_checked(directory, lambda: VISION_MODELS[cfg.model_type].build(cfg.model))
     return VisionBundle(model.to(device).eval(), cfg)

@@ -10,16 +10,35 @@ exits with 130 (SIGINT) or 143 (SIGTERM).
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import warnings
 
 from attnkit import __version__
 from attnkit.cli import demo, evaluate, explain, plot, serve, train, translate
 from attnkit.cli.options import formatter
-from attnkit.errors import AttnkitError, TrainingInterrupted
+from attnkit.errors import AttnkitError, TrainingInterrupted, file_error
 
 #: the commands, in the order ``attnkit --help`` lists them
 COMMANDS = (demo, train, translate, evaluate, plot, explain, serve)
+
+
+#: what a file or directory of the user's can do to a write (or a read): a one-line error naming it
+FILE_ERRORS = {
+    errno.EACCES,
+    errno.EPERM,
+    errno.EROFS,
+    errno.ENOSPC,
+    errno.EDQUOT,
+    errno.EFBIG,
+    errno.ENOTDIR,
+    errno.EISDIR,
+    errno.EEXIST,
+    errno.ENOENT,
+    errno.ELOOP,
+    errno.ENAMETOOLONG,
+    errno.EIO,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,6 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         return exc.exit_status
     except AttnkitError as exc:
         sys.stderr.write(f"attnkit: error: {exc}\n")
+        return 2
+    except OSError as exc:
+        if exc.errno not in FILE_ERRORS or exc.filename is None:
+            raise  # not a file the user named or a disk they gave: a bug, with its traceback
+        sys.stderr.write(f"attnkit: error: {file_error(exc.filename, exc)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("attnkit: interrupted\n")

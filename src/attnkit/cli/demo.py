@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.cli.options import add_command
+from attnkit.errors import writing
 
 
 def add_parser(sub) -> None:
@@ -48,8 +49,14 @@ def add_parser(sub) -> None:
 def run(args) -> None:
     from attnkit.demo import default_out, run_demo
 
+    out = args.out if args.out is not None else default_out(args.attention)
+    with writing(out, "--out "):
+        _run(run_demo, out, args)
+
+
+def _run(run_demo, out, args) -> None:
     run_demo(
-        args.out if args.out is not None else default_out(args.attention),
+        out,
         quick=args.quick,
         attention=args.attention,
         minutes=args.minutes,

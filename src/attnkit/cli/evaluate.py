@@ -12,7 +12,7 @@ from attnkit.cli.options import (
     model_option,
     threads_option,
 )
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, writing
 
 
 def add_parser(sub) -> None:
@@ -85,7 +85,8 @@ def run(args) -> None:
     given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
     if given and family != "seq2seq":
         raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
-    scores = _seq2seq(args) if family == "seq2seq" else _vision(args)
+    with writing(args.out or "the evaluation directory (--out)", ""):
+        scores = _seq2seq(args) if family == "seq2seq" else _vision(args)
     print(json.dumps(scores.to_dict()) if args.json else scores.table())
 
 

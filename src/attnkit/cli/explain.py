@@ -13,7 +13,7 @@ from attnkit.cli.options import (
     saliency_method,
     threads_option,
 )
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, writing
 
 
 def add_parser(sub) -> None:
@@ -73,7 +73,13 @@ def run(args) -> None:
     if checkpoint_family(args.model) != "seq2seq":
         raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
     model = Seq2SeqModel.load(args.model, args.device)
-    scores = model.explain_report(
+    with writing(args.out or args.output or "the explain directory", ""):
+        scores = _report(model, args)
+    print(json.dumps(scores, indent=1))
+
+
+def _report(model, args) -> dict:
+    return model.explain_report(
         args.texts or None,
         split=args.split,
         count=args.count,
@@ -84,4 +90,3 @@ def run(args) -> None:
         pictures=args.pictures,
         picture=args.output,
     )
-    print(json.dumps(scores, indent=1))

@@ -12,7 +12,7 @@ from attnkit.cli.options import (
     map_options,
     model_option,
 )
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, writing
 
 
 def add_parser(sub) -> None:
@@ -60,10 +60,9 @@ def add_parser(sub) -> None:
 def run(args) -> None:
     from attnkit.api.loading import checkpoint_family
 
-    if checkpoint_family(args.model) == "vision":
-        _vision(args)
-    else:
-        _seq2seq(args)
+    draw = _vision if checkpoint_family(args.model) == "vision" else _seq2seq
+    with writing(args.output, "-o "):  # a full disk, a read-only or missing directory: one line
+        draw(args)
 
 
 def _seq2seq(args) -> None:
@@ -77,8 +76,8 @@ def _seq2seq(args) -> None:
             f"--model {args.model} TEXT"
         )
     check_decode_args(args)
-    if not args.text:
-        raise AttnkitError("give the TEXT to translate and draw")
+    if not args.text or not args.text.strip():
+        raise AttnkitError("give the TEXT to translate and draw (it is blank: nothing to draw)")
     if output.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise AttnkitError(f"-o {output}: use a .png, .svg or .pdf file name")
     model = Seq2SeqModel.load(args.model, args.device)

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from attnkit.cli.options import add_command, check_decode_args, decode_options, model_option
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, writing
 
 
 def add_parser(sub) -> None:
@@ -60,6 +60,7 @@ def add_parser(sub) -> None:
 def _inputs(texts: list[str], path: Path | None) -> list[str]:
     """The TEXT arguments, the lines of ``path`` (--input), or the lines of standard input ('-'
     or none given)."""
+    from attnkit.data.bounded import iter_raw_lines
     from attnkit.data.text_input import read_inputs
 
     if path is not None:
@@ -67,7 +68,7 @@ def _inputs(texts: list[str], path: Path | None) -> list[str]:
             raise AttnkitError("give TEXT arguments or --input FILE, not both")
         try:
             with open(path, "rb") as lines:
-                return read_inputs(lines)
+                return read_inputs(iter_raw_lines(lines, path))  # bounded (data.bounded)
         except FileNotFoundError:
             raise AttnkitError(f"--input {path}: no such file") from None
         except OSError as exc:
@@ -76,7 +77,11 @@ def _inputs(texts: list[str], path: Path | None) -> list[str]:
         return texts
     if sys.stdin is None or sys.stdin.isatty() and not texts:
         raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
-    return read_inputs(getattr(sys.stdin, "buffer", sys.stdin))  # bytes: decoded, not trusted
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text stream (tests, embedding): its lines as they are
+        return read_inputs(sys.stdin)
+    # bytes, decoded and not trusted; each line's length bounded before it is decoded
+    return read_inputs(iter_raw_lines(stream, "<stdin>"))
 
 
 def run(args) -> None:
@@ -102,5 +107,6 @@ def run(args) -> None:
         outputs = [(o.output + (f"\t{o.score:.4f}" if args.scores else "")) for o in t.nbest]
         print("\t".join(outputs))
     if out is not None:
-        save_records([t.record() for t in results], out)
+        with writing(out, "--attention-out "):
+            save_records([t.record() for t in results], out)
         print(f"attention of {len(results)} outputs written to {out}", file=sys.stderr)

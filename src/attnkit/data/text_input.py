@@ -14,9 +14,13 @@ from collections.abc import Iterable
 def read_inputs(items: Iterable[str | bytes]) -> list[str]:
     """Lines (bytes or str) without their line endings; used for stdin and files.
 
-    Bytes that are not UTF-8 become U+FFFD, with one warning naming the lines.
+    Bytes that are not UTF-8 become U+FFFD, with one warning naming the lines; a byte order mark
+    at the start is dropped (as the training files' reader does).
     """
-    return [line.rstrip("\r\n") for line in as_utf8(items, "line")]
+    lines = [line.rstrip("\r\n") for line in as_utf8(items, "line")]
+    if lines and lines[0].startswith("\ufeff"):
+        lines[0] = lines[0][1:]
+    return lines
 
 
 def as_utf8(items: Iterable[str | bytes], what: str) -> list[str]:

@@ -7,11 +7,14 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from attnkit.config import read_text_bounded
 from attnkit.errors import CheckpointError
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+#: the most bytes of a saved vocabulary file (a 100,000-token one is about 1 MB)
+MAX_VOCAB_BYTES = 256 * 1024 * 1024
 
 
 class Vocab:
@@ -86,7 +89,8 @@ class Vocab:
     @classmethod
     def load(cls, path: Path) -> Vocab:
         try:
-            obj = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CheckpointError(f"{path}: cannot read vocabulary ({exc})") from None
+            obj = json.loads(read_text_bounded(path, MAX_VOCAB_BYTES, CheckpointError))
+        except (RecursionError, json.JSONDecodeError) as exc:
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
+            raise CheckpointError(f"{path}: cannot read vocabulary ({reason})") from None
         return cls.from_json(obj, source=str(path))

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from torch import nn
 
-from attnkit.config import from_dict, join_key
+from attnkit.config import from_dict, join_key, shown
 from attnkit.errors import ConfigError
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnkit.models.transformer import Transformer, TransformerConfig
@@ -46,7 +46,7 @@ def model_config_from_dict(section: Any, where: str = "config: model") -> ModelC
     arch = section.get("arch", DEFAULT_ARCH)
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
         raise ConfigError(
-            f"{join_key(where, 'arch')}: {arch!r} is not one of {', '.join(ARCHITECTURES)}"
+            f"{join_key(where, 'arch')}: {shown(arch)} is not one of {', '.join(ARCHITECTURES)}"
         )
     cls = ARCHITECTURES[arch].config
     own = [f.name for f in dataclasses.fields(cls)]

@@ -37,7 +37,7 @@ def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
     """An upload as the model's input, uint8 (H, W); ApiError naming ``image`` otherwise."""
     from attnkit.data.image_file import image_from_bytes
 
-    size = _image_size(data)
+    size = _image_size(data, max_side)
     if size is not None and max(size) > max_side:
         raise ApiError(
             413,
@@ -52,13 +52,20 @@ def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
         raise ApiError(422, "image", str(exc)) from None
 
 
-def _image_size(data: bytes) -> tuple[int, int] | None:
+def _image_size(data: bytes, max_side: int) -> tuple[int, int] | None:
     """(width, height) from an image's header, or None when it is no image Pillow knows."""
     from PIL import Image
 
     try:
         with Image.open(io.BytesIO(data)) as opened:
             return opened.size
+    except Image.DecompressionBombError:  # Pillow refuses its header before we could ask
+        raise ApiError(
+            413,
+            "image",
+            f"image: more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, above the limit of "
+            f"{max_side} pixels a side (--max-image-side)",
+        ) from None
     except Exception:  # not an image: image_from_bytes says so, naming the field
         return None
 

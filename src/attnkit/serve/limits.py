@@ -30,6 +30,11 @@ class Limits:
     max_image_side: int = _limit(1024, "pixels of an uploaded image's width and of its height")
     decode_seconds: float = _limit(10.0, "seconds a request may wait and decode before a 504")
     queue_size: int = _limit(256, "requests waiting to decode before a 503")
+    header_seconds: float = _limit(
+        10.0, "seconds a connection may take to send a request's headers before it is closed"
+    )
+    body_seconds: float = _limit(30.0, "seconds a request may take to send its body before a 408")
+    max_connections: int = _limit(200, "connections and requests at once; more are answered 503")
 
     def __post_init__(self):
         for f in fields(self):

@@ -13,6 +13,9 @@ one process. Under it:
   gradients, so each rank then holds the 1-process gradient of the whole global batch;
 * rank 0 alone holds the run-directory lock, evaluates, logs and writes checkpoints; the
   others wait for it;
+* every rank dies with its launcher (:func:`die_with_launcher`): kill -9 of torchrun sends each
+  rank SIGTERM, which stops it cleanly after its update (rank 0 saves ``last``), instead of
+  leaving orphans that train on;
 * what decides or shapes an update (a stop signal, the time budget, the learning rate, early
   stopping) is agreed by a collective, so every rank takes the same updates and a SIGTERM
   that reaches some ranks stops all of them after the same update.
@@ -20,8 +23,13 @@ one process. Under it:
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
@@ -155,6 +163,7 @@ def start(device_name: str) -> Iterator[Distributed | None]:
             f"WORLD_SIZE={world} but {', '.join(missing)} not set; start "
             f"data-parallel training with {LAUNCH}"
         )
+    die_with_launcher()
     device = resolve_device(device_name)
     if device.type == "cuda":
         device = torch.device("cuda", _env_int("LOCAL_RANK"))
@@ -174,6 +183,38 @@ def start(device_name: str) -> Iterator[Distributed | None]:
     finally:
         if owner:
             dist.destroy_process_group()
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_launcher(signum: int = signal.SIGTERM, poll_s: float = 1.0) -> None:
+    """Have ``signum`` sent to this process when its parent (torchrun) dies, however it dies.
+
+    Linux: ``prctl(PR_SET_PDEATHSIG)``; elsewhere (or where prctl fails) a daemon thread that
+    checks the parent every ``poll_s`` seconds. A parent already gone (this process adopted)
+    sends the signal at once. The signal is a trainer's SIGTERM: it stops after the update in
+    flight, rank 0 saving ``last`` (:class:`attnkit.training.rundir.StopSignals`).
+    """
+    parent = os.getppid()
+    armed = False
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            armed = libc.prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            armed = False
+    if os.getppid() != parent:  # the launcher died before the request was made
+        os.kill(os.getpid(), signum)
+        return
+    if not armed:
+        threading.Thread(target=_watch_parent, args=(parent, signum, poll_s), daemon=True).start()
+
+
+def _watch_parent(parent: int, signum: int, poll_s: float) -> None:
+    while os.getppid() == parent:
+        time.sleep(poll_s)
+    os.kill(os.getpid(), signum)
 
 
 def on_main(dist: Distributed | None, fn, default=None):

@@ -26,6 +26,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +61,29 @@ def claim_run_dir(
             # a fresh run's curves start empty, not on top of an earlier run's
             shutil.rmtree(run_dir / LOG_NAME, ignore_errors=True)
         yield run_dir
+
+
+def recover_before_resume(run_dir: str | Path, log: Callable[[str], None] = print) -> None:
+    """Repair a save a crash interrupted (:func:`attnkit.checkpoint.recover_interrupted`) before
+    ``--resume`` reads ``RUN/last``, on both save paths: a ``last`` left aside (``.last.old-*``)
+    or written but not yet in place (``.last.tmp-*``) is put back, so the first ``--resume``
+    after the crash goes on. Nothing is done while ``last`` is in place; another trainer holding
+    the run (a second DDP rank repairing it) is waited for a few seconds."""
+    run_dir = Path(run_dir)
+    for _ in range(50):
+        if not run_dir.is_dir() or os.path.lexists(run_dir / "last"):
+            return
+        try:
+            with _locked(run_dir):
+                for parent, names in (
+                    (run_dir, "|".join(CHECKPOINT_NAMES)),
+                    (run_dir / "top", TOP_NAMES),
+                ):
+                    for message in ckpt.recover_interrupted(parent, names):
+                        log(message)
+            return
+        except CheckpointError:
+            time.sleep(0.1)  # held by another process: it may be repairing the same run
 
 
 def check_writable(directory: Path) -> None:

@@ -28,6 +28,7 @@ from attnkit.experiment import ExperimentConfig, experiment_from_dict, experimen
 from attnkit.models.architectures import build_model
 from attnkit.training import resume_config, schedules
 from attnkit.training.optim import adam
+from attnkit.training.rundir import recover_before_resume
 from attnkit.training.seq2seq_checkpoints import restore_seq2seq
 from attnkit.training.state import TrainerState
 
@@ -153,6 +154,7 @@ def config_to_resume(
 
 def _last(cfg: ExperimentConfig) -> Path:
     last = cfg.run_dir / "last"
+    recover_before_resume(cfg.run_dir)  # a save a crash interrupted: put back first
     if not last.exists():
         raise CheckpointError(f"{last}: nothing to resume from (train once without --resume)")
     return last

@@ -65,7 +65,10 @@ class Board:
         if self.enabled and self._writer is None:
             # events an earlier run logged after ``step`` (before it stopped) are dropped
             purge = step + 1 if step > 0 else None
-            self._writer = _writer_class()(log_dir=str(self.directory), purge_step=purge)
+            try:  # RUN/tensorboard a file, a dangling link, on a full or read-only disk
+                self._writer = _writer_class()(log_dir=str(self.directory), purge_step=purge)
+            except Exception as exc:  # noqa: BLE001 - logging must never cost the run
+                self._give_up(exc)
             self._opened = time.perf_counter()
 
     def listen(self, listener: Callable[[str, int, dict], None]) -> None:
@@ -122,12 +125,13 @@ class Board:
     def _give_up(self, exc: Exception) -> None:
         """Say once why TensorBoard logging stopped, and go on training without it."""
         self._log(
-            f"train.tensorboard: logging stopped ({type(exc).__name__}: {exc}); "
+            f"train.tensorboard: logging stopped ({type(exc).__name__}: {str(exc)[:200]}); "
             "training goes on without it"
         )
         writer, self._writer, self.enabled = self._writer, None, False
         try:
-            writer.close()
+            if writer is not None:
+                writer.close()
         except Exception:  # noqa: BLE001 - already failing; the run matters more
             pass
 
@@ -137,8 +141,11 @@ class Board:
 
     def close(self) -> None:
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.close()  # its last events, flushed: a full disk refuses them
+            except Exception as exc:  # noqa: BLE001 - logging must never cost the run
+                self._log(f"train.tensorboard: the last events were not written ({exc})")
 
     def __enter__(self) -> Board:
         return self

@@ -160,6 +160,7 @@ def _tell(line: str) -> None:
 
 
 def _saved_config(last: Path) -> VisionConfig:
+    rundir.recover_before_resume(last.parent)  # a save a crash interrupted: put back first
     if not last.is_dir():
         raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
     return parse_config(ckpt.read_config(last), str(last), user=False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from attnkit.data.bounded import read_raw_lines
 from attnkit.data.download import ensure_files
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.errors import DataError
@@ -67,13 +68,9 @@ def load_cmudict_file(path: str | Path) -> list[Pair]:
     :class:`DataError` naming the file and its 1-based line number.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read CMUdict file ({exc.strerror or exc})", path=path) from None
     pairs: list[Pair] = []
-    for number, line in enumerate(raw.decode("latin-1").split("\n"), start=1):
-        line = line.rstrip("\r")
+    for number, raw in enumerate(read_raw_lines(path), start=1):  # bounded (data.bounded)
+        line = raw.decode("latin-1").rstrip("\r")
         if not line.strip():
             continue
         try:

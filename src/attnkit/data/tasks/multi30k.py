@@ -17,6 +17,7 @@ import gzip
 import zlib
 from pathlib import Path
 
+from attnkit.data.bounded import iter_raw_lines
 from attnkit.data.download import ensure_files
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.errors import ConfigError, DataError
@@ -44,14 +45,11 @@ def read_lines(path: str | Path) -> list[str]:
     """The stripped lines of a gzip utf-8 file; DataError with file:line for an empty or undecodable
     line."""
     path = Path(path)
-    try:
+    try:  # decompressed with bounds: a gzip bomb stops at the size limit (data.bounded)
         with gzip.open(path, "rb") as stream:
-            raw = stream.read()
+            lines = list(iter_raw_lines(stream, path))
     except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"cannot read gzip file ({exc})", path=path) from None
-    lines = raw.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the newline that ends the last line
     out = []
     for number, line in enumerate(lines, start=1):
         try:

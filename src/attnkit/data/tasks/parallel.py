@@ -16,6 +16,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+from attnkit.data.bounded import raw_lines
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.errors import DataError
 
@@ -26,25 +27,12 @@ Source = PathLike | tuple[PathLike, PathLike]
 def read_lines(path: PathLike) -> list[str]:
     """The lines of a UTF-8 text file, without line ends; every line must be non-empty."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise DataError("file not found", path=path) from None
-    except IsADirectoryError:
-        raise DataError("is a directory, not a text file", path=path) from None
-    except OSError as exc:
-        raise DataError(f"cannot read file ({exc.strerror or exc})", path=path) from None
-    if data.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark
-        data = data[3:]
-    raw_lines = data.split(b"\n")
-    if (
-        raw_lines and raw_lines[-1] == b""
-    ):  # the final newline ends the last line, it does not start one
-        raw_lines.pop()
-    if not raw_lines:
-        raise DataError("file is empty", path=path)
     lines = []
-    for number, raw in enumerate(raw_lines, start=1):
+    # read as it is checked: a size or a line above its limit, or bytes that are not UTF-8, stop
+    # the reading there (attnkit.data.bounded)
+    for number, raw in enumerate(raw_lines(path), start=1):
+        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark
+            raw = raw[3:]
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         try:
@@ -58,6 +46,8 @@ def read_lines(path: PathLike) -> list[str]:
         if not line.strip():
             raise DataError("empty line", path=path, line=number)
         lines.append(line)
+    if not lines:
+        raise DataError("file is empty", path=path)
     return lines
 
 

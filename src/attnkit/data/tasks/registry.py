@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from attnkit.config import from_dict, join_key
+from attnkit.config import from_dict, join_key, shown
 from attnkit.data.location import dataset_dir
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.data.tasks.settings import (
@@ -135,7 +135,9 @@ def task_entry(task: str) -> Task:
     try:
         return TASK_REGISTRY[task]
     except KeyError:
-        raise ConfigError(f"unknown task {task!r}; valid: {', '.join(TASK_REGISTRY)}") from None
+        raise ConfigError(
+            f"unknown task {shown(task)}; valid: {', '.join(TASK_REGISTRY)}"
+        ) from None
 
 
 def task_metric(cfg: TaskData) -> Metric:
@@ -164,7 +166,7 @@ def data_from_dict(section: Any, where: str = "config: data", saved: bool = Fals
     task = section.get("task", DEFAULT_TASK)
     if not isinstance(task, str) or task not in TASK_REGISTRY:
         raise ConfigError(
-            f"{join_key(where, 'task')}: {task!r} is not one of {', '.join(TASK_REGISTRY)}"
+            f"{join_key(where, 'task')}: {shown(task)} is not one of {', '.join(TASK_REGISTRY)}"
         )
     cls = TASK_REGISTRY[task].config
     own = [f.name for f in dataclasses.fields(cls)]
