@@ -119,6 +119,9 @@ RANGES = {
     },
     "Seq2SeqConfig.decoder_layers": "at least 1",
     "Seq2SeqConfig.dropout": "in [0, 1)",
+    "Seq2SeqConfig.window": "at least 1",
+    "Seq2SeqConfig.beta": "above 0",
+    "Seq2SeqConfig.positions": "at least 1, at least the longest source",
     "TransformerConfig.embedding_dim": "at least 1, divisible by heads",
     **{
         f"TransformerConfig.{name}": "at least 1"
