@@ -79,3 +79,8 @@ def test_cli_trains_evaluates_and_plots_a_tiny_hull_model(tmp_path, capsys):
     assert main(["plot", "--model", str(run / "best"), duplicate, "-o", str(picture)]) == 2
     assert "duplicate point [0.1, 0.1]" in capsys.readouterr().err
     assert isinstance(attnkit.load(run), attnkit.PointerModel)
+    assert main(["explain", "--model", str(run / "best"), "0.1"]) == 2  # one line: seq2seq only
+    from attnkit.serve.models import load_models
+
+    with pytest.raises(ConfigError, match="a pointer checkpoint; attnkit serve serves seq2seq"):
+        load_models([run / "best"], device="cpu")
