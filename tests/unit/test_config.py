@@ -694,6 +694,10 @@ def test_every_shipped_config_loads(path):
         from attnkit.training.vision_config import parse_config
 
         parse_config(data, str(path))
+    elif data.get("family") == "pointer":
+        from attnkit.training.pointer_config import parse_config
+
+        parse_config(data, str(path))
     else:
         load_experiment(path)
 
