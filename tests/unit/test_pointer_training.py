@@ -60,12 +60,13 @@ def test_cli_trains_evaluates_and_plots_a_tiny_hull_model(tmp_path, capsys):
     cfg = yaml.safe_load(open("configs/pointer_hull10.yaml"))
     cfg["data"].update(points=6, train_size=300, dev_size=50, test_size=50)
     cfg["model"].update(hidden=16, attention_dim=16)
-    cfg["train"].update(epochs=1, threads=1, tensorboard=False, progress=False)
+    cfg["train"].update(epochs=1, threads=1, tensorboard=True, progress=False)
     path = tmp_path / "hull.yaml"
     path.write_text(yaml.safe_dump(cfg))
     run = tmp_path / "run"
     assert main(["train", str(path), "--output-dir", str(run)]) == 0
     assert (run / "best" / "model.safetensors").is_file()
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))  # scalars and pictures
     capsys.readouterr()
     assert main(["evaluate", "--model", str(run / "best"), "--beam", "2", "--json"]) == 0
     scores = json.loads(capsys.readouterr().out)

@@ -197,7 +197,7 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
 
 
 def _train_pointer(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.evaluation.pointer import dev_scorer
+    from attnkit.evaluation.pointer import dev_figures, dev_scorer
     from attnkit.training.pointer import train_pointer
 
     return train_pointer(
@@ -208,6 +208,7 @@ def _train_pointer(data: dict, args: argparse.Namespace) -> Path:
         overwrite=args.overwrite,
         overrides=args.overrides,
         resume=args.resume,
+        dev_figures=dev_figures,
     )
 
 

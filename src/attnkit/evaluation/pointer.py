@@ -132,6 +132,19 @@ def decode_split(model, split: PointerSplit, beam: int = 1, batch_size: int = 10
     return out
 
 
+def dev_figures(model, split: PointerSplit, data, count: int = 2):
+    """(tag, figure) of the first ``count`` instances of ``split``, decoded greedily: the points
+    and the order chosen beside the attention (made lazily, for TensorBoard)."""
+    from attnkit.viz.pointer import plot_solution
+
+    first = PointerSplit(split.inputs[:count], split.solutions[:count], split.targets[:count])
+    for i, found in enumerate(decode_split(model, first)):
+        yield (
+            f"pointer/{i}",
+            plot_solution(split.inputs[i], found.order, found.attention, data.task),
+        )
+
+
 def dev_scorer(model, split: PointerSplit, data) -> dict:
     """The greedy scores of ``split``, with the deciding ``metric`` and ``higher_is_better``:
     what :func:`attnkit.training.pointer.train_pointer` is handed."""

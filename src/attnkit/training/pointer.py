@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -41,6 +42,8 @@ __all__ = ["build_model", "load_pointer", "nll", "train_pointer"]
 
 #: a dev scorer: (model, split, data config) -> scores with ``metric`` and ``higher_is_better``
 DevScorer = Callable[[PointerNet, PointerSplit, PointerData], dict]
+#: dev pictures: (model, split, data config) -> (tag, matplotlib figure) pairs, made lazily
+DevFigures = Callable[[PointerNet, PointerSplit, PointerData], Iterable[tuple[str, Any]]]
 
 
 def build_model(cfg: PointerExperiment) -> PointerNet:
@@ -65,9 +68,10 @@ class PointerAdapter:
     unit = "update"
     counts_epoch_first = True
 
-    def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev_score, board, say):
+    def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev, board, say):
+        """``dev``: (model -> dev scores, model -> (tag, figure) pairs or None)."""
         self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
-        self.dev_score, self.board, self.say = dev_score, board, say
+        (self.dev_score, self.dev_figures), self.board, self.say = dev, board, say
         self.device = next(model.parameters()).device
         self.inputs = torch.as_tensor(train.inputs, device=self.device)  # (N, n, d)
         self.targets = torch.as_tensor(train.targets, device=self.device)  # (N, L)
@@ -122,6 +126,8 @@ class PointerAdapter:
         metric, higher = dev["metric"], dev["higher_is_better"]
         figures = {k: v for k, v in dev.items() if isinstance(v, int | float) and k != "items"}
         self.board.scalars(state.step, figures, "dev")
+        if self.dev_figures is not None:
+            self.board.pictures(state.step, self.dev_figures(self.model))
         state.elapsed_s = elapsed()
         improved = state.count_evaluation(dev[metric], higher_is_better=higher)
         seen = max(self.seen, 1)
@@ -157,9 +163,11 @@ def train_pointer(
     overwrite: bool = False,
     overrides: Sequence[str] | None = None,
     resume: bool = False,
+    dev_figures: DevFigures | None = None,
 ) -> Path:
     """Train the experiment ``config`` (the parsed YAML, ``overrides`` applied); returns
-    ``OUT/best``. A fresh run refuses an OUT holding checkpoints unless ``overwrite``."""
+    ``OUT/best``. A fresh run refuses an OUT holding checkpoints unless ``overwrite``.
+    ``dev_figures``: pictures of dev instances for TensorBoard after each evaluation."""
     cfg = parse_config(apply_overrides(config, overrides or ()), source)
     if resume:
         raise ConfigError(
@@ -173,10 +181,10 @@ def train_pointer(
         rundir.StopSignals() as signals,
         tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "instances") as board,
     ):
-        return _train(cfg, out, dev_scorer, signals, board, say)
+        return _train(cfg, out, (dev_scorer, dev_figures), signals, board, say)
 
 
-def _train(cfg: PointerExperiment, out: Path, dev_scorer, signals, board, say) -> Path:
+def _train(cfg: PointerExperiment, out: Path, scorers, signals, board, say) -> Path:
     t_cfg = cfg.train
     if t_cfg.threads:
         torch.set_num_threads(t_cfg.threads)
@@ -194,9 +202,10 @@ def _train(cfg: PointerExperiment, out: Path, dev_scorer, signals, board, say) -
         f"instances (solved in {time.perf_counter() - began:.1f}s); {parameters:,} parameters; "
         f"device {device}"
     )
-    adapter = PointerAdapter(
-        cfg, out, model, optimizer, train, lambda m: dev_scorer(m, dev, cfg.data), board, say
-    )
+    dev_scorer, dev_figures = scorers
+    score = lambda m: dev_scorer(m, dev, cfg.data)  # noqa: E731
+    figures = None if dev_figures is None else lambda m: dev_figures(m, dev, cfg.data)  # noqa: E731
+    adapter = PointerAdapter(cfg, out, model, optimizer, train, (score, figures), board, say)
     TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, say).run(state)
     say(
         f"done ({state.stopped or 'epochs'}): best dev {state.best} at update {state.best_step}; "
