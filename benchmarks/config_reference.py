@@ -120,6 +120,14 @@ RANGES = {
     },
     "Seq2SeqConfig.decoder_layers": "at least 1",
     "Seq2SeqConfig.dropout": "in [0, 1)",
+    "Seq2SeqConfig.window": "at least 1",
+    "PointerData.points": "at least 2 (hull: 3; tsp: at most 12)",
+    **{f"PointerData.{name}": "at least 1" for name in ("train_size", "dev_size", "test_size")},
+    **{f"PointerConfig.{name}": "at least 1" for name in ("hidden", "attention_dim")},
+    "PointerConfig.encoder_layers": "at least 1",
+    "DecodeSettings.beam_size": "at least 1",
+    "Seq2SeqConfig.beta": "above 0",
+    "Seq2SeqConfig.positions": "at least 1, at least the longest source",
     "TransformerConfig.embedding_dim": "at least 1, divisible by heads",
     **{
         f"TransformerConfig.{name}": "at least 1"
@@ -360,9 +368,23 @@ def vision_sections() -> list[str]:
     return out
 
 
+def pointer_sections() -> list[str]:
+    from attnkit.data.tasks.pointer import PointerData
+    from attnkit.models.pointer import PointerConfig
+    from attnkit.training.pointer_config import DecodeSettings, PointerExperiment, TrainConfig
+
+    out = ["## Pointer-network experiments (`family: pointer`)", "", "### Top level", ""]
+    out += ["`family: pointer` marks the file as a pointer-network experiment.", ""]
+    out += [*table(PointerExperiment, "", ["output_dir"]), "", "### `data`", ""]
+    out += [*table(PointerData, "data."), "", "### `model`", "", *table(PointerConfig, "model.")]
+    out += ["", "### `train`", "", *table(TrainConfig, "train."), ""]
+    out += ["### `decode`", "", *table(DecodeSettings, "decode."), ""]
+    return out
+
+
 def generated() -> str:
     """The generated part of docs/CONFIG.md, markers included."""
-    lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), END]
+    lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections(), END]
     return "\n".join(lines) + "\n"
 
 

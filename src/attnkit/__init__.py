@@ -20,6 +20,8 @@ __all__ = [
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "PointerModel",
+    "PointerSolution",
     "Run",
     "Scores",
     "Seq2SeqModel",

@@ -21,7 +21,7 @@ from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
-SEQ2SEQ, VISION = "seq2seq", "vision"
+SEQ2SEQ, VISION, POINTER = "seq2seq", "vision", "pointer"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -53,6 +53,7 @@ KEYS: dict[str, Key] = {
         int,
         at_least(1),
         _rows(
+            pointer=(50, "most passes over the training instances"),
             seq2seq=(30, "most passes over the training data"),
             vision=(50, "Most epochs (passes over the training images) to run."),
         ),
@@ -61,6 +62,7 @@ KEYS: dict[str, Key] = {
         int,
         at_least(1),
         _rows(
+            pointer=(128, "instances per update"),
             seq2seq=(
                 64,
                 "sentences per batch (or use max_tokens)",
@@ -78,12 +80,16 @@ KEYS: dict[str, Key] = {
     "eval_batch_size": Key(
         int,
         at_least(1),
-        _rows(vision=(1000, "Images per forward pass when measuring dev/test error.")),
+        _rows(
+            pointer=(1000, "instances per forward pass when scoring dev/test"),
+            vision=(1000, "Images per forward pass when measuring dev/test error."),
+        ),
     ),
     "lr": Key(
         float,
         above(0),
         _rows(
+            pointer=(1e-3, "Adam learning rate (constant)"),
             seq2seq=(0.001, "Adam learning rate (the peak, after warm-up)"),
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
         ),
@@ -92,6 +98,7 @@ KEYS: dict[str, Key] = {
         float | None,
         not_below(0, null=True),
         _rows(
+            pointer=(2.0, "gradient-norm clipping (0 or null = off)"),
             seq2seq=(1.0, "gradient-norm clipping (0 or null = off)"),
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
         ),
@@ -100,6 +107,11 @@ KEYS: dict[str, Key] = {
         int,
         at_least(1),
         _rows(
+            pointer=(
+                20,
+                "updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
+                "stop the run",
+            ),
             seq2seq=(
                 20,
                 "an update with a NaN/inf loss or gradient norm is skipped; this many in a row "
@@ -169,6 +181,10 @@ KEYS: dict[str, Key] = {
         int | None,
         at_least(1, null=True),  # null: no early stopping
         _rows(
+            pointer=(
+                5,
+                "early stopping: evaluations without a better dev exact match (null: never)",
+            ),
             seq2seq=(
                 5,
                 "early stopping: evaluations without improvement (None = never stop early)",
@@ -194,12 +210,16 @@ KEYS: dict[str, Key] = {
     "eval_every": Key(
         int,
         at_least(0),
-        _rows(seq2seq=(0, "updates between dev evaluations (0 = once per epoch)")),
+        _rows(
+            pointer=(0, "updates between dev evaluations (0 = once per epoch)"),
+            seq2seq=(0, "updates between dev evaluations (0 = once per epoch)"),
+        ),
     ),
     "max_minutes": Key(
         float | None,
         above(0, null=True),
         _rows(
+            pointer=(None, "time budget for training (null: none)"),
             seq2seq=(None, "time budget for training"),
             vision=(
                 None,
@@ -222,6 +242,7 @@ KEYS: dict[str, Key] = {
         int,
         (lambda v: 0 <= v < 2**32, "a whole number in [0, 4294967295]"),  # numpy's range
         _rows(
+            pointer=(1, "seed of the initialisation and the batch order"),
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),
         ),
@@ -230,6 +251,7 @@ KEYS: dict[str, Key] = {
         str,
         None,
         _rows(
+            pointer=("auto", "auto | cpu | cuda"),
             seq2seq=("auto", "auto | cpu | cuda"),
             vision=("auto", "auto (CUDA when available), cpu or cuda."),
         ),
@@ -238,6 +260,7 @@ KEYS: dict[str, Key] = {
         int | None,
         _THREADS,
         _rows(
+            pointer=(0, "torch CPU threads (0 or null = torch's default)"),
             seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
             vision=(None, "CPU threads for torch (null or 0: torch's default)."),
         ),
@@ -264,6 +287,7 @@ KEYS: dict[str, Key] = {
         bool,
         None,
         _rows(
+            pointer=(True, "a tqdm bar, drawn only when stderr is a terminal"),
             seq2seq=(True, "a tqdm bar, drawn only when stderr is a terminal"),
             vision=(
                 True,
@@ -277,6 +301,7 @@ KEYS: dict[str, Key] = {
         bool,
         None,
         _rows(
+            pointer=(True, "event files in run_dir/tensorboard: loss, accuracy, dev metrics"),
             seq2seq=(
                 True,
                 "event files in run_dir/tensorboard: scalars, dev metrics, attention",
@@ -297,6 +322,7 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "device": ("auto", "cpu", "cuda"),
         "backend": BACKENDS,
     },
+    POINTER: {"device": ("auto", "cpu", "cuda")},
     VISION: {
         "scheduler": ("cosine", "step", "noam", "constant"),
         "device": ("auto", "cpu", "cuda"),

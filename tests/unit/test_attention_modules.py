@@ -44,8 +44,8 @@ def test_one_step_equals_rows_of_the_t_step_call(name):
     att = _module(name)
     query, keys, mask = _inputs()
     context, weights = att(query, keys, mask=mask)
-    for t in range(T):
-        c_t, w_t = att(query[:, t], keys, mask=mask)
+    for t in range(T):  # the step t, read by local-m (p_t = t)
+        c_t, w_t = att(query[:, t], keys, mask=mask, position=t)
         torch.testing.assert_close(c_t, context[:, t], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(w_t, weights[:, t], atol=1e-6, rtol=1e-5)
 
@@ -185,6 +185,10 @@ def test_loop_spec_declared_by_each_scoring_class_and_dropped_by_overriding_subc
         "luong-concat": "additive",
         "scaled-dot": "dot",
         "multihead": None,
+        "luong-location": None,  # no fast loop scores by position: decoders call the module
+        "local-m": None,
+        "local-p": None,
+        "cosine": None,
     }
     assert kinds["scaled-dot"].scale == pytest.approx(12**-0.5)
     concat = ATTENTION_TYPES["luong-concat"](16, 16, 12, 2)

@@ -133,7 +133,7 @@ def test_bad_types(tmp_path, data, key):
 @pytest.mark.parametrize(
     "data, key, bad",
     [
-        ({"model": {"attention": "cosine"}}, "model.attention", "cosine"),
+        ({"model": {"attention": "euclidean"}}, "model.attention", "euclidean"),
         ({"model": {"rnn": "transformer"}}, "model.rnn", "transformer"),
         ({"model": {"decoder": "joey"}}, "model.decoder", "joey"),
         ({"train": {"scheduler": "linear"}}, "train.scheduler", "linear"),
@@ -152,12 +152,16 @@ def test_bad_choices_list_the_valid_ones(tmp_path, data, key, bad):
 
 
 def test_bad_attention_choice_lists_every_attention(tmp_path):
-    msg = _error(tmp_path, {"model": {"attention": "cosine"}})
+    msg = _error(tmp_path, {"model": {"attention": "euclidean"}})
     for name in (
         "bahdanau",
         "luong-dot",
         "luong-general",
         "luong-concat",
+        "luong-location",
+        "local-m",
+        "local-p",
+        "cosine",
         "scaled-dot",
         "multihead",
         "none",
@@ -688,6 +692,10 @@ def test_every_shipped_config_loads(path):
     data = read_yaml(path)
     if data.get("family") == "vision":
         from attnkit.vision_experiment import parse_config
+
+        parse_config(data, str(path))
+    elif data.get("family") == "pointer":
+        from attnkit.training.pointer_config import parse_config
 
         parse_config(data, str(path))
     else:

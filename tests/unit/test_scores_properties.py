@@ -176,7 +176,16 @@ def test_attention_weights_are_a_masked_distribution(name, case):
     assert torch.isfinite(context).all()
 
 
-@pytest.mark.parametrize("name", list(ATTENTION_TYPES))
+#: the attentions whose weights follow what a key holds, not where it sits (position-aware ones,
+#: luong-location and local-m/local-p, have their own tests in test_local.py)
+CONTENT_BASED = [n for n, build in ATTENTION_TYPES.items() if not build(4, 4, 4, 1).position_aware]
+
+
+def test_position_aware_attentions_are_the_ones_named_so():
+    assert set(ATTENTION_TYPES) - set(CONTENT_BASED) == {"luong-location", "local-m", "local-p"}
+
+
+@pytest.mark.parametrize("name", CONTENT_BASED)
 @PROPERTY
 @given(attention_case())
 def test_attention_permuting_sources_permutes_weights_and_keeps_context(name, case):

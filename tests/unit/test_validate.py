@@ -66,8 +66,18 @@ def _vision(model_type: str):
     return make
 
 
+def _pointer(directory: Path) -> Path:
+    from attnkit.training.pointer import build_model as build_pointer
+    from attnkit.training.pointer_config import parse_config as pointer_config
+
+    cfg = pointer_config({"family": "pointer", "model": {"hidden": 8, "attention_dim": 8}})
+    write_checkpoint(directory, "pointer", build_pointer(cfg).state_dict(), cfg.to_dict(), {})
+    return directory
+
+
 #: each checkpoint family of LOADERS -> {model name: writer of a tiny checkpoint of it}
 MAKERS = {
+    "pointer": {"pointer_net": _pointer},
     "seq2seq": {arch: _seq2seq(arch) for arch in ARCHITECTURES},
     "vision": {name: _vision(name) for name in MODEL_TYPES},
 }

@@ -1,14 +1,16 @@
 """The Python API: what the command line, the server and notebooks call.
 
 :func:`load` opens any checkpoint as a model of its family (:class:`Seq2SeqModel`,
-:class:`VisionModel`); :func:`train` trains an experiment config into a :class:`Run`;
-:func:`configs` lists the shipped configs. Results (:class:`Translation`,
-:class:`Explanation`, :class:`Classification`, :class:`Scores`) have ``to_dict()``,
+:class:`VisionModel`, :class:`PointerModel`); :func:`train` trains an experiment config into a
+:class:`Run`; :func:`configs` lists the shipped configs. Results (:class:`Translation`,
+:class:`Explanation`, :class:`Classification`, :class:`PointerSolution`, :class:`Scores`) have
+``to_dict()``,
 ``plot(path_or_ax)`` and ``show()``, which draws them inline in a notebook. docs/API.md has
 examples.
 """
 
 from attnkit.api.loading import load
+from attnkit.api.pointer import PointerModel, PointerSolution
 from attnkit.api.results import Classification, Explanation, Scores
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.training import ConfigInfo, Run, configs, train
@@ -19,6 +21,8 @@ __all__ = [
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "PointerModel",
+    "PointerSolution",
     "Run",
     "Scores",
     "Seq2SeqModel",

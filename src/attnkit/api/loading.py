@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from attnkit.api.pointer import PointerModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.vision import VisionModel
 from attnkit.checkpoint import read_meta
@@ -14,14 +15,16 @@ from attnkit.errors import CheckpointError
 LOADERS: dict[str, Callable] = {
     "seq2seq": Seq2SeqModel.load,
     "vision": VisionModel.load,
+    "pointer": PointerModel.load,
 }
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
     ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
-    ``evaluate``). Several seq2seq directories load as one ensemble. A vision run directory
-    holding ``best/`` loads its best checkpoint."""
+    ``evaluate``) or :class:`PointerModel` (``solve``, ``evaluate``). Several seq2seq
+    directories load as one ensemble. A vision or pointer run directory holding ``best/`` loads
+    its best checkpoint."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")

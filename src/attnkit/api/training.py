@@ -61,6 +61,8 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
     for path in sorted(folder.glob("*.yaml")):
         data = read_yaml(path)
         model = data.get("model") or {}
+        if data.get("family") == "pointer":
+            model = {"type": "pointer network"}
         kind = model.get("type") or (
             "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
         )
@@ -203,5 +205,21 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_pointer(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.evaluation.pointer import dev_figures, dev_scorer
+    from attnkit.training.pointer import train_pointer
+
+    return train_pointer(
+        data,
+        dev_scorer,  # handed in: training/ imports nothing of evaluation/
+        output_dir=args.output_dir,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+        resume=args.resume,
+        dev_figures=dev_figures,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
-TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision}
+TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision, "pointer": _train_pointer}

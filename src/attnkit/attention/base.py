@@ -29,9 +29,20 @@ class ScoreSpec:
     scale: float = 1.0
 
 
+@dataclass(frozen=True)
+class AttentionOptions:
+    """The settings only some attentions read (``model.window``, ``model.beta``,
+    ``model.positions``): local-m/local-p's half window D, the cosine score's initial sharpening
+    beta, and how many source positions luong-location scores."""
+
+    window: int = 10
+    beta: float = 5.0
+    positions: int = 128
+
+
 #: the methods that define what a module computes; a subclass redefining one of them without
 #: its own loop_spec() gets None (a fast loop would compute its parent's function instead)
-_SCORING = ("scores", "forward", "project_keys")
+_SCORING = ("scores", "forward", "project_keys", "locate")
 
 
 class Attention(nn.Module):
@@ -39,6 +50,10 @@ class Attention(nn.Module):
 
     #: whether the query is the previous decoder state s_{t-1} (Bahdanau) rather than h_t
     uses_previous_state = False
+    #: whether the weights depend on where a key sits (its index s, the target step t), not only
+    #: on what it holds: such a module does not permute with its source, and its one-step calls
+    #: need the step (``position``) a decoder passes
+    position_aware = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -58,14 +73,35 @@ class Attention(nn.Module):
         """(B, T, Dq) query -> (B, T, S) scores.  Subclasses implement."""
         raise NotImplementedError
 
-    def forward(self, query: Tensor, keys: Tensor, projected=None, mask: Tensor | None = None):
+    def locate(
+        self, query: Tensor, scores: Tensor, allowed: Tensor | None, position: int
+    ) -> tuple[Tensor, Tensor | None]:
+        """Where the weights may go, for a position-aware module: scores (B, T, S) and the mask
+        (B, 1, S) or None -> the scores and mask to normalise. ``position`` is the target step of
+        the first query row (rows t = position, position + 1, ...). The default changes nothing.
+        """
+        return scores, allowed
+
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        projected=None,
+        mask: Tensor | None = None,
+        position: int = 0,
+    ):
+        """query (B, T, Dq) or one step (B, Dq), keys (B, S, Dk), mask (B, S) -> context (B, T, Dk)
+        and weights (B, T, S) (or (B, Dk), (B, S)). ``position``: the target step of the (first)
+        query, read only by :attr:`position_aware` modules."""
         one_step = query.dim() == 2
         if one_step:
             query = query.unsqueeze(1)  # (B, 1, Dq)
         if projected is None:
             projected = self.project_keys(keys)
         scores = self.scores(query, projected)  # (B, T, S)
-        weights = masked_softmax(scores, None if mask is None else mask.unsqueeze(1))
+        allowed = None if mask is None else mask.unsqueeze(1)  # (B, 1, S)
+        scores, allowed = self.locate(query, scores, allowed, position)
+        weights = masked_softmax(scores, allowed)
         context = attend(weights, keys)  # (B, T, Dk)
         if one_step:
             return context.squeeze(1), weights.squeeze(1)

@@ -30,7 +30,9 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from attnkit.attention.base import Attention, ScoreSpec
+from attnkit.attention.base import Attention, AttentionOptions, ScoreSpec
+from attnkit.attention.cosine import CosineAttention
+from attnkit.attention.local import LocalAttention, LocationAttention
 from attnkit.attention.qkv import MultiHeadAttention
 from attnkit.attention.scores import additive_scores, concat_scores, dot_scores, scaled_dot_scores
 from attnkit.errors import ConfigError
@@ -39,7 +41,11 @@ __all__ = [
     "ATTENTION_TYPES",
     "NO_ATTENTION",
     "Attention",
+    "AttentionOptions",
     "BahdanauAttention",
+    "CosineAttention",
+    "LocalAttention",
+    "LocationAttention",
     "LuongAttention",
     "MultiHeadAttention",
     "ScaledDotAttention",
@@ -129,30 +135,43 @@ class ScaledDotAttention(Attention):
         return ScoreSpec("dot", self.query_proj.weight, scale=self.query_proj.out_features**-0.5)
 
 
-AttentionBuilder = Callable[[int, int, int, int], Attention]
+AttentionBuilder = Callable[..., Attention]
 
 #: what a model's ``attention`` names when it has none (no module: not in the registry)
 NO_ATTENTION = "none"
 
-#: name -> builder(query_dim, key_dim, attn_dim, heads)
+_DEFAULTS = AttentionOptions()
+
+#: name -> builder(query_dim, key_dim, attn_dim, heads, options=AttentionOptions())
 ATTENTION_TYPES: dict[str, AttentionBuilder] = {
-    "bahdanau": lambda q, k, a, h: BahdanauAttention(q, k, a),
-    "luong-dot": lambda q, k, a, h: LuongAttention("dot", q, k),
-    "luong-general": lambda q, k, a, h: LuongAttention("general", q, k),
-    "luong-concat": lambda q, k, a, h: LuongAttention("concat", q, k, a),
-    "scaled-dot": lambda q, k, a, h: ScaledDotAttention(q, k, a),
-    "multihead": lambda q, k, a, h: MultiHeadAttention(q, k, a, h),  # also the Transformer's
+    "bahdanau": lambda q, k, a, h, o=_DEFAULTS: BahdanauAttention(q, k, a),
+    "luong-dot": lambda q, k, a, h, o=_DEFAULTS: LuongAttention("dot", q, k),
+    "luong-general": lambda q, k, a, h, o=_DEFAULTS: LuongAttention("general", q, k),
+    "luong-concat": lambda q, k, a, h, o=_DEFAULTS: LuongAttention("concat", q, k, a),
+    "luong-location": lambda q, k, a, h, o=_DEFAULTS: LocationAttention(q, o.positions),
+    "local-m": lambda q, k, a, h, o=_DEFAULTS: LocalAttention(False, q, k, a, o.window),
+    "local-p": lambda q, k, a, h, o=_DEFAULTS: LocalAttention(True, q, k, a, o.window),
+    "cosine": lambda q, k, a, h, o=_DEFAULTS: CosineAttention(q, k, o.beta),
+    "scaled-dot": lambda q, k, a, h, o=_DEFAULTS: ScaledDotAttention(q, k, a),
+    # also the Transformer's
+    "multihead": lambda q, k, a, h, o=_DEFAULTS: MultiHeadAttention(q, k, a, h),
 }
 
 
 def build_attention(
-    name: str, query_dim: int, key_dim: int, attn_dim: int, heads: int = 1
+    name: str,
+    query_dim: int,
+    key_dim: int,
+    attn_dim: int,
+    heads: int = 1,
+    options: AttentionOptions = _DEFAULTS,
 ) -> Attention:
-    """Registry lookup; an unknown name is a ConfigError listing the valid ones."""
+    """Registry lookup; an unknown name is a ConfigError listing the valid ones. ``options``:
+    the settings only some attentions read (window, beta, positions)."""
     try:
         builder = ATTENTION_TYPES[name]
     except KeyError:
         raise ConfigError(
             f"unknown attention {name!r}; valid: {', '.join(ATTENTION_TYPES)}"
         ) from None
-    return builder(query_dim, key_dim, attn_dim, heads)
+    return builder(query_dim, key_dim, attn_dim, heads, options)

@@ -161,9 +161,17 @@ class MultiHeadAttention(Attention):
         mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, S)
         return self.attend(self.project_queries(query), keys_h, values_h, mask, need_weights, fast)
 
-    def forward(self, query: Tensor, keys: Tensor, projected=None, mask: Tensor | None = None):
+    def forward(
+        self,
+        query: Tensor,
+        keys: Tensor,
+        projected=None,
+        mask: Tensor | None = None,
+        position: int = 0,
+    ):
         """The protocol of every attention: query (B, T, Dq) or one step (B, Dq) -> context
-        (B, T, Dk), weights averaged over heads (B, T, S) (or (B, Dk), (B, S))."""
+        (B, T, Dk), weights averaged over heads (B, T, S) (or (B, Dk), (B, S)). ``position`` is
+        not read (content alone decides)."""
         one_step = query.dim() == 2
         if one_step:
             query = query.unsqueeze(1)

@@ -80,6 +80,49 @@ def scaled_dot_scores(query: Tensor, keys: Tensor) -> Tensor:
     return (query @ keys.transpose(-1, -2)) / math.sqrt(query.size(-1))
 
 
+def location_scores(
+    query: Tensor, weight: Tensor, sources: int, bias: Tensor | None = None
+) -> Tensor:
+    """Luong location: ``a_t = softmax(W_a h_t)``, from the target state alone.
+
+    ``weight`` W_a (P, Dq) (and ``bias`` (P,)) score P source positions; the first ``sources``
+    (S <= P) are kept. (B, T, Dq) -> (B, T, S).
+    """
+    scores = query @ weight[:sources].T
+    return scores if bias is None else scores + bias[:sources]
+
+
+def local_window(centres: Tensor, sources: int, width: int) -> Tensor:
+    """Luong local attention's window: source positions s with ``|s - p_t| <= D``.
+
+    centres p_t (B, T) (integers for local-m, reals for local-p) -> bool (B, T, S).
+    """
+    positions = torch.arange(sources, device=centres.device, dtype=centres.dtype)
+    return (positions - centres.unsqueeze(-1)).abs() <= width
+
+
+def gaussian_log_weights(centres: Tensor, sources: int, sigma: float) -> Tensor:
+    """log of local-p's Gaussian ``exp(-(s - p_t)^2 / (2 sigma^2))``: (B, T) -> (B, T, S).
+
+    Added to the scores before the softmax, it multiplies the weights by the Gaussian and
+    renormalises them (Luong et al. multiply without renormalising).
+    """
+    positions = torch.arange(sources, device=centres.device, dtype=centres.dtype)
+    return -((positions - centres.unsqueeze(-1)) ** 2) / (2 * sigma**2)
+
+
+def cosine_scores(query: Tensor, keys: Tensor, beta: Tensor | float, eps: float = 1e-8) -> Tensor:
+    """NTM content-based addressing: ``beta * cos(k_t, M_s)``, beta >= 0 the key strength.
+
+    query k_t (B, T, D), keys M (B, S, D), beta a number or (B, T) -> (B, T, S). A larger beta
+    sharpens the softmax of these scores; beta = 0 spreads it evenly.
+    """
+    q = query / query.norm(dim=-1, keepdim=True).clamp_min(eps)
+    k = keys / keys.norm(dim=-1, keepdim=True).clamp_min(eps)
+    cos = q @ k.transpose(-1, -2)
+    return cos * (beta.unsqueeze(-1) if isinstance(beta, Tensor) else beta)
+
+
 def attend(weights: Tensor, values: Tensor) -> Tensor:
     """Context vectors: weighted sums of values.  (..., T, S) x (..., S, D) -> (..., T, D)."""
     return weights @ values

@@ -86,7 +86,7 @@ def run(args) -> None:
     if given and family != "seq2seq":
         raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
     with writing(args.out or "the evaluation directory (--out)", ""):
-        scores = _seq2seq(args) if family == "seq2seq" else _vision(args)
+        scores = EVALUATORS[family](args)
     print(json.dumps(scores.to_dict()) if args.json else scores.table())
 
 
@@ -118,6 +118,23 @@ def _vision(args):
     refuse_decoding_options(args)
     model = VisionModel.load(args.model[0], args.device)
     return model.evaluate(args.split, args.mc_samples, args.out)
+
+
+def _pointer(args):
+    from attnkit.api import PointerModel
+
+    if len(args.model) > 1:
+        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one pointer model")
+    if args.alpha is not None:
+        raise AttnkitError(
+            f"--alpha {args.alpha}: a pointer network's outputs have no length penalty"
+        )
+    model = PointerModel.load(args.model[0], args.device)
+    return model.evaluate(args.split, args.beam, args.out)
+
+
+#: a checkpoint's family -> what ``attnkit evaluate`` does with it
+EVALUATORS = {"seq2seq": _seq2seq, "vision": _vision, "pointer": _pointer}
 
 
 def refuse_decoding_options(args) -> None:

@@ -60,9 +60,8 @@ def add_parser(sub) -> None:
 def run(args) -> None:
     from attnkit.api.loading import checkpoint_family
 
-    draw = _vision if checkpoint_family(args.model) == "vision" else _seq2seq
     with writing(args.output, "-o "):  # a full disk, a read-only or missing directory: one line
-        draw(args)
+        PLOTTERS[checkpoint_family(args.model)](args)
 
 
 def _seq2seq(args) -> None:
@@ -125,3 +124,37 @@ def _vision(args) -> None:
     model = VisionModel.load(args.model, "cpu")
     for path in model.draw(args.image, args.output, explain=args.explain):
         print(path)
+
+
+def _pointer(args) -> None:
+    """TEXT is the points: ``"0.1,0.2 0.9,0.1 0.5,0.9"`` (x,y pairs; sort: numbers)."""
+    from attnkit.api import PointerModel
+
+    if args.image is not None or args.explain or args.grid:
+        raise AttnkitError("--image/--explain/--grid are for vision and seq2seq models")
+    if not args.text:
+        raise AttnkitError('give the points as TEXT, e.g. "0.1,0.2 0.9,0.1 0.5,0.9"')
+    output = Path(args.output)
+    if output.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise AttnkitError(f"-o {output}: use a .png, .svg or .pdf file name")
+    model = PointerModel.load(args.model, args.device)
+    solution = model.solve(parse_points(args.text), beam=args.beam or 1)
+    solution.plot(str(output)).clear()
+    print(f"order: {' '.join(map(str, solution.order))}\npicture: {output}")
+
+
+def parse_points(text: str) -> list[list[float]]:
+    """``"0.1,0.2 0.9,0.1"`` -> [[0.1, 0.2], [0.9, 0.1]]; a bad number is one AttnkitError."""
+    points = []
+    for i, item in enumerate(text.replace(";", " ").split()):
+        try:
+            points.append([float(x) for x in item.split(",")])
+        except ValueError:
+            raise AttnkitError(f"point {i + 1} ({item!r}): expected numbers x,y") from None
+    if len({len(p) for p in points}) > 1:
+        raise AttnkitError("points: give every point the same number of coordinates")
+    return points
+
+
+#: a checkpoint's family -> what ``attnkit plot`` draws
+PLOTTERS = {"seq2seq": _seq2seq, "vision": _vision, "pointer": _pointer}

@@ -55,10 +55,12 @@ if TYPE_CHECKING:
 @dataclass
 class DecoderState:
     """rnn: (L, B, H) for GRU or a pair of them for LSTM; feed: (B, H) the input-fed vector or
-    None."""
+    None; step: the target position t the next step writes (every row of a batch or beam is at
+    the same one), which position-aware attentions read (local-m's p_t = t)."""
 
     rnn: Any
     feed: Tensor | None = None
+    step: int = 0
 
     def index_select(self, index: Tensor) -> DecoderState:
         rnn = self.rnn
@@ -67,7 +69,7 @@ class DecoderState:
         else:
             rnn = rnn.index_select(1, index)
         feed = None if self.feed is None else self.feed.index_select(0, index)
-        return DecoderState(rnn, feed)
+        return DecoderState(rnn, feed, self.step)
 
 
 def make_rnn(
@@ -125,10 +127,9 @@ class RNNDecoder(nn.Module):
         self.embed = nn.Embedding(vocab_size, cfg.embedding_dim, padding_idx=PAD_ID)
         self.dropout = Dropout(cfg.dropout)
         self.bridge = nn.Linear(memory_dim, self.layers * self.hidden)
+        sizes = (self.hidden, memory_dim, cfg.attention_dim, cfg.heads)
         self.attention = (
-            build_attention(cfg.attention, self.hidden, memory_dim, cfg.attention_dim, cfg.heads)
-            if self.attends
-            else None
+            build_attention(cfg.attention, *sizes, cfg.attention_options) if self.attends else None
         )
         self.combine = nn.Linear(self.combine_width(cfg), self.hidden)
         self.rnn = make_rnn(
@@ -324,10 +325,12 @@ class BahdanauDecoder(RNNDecoder):
     def _step(self, emb_t, state, memory, x_proj_t=None, keep_t=None, weights=None):
         query = _top_layer(state.rnn)  # s_{t-1}, (B, H)
         # (B, Dk), (B, S)
-        context, att = self.attention(query, memory.states, memory.projected, memory.mask)
+        context, att = self.attention(
+            query, memory.states, memory.projected, memory.mask, state.step
+        )
         s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn, weights)  # (B, H)
         pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
-        return self._drop(pre, keep_t), DecoderState(rnn_state), att
+        return self._drop(pre, keep_t), DecoderState(rnn_state, step=state.step + 1), att
 
 
 class LuongDecoder(RNNDecoder):
@@ -358,10 +361,11 @@ class LuongDecoder(RNNDecoder):
 
     def _step(self, emb_t, state, memory, x_proj_t=None, keep_t=None, weights=None):
         h_t, rnn_state = self._recur(emb_t, x_proj_t, state.feed, state.rnn, weights)  # (B, H)
-        context, att = self.attention(h_t, memory.states, memory.projected, memory.mask)
+        context, att = self.attention(h_t, memory.states, memory.projected, memory.mask, state.step)
         # h~_t, (B, H)
         attn_vec = self._drop(torch.tanh(self.combine(torch.cat([context, h_t], -1))), keep_t)
-        return attn_vec, DecoderState(rnn_state, attn_vec if self.input_feeding else None), att
+        feed = attn_vec if self.input_feeding else None
+        return attn_vec, DecoderState(rnn_state, feed, state.step + 1), att
 
     def _forward_whole(self, tgt_in, emb, state, memory):
         """No step depends on the previous attention: one RNN call over T, then attention for
@@ -371,7 +375,9 @@ class LuongDecoder(RNNDecoder):
         else:
             out, _ = self.rnn(emb, state.rnn)  # (B, T, H)
         # (B, T, Dk), (B, T, S)
-        context, weights = self.attention(out, memory.states, memory.projected, memory.mask)
+        context, weights = self.attention(
+            out, memory.states, memory.projected, memory.mask, state.step
+        )
         pre = self.dropout(torch.tanh(self.combine(torch.cat([context, out], -1))))  # (B, T, H)
         return self.output(pre), weights
 
@@ -401,7 +407,8 @@ class FixedContextDecoder(RNNDecoder):
         context = memory.final  # c, (B, Dk)
         s_t, rnn_state = self._recur(emb_t, x_proj_t, context, state.rnn, weights)  # (B, H)
         pre = torch.tanh(self.combine(torch.cat([s_t, context, emb_t], -1)))
-        return self._drop(pre, keep_t), DecoderState(rnn_state), _no_weights(memory)
+        step = state.step + 1
+        return self._drop(pre, keep_t), DecoderState(rnn_state, step=step), _no_weights(memory)
 
     def _forward_whole(self, tgt_in, emb, state, memory):
         """One RNN call over T on [y_{t-1}; c], then the output layer for all T steps.

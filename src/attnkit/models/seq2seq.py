@@ -28,6 +28,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.accel import recurrence
 from attnkit.accel.backend import DEFAULT, Backend
+from attnkit.attention.base import AttentionOptions
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.modules import ATTENTION_TYPES, NO_ATTENTION
 from attnkit.config import join_key
@@ -44,7 +45,8 @@ class Seq2SeqConfig:
     """The model section of an experiment file with ``arch: rnn`` (the default)."""
 
     arch: str = "rnn"  # rnn | transformer (attnkit.models.architectures)
-    #: bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead | none
+    #: bahdanau | luong-dot | luong-general | luong-concat | luong-location | local-m | local-p |
+    #: cosine | scaled-dot | multihead | none
     attention: str = "bahdanau"
     #: a DECODERS name | auto (bahdanau for bahdanau attention, fixed for none, else luong)
     decoder: str = "auto"
@@ -59,6 +61,9 @@ class Seq2SeqConfig:
     heads: int = 4  # multihead only
     input_feeding: bool = True  # luong decoder only
     dropout: float = 0.1
+    window: int = 10  # local-m, local-p only: the half width D of the window [p_t - D, p_t + D]
+    beta: float = 5.0  # cosine only: the key strength (sharpening) at initialisation
+    positions: int = 128  # luong-location only: the source positions W_a scores (at most)
 
     CHOICES = {
         "arch": ("rnn",),
@@ -70,6 +75,9 @@ class Seq2SeqConfig:
     APPLIES = {
         "attention_dim": ("attention", tuple(ATTENTION_TYPES)),
         "heads": ("attention", ("multihead",)),
+        "window": ("attention", ("local-m", "local-p")),
+        "beta": ("attention", ("cosine",)),
+        "positions": ("attention", ("luong-location",)),
         "input_feeding": ("decoder_style", ("luong",), "decoder"),
     }
 
@@ -82,11 +90,15 @@ class Seq2SeqConfig:
             "decoder_layers",
             "attention_dim",
             "heads",
+            "window",
+            "positions",
         ):
             if getattr(self, name) < 1:
                 raise ConfigError(
                     f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}"
                 )
+        if not self.beta > 0:
+            raise ConfigError(f"{join_key(where, 'beta')}: must be above 0, got {self.beta}")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(
                 f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
@@ -116,6 +128,11 @@ class Seq2SeqConfig:
     def layers_and_heads(self) -> tuple[None, None]:
         """No layers of attention heads: decoding returns one map per step."""
         return None, None
+
+    @property
+    def attention_options(self) -> AttentionOptions:
+        """The settings only some attentions read."""
+        return AttentionOptions(self.window, self.beta, self.positions)
 
     @property
     def memory_dim(self) -> int:

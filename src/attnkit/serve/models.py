@@ -22,6 +22,10 @@ CHECKPOINT_PARTS = ("model", "best", "last", "averaged")
 VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_pooling": "spatial"}
 
 
+#: the families the server has views for
+SERVED_FAMILIES = ("seq2seq", "vision")
+
+
 @dataclass
 class ServedModel:
     """One loaded checkpoint: the API's model object, seq2seq or vision."""
@@ -120,5 +124,11 @@ def load_models(
     served = {}
     for name, directory in zip(model_names(directories, given), directories):
         model = load(Path(directory), device)
+        if model.family not in SERVED_FAMILIES:
+            raise ConfigError(
+                f"--model {directory}: a {model.family} checkpoint; attnkit serve serves "
+                f"{' and '.join(SERVED_FAMILIES)} models (a pointer network: attnkit plot, or "
+                "attnkit.load(...).solve(points) in Python)"
+            )
         served[name] = ServedModel(name, Path(directory), model.family, model)
     return served
