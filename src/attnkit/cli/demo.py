@@ -54,6 +54,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--threads",
+        dest="train_threads",  # not the decoding commands' --threads, which main() applies
         type=int,
         default=None,
         metavar="N",
@@ -75,6 +76,6 @@ def run(args) -> None:
         attention=args.attention,
         minutes=args.minutes,
         progress=not args.no_progress,
-        threads=args.threads,
+        threads=args.train_threads,
         resume=args.resume,
     )
