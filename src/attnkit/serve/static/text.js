@@ -11,7 +11,7 @@
 
   var state = {
     models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
-    result: null, secondResult: null, timer: null
+    result: null, secondResult: null, timer: null, asked: false
   };
 
   function el(tag, cls, text) {
@@ -222,6 +222,10 @@
     state.models.forEach(function (o) {
       if (o.family === "seq2seq" && o.name !== state.model) second.appendChild(option(o.name, o.name));
     });
+    if (keep === null && !state.asked) {  // the page's address may ask for one: ?second=NAME
+      keep = new URLSearchParams(root.location.search).get("second");
+      state.asked = true;
+    }
     second.value = info(keep) && keep !== state.model ? keep : "";
     state.second = second.value || null;
   }
