@@ -40,7 +40,7 @@ SHOWCASE = [
 ]
 #: the wall-clock cap of a demo's training, in minutes: a safety net, not the budget (an idle
 #: 2-core CPU finishes the recipe in about a minute)
-SAFETY_MINUTES = 10.0
+SAFETY_MINUTES = 15.0
 EPOCHS = 60  # the data budget (early stopping ends the run well before)
 
 

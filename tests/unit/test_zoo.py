@@ -85,3 +85,14 @@ def test_checkpoint_argument_leaves_paths_alone():
     assert str(zoo.checkpoint_argument("runs/demo/model/best")) == "runs/demo/model/best"
     with pytest.raises(argparse.ArgumentTypeError):
         zoo.checkpoint_argument("zoo:")
+
+
+def test_outputs_beside_a_zoo_model_go_to_runs_zoo_not_into_the_package():
+    from pathlib import Path
+
+    from attnkit.evaluation.report import default_eval_dir
+
+    model = zoo.resolve("zoo:numbers-bahdanau")
+    assert default_eval_dir([model], "test") == Path("runs/zoo/eval/numbers-bahdanau-test")
+    assert default_eval_dir([Path("runs/x/best")], "test") == Path("runs/x/eval/best-test")
+    assert zoo.run_parent(Path("runs/x/best")) == Path("runs/x")

@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
         "stopping early once the dev score stops improving: about a minute on an idle 2-core "
         "CPU, longer on a slower or busier one, to the same accuracy), print test exact-match "
         "and a few translations, and write heatmaps, the attention as JSON and an HTML report. "
-        "A 10-minute wall clock is only a safety cap: if it ends training, one line says so, "
+        "A 15-minute wall clock is only a safety cap: if it ends training, one line says so, "
         "with the dev score reached and how to go on (--resume).",
     )
     p.add_argument(
@@ -43,7 +43,7 @@ def add_parser(sub) -> None:
         "--minutes",
         type=float,
         default=None,
-        help="safety cap on training time in minutes (default: 10); with --resume, the minutes "
+        help="safety cap on training time in minutes (default: 15); with --resume, the minutes "
         "this call may add",
     )
     p.add_argument(

@@ -54,6 +54,22 @@ def resolve(path: str | Path) -> Path:
     return MODELS / name
 
 
+#: where the outputs a command writes beside a zoo model's checkpoint go instead (the installed
+#: package is no place to write): runs/zoo/eval/NAME-test, runs/zoo/explain/NAME
+OUTPUTS = Path("runs") / "zoo"
+
+
+def run_parent(directory: str | Path) -> Path:
+    """The directory that outputs written beside the checkpoint ``directory`` go into: its
+    parent, or :data:`OUTPUTS` for a model of the zoo."""
+    directory = Path(directory)
+    try:
+        inside = directory.resolve().parent == MODELS.resolve()
+    except OSError:
+        inside = False
+    return OUTPUTS if inside else directory.parent
+
+
 def checkpoint_argument(text: str) -> Path:
     """argparse's ``type`` of a ``--model``: :func:`resolve`, an unknown zoo name being a
     one-line usage error."""
