@@ -84,8 +84,8 @@ def table(scores: dict) -> str:
     """The scores of ``attnkit explain`` as a few lines: what was explained, the agreement of the
     two maps, each map against the gold links (where the task has them), and what was written."""
     lines = [
-        f"explained {scores['examples']} input(s), forced along {_ALONG[scores['explained']]}, saliency by "
-        f"{scores['method'].replace('_', ' ')}"
+        f"explained {scores['examples']} input(s), forced along "
+        f"{_ALONG[scores['explained']]}, saliency by {scores['method'].replace('_', ' ')}"
     ]
     if "argmax_agreement" in scores:
         lines.append(

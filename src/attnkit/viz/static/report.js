@@ -41,7 +41,7 @@
   function beside(rec) {
     var aside = document.createElement("aside");
     aside.className = "beside";
-    [["reference", rec.reference], ["output", rec.output]].forEach(function (kv) {
+    [["reference", rec.reference]].forEach(function (kv) {
       var k = document.createElement("div"), v = document.createElement("div");
       k.className = "k";
       k.textContent = kv[0];
