@@ -47,6 +47,7 @@ def test_serve_alone_opens_two_zoo_models_side_by_side(driver, zoo_server):
     answer = srv.post("v1/translate", {"model": second, "inputs": ["siebenundneunzig"], "beam": 1})[
         "results"
     ][0]["hypotheses"][0]["output"]
-    wait.until(lambda d: d.find_element(By.ID, "sbs-b").text == f"{second}: {answer}")
+    want = f"{second} (luong-general attention, RNN): {answer}"
+    wait.until(lambda d: d.find_element(By.ID, "sbs-b").text == want)
     maps = driver.find_elements(By.CSS_SELECTOR, "#sbs-maps td.hm-cell")
     assert maps, "both attention maps drawn"

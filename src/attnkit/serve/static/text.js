@@ -28,13 +28,25 @@
   function showError(err) {
     var box = $("error");
     if (!err) { box.hidden = true; box.textContent = ""; return; }
-    box.textContent = (err.field ? err.field + ": " : "") + err.message;
+    box.textContent = plainError(err.field, err.message);
     box.hidden = false;
+  }
+
+  /** An API error in plain words, its field named once ("beam: at most 10"). */
+  function plainError(field, message) {
+    var text = String(message || "");
+    if (field && text.indexOf(field + ": ") === 0) text = text.slice(field.length + 2);
+    text = text.replace(/^Input should be less than or equal to /, "at most ")
+      .replace(/^Input should be greater than or equal to /, "at least ")
+      .replace(/^Input should be a valid integer.*/, "a whole number, please")
+      .replace(/^String should have at most (\d+) characters?/, "at most $1 characters");
+    return (field ? field + ": " : "") + text;
   }
 
   function requestBody(model, withPrefix) {
     var m = info(model);
-    var beam = Math.max(1, parseInt($("beam").value, 10) || 1);
+    var most = m && m.limits ? m.limits.max_beam : Infinity;  // the server's limit
+    var beam = Math.min(Math.max(1, parseInt($("beam").value, 10) || 1), most);
     var nbest = Math.min(Math.max(1, parseInt($("nbest").value, 10) || 1), beam);
     return {
       model: model, inputs: [$("source").value], beam: beam, n_best: nbest, top_k: TOP_K,
@@ -60,7 +72,10 @@
       showError(null);
       render();
     }, function (err) {
-      if (seq === state.seq) showError(err);
+      if (seq !== state.seq) return;
+      state.result = state.secondResult = null;  // no stale n-best list or map under an error
+      render();
+      showError(err);
     }).then(function () { if (seq === state.seq) $("busy").hidden = true; });
   }
 
@@ -123,6 +138,8 @@
     if ($("grid").checked && hyp.layers && m && m.layers) return renderGrid(box, result, hyp);
     var att = mapOf(result, hyp, weightsOf(hyp), "attention: " + state.model);
     if (state.shown === 0 && result.gold) att.gold = result.gold;
+    $("gold-note").hidden = !($("gold").checked && m && m.has_gold && state.shown === 0 &&
+      !(result.gold && result.gold.length));
     if (m && !m.has_attention) att.title = state.model + " has no attention";
     H.draw(box, att, opts);
     if (result.saliency && state.shown === 0) {
@@ -172,17 +189,26 @@
     decode();
   }
 
+  /** A model's name with its attention type and architecture: "demo (bahdanau, RNN)". */
+  function title(name) {
+    var m = info(name);
+    if (!m) return name;
+    var arch = m.layers ? m.layers + "-layer Transformer" : "RNN";
+    var att = m.attention === "transformer" ? "multi-head" : m.attention;
+    return name + " (" + (m.has_attention ? att + " attention" : "no attention") + ", " + arch + ")";
+  }
+
   function renderSecond(result, other) {
     var box = $("sbs");
     box.hidden = !other;
     if (!other) return;
-    $("sbs-a").textContent = state.model + ": " + result.hypotheses[0].output;
-    $("sbs-b").textContent = state.second + ": " + other.hypotheses[0].output;
+    $("sbs-a").textContent = title(state.model) + ": " + result.hypotheses[0].output;
+    $("sbs-b").textContent = title(state.second) + ": " + other.hypotheses[0].output;
     var maps = $("sbs-maps");
     maps.textContent = "";
     H.drawShared(maps, [
-      mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, state.model),
-      mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, state.second)
+      mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, title(state.model)),
+      mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, title(state.second))
     ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto"});
   }
 
@@ -216,6 +242,12 @@
       sel.appendChild(option("mean", "mean"));
       for (var k = 0; k < (pair[1] || 0); k++) sel.appendChild(option(k, String(k + 1)));
     });
+    var most = m && m.limits ? m.limits.max_beam : null;  // the server's own limit
+    ["beam", "nbest"].forEach(function (id) {
+      if (!most) return;
+      $(id).max = most;
+      if ((parseInt($(id).value, 10) || 1) > most) $(id).value = most;
+    });
     var second = $("second"), keep = state.second;
     second.textContent = "";
     second.appendChild(option("", "none"));
@@ -241,6 +273,13 @@
 
   function wire() {
     $("source").addEventListener("input", function () { state.prefix = null; later(); });
+    // Enter decodes at once; Shift+Enter puts a line break into the input
+    $("source").addEventListener("keydown", function (e) {
+      if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
+      e.preventDefault();
+      state.prefix = null;
+      decode();
+    });
     ["beam", "nbest"].forEach(function (id) {
       $(id).addEventListener("change", function () { state.shown = 0; decode(); });
     });
@@ -253,5 +292,5 @@
     $("reset").addEventListener("click", function () { state.prefix = null; decode(); });
   }
 
-  root.AttnkitText = {start: start, wire: wire, state: state};
+  root.AttnkitText = {start: start, wire: wire, state: state, plainError: plainError};
 })(window);
