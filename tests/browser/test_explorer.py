@@ -215,6 +215,12 @@ def test_side_by_side_draws_both_models_on_shared_axes(page, server):
     low = max(range(*parts[1]), key=weights.__getitem__)
     assert colours[high] in top_colour
     assert weights[low] > 0.97 * weights[high] or colours[low] not in top_colour
+    # the model's own map above is on the same scale as the two side by side
+    legends = [
+        e.text
+        for e in page.find_elements(By.CSS_SELECTOR, "#heatmap .hm-legend, #sbs-maps .hm-legend")
+    ]
+    assert len(legends) == 2 and legends[0] == legends[1] and legends[0].endswith(" attention")
 
 
 def test_a_vision_model_shows_its_prediction_and_attention_over_the_image(page, server):

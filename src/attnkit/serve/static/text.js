@@ -135,6 +135,9 @@
     var box = $("heatmap"), hyp = result.hypotheses[state.shown], tip = $("tooltip");
     box.textContent = "";
     var m = info(state.model), opts = {tooltip: tip, float: true, legend: true};
+    opts.legendLabel = "attention";
+    // beside a second model, the attention here is on the side-by-side maps' one scale
+    if (state.secondResult) opts.vmax = sharedTop(result, state.secondResult);
     if ($("grid").checked && hyp.layers && m && m.layers) return renderGrid(box, result, hyp);
     var att = mapOf(result, hyp, weightsOf(hyp), "attention: " + state.model);
     if (state.shown === 0 && result.gold) att.gold = result.gold;
@@ -144,8 +147,21 @@
     H.draw(box, att, opts);
     if (result.saliency && state.shown === 0) {
       var sal = mapOf(result, hyp, result.saliency, "saliency (gradient)");
-      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto"});
+      // saliency is another quantity: a scale of its own, labelled
+      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto",
+        legendLabel: "saliency"});
     }
+  }
+
+  /** The largest attention weight of two models' first outputs: their maps' one scale. */
+  function sharedTop(a, b) {
+    var top = 0;
+    [a, b].forEach(function (r) {
+      (r.hypotheses[0].attention || []).forEach(function (row) {
+        row.forEach(function (w) { if (w > top) top = w; });
+      });
+    });
+    return top > 0 ? top : 1;
   }
 
   /** Small multiples: one small map per layer and head. */
@@ -209,7 +225,7 @@
     H.drawShared(maps, [
       mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, title(state.model)),
       mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, title(state.second))
-    ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto"});
+    ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto", legendLabel: "attention"});
   }
 
   function render() {
