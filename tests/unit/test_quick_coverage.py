@@ -26,3 +26,18 @@ def test_the_averager_keeps_the_n_best_evaluations_best_first_later_on_a_tie(tmp
     lower = CheckpointAverager(tmp_path, 2, "bleu", False, print)
     assert lower.top_steps(history) == [1, 3]
     assert higher.top == Path(tmp_path) / "top" and higher.averaged == Path(tmp_path) / "averaged"
+
+
+def test_the_tier_script_lists_the_slowest_but_keeps_a_test_of_every_file():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "test_tiers.py"
+    spec = importlib.util.spec_from_file_location("test_tiers", path)
+    tiers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiers)
+    times = {"a.py::x": 50.0, "a.py::y": 1.0, "b.py::z": 40.0, "c.py::w": 30.0, "c.py::v": 5.0}
+    assert tiers.choose(times, budget=80) == ["a.py::x"]  # 126 - 50 = 76 fit
+    assert tiers.choose(times, budget=10) == ["a.py::x", "c.py::w"]  # b's only test stays
+    assert (
+        tiers.node_id("tests.unit.test_zoo", "test_x[a.b]") == "tests/unit/test_zoo.py::test_x[a.b]"
+    )
