@@ -92,6 +92,12 @@
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(li); }
     });
   });
+  // one rendering from the start: the pictures written for a page without scripts become the
+  // same live maps a click opens
+  items.forEach(function (li) {
+    var still = li.querySelector(".pic");
+    if (still && !still.getAttribute("data-live")) toggle(li);
+  });
 
   // an attribute's number; a missing one (no score) sorts last
   function num(li, key) {
