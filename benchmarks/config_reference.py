@@ -60,8 +60,9 @@ MEANINGS = {
     "ExperimentConfig.name": "the run's name: a plain directory name; runs go to runs/<name>",
     "ExperimentConfig.family": "seq2seq (vision experiments say `family: vision`)",
     "TaskData.task": "the task to learn; a person's file must name it",
-    "TaskData.src_level": "how source text becomes tokens: characters, words or sentencepiece "
-    "subwords",
+    "TaskData.src_level": "how source text becomes tokens: char (characters), word (words with "
+    "punctuation split off by sacremoses, output detokenized the same way), whitespace "
+    "(pre-tokenized text: what spaces separate) or sentencepiece (subwords)",
     "TaskData.tgt_level": "how target text becomes tokens",
     "TaskData.lowercase": "lowercase source and target text before tokenizing",
     "TaskData.max_tgt_len": "tokens; longer targets follow `overlong`",

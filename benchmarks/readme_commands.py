@@ -255,7 +255,8 @@ def _paths(args: argparse.Namespace, problems: list[str], where: str) -> tuple[l
         if (data.get("train") or {}).get("average_checkpoints", 0) >= 2:
             made.append(run / "averaged")
         return ([run / "last"] if args.resume else []), made
-    models = args.model if isinstance(args.model, list) else [args.model]
+    model = getattr(args, "model", None)  # attnkit serve alone, attnkit zoo: none
+    models = model if isinstance(model, list) else [model] if model is not None else []
     reads = [*models, *[p for p in (getattr(args, k, None) for k in ("src", "ref", "tsv")) if p]]
     image = getattr(args, "image", None)
     if image is not None and not image.isdigit():
@@ -301,6 +302,7 @@ LONG: dict[str, str] = {
     "ruff check src tests benchmarks": _LINT,
     "ruff format --check src tests benchmarks": _LINT,
     "python -m pytest -q": "the whole test suite, a CI job of its own",
+    'python -m pytest -q -m "not slow"': "the quick test tier: minutes of tests",
     "attnkit train configs/numbers_bahdanau.yaml": "trains to early stopping, up to 8 minutes",
     "attnkit train configs/numbers_bahdanau.yaml --set train.seed=2 "
     "--output-dir runs/numbers_bahdanau-seed2": "trains to early stopping, up to 8 minutes",
@@ -315,6 +317,7 @@ LONG: dict[str, str] = {
     "attnkit train configs/sat_multidigit.yaml": "trains on MNIST strips for 8 minutes",
     "attnkit train configs/attnpool_cluttered60.yaml": "trains on cluttered MNIST for 8 minutes",
     "attnkit serve --model runs/demo/model/best": _SERVER,
+    "attnkit serve": _SERVER,
     "attnkit demo --attention luong-general": "trains a second demo model: a minute more",
     "attnkit serve --model runs/demo/model/best "
     "--model runs/demo-luong-general/model/best": _SERVER,

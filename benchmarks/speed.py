@@ -163,7 +163,7 @@ def model_section(args) -> dict:
 def build(args, device):
     from attnkit.data.batching import encode_pairs, make_batches
     from attnkit.data.tasks import g2p
-    from attnkit.data.tokenizers import CharTokenizer, WordTokenizer
+    from attnkit.data.tokenizers import CharTokenizer, WhitespaceTokenizer
     from attnkit.data.vocab import Vocab
     from attnkit.experiment import experiment_from_dict
     from attnkit.models.architectures import build_model
@@ -184,7 +184,7 @@ def build(args, device):
         },
         source="speed benchmark",
     )
-    src_tok, tgt_tok = CharTokenizer(), WordTokenizer()
+    src_tok, tgt_tok = CharTokenizer(), WhitespaceTokenizer()
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
     torch.manual_seed(42)

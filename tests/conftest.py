@@ -43,6 +43,33 @@ def shared_data_dir(name: str) -> Path:
     return path
 
 
+#: the tests the quick tier (``pytest -m "not slow"``) leaves out besides those marked slow in
+#: their files: one node id, or a prefix of ids (a file, a test without its parameters), a line;
+#: benchmarks/test_tiers.py chooses them from a measured run's durations
+SLOW_TESTS = Path(__file__).with_name("slow_tests.txt")
+
+
+def _listed(nodeid: str, prefixes: tuple[str, ...]) -> bool:
+    return any(
+        nodeid == p
+        or nodeid.startswith((p + "::", p + "["))
+        or (p.endswith("/") and nodeid.startswith(p))
+        for p in prefixes
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``slow`` the tests :data:`SLOW_TESTS` lists (one central list, not a mark in every
+    file)."""
+    if not SLOW_TESTS.is_file():
+        return
+    lines = SLOW_TESTS.read_text(encoding="utf-8").splitlines()
+    prefixes = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    for item in items:
+        if _listed(item.nodeid, prefixes):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def shared_data():
     """The helper ``shared_data(name) -> Path``; the test skips when that data set is absent."""

@@ -220,10 +220,15 @@ KEYS: dict[str, Key] = {
         above(0, null=True),
         _rows(
             pointer=(None, "time budget for training (null: none)"),
-            seq2seq=(None, "time budget for training"),
+            seq2seq=(
+                None,
+                "time budget for training, in minutes: the run's total, its resumed parts "
+                "included (2.5 on resuming a run that trained 2.2 gives 0.3 more)",
+            ),
             vision=(
                 None,
-                "Wall-clock budget for training (null: none); training stops when it is spent.",
+                "Wall-clock budget for training (null: none); training stops when it is spent. "
+                "It is the run's total, its resumed parts included.",
             ),
         ),
     ),

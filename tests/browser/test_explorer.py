@@ -198,7 +198,8 @@ def test_side_by_side_draws_both_models_on_shared_axes(page, server):
     n_a, n_b = (len(r["hypotheses"][0]["tokens"]) * cols for r in (a, b))
     drawn = wait_cells(page, n_a + n_b, "#sbs-maps td.hm-cell")
     assert (
-        page.find_element(By.ID, "sbs-b").text == f"general: {b['hypotheses'][0]['output']}".strip()
+        page.find_element(By.ID, "sbs-b").text
+        == f"general (luong-general attention, RNN): {b['hypotheses'][0]['output']}".strip()
     )
     boxes = [c.rect for c in drawn]
     assert len({(r["width"], r["height"]) for r in boxes}) == 1  # same cell size
@@ -214,6 +215,12 @@ def test_side_by_side_draws_both_models_on_shared_axes(page, server):
     low = max(range(*parts[1]), key=weights.__getitem__)
     assert colours[high] in top_colour
     assert weights[low] > 0.97 * weights[high] or colours[low] not in top_colour
+    # the model's own map above is on the same scale as the two side by side
+    legends = [
+        e.text
+        for e in page.find_elements(By.CSS_SELECTOR, "#heatmap .hm-legend, #sbs-maps .hm-legend")
+    ]
+    assert len(legends) == 2 and legends[0] == legends[1] and legends[0].endswith(" attention")
 
 
 def test_a_vision_model_shows_its_prediction_and_attention_over_the_image(page, server):
@@ -261,6 +268,20 @@ def test_a_drawn_digit_is_sent_and_what_the_model_saw_is_shown(page, server):
     )
     assert 0.02 < seen < 0.5  # some white on black, not blank, not all white
     assert page.find_element(By.ID, "prediction").text != ""
+
+
+def test_enter_decodes_and_a_beam_past_the_limit_is_the_limit(page, server):
+    limits = server.get("v1/models").json()["models"][0]["limits"]
+    box = page.find_element(By.ID, "source")
+    box.clear()
+    box.send_keys("elf\n")  # Enter: decoded at once, no line break in the input
+    assert page.find_element(By.ID, "source").get_attribute("value") == "elf"
+    want = server.post("v1/translate", body("numbers", "elf"))["results"][0]["hypotheses"][0]
+    wait(page, lambda d: d.find_element(By.ID, "output").text == want["output"], "the output")
+    assert page.find_element(By.ID, "beam").get_attribute("max") == str(limits["max_beam"])
+    set_value(page, "beam", limits["max_beam"] + 2)
+    wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) >= 1, "n-best")
+    assert not page.find_element(By.ID, "error").is_displayed()
 
 
 def test_errors_from_the_api_are_shown_inline(page, server):

@@ -47,12 +47,12 @@ def test_report_draws_its_heatmap_with_the_shared_renderer(driver, report):
     severe(driver)
     examples = driver.find_elements(By.CSS_SELECTOR, "li.ex")
     assert len(examples) == len(records)
-    examples[1].click()
-    rec = records[1]
-    drawn = wait_cells(driver, len(rec.output_tokens) * len(rec.source_tokens), "li.ex td.hm-cell")
+    rec = records[1]  # pictured: drawn live from the start, as a click draws the others
+    one = 'li.ex[data-i="1"]'
+    drawn = wait_cells(driver, len(rec.output_tokens) * len(rec.source_tokens), one + " td.hm-cell")
     cols = len(rec.source_tokens)
     ActionChains(driver).move_to_element(drawn[cols + 1]).perform()
-    readout = driver.find_element(By.CSS_SELECTOR, "li.ex .hm-readout")
+    readout = driver.find_element(By.CSS_SELECTOR, one + " .hm-readout")
     expected = (
         f"{show(rec.output_tokens[1])} <- {show(rec.source_tokens[1])}: {rec.weights[1, 1]:.3f}"
     )
@@ -167,11 +167,16 @@ def test_a_report_filters_to_its_errors_and_sorts_them_by_length(driver, tmp_pat
     assert driver.find_element(By.ID, "ex-showing").text == f"showing 3 of {len(records)}"
     assert "chrF 35.0" in visible[0].text  # chrF where another task would say "wrong"
 
-    visible[0].click()  # the shortest error: its map, its reference beside it
+    # the pictured examples are live maps from the start, as a click draws them (one rendering):
+    # the shortest error's map, its reference beside it
     shortest = by_length[0]
-    wait_cells(driver, shortest.weights.size, "li.ex td.hm-cell")
+    drawn = visible[0].find_elements(By.CSS_SELECTOR, ".pic[data-live] td.hm-cell")
+    assert len(drawn) == shortest.weights.size
+    assert not driver.find_elements(By.CSS_SELECTOR, "li.ex .pic img")  # no still picture left
     beside = visible[0].find_element(By.CSS_SELECTOR, ".pic .beside")
-    assert shortest.reference in beside.text and shortest.output in beside.text
+    assert shortest.reference in beside.text
+    visible[0].find_element(By.CSS_SELECTOR, ".row").click()  # a click on its text closes it
+    assert not visible[0].find_elements(By.CSS_SELECTOR, ".pic")
 
     Select(driver.find_element(By.ID, "ex-filter")).select_by_value("right")
     shown = [li for li in driver.find_elements(By.CSS_SELECTOR, "li.ex") if li.is_displayed()]

@@ -3,6 +3,7 @@ stopped."""
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -139,6 +140,33 @@ def test_demo_quick(tmp_path, capsys):
     assert f'<span class="tally">{wrong:,} wrong of {test["items"]:,}' in page
     assert json.loads((out / "metrics.json").read_text())["updates"] >= 1
     assert (out / "model" / "best" / "model.safetensors").is_file()
+
+
+def test_a_demo_stopped_by_its_safety_cap_says_so_in_one_line_and_resumes(tmp_path, capsys):
+    """The demo trains to a data budget; a wall clock that ends it first is named in one line
+    with the dev score reached and the command that goes on, which continues the same run."""
+    out = tmp_path / "demo"
+    argv = ["demo", "--quick", "--out", str(out), "--no-progress", "--threads", "1"]
+    assert main([*argv, "--minutes", "0.001"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "safety cap" in line]
+    assert len(lines) == 1, lines
+    line = lines[0]
+    assert line.startswith("stopped by the 0.001-minute safety cap after ")
+    assert "best dev exact match " in line and "epoch 1 of 4" in line
+    assert f"`attnkit demo --out {out} --quick --resume`" in line
+    first = json.loads((out / "metrics.json").read_text())
+    assert first["stopped_by_safety_cap"] is True
+    assert main([*argv, "--minutes", "0.001", "--resume"]) == 0
+    assert json.loads((out / "metrics.json").read_text())["updates"] > first["updates"]
+
+
+def test_demo_recipe_is_a_data_budget_with_a_safety_cap():
+    from attnkit.demo import SAFETY_MINUTES, demo_config
+
+    cfg = demo_config(Path("runs/demo"), quick=False, attention="bahdanau", minutes=None)
+    assert cfg.train.epochs == 60 and cfg.train.patience == 4
+    assert cfg.train.max_minutes == SAFETY_MINUTES >= 10
+    assert demo_config(Path("x"), False, "bahdanau", 3, threads=1).train.threads == 1
 
 
 def test_demo_quick_without_attention_says_so_and_draws_saliency(tmp_path, capsys):

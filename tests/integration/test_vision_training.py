@@ -223,7 +223,7 @@ def test_reader_learns_a_handful_of_strips(tmp_path):
 
 
 @needs_mnist
-def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path):
+def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path, capsys):
     config = {
         "family": "vision",
         "data": {
@@ -235,9 +235,13 @@ def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path):
             "verify": False,
         },
         "model": {"type": "attention_pooling", "channels": [8, 16], "attention_hidden": 8},
-        "train": quiet_train(epochs=50, max_minutes=0.001),
+        "train": quiet_train(epochs=50, max_minutes=0.001, verbose=True),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
+    # the line of an evaluation has the seq2seq trainer's shape, with no planned-epochs count
+    logged = capsys.readouterr().err
+    assert re.search(r"^step \d+ \(epoch 1\): dev error [\d.]+% \(best\); loss ", logged, re.M)
+    assert "epoch 1/" not in logged
     trainer = read_json(best.parent / "last" / "trainer.json")
     assert trainer["stopped"] == "budget" and trainer["epoch"] == 1
     assert evaluate_vision(best, device="cpu")["images"] == 64

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnkit.data.batching import Batch, Example, collate, encode_pairs, make_batches
-from attnkit.data.tokenizers import CharTokenizer, WordTokenizer
+from attnkit.data.tokenizers import CharTokenizer, WhitespaceTokenizer
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Vocab
 from attnkit.errors import DataError
 
@@ -193,7 +193,7 @@ def test_empty_side_after_tokenization_is_an_error():
         encode_pairs(
             [("a", "a"), ("a", "   ")],
             CHAR,
-            WordTokenizer(),
+            WhitespaceTokenizer(),
             src_vocab,
             src_vocab,
             source_name="test.tsv",

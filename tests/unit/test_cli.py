@@ -146,7 +146,7 @@ def test_help_prints_no_escaped_percent_and_the_demo_budget(capsys, command):
     out = capsys.readouterr().out
     assert "%%" not in out
     if command == "demo":
-        assert "2.25 minutes" in out and "3 minutes" not in out
+        assert "safety cap" in out and "2.25 minutes" not in out
 
 
 def test_no_command_is_a_usage_error(capsys):

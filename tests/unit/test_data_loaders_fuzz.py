@@ -163,7 +163,7 @@ def test_vocabulary_file(data):
 
 
 @FUZZ
-@given(JSON_VALUES, st.sampled_from(["char", "word", "sentencepiece", None]))
+@given(JSON_VALUES, st.sampled_from(["char", "word", "whitespace", "moses", "sentencepiece", None]))
 def test_tokenizer_entry(entry, kind):
     """tokenizers.json entries: any JSON value, or a dict of a known kind with random fields."""
     directory = _write(b"not a model", "x.model").parent

@@ -83,17 +83,34 @@ def test_the_references_of_a_split_are_explained_and_scored_against_gold(
 def test_typed_inputs_through_the_cli(numbers_checkpoint, tmp_path, capsys):
     out = tmp_path / "x"
     argv = ["explain", "--model", numbers_checkpoint, "siebenundneunzig", "elf", "--out", out]
-    assert main([str(a) for a in argv + ["--format", "svg", "--method", "input_x_gradient"]]) == 0
+    extra = ["--format", "svg", "--method", "input_x_gradient", "--json"]
+    assert main([str(a) for a in argv + extra]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["examples"] == 2 and printed["method"] == "input_x_gradient"
     assert (out / "000.svg").is_file() and (out / "001.svg").is_file()
+
+
+def test_explain_prints_a_short_table_and_where_it_wrote(numbers_checkpoint, tmp_path, capsys):
+    out = tmp_path / "x"
+    argv = ["explain", "--model", str(numbers_checkpoint), "elf", "zwölf", "--out", str(out)]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) <= 8 and not lines[0].startswith("{")
+    assert lines[0].startswith("explained 2 input(s), forced along the model's own output")
+    scores = json.loads((out / "scores.json").read_text())
+    assert f"{scores['argmax_agreement']:.2f}% of steps" in lines[1]
+    aer = next(line for line in lines if line.startswith("alignment error rate"))
+    nan = float("nan")  # no gold link among the outputs: no AER
+    want = [f"{scores[m].get('aer', nan):.2f}" for m in ("attention", "saliency")]
+    assert aer.split()[-2:] == want
+    assert lines[-1].startswith(f"written to {out}/: report.html")
 
 
 @pytest.mark.parametrize("suffix", ["png", "svg"])
 def test_one_input_drawn_to_one_file_with_o(numbers_checkpoint, tmp_path, capsys, suffix):
     picture = tmp_path / "deeper" / f"elf.{suffix}"
     argv = ["explain", "--model", str(numbers_checkpoint), "elf", "-o", str(picture)]
-    assert main([*argv, "--method", "integrated-gradients"]) == 0  # the hyphenated spelling
+    assert main([*argv, "--method", "integrated-gradients", "--json"]) == 0  # hyphens work too
     printed = json.loads(capsys.readouterr().out)
     assert printed["picture"] == str(picture) and printed["examples"] == 1
     assert printed["method"] == "integrated_gradients" and "argmax_agreement" in printed
@@ -105,7 +122,7 @@ def test_one_input_drawn_to_one_file_with_o(numbers_checkpoint, tmp_path, capsys
 def test_o_with_a_split_of_one(numbers_checkpoint, tmp_path, capsys):
     picture = tmp_path / "first.png"
     argv = ["explain", "--model", str(numbers_checkpoint), "--split", "test", "--count", "1"]
-    assert main([*argv, "--reference", "-o", str(picture)]) == 0
+    assert main([*argv, "--reference", "-o", str(picture), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["saliency"]["examples"] == 1  # gold-scored
     assert picture.is_file()
 

@@ -206,6 +206,7 @@ FLOORS = {
     "renamed_keys": 0,
     "data": 1,
     "checkpoint": 4,
+    "zoo": 1,
     "attention": 2,
     "models": 3,
     "accel": 3,

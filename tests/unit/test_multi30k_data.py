@@ -77,6 +77,7 @@ def test_a_pair_reads_only_its_own_files(tmp_path):
     with pytest.raises(DataError, match="missing data file 'train.fr.gz'") as info:
         multi30k.load(tmp_path, "en", "fr", verify=False)
     assert multi30k.BASE_URL + "train.fr.gz" in str(info.value)
+    assert "data.directory" in str(info.value) and "ATTNKIT_DATA_DIR" in str(info.value)
     assert set(multi30k.files_for("fr", "en")) == {
         f"{stem}.{lang}.gz"
         for stem in ("train", "val", "test_2016_flickr")

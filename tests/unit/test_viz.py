@@ -380,6 +380,35 @@ def report_page(tmp_path_factory):
     return records, path.read_text(encoding="utf-8")
 
 
+def test_report_names_metrics_in_words_and_wraps_at_word_boundaries(tmp_path, monkeypatch):
+    monkeypatch.setattr("attnkit.viz.report.STATIC_PICTURES", 0)
+    metrics = {
+        "model": "runs/x/best",
+        "metric": "exact_match",
+        "higher_is_better": True,
+        "backend": "backend: native ...",
+        "greedy": {"exact_match": 81.75, "items": 400, "bleu": 30.5},
+        "beam5": {"exact_match": 82.0},
+    }
+    page = write_report(tmp_path / "r.html", "t", metrics, [make_record()]).read_text()
+    table = page.split('<table class="metrics">')[1].split("</table>")[0]
+    rows = dict(re.findall(r"<tr><th>(.*?)</th><td[^>]*>(.*?)</td></tr>", table))
+    assert rows["exact match (greedy)"] == "81.75%" and rows["exact match (beam 5)"] == "82%"
+    assert rows["BLEU (greedy)"] == "30.5" and rows["items scored (greedy)"] == "400"
+    assert rows["metric"] == "exact_match"
+    for raw in ("higher_is_better", "backend", "runs/x/best", "greedy.exact_match"):
+        assert raw not in table
+    assert "break-all" not in page and "overflow-wrap:break-word" in page
+
+
+def test_a_pictured_error_shows_its_reference_once(tmp_path, monkeypatch):
+    monkeypatch.setattr("attnkit.viz.report.STATIC_PICTURES", 1)
+    wrong = make_record("elf", "17", reference="eleven-ref", index=8, right=False)
+    page = write_report(tmp_path / "r.html", "t", {}, [wrong]).read_text()
+    body = page.split('<ol class="examples"')[1].split("<script")[0]
+    assert body.count("eleven-ref") == 1 and '<aside class="beside">' in body
+
+
 def test_report_escapes_user_text(report_page):
     _, page = report_page
     assert page.startswith("<!DOCTYPE html>")
@@ -393,8 +422,8 @@ def test_report_escapes_user_text(report_page):
 
 def test_report_shows_metrics_config_and_marks(report_page):
     _, page = report_page
-    assert "31.23" in page and "dev.loss" in page and "1,200" in page
-    assert "<details>" in page and "&quot;bahdanau&quot;" in page
+    assert "31.23" in page and "<th>loss (dev)</th>" in page and "1,200" in page
+    assert "<details>" in page and "attention: bahdanau" in page  # the config as YAML
     assert page.count("✓ right") == 1 and page.count("✗ wrong") == 1  # third has no reference
     assert page.count('class="ex"') == 3
     assert "score -0.250" in page

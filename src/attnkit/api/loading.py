@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from attnkit import zoo
 from attnkit.api.pointer import PointerModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.vision import VisionModel
@@ -24,8 +25,9 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
     ``evaluate``) or :class:`PointerModel` (``solve``, ``evaluate``). Several seq2seq
     directories load as one ensemble. A vision or pointer run directory holding ``best/`` loads
-    its best checkpoint."""
+    its best checkpoint. ``zoo:NAME`` loads a model of the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
+    paths = [zoo.resolve(p) for p in paths]
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
     family = checkpoint_family(Path(paths[0]))

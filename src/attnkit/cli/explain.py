@@ -62,8 +62,52 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--out", type=Path, default=None, help="output directory (default: RUN/explain/CKPT)"
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the scores as one JSON object (as scores.json holds them) instead of a table",
+    )
     device_option(p)
     threads_option(p)
+
+
+_ALONG = {"own output": "the model's own output", "reference": "the reference"}
+#: the alignment measures the table shows, with the words it shows them by
+MEASURES = {
+    "aer": "alignment error rate vs gold (lower is better)",
+    "argmax_in_span": "% of steps whose top source token is a gold one",
+    "entropy_normalised": "entropy, normalised (0 sharp .. 1 flat)",
+}
+
+
+def table(scores: dict) -> str:
+    """The scores of ``attnkit explain`` as a few lines: what was explained, the agreement of the
+    two maps, each map against the gold links (where the task has them), and what was written."""
+    lines = [
+        f"explained {scores['examples']} input(s), forced along "
+        f"{_ALONG[scores['explained']]}, saliency by {scores['method'].replace('_', ' ')}"
+    ]
+    if "argmax_agreement" in scores:
+        lines.append(
+            f"attention and saliency agree on the top source token at "
+            f"{scores['argmax_agreement']:.2f}% of steps; rank correlation "
+            f"{scores['rank_correlation']:.2f}"
+        )
+    maps = [m for m in ("attention", "saliency") if isinstance(scores.get(m), dict)]
+    if maps:
+        width = max(len(text) for text in MEASURES.values())
+        lines.append(f"{'against the gold links':{width}s} " + "".join(f"{m:>11s}" for m in maps))
+        for key, text in MEASURES.items():
+            values = "".join(f"{scores[m].get(key, float('nan')):11.2f}" for m in maps)
+            lines.append(f"{text:{width}s} {values}")
+    if scores.get("attention") == "none":
+        lines.append("the model has no attention: saliency alone")
+    if "picture" in scores:
+        lines.append(f"picture: {scores['picture']}")
+    if "out" in scores:
+        out = scores["out"]
+        lines.append(f"written to {out}/: report.html, scores.json, the maps as data and pictures")
+    return "\n".join(lines)
 
 
 def run(args) -> None:
@@ -75,7 +119,7 @@ def run(args) -> None:
     model = Seq2SeqModel.load(args.model, args.device)
     with writing(args.out or args.output or "the explain directory", ""):
         scores = _report(model, args)
-    print(json.dumps(scores, indent=1))
+    print(json.dumps(scores, indent=1) if args.json else table(scores))
 
 
 def _report(model, args) -> dict:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from pathlib import Path
 
+from attnkit import zoo
 from attnkit.errors import AttnkitError
 
 
@@ -22,13 +22,22 @@ def add_command(sub, name: str, run, **kwargs) -> argparse.ArgumentParser:
 
 
 def model_option(p: argparse.ArgumentParser, help_text: str, many: bool = False) -> None:
-    """``--model DIR``: one checkpoint directory, or (``many``) repeatable for an ensemble."""
+    """``--model DIR``: one checkpoint directory (or ``zoo:NAME``), or (``many``) repeatable for
+    an ensemble."""
+    help_text += " (or zoo:NAME, a model of `attnkit zoo`)"
     if many:
         p.add_argument(
-            "--model", type=Path, action="append", required=True, metavar="DIR", help=help_text
+            "--model",
+            type=zoo.checkpoint_argument,
+            action="append",
+            required=True,
+            metavar="DIR",
+            help=help_text,
         )
     else:
-        p.add_argument("--model", type=Path, required=True, metavar="DIR", help=help_text)
+        p.add_argument(
+            "--model", type=zoo.checkpoint_argument, required=True, metavar="DIR", help=help_text
+        )
 
 
 def device_option(p: argparse.ArgumentParser) -> None:

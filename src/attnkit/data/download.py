@@ -23,6 +23,8 @@ from attnkit.errors import DataError
 ALGORITHMS = ("sha256", "md5-content")
 HOW_TO_DOWNLOAD = "data.download: true (attnkit train CONFIG --set data.download=true)"
 """What a user sets to have missing files fetched: named by every "missing file" error."""
+ELSEWHERE = "data.directory (or $ATTNKIT_DATA_DIR, which holds cmudict/, multi30k/, mnist/)"
+"""Where a user says the data already are: named by every "missing file" error too."""
 _CHUNK = 1 << 20
 
 
@@ -134,6 +136,7 @@ def ensure_files(
                     if url
                     else "copy it there by hand"
                 )
+                how += f"; or point {ELSEWHERE} at a copy you have"
                 raise DataError(f"missing data file {name!r} in {directory}: {how}", path=path)
             download_file(url, path, expected if verify else None, algorithm)
         elif verify:

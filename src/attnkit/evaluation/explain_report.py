@@ -40,6 +40,7 @@ from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
 from attnkit.translator import Translator
 from attnkit.viz import plot_heatmap, plot_side_by_side, save_records, write_report
+from attnkit.zoo import run_parent
 
 MAX_EXAMPLES = 500
 
@@ -143,7 +144,7 @@ def explain_model(
         _draw(att_records[0], sal_records[0], picture, method, attends)
         scores["picture"] = str(picture)
         return scores
-    out = Path(out_dir) if out_dir else Path(model_dir).parent / "explain" / Path(model_dir).name
+    out = Path(out_dir) if out_dir else run_parent(model_dir) / "explain" / Path(model_dir).name
     out.mkdir(parents=True, exist_ok=True)
     for i, (a, s) in enumerate(zip(att_records[:pictures], sal_records[:pictures])):
         _draw(a, s, out / f"{i:03d}.{image_format}", method, attends)

@@ -31,15 +31,17 @@ from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.translator import load_translator
 from attnkit.viz import Tally, save_records, write_report
+from attnkit.zoo import run_parent
 
 
 def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
-    """``RUN/eval/CHECKPOINT-SPLIT`` for the checkpoint ``RUN/CHECKPOINT`` (runs/x/eval/best-test);
+    """``RUN/eval/CHECKPOINT-SPLIT`` for the checkpoint ``RUN/CHECKPOINT`` (runs/x/eval/best-test;
+    a zoo model's: runs/zoo/eval/NAME-SPLIT);
     ``RUN/eval/CHECKPOINT-SPLIT-ensembleN`` for an ensemble of N whose first is RUN/CHECKPOINT."""
     first = Path(model_dirs[0])
     first = first if first.name not in ("", ".", "..") else first.resolve()
     suffix = "" if len(model_dirs) == 1 else f"-ensemble{len(model_dirs)}"
-    return first.parent / "eval" / f"{first.name}-{split}{suffix}"
+    return run_parent(first) / "eval" / f"{first.name}-{split}{suffix}"
 
 
 def evaluate_model(

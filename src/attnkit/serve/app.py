@@ -54,6 +54,7 @@ class ServeSettings:
     cors: list[str] = field(default_factory=list)  # origins allowed to call from a browser
     limits: Limits = field(default_factory=Limits)
     device: str = "auto"
+    page: str = ""  # what the printed address adds to open the page (?second=NAME)
 
 
 ERRORS = {

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import fields
-from pathlib import Path
 
+from attnkit import zoo
 from attnkit.serve.limits import Limits
 
 DESCRIPTION = (
@@ -28,16 +28,19 @@ def add_serve_parser(sub, formatter) -> argparse.ArgumentParser:
         formatter_class=formatter,
         help="serve models over HTTP: JSON API and the attention explorer page",
         description=DESCRIPTION,
-        epilog="example: attnkit serve --model runs/demo/model/best  (then open the URL printed)",
+        epilog="example: attnkit serve --model runs/demo/model/best  (then open the URL printed); "
+        "attnkit serve alone opens two models of the zoo side by side",
     )
     p.add_argument(
         "--model",
-        type=Path,
+        type=zoo.checkpoint_argument,
         action="append",
-        required=True,
+        default=None,
         metavar="DIR",
-        help="checkpoint directory, seq2seq or vision (repeatable: each is served under its name; "
-        "the first answers requests that name none)",
+        help="checkpoint directory, seq2seq or vision, or zoo:NAME (repeatable: each is served "
+        "under its name; the first answers requests that name none). Default: "
+        + " and ".join(f"zoo:{name}" for name in zoo.SIDE_BY_SIDE)
+        + ", shown side by side",
     )
     p.add_argument(
         "--name",
@@ -94,8 +97,13 @@ def settings_from_args(args: argparse.Namespace):
         raise ConfigError("--max-batch must be >= 1 and --max-wait-ms >= 0")
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: must be 0 to 65535")
+    models, page = list(args.model or ()), ""
+    if not models:  # the zoo's two models, the second beside the first on the page
+        models = [zoo.resolve(zoo.PREFIX + name) for name in zoo.SIDE_BY_SIDE]
+        page = f"?second={zoo.SIDE_BY_SIDE[1]}"
     return ServeSettings(
-        models=list(args.model),
+        models=models,
+        page=page,
         names=list(args.name),
         host=args.host,
         port=args.port,

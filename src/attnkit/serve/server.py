@@ -46,9 +46,9 @@ def is_local(host: str) -> bool:
 class _Server(uvicorn.Server):
     """uvicorn's server that prints one line once it listens (the port it got, for --port 0)."""
 
-    def __init__(self, config: uvicorn.Config, names: list[str]):
+    def __init__(self, config: uvicorn.Config, names: list[str], page: str = ""):
         super().__init__(config)
-        self.names = names
+        self.names, self.page = names, page
 
     async def startup(self, sockets=None) -> None:
         await super().startup(sockets)
@@ -58,7 +58,8 @@ class _Server(uvicorn.Server):
         port = self.servers[0].sockets[0].getsockname()[1]
         shown = f"[{host}]" if ":" in host else host
         print(
-            f"attnkit serve: http://{shown}:{port}/ (models: {', '.join(self.names)})", flush=True
+            f"attnkit serve: http://{shown}:{port}/{self.page} (models: {', '.join(self.names)})",
+            flush=True,
         )
 
 
@@ -143,7 +144,7 @@ def serve(settings: ServeSettings) -> None:
         limit_concurrency=limits.max_connections,
         timeout_keep_alive=min(5, limits.header_seconds),
     )
-    server = _Server(config, list(served))
+    server = _Server(config, list(served), settings.page)
     # uvicorn drains on SIGTERM, then raises the signal again for the handler it found: this
     # one, so that a drained shutdown ends the command with status 0
     previous = signal.signal(signal.SIGTERM, _drained)

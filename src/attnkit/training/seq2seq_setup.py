@@ -21,7 +21,7 @@ from attnkit.data.batching import encode_pairs
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tasks.registry import task_metric
-from attnkit.data.tokenizers import CharTokenizer, Tokenizer, WordTokenizer
+from attnkit.data.tokenizers import CharTokenizer, MosesTokenizer, Tokenizer, WhitespaceTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
@@ -32,15 +32,17 @@ from attnkit.training.rundir import recover_before_resume
 from attnkit.training.seq2seq_checkpoints import restore_seq2seq
 from attnkit.training.state import TrainerState
 
+#: the levels whose tokenizer learns nothing from the data
+SIMPLE_LEVELS = {"char": CharTokenizer, "word": MosesTokenizer, "whitespace": WhitespaceTokenizer}
+
 
 def make_tokenizer(
     level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int
 ) -> Tokenizer:
-    """A char or word tokenizer, or a sentencepiece model trained on ``texts`` in ``directory``."""
-    if level == "char":
-        return CharTokenizer(lowercase)
-    if level == "word":
-        return WordTokenizer(lowercase)
+    """The tokenizer of ``level`` (:data:`attnkit.data.tokenizers` explains each); a
+    sentencepiece model is trained on ``texts`` in ``directory``."""
+    if level in SIMPLE_LEVELS:
+        return SIMPLE_LEVELS[level](lowercase)
     from attnkit.data.subword import SentencePieceTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)

@@ -215,13 +215,15 @@ class VisionAdapter:
         )
         state.planned_epochs = plan(self.t_cfg, state, self.epoch_seconds)
         n_skipped = stats["skipped_updates"]
-        skipped = f"  {n_skipped} steps skipped" if n_skipped else ""
+        skipped = f"; {n_skipped} steps skipped" if n_skipped else ""
         log(
             self.t_cfg,
-            f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
-            f"train acc {100 * stats['train_accuracy']:.2f}%  dev error "
-            f"{dev_stats['error_pct']:.2f}%{' *' if improved else ''}  lr {stats['lr']:.2e}  "
-            f"{seconds:.1f}s ({stats['images'] / max(seconds, 1e-9):.0f} img/s){skipped}",
+            # the seq2seq trainer's shape: where the run is, the dev score first (no planned
+            # epochs: a time budget re-plans them after every epoch)
+            f"step {state.step} (epoch {state.epoch}): dev error {dev_stats['error_pct']:.2f}%"
+            f"{' (best)' if improved else ''}; loss {stats['train_loss']:.4f}; train accuracy "
+            f"{100 * stats['train_accuracy']:.2f}%; lr {stats['lr']:.1e}; {seconds:.1f} s, "
+            f"{stats['images'] / max(seconds, 1e-9):,.0f} images/s{skipped}",
         )
         return improved
 

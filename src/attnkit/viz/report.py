@@ -28,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
+from attnkit.viz import metric_names
 from attnkit.viz.heatmap import plot_heatmap
 from attnkit.viz.records import FORMAT, VERSION, AttentionRecord
 
@@ -50,7 +52,8 @@ ol.examples{padding-left:2.2rem}
  background:#fff;cursor:pointer}
 .ex:hover,.ex:focus{border-color:#8aa4d6;outline:none}
 .ex .row{display:flex;gap:.6rem}.ex .k{color:#6b7280;min-width:5.5rem;flex:none}
-.ex .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;word-break:break-all}
+.ex .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
+ overflow-wrap:break-word}
 .mark{font-weight:600;margin-left:.4rem}.ok{color:#15803d}.bad{color:#b91c1c}
 .score{color:#6b7280;font-size:.85rem;margin-left:.6rem}
 .pic{margin-top:.5rem;cursor:default;display:flex;gap:1rem;align-items:flex-start;
@@ -61,7 +64,7 @@ ol.examples{padding-left:2.2rem}
 .pair{display:flex;gap:0 1.2rem;flex-wrap:wrap}.pair .row{flex:1 1 18rem}
 .beside{max-width:24rem;padding:.4rem .6rem;background:#fef2f2;border-radius:6px}
 .beside .v{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:pre-wrap;
- word-break:break-all;margin-bottom:.3rem}.beside .k{color:#6b7280}
+ overflow-wrap:break-word;margin-bottom:.3rem}.beside .k{color:#6b7280}
 """
 
 
@@ -197,7 +200,9 @@ def page_head(
         parts.append(f'<p class="notes">{esc(notes)}</p>')
     parts += ["<h2>Metrics</h2>", _metrics_table(metrics)]
     if config is not None:
-        pretty = json.dumps(config, indent=2, ensure_ascii=False, default=str)
+        pretty = yaml.safe_dump(
+            json.loads(json.dumps(config, default=str)), sort_keys=False, allow_unicode=True
+        )
         parts.append(
             f'<details><summary><h2 style="display:inline">Config</h2></summary>'
             f"<pre>{esc(pretty)}</pre></details>"
@@ -225,14 +230,17 @@ def script_json(doc: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def _flatten(metrics: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
+def _flatten(metrics: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> list:
+    """(path of keys, value) of every leaf, bookkeeping keys left out."""
     rows = []
     for key, value in metrics.items():
-        name = f"{prefix}{key}"
+        path = (*prefix, str(key))
+        if metric_names.hidden(path):
+            continue
         if isinstance(value, Mapping):
-            rows += _flatten(value, name + ".")
+            rows += _flatten(value, path)
         else:
-            rows.append((name, value))
+            rows.append((path, value))
     return rows
 
 
@@ -253,10 +261,12 @@ def _metrics_table(metrics: Mapping[str, Any]) -> str:
     if not rows:
         return "<p>(none)</p>"
     body = []
-    for name, value in rows:
+    for path, value in rows:
         text, numeric = _format_value(value)
+        text = metric_names.shown_value(path, text) if numeric else text
         cls = ' class="num"' if numeric else ""
-        body.append(f"<tr><th>{html.escape(name)}</th><td{cls}>{html.escape(text)}</td></tr>")
+        name = html.escape(metric_names.row_name(path))
+        body.append(f"<tr><th>{name}</th><td{cls}>{html.escape(text)}</td></tr>")
     return '<table class="metrics">' + "".join(body) + "</table>"
 
 
@@ -291,9 +301,10 @@ def _example(i: int, order: int, record: AttentionRecord, style: _Style) -> str:
         src = png_data_uri(record, style.map_title)
         alt = esc(style.map_title or "attention heatmap", quote=True)
         aside = ""
-        if status == "wrong" and record.reference is not None:
+        if status == "wrong" and record.reference is not None:  # beside the picture, not above
+            rows[-1] = output
             aside = f'<aside class="beside"><div class="k">reference</div>{_v(record.reference)}'
-            aside += f'<div class="k">output</div>{_v(record.output)}</aside>'
+            aside += "</aside>"
         picture = f'<div class="pic"><img alt="{alt}" src="{src}">{aside}</div>'
     return (
         f'<li class="ex" data-i="{i}" data-order="{order}" data-status="{status}"'

@@ -16,7 +16,7 @@ from attnkit.config import at_least, check_values, join_key
 from attnkit.data.tasks import multi30k, numbers
 from attnkit.errors import ConfigError
 
-LEVELS = ("char", "word", "sentencepiece")
+LEVELS = ("char", "word", "whitespace", "sentencepiece")
 """How ``src_level`` / ``tgt_level`` cut text into tokens."""
 OVERLONG = ("truncate", "skip", "error")
 """What happens to a pair longer than ``max_src_len`` / ``max_tgt_len``."""

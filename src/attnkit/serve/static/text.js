@@ -11,7 +11,7 @@
 
   var state = {
     models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
-    result: null, secondResult: null, timer: null
+    result: null, secondResult: null, timer: null, asked: false
   };
 
   function el(tag, cls, text) {
@@ -28,13 +28,25 @@
   function showError(err) {
     var box = $("error");
     if (!err) { box.hidden = true; box.textContent = ""; return; }
-    box.textContent = (err.field ? err.field + ": " : "") + err.message;
+    box.textContent = plainError(err.field, err.message);
     box.hidden = false;
+  }
+
+  /** An API error in plain words, its field named once ("beam: at most 10"). */
+  function plainError(field, message) {
+    var text = String(message || "");
+    if (field && text.indexOf(field + ": ") === 0) text = text.slice(field.length + 2);
+    text = text.replace(/^Input should be less than or equal to /, "at most ")
+      .replace(/^Input should be greater than or equal to /, "at least ")
+      .replace(/^Input should be a valid integer.*/, "a whole number, please")
+      .replace(/^String should have at most (\d+) characters?/, "at most $1 characters");
+    return (field ? field + ": " : "") + text;
   }
 
   function requestBody(model, withPrefix) {
     var m = info(model);
-    var beam = Math.max(1, parseInt($("beam").value, 10) || 1);
+    var most = m && m.limits ? m.limits.max_beam : Infinity;  // the server's limit
+    var beam = Math.min(Math.max(1, parseInt($("beam").value, 10) || 1), most);
     var nbest = Math.min(Math.max(1, parseInt($("nbest").value, 10) || 1), beam);
     return {
       model: model, inputs: [$("source").value], beam: beam, n_best: nbest, top_k: TOP_K,
@@ -60,7 +72,10 @@
       showError(null);
       render();
     }, function (err) {
-      if (seq === state.seq) showError(err);
+      if (seq !== state.seq) return;
+      state.result = state.secondResult = null;  // no stale n-best list or map under an error
+      render();
+      showError(err);
     }).then(function () { if (seq === state.seq) $("busy").hidden = true; });
   }
 
@@ -120,15 +135,33 @@
     var box = $("heatmap"), hyp = result.hypotheses[state.shown], tip = $("tooltip");
     box.textContent = "";
     var m = info(state.model), opts = {tooltip: tip, float: true, legend: true};
+    opts.legendLabel = "attention";
+    // beside a second model, the attention here is on the side-by-side maps' one scale
+    if (state.secondResult) opts.vmax = sharedTop(result, state.secondResult);
     if ($("grid").checked && hyp.layers && m && m.layers) return renderGrid(box, result, hyp);
     var att = mapOf(result, hyp, weightsOf(hyp), "attention: " + state.model);
     if (state.shown === 0 && result.gold) att.gold = result.gold;
+    $("gold-note").hidden = !($("gold").checked && m && m.has_gold && state.shown === 0 &&
+      !(result.gold && result.gold.length));
     if (m && !m.has_attention) att.title = state.model + " has no attention";
     H.draw(box, att, opts);
     if (result.saliency && state.shown === 0) {
       var sal = mapOf(result, hyp, result.saliency, "saliency (gradient)");
-      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto"});
+      // saliency is another quantity: a scale of its own, labelled
+      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto",
+        legendLabel: "saliency"});
     }
+  }
+
+  /** The largest attention weight of two models' first outputs: their maps' one scale. */
+  function sharedTop(a, b) {
+    var top = 0;
+    [a, b].forEach(function (r) {
+      (r.hypotheses[0].attention || []).forEach(function (row) {
+        row.forEach(function (w) { if (w > top) top = w; });
+      });
+    });
+    return top > 0 ? top : 1;
   }
 
   /** Small multiples: one small map per layer and head. */
@@ -172,18 +205,27 @@
     decode();
   }
 
+  /** A model's name with its attention type and architecture: "demo (bahdanau, RNN)". */
+  function title(name) {
+    var m = info(name);
+    if (!m) return name;
+    var arch = m.layers ? m.layers + "-layer Transformer" : "RNN";
+    var att = m.attention === "transformer" ? "multi-head" : m.attention;
+    return name + " (" + (m.has_attention ? att + " attention" : "no attention") + ", " + arch + ")";
+  }
+
   function renderSecond(result, other) {
     var box = $("sbs");
     box.hidden = !other;
     if (!other) return;
-    $("sbs-a").textContent = state.model + ": " + result.hypotheses[0].output;
-    $("sbs-b").textContent = state.second + ": " + other.hypotheses[0].output;
+    $("sbs-a").textContent = title(state.model) + ": " + result.hypotheses[0].output;
+    $("sbs-b").textContent = title(state.second) + ": " + other.hypotheses[0].output;
     var maps = $("sbs-maps");
     maps.textContent = "";
     H.drawShared(maps, [
-      mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, state.model),
-      mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, state.second)
-    ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto"});
+      mapOf(result, result.hypotheses[0], result.hypotheses[0].attention, title(state.model)),
+      mapOf(other, other.hypotheses[0], other.hypotheses[0].attention, title(state.second))
+    ], {tooltip: $("tooltip"), float: true, legend: true, vmax: "auto", legendLabel: "attention"});
   }
 
   function render() {
@@ -216,12 +258,22 @@
       sel.appendChild(option("mean", "mean"));
       for (var k = 0; k < (pair[1] || 0); k++) sel.appendChild(option(k, String(k + 1)));
     });
+    var most = m && m.limits ? m.limits.max_beam : null;  // the server's own limit
+    ["beam", "nbest"].forEach(function (id) {
+      if (!most) return;
+      $(id).max = most;
+      if ((parseInt($(id).value, 10) || 1) > most) $(id).value = most;
+    });
     var second = $("second"), keep = state.second;
     second.textContent = "";
     second.appendChild(option("", "none"));
     state.models.forEach(function (o) {
       if (o.family === "seq2seq" && o.name !== state.model) second.appendChild(option(o.name, o.name));
     });
+    if (keep === null && !state.asked) {  // the page's address may ask for one: ?second=NAME
+      keep = new URLSearchParams(root.location.search).get("second");
+      state.asked = true;
+    }
     second.value = info(keep) && keep !== state.model ? keep : "";
     state.second = second.value || null;
   }
@@ -237,6 +289,13 @@
 
   function wire() {
     $("source").addEventListener("input", function () { state.prefix = null; later(); });
+    // Enter decodes at once; Shift+Enter puts a line break into the input
+    $("source").addEventListener("keydown", function (e) {
+      if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
+      e.preventDefault();
+      state.prefix = null;
+      decode();
+    });
     ["beam", "nbest"].forEach(function (id) {
       $(id).addEventListener("change", function () { state.shown = 0; decode(); });
     });
@@ -249,5 +308,5 @@
     $("reset").addEventListener("click", function () { state.prefix = null; decode(); });
   }
 
-  root.AttnkitText = {start: start, wire: wire, state: state};
+  root.AttnkitText = {start: start, wire: wire, state: state, plainError: plainError};
 })(window);

@@ -69,13 +69,50 @@
     request(root.AttnkitApi.classifyIndex(state.model, isNaN(index) ? $("image-index").value : index));
   }
 
-  /** The drawing, 28 x 28 like the test digits (white on black), as a PNG upload. */
+  /**
+   * Where MNIST puts a digit: the stroke's bounding box (pixels brighter than 0 in `gray`, a
+   * width x height array) scaled to fit 20 x 20 and set in a 28 x 28 frame so that its centre of
+   * mass is the frame's centre. Returns {x, y, w, h} (the box in the pad), scale, and dx, dy (where
+   * the box's corner goes in the frame), or null for an empty pad.
+   */
+  function digitBox(gray, width, height) {
+    var x0 = width, y0 = height, x1 = -1, y1 = -1, mass = 0, mx = 0, my = 0;
+    for (var y = 0; y < height; y++) {
+      for (var x = 0; x < width; x++) {
+        var v = gray[y * width + x];
+        if (v <= 0) continue;
+        if (x < x0) x0 = x;
+        if (x > x1) x1 = x;
+        if (y < y0) y0 = y;
+        if (y > y1) y1 = y;
+        mass += v; mx += v * (x + 0.5); my += v * (y + 0.5);
+      }
+    }
+    if (x1 < 0) return null;
+    var w = x1 - x0 + 1, h = y1 - y0 + 1, scale = 20 / Math.max(w, h);
+    // the centre of mass, in the scaled box, goes to the frame's centre (14, 14)
+    var cx = (mx / mass - x0) * scale, cy = (my / mass - y0) * scale;
+    var dx = Math.min(Math.max(SIDE / 2 - cx, 0), SIDE - w * scale);
+    var dy = Math.min(Math.max(SIDE / 2 - cy, 0), SIDE - h * scale);
+    return {x: x0, y: y0, w: w, h: h, scale: scale, dx: dx, dy: dy};
+  }
+
+  /** The drawing, boxed, scaled and centred as MNIST's digits (white on black), as a PNG upload. */
   function byDrawing() {
-    var small = document.createElement("canvas");
+    var pad = $("pad"), small = document.createElement("canvas");
     small.width = small.height = SIDE;
     var g = small.getContext("2d");
+    g.fillStyle = "#000";
+    g.fillRect(0, 0, SIDE, SIDE);
     g.imageSmoothingEnabled = true;
-    g.drawImage($("pad"), 0, 0, SIDE, SIDE);
+    var rgba = pad.getContext("2d").getImageData(0, 0, pad.width, pad.height).data;
+    var gray = new Float32Array(pad.width * pad.height);
+    for (var i = 0; i < gray.length; i++) gray[i] = rgba[4 * i];
+    var box = digitBox(gray, pad.width, pad.height);
+    if (box) {
+      g.drawImage(pad, box.x, box.y, box.w, box.h, box.dx, box.dy, box.w * box.scale,
+        box.h * box.scale);
+    }
     small.toBlob(function (blob) { request(root.AttnkitApi.classifyImage(state.model, blob)); },
       "image/png");
   }
@@ -143,5 +180,5 @@
     byIndex();
   }
 
-  root.AttnkitVision = {start: start, wire: wire, state: state};
+  root.AttnkitVision = {start: start, wire: wire, state: state, digitBox: digitBox};
 })(window);

@@ -41,7 +41,7 @@
   function beside(rec) {
     var aside = document.createElement("aside");
     aside.className = "beside";
-    [["reference", rec.reference], ["output", rec.output]].forEach(function (kv) {
+    [["reference", rec.reference]].forEach(function (kv) {
       var k = document.createElement("div"), v = document.createElement("div");
       k.className = "k";
       k.textContent = kv[0];
@@ -91,6 +91,12 @@
     li.addEventListener("keydown", function (e) {
       if (e.key === "Enter" || e.key === " ") { e.preventDefault(); toggle(li); }
     });
+  });
+  // one rendering from the start: the pictures written for a page without scripts become the
+  // same live maps a click opens
+  items.forEach(function (li) {
+    var still = li.querySelector(".pic");
+    if (still && !still.getAttribute("data-live")) toggle(li);
   });
 
   // an attribute's number; a missing one (no score) sorts last

@@ -1,0 +1,98 @@
+"""The model zoo: every model loads by ``zoo:NAME`` and scores on its test set what its row of
+``index.json`` says (the score benchmarks/zoo.py measured when it trained it); ``--model
+zoo:NAME`` works where a checkpoint is accepted; ``attnkit zoo`` lists them; ``attnkit serve``
+alone serves two of them side by side."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+import attnkit
+from attnkit import zoo
+from attnkit.cli import build_parser, main
+from attnkit.data.tasks.registry import build_splits, task_metric
+from attnkit.errors import CheckpointError
+from attnkit.evaluation.evaluate import evaluate_translator
+
+NAMES = zoo.names()
+
+
+def test_the_zoo_ships_the_models_serve_opens_and_stays_small():
+    assert set(zoo.SIDE_BY_SIDE) <= set(NAMES)
+    size = sum(f.stat().st_size for f in zoo.MODELS.rglob("*") if f.is_file())
+    assert size < 10 * 2**20, f"the zoo is {size / 2**20:.1f} MiB"
+    for name in NAMES:
+        assert (zoo.MODELS / name / "model.safetensors").is_file()
+        assert not (zoo.MODELS / name / "trainer.safetensors").exists()  # no optimizer state
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_zoo_model_loads_and_scores_what_its_row_says(name):
+    row = zoo.index()[name]["test"]
+    model = attnkit.load(f"zoo:{name}", device="cpu")
+    data = model.translator.config.data
+    metric = task_metric(data)
+    assert metric.key == row["metric"]
+    scores = evaluate_translator(model.translator, metric.family, build_splits(data).test)[0]
+    assert scores["items"] == row["items"]
+    assert scores[metric.key] == pytest.approx(row["value"], abs=0.01)
+    assert row["value"] >= 90  # every zoo model is a good one
+
+
+def test_an_unknown_zoo_name_is_one_line_naming_the_zoo(capsys):
+    with pytest.raises(
+        CheckpointError, match=f"zoo:nope: no such model in the zoo; it has {NAMES[0]}"
+    ):
+        attnkit.load("zoo:nope")
+    with pytest.raises(SystemExit) as exit_:
+        main(["translate", "--model", "zoo:nope", "elf"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "zoo:nope: no such model in the zoo" in err and "Traceback" not in err
+
+
+def test_model_zoo_name_works_where_a_checkpoint_is_accepted(capsys):
+    assert main(["translate", "--model", "zoo:numbers-bahdanau", "siebenundneunzig"]) == 0
+    assert capsys.readouterr().out.strip() == "97"
+    for argv in (["evaluate"], ["plot", "elf", "-o", "x.png"], ["explain", "elf"]):
+        args = build_parser().parse_args([argv[0], "--model", "zoo:numbers-bahdanau", *argv[1:]])
+        found = args.model[0] if isinstance(args.model, list) else args.model
+        assert found == zoo.MODELS / "numbers-bahdanau"
+
+
+def test_attnkit_zoo_lists_every_model_with_its_score(capsys):
+    assert main(["zoo"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for name in NAMES:
+        row = zoo.index()[name]["test"]
+        line = next(line for line in lines if line.startswith(f"zoo:{name} "))
+        assert f"{row['metric']} {row['value']:.2f}" in line
+
+
+def test_serve_without_a_model_serves_two_zoo_models_side_by_side():
+    from attnkit.serve.options import settings_from_args
+
+    settings = settings_from_args(build_parser().parse_args(["serve"]))
+    assert settings.models == [zoo.MODELS / name for name in zoo.SIDE_BY_SIDE]
+    assert settings.page == f"?second={zoo.SIDE_BY_SIDE[1]}"
+    given = settings_from_args(build_parser().parse_args(["serve", "--model", "runs/x"]))
+    assert given.page == "" and [str(m) for m in given.models] == ["runs/x"]
+
+
+def test_checkpoint_argument_leaves_paths_alone():
+    assert str(zoo.checkpoint_argument("runs/demo/model/best")) == "runs/demo/model/best"
+    with pytest.raises(argparse.ArgumentTypeError):
+        zoo.checkpoint_argument("zoo:")
+
+
+def test_outputs_beside_a_zoo_model_go_to_runs_zoo_not_into_the_package():
+    from pathlib import Path
+
+    from attnkit.evaluation.report import default_eval_dir
+
+    model = zoo.resolve("zoo:numbers-bahdanau")
+    assert default_eval_dir([model], "test") == Path("runs/zoo/eval/numbers-bahdanau-test")
+    assert default_eval_dir([Path("runs/x/best")], "test") == Path("runs/x/eval/best-test")
+    assert zoo.run_parent(Path("runs/x/best")) == Path("runs/x")
