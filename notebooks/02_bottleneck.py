@@ -90,6 +90,17 @@ for attention in ("none", "bahdanau"):
     }
     runs[attention] = attnkit.train(config, output_dir=f"runs/lesson02/{attention}", overwrite=True)
     print(attention, runs[attention].metrics)
+fig, ax = plt.subplots(figsize=(6, 3))
+for attention, run in runs.items():
+    dev = [r for r in run.history if r["kind"] == "dev"]
+    ax.plot(
+        [r["update"] for r in dev], [r["dev"]["exact_match"] for r in dev], "o-", label=attention
+    )
+ax.set_xlabel("update")
+ax.set_ylabel("dev exact match (%)")
+ax.set_title("the same data and updates; only the decoder differs")
+ax.legend()
+plt.show()
 
 # %% [markdown]
 # ## The length curve

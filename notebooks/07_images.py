@@ -40,7 +40,8 @@ torch.manual_seed(0)
 torch.set_num_threads(1)
 CONFIGS = {info.name: info.path for info in attnkit.configs()}
 TRAIN = {
-    "train.max_minutes": pick(2, 8),
+    "train.max_minutes": pick(5, 8),
+    "train.fit_schedule_to_budget": pick(False, True),  # quick: the data decide, not the clock
     "train.threads": 1,
     "train.progress": False,
     "train.verbose": False,

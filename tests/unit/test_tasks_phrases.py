@@ -135,3 +135,26 @@ def test_the_config_section_builds_splits_and_word_level_gold():
 def test_bad_config_values_are_one_clear_line(section, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         data_from_dict({"task": "phrases", **section})
+
+
+@pytest.mark.slow
+def test_a_phrases_model_trains_translates_and_carries_word_gold_links(tmp_path, capsys):
+    """The task end to end through the API and the command line: a tiny model trained for one
+    epoch; its explanation of the showcase, forced on the reference, outlines the grammar's
+    word links (whatever the weights say)."""
+    import attnkit
+    from attnkit.cli import main
+
+    config = {
+        "name": "phrases-tiny",
+        "data": {"task": "phrases", "train_size": 200, "dev_size": 20, "test_size": 20},
+        "model": {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16},
+        "train": {"epochs": 1, "batch_size": 32, "threads": 1, "progress": False},
+    }
+    run = attnkit.train(config, output_dir=tmp_path / "run")
+    model = attnkit.load(run.best)
+    e = model.explain("la zone économique européenne", reference="the European economic area")
+    assert e.source_tokens[:4] == ["la", "zone", "économique", "européenne"]
+    assert {(1, 3), (2, 2), (3, 1), (0, 0), (0, 1)} == set(e.gold)
+    assert main(["translate", "--model", str(run.best), "un chien magnifique"]) == 0
+    assert capsys.readouterr().out.strip()  # one output line, whatever it says
