@@ -139,9 +139,9 @@ def test_bad_config_values_are_one_clear_line(section, message):
 
 @pytest.mark.slow
 def test_a_phrases_model_trains_translates_and_carries_word_gold_links(tmp_path, capsys):
-    """The task end to end through the API and the command line: a tiny model trained for one
-    epoch; its explanation of the showcase, forced on the reference, outlines the grammar's
-    word links (whatever the weights say)."""
+    """The task end to end through the API, the command line and the explorer's server: a tiny
+    model trained for one epoch; its explanation of the showcase, forced on the reference,
+    outlines the grammar's word links (whatever the weights say)."""
     import attnkit
     from attnkit.cli import main
 
@@ -158,3 +158,10 @@ def test_a_phrases_model_trains_translates_and_carries_word_gold_links(tmp_path,
     assert {(1, 3), (2, 2), (3, 1), (0, 0), (0, 1)} == set(e.gold)
     assert main(["translate", "--model", str(run.best), "un chien magnifique"]) == 0
     assert capsys.readouterr().out.strip()  # one output line, whatever it says
+    from fastapi.testclient import TestClient
+
+    from attnkit.serve.app import ServeSettings, create_app
+
+    with TestClient(create_app(ServeSettings(models=[run.best]))) as client:
+        (info,) = client.get("/v1/models").json()["models"]
+    assert info["task"] == "phrases" and info["has_gold"] is True  # the explorer outlines them
