@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ def _browser_helpers():
     path = Path(__file__).resolve().parents[1] / "browser" / "conftest.py"
     spec = importlib.util.spec_from_file_location("browser_conftest", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
