@@ -299,10 +299,15 @@ LONG: dict[str, str] = {
     "pip install torch==2.13.0": _INSTALL,
     "pip install -e .": _INSTALL,
     'pip install -e ".[test]"': _INSTALL,
-    "ruff check src tests benchmarks": _LINT,
-    "ruff format --check src tests benchmarks": _LINT,
+    "ruff check src tests benchmarks notebooks": _LINT,
+    "ruff format --check src tests benchmarks notebooks": _LINT,
     "python -m pytest -q": "the whole test suite, a CI job of its own",
     'python -m pytest -q -m "not slow"': "the quick test tier: minutes of tests",
+    "pip install jupytext jupyterlab": _INSTALL,
+    "jupytext --to notebook notebooks/*.py": (
+        "writes notebooks beside the lessons; tests/notebooks/ executes the lessons"
+    ),
+    "jupyter lab notebooks/": _SERVER,
     "attnkit train configs/numbers_bahdanau.yaml": "trains to early stopping, up to 8 minutes",
     "attnkit train configs/numbers_bahdanau.yaml --set train.seed=2 "
     "--output-dir runs/numbers_bahdanau-seed2": "trains to early stopping, up to 8 minutes",

@@ -522,6 +522,18 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
 OWN_VALUES = {
     "numbers": {"seed": 3, "languages": ["de", "fr"], "direction": "both", "max_number": 50},
     "dates": {"seed": 4, "train_size": 300, "dev_size": 20, "test_size": 30},
+    "phrases": {
+        "seed": 5,
+        "src_lang": "en",
+        "tgt_lang": "es",
+        "train_size": 200,
+        "dev_size": 20,
+        "test_size": 20,
+        "max_adjectives": 3,
+        "sentence_share": 0.5,
+        "src_level": "char",  # its default is word (its gold links are between words)
+        "tgt_level": "char",
+    },
     "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv", "metric": "chrf"},
     "g2p": {"directory": "cmudict", "download": True},
     "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
@@ -612,9 +624,15 @@ def test_a_missing_or_unknown_task_lists_the_registered_tasks(tmp_path):
         data_from_dict({"task": "poetry"})
 
 
+TASKS_AFTER_THE_SPLIT = {"phrases"}
+
+
 def test_the_old_flat_keys_keep_their_defaults_in_every_task():
-    """A key of the old single data section means what it meant, in every task that has it."""
-    for task in TASK_REGISTRY.values():
+    """A key of the old single data section means what it meant, in every task that has it
+    (but the tasks added after it was split: no flat section ever named them)."""
+    for task_name, task in TASK_REGISTRY.items():
+        if task_name in TASKS_AFTER_THE_SPLIT:
+            continue
         defaults = task.config()
         for name in _fields(task.config):
             if name in task.config.ADDED_KEYS:  # a key of later: no flat section had it

@@ -220,6 +220,7 @@ FLOORS = {
     "viz": 5,
     "translator": 5,
     "api": 6,
+    "lessons": 6,
     "__init__": 6,
     "serve": 7,
     "cli": 7,

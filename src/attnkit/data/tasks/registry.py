@@ -17,6 +17,7 @@ from attnkit.data.tasks.settings import (
     Multi30kData,
     NumbersData,
     ParallelData,
+    PhrasesData,
     TaskData,
 )
 from attnkit.errors import AttnkitError, ConfigError
@@ -41,6 +42,21 @@ def _dates(cfg: DatesData) -> Splits:
 
     return dates.generate(
         seed=cfg.seed, n_train=cfg.train_size, n_dev=cfg.dev_size, n_test=cfg.test_size
+    )
+
+
+def _phrases(cfg: PhrasesData) -> Splits:
+    from attnkit.data.tasks import phrases
+
+    return phrases.generate(
+        seed=cfg.seed,
+        src_lang=cfg.src_lang,
+        tgt_lang=cfg.tgt_lang,
+        n_train=cfg.train_size,
+        n_dev=cfg.dev_size,
+        n_test=cfg.test_size,
+        max_adjectives=cfg.max_adjectives,
+        sentence_share=cfg.sentence_share,
     )
 
 
@@ -104,6 +120,7 @@ class Task:
 TASK_REGISTRY: dict[str, Task] = {
     "numbers": Task(NumbersData, _numbers, Metric("exact", "exact_match", True)),
     "dates": Task(DatesData, _dates, Metric("exact", "exact_match", True)),
+    "phrases": Task(PhrasesData, _phrases, Metric("exact", "exact_match", True)),
     "parallel": Task(ParallelData, _parallel, None, _parallel_split),
     "g2p": Task(G2PData, _g2p, Metric("g2p", "wer", False)),
     "multi30k": Task(Multi30kData, _multi30k, Metric("bleu", "bleu", True)),

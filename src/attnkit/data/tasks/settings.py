@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnkit.config import at_least, check_values, join_key
-from attnkit.data.tasks import multi30k, numbers
+from attnkit.data.tasks import multi30k, numbers, phrases
 from attnkit.errors import ConfigError
 
 LEVELS = ("char", "word", "whitespace", "sentencepiece")
@@ -95,6 +95,37 @@ class DatesData(GeneratedData):
         super().validate(where)
         sizes = ("train_size", "dev_size", "test_size")
         check_values(self, where, {name: at_least(1) for name in sizes})
+
+
+@dataclass
+class PhrasesData(GeneratedData):
+    """``phrases``: phrase translation where adjectives move, English <-> Spanish or French,
+    word level (:mod:`attnkit.data.tasks.phrases`)."""
+
+    task: str = "phrases"
+    src_lang: str = "fr"  # source language
+    tgt_lang: str = "en"  # target language
+    train_size: int = 8000  # distinct generated training phrases
+    dev_size: int = 500  # distinct dev phrases
+    test_size: int = 500  # distinct test phrases, the two showcase phrases among them
+    max_adjectives: int = 2  # adjectives per noun phrase at most, each of another class
+    sentence_share: float = 0.3  # share of "noun-phrase verb noun-phrase" sentences
+    src_level: str = "word"  # word: the gold links are between words
+    tgt_level: str = "word"  # word: the gold links are between words
+
+    CHOICES = {**TaskData.CHOICES, "src_lang": phrases.LANGUAGES, "tgt_lang": phrases.LANGUAGES}
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        rules = {name: at_least(1) for name in ("train_size", "dev_size")}
+        rules["test_size"] = at_least(2)
+        top = phrases.MAX_ADJECTIVES
+        rules["max_adjectives"] = (lambda v: 0 <= v <= top, f"an integer from 0 to {top}")
+        rules["sentence_share"] = (lambda v: 0.0 <= v <= 1.0, "a number from 0 to 1")
+        check_values(self, where, rules)
+        problem = phrases.language_problem(self.src_lang, self.tgt_lang)
+        if problem:
+            raise ConfigError(f"{join_key(where, 'tgt_lang')}: {problem}")
 
 
 @dataclass

@@ -1,0 +1,117 @@
+"""Run the lessons of ``notebooks/`` as CI does (jupytext -> nbclient, a real kernel), time each,
+and save one picture per lesson for ``notebooks/README.md``.
+
+    python benchmarks/lessons.py                                # quick mode, every lesson
+    python benchmarks/lessons.py --json docs/results/lessons_quick_cpu.json --pictures docs/images
+    QUICK=0 python benchmarks/lessons.py --only 04              # full mode, one lesson
+
+Each lesson runs in its own scratch directory (what it trains lands there). Prints and writes
+one JSON object: per lesson its wall seconds, the kernel's CPU seconds (``resource`` of the
+kernel's children is not visible here, so the kernel reports its own), pass or the error, and
+the machine. With ``--pictures`` the lesson's picture (:data:`PICTURES`: the n-th PNG it draws)
+is written as ``lesson_NN.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PICTURES = {"01": 1, "02": 1, "03": 0, "04": 0, "05": 0, "06": 3, "07": 0, "08": 0}
+"""Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
+CPU_CELL = (
+    "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_u.ru_utime + _u.ru_stime)"
+)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="*", default=None, help="lesson numbers (01 02 ...)")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument("--pictures", type=Path, default=None, help="write lesson_NN.png here")
+    parser.add_argument("--keep", type=Path, default=None, help="write the executed .ipynb here")
+    return parser.parse_args()
+
+
+def run_lesson(path: Path, scratch: Path) -> tuple[object, dict]:
+    """(the executed notebook, its timing and outcome)."""
+    import jupytext
+    import nbclient
+    import nbformat
+
+    nb = jupytext.read(path)
+    nb.cells.append(nbformat.v4.new_code_cell(CPU_CELL))
+    cwd = scratch / path.stem
+    cwd.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    outcome = {"lesson": path.name, "passed": True}
+    try:
+        nbclient.NotebookClient(nb, timeout=900, kernel_name="python3").execute(cwd=str(cwd))
+    except nbclient.exceptions.CellExecutionError as exc:
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        failing = [line for line in lines if "assert" in line] or lines[-1:]
+        outcome.update(passed=False, error=failing[-1].strip())
+    outcome["wall_s"] = round(time.perf_counter() - start, 1)
+    last = nb.cells[-1].get("outputs", [])
+    if last and last[0].get("text"):
+        outcome["kernel_cpu_s"] = round(float(last[0]["text"].split()[-1]), 1)
+    return nb, outcome
+
+
+def save_picture(nb, number: str, directory: Path) -> str | None:
+    pngs = [
+        o["data"]["image/png"]
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if "image/png" in o.get("data", {})
+    ]
+    index = PICTURES.get(number, 0)
+    if index >= len(pngs):
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"lesson_{number}.png"
+    path.write_bytes(base64.b64decode(pngs[index]))
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ.setdefault("QUICK", "1")
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend draws the figures
+    shared = REPO.parent / "shared" / "data"  # as tests/conftest.py: the offline data sets
+    if not os.environ.get("ATTNKIT_DATA_DIR", "").strip() and shared.is_dir():
+        os.environ["ATTNKIT_DATA_DIR"] = str(shared)
+    lessons = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.py"))
+    if args.only:
+        lessons = [p for p in lessons if p.name[:2] in args.only]
+    results = {"quick": os.environ["QUICK"], "lessons": []}
+    with tempfile.TemporaryDirectory(prefix="attnkit-lessons-") as scratch:
+        for path in lessons:
+            nb, outcome = run_lesson(path, Path(scratch))
+            if args.pictures:
+                outcome["picture"] = save_picture(nb, path.name[:2], args.pictures)
+            if args.keep:
+                import nbformat
+
+                args.keep.mkdir(parents=True, exist_ok=True)
+                nbformat.write(nb, args.keep / f"{path.stem}.ipynb")
+            results["lessons"].append(outcome)
+            print(json.dumps(outcome), flush=True)
+    results["total_wall_s"] = round(sum(r["wall_s"] for r in results["lessons"]), 1)
+    results["machine"] = {"platform": platform.platform(), "cores": os.cpu_count()}
+    text = json.dumps(results, indent=1)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Every lesson of the learning track runs top to bottom in quick mode, its ``assert`` cells (the
+facts it teaches) included; one lesson's HTML export, opened in headless chromium, draws its
+inline attention map and answers a hover.
+
+A lesson added to ``notebooks/`` is covered the day it lands (the tests glob the directory).
+The browser test needs chromium and chromedriver and skips, saying so, without them.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+LESSONS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
+LESSONS = sorted(LESSONS_DIR.glob("[0-9][0-9]_*.py"))
+
+DATA_SETS = {"MNIST": "mnist"}  # what a lesson may say it needs -> its ATTNKIT_DATA_DIR folder
+BROWSER_LESSON = "04_famous_examples"
+NO_SCRIPT = "data:text/javascript,"  # in place of the CDN scripts nbconvert's page would fetch
+
+
+def _browser_helpers():
+    """tests/browser/conftest.py, by path (its module name is taken by this directory's)."""
+    path = Path(__file__).resolve().parents[1] / "browser" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("browser_conftest", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_track_has_its_lessons_in_order():
+    numbers = [int(p.name[:2]) for p in LESSONS]
+    assert numbers[:4] == [1, 2, 3, 4] and numbers == list(range(1, len(numbers) + 1))
+    for path in LESSONS:
+        text = path.read_text(encoding="utf-8")
+        assert "format_name: percent" in text, path.name  # jupytext percent format
+        assert "## What to look for" in text and "## Exercises" in text, path.name
+        assert re.search(r"^assert ", text, re.M), f"{path.name}: no assert cell"
+        assert re.search(r"\$[^$\n]+\$", text), f"{path.name}: no equation in LaTeX"
+    readme = (LESSONS_DIR / "README.md").read_text(encoding="utf-8")
+    assert all(p.name in readme for p in LESSONS)  # the front page lists every lesson
+
+
+def _skip_without_data(path: Path) -> None:
+    """A lesson that says it needs a data set (``*Needs MNIST*``) skips where the test session
+    has none (tests/conftest.py points ATTNKIT_DATA_DIR at ../shared/data when it exists)."""
+    for name, directory in DATA_SETS.items():
+        if f"*Needs {name}*" in path.read_text(encoding="utf-8"):
+            root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
+            if not root or not (Path(root) / directory).is_dir():
+                pytest.skip(f"{path.name} needs {name}: set ATTNKIT_DATA_DIR to hold {directory}/")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", LESSONS, ids=[p.stem for p in LESSONS])
+def test_each_lesson_runs_in_quick_mode(lessons, path):
+    _skip_without_data(path)
+    nb, seconds = lessons.get(path)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o["output_type"] == "error"]
+    assert not errors
+    pictures = sum(
+        1
+        for c in nb.cells
+        for o in c.get("outputs", [])
+        if {"image/png", "text/html"} & set(o.get("data", {}))
+    )
+    assert pictures >= 3, f"{path.name}: a picture after every idea"
+    print(f"{path.name}: {seconds:.1f} s")  # -s shows each lesson's time
+
+
+@pytest.mark.slow
+def test_a_lesson_export_draws_its_map_in_a_browser(lessons, tmp_path):
+    nbconvert = pytest.importorskip("nbconvert", reason="pip install nbconvert (the test extras)")
+    helpers = _browser_helpers()
+    if helpers.find_browser() is None:
+        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    (path,) = [p for p in LESSONS if p.stem == BROWSER_LESSON]
+    nb, _ = lessons.get(path)
+    exporter = nbconvert.HTMLExporter(template_name="lab")
+    exporter.mathjax_url = exporter.require_js_url = NO_SCRIPT
+    page, _ = exporter.from_notebook_node(nb)
+    html = tmp_path / "lesson.html"
+    html.write_text(page, encoding="utf-8")
+    driver = helpers.new_driver()
+    try:
+        driver.get(html.as_uri())
+        views = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view")
+        assert views, "no inline attention view in the export"
+        view = views[0]
+        WebDriverWait(driver, 30).until(
+            lambda d: view.find_elements(By.CSS_SELECTOR, "td.hm-cell"), "the heatmap cells"
+        )
+        cells = view.find_elements(By.CSS_SELECTOR, "td.hm-cell")
+        readout = view.find_element(By.CSS_SELECTOR, ".hm-readout")
+        before = readout.text
+        ActionChains(driver).move_to_element(cells[0]).perform()
+        WebDriverWait(driver, 30).until(
+            lambda d: readout.text != before and ": " in readout.text, "the hover readout"
+        )
+        assert readout.text.split(": ")[-1].replace(".", "").isdigit()
+        severe = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert severe == []
+    finally:
+        driver.quit()
