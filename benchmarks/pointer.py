@@ -9,7 +9,7 @@ otherwise for it), then its best checkpoint is scored on the 1,000 test instance
 with beam search (--beam). One JSON line per config, each beside the paper's figure and the
 target, then the whole list written to --out with the machine it ran on.
 
-Vinyals et al. (NIPS 2015), Table 1 / 2: convex hull n = 50 exact 72.6% (area coverage 99.9%);
+Vinyals et al. (NIPS 2015): convex hull n = 50 exact 72.6%;
 TSP mean tour n = 5: 2.12 (optimal 2.12), n = 10: 2.88 (optimal 2.87). Targets here: sorting
 n = 10 exact >= 99%, TSP n = 10 mean tour <= 2.90.
 """
@@ -31,11 +31,11 @@ from machine_info import one_line  # noqa: E402
 #: config -> (the paper's figure, the target of this benchmark), both as text
 ANCHORS = {
     "pointer_sort10": (
-        "no figure in the paper (sorting is its motivating example)",
+        "not a task of the paper",
         "exact >= 99%",
     ),
-    "pointer_hull10": ("Ptr-Net n=50: 72.6% exact, 99.9% area (n=10 not reported)", "report"),
-    "pointer_hull20": ("Ptr-Net n=50: 72.6% exact, 99.9% area (n=20 not reported)", "report"),
+    "pointer_hull10": ("Ptr-Net at n=50: 72.6% exact", "report"),
+    "pointer_hull20": ("Ptr-Net at n=50: 72.6% exact", "report"),
     "pointer_tsp5": ("Ptr-Net 2.12, optimal 2.12", "report"),
     "pointer_tsp10": ("Ptr-Net 2.88, optimal 2.87", "mean tour <= 2.90"),
 }
