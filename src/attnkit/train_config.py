@@ -21,7 +21,7 @@ from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
-SEQ2SEQ, VISION = "seq2seq", "vision"
+SEQ2SEQ, VISION, GRAPH = "seq2seq", "vision", "graph"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -55,6 +55,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(30, "most passes over the training data"),
             vision=(50, "Most epochs (passes over the training images) to run."),
+            graph=(1000, "Most epochs: each is one full-graph update and one dev evaluation."),
         ),
     ),
     "batch_size": Key(
@@ -86,6 +87,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0.001, "Adam learning rate (the peak, after warm-up)"),
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
+            graph=(0.005, "Adam learning rate (constant)."),
         ),
     ),
     "clip": Key(
@@ -94,6 +96,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1.0, "gradient-norm clipping (0 or null = off)"),
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
+            graph=(None, "Clip the global gradient norm to this value (0 or null: no clipping)."),
         ),
     ),
     "max_bad_updates": Key(
@@ -110,12 +113,24 @@ KEYS: dict[str, Key] = {
                 "Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end "
                 "the run.",
             ),
+            graph=(
+                20,
+                "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
+                "end the run.",
+            ),
         ),
     ),
     "label_smoothing": Key(
         float, between(0, 1), _rows(seq2seq=(0.0, "label smoothing of the cross-entropy loss"))
     ),
-    "weight_decay": Key(float, not_below(0), _rows(vision=(0.0, "Adam weight decay (L2)."))),
+    "weight_decay": Key(
+        float,
+        not_below(0),
+        _rows(
+            vision=(0.0, "Adam weight decay (L2)."),
+            graph=(5e-4, "Adam weight decay (L2), the GAT recipe's 5e-4."),
+        ),
+    ),
     "scheduler": Key(
         str,
         None,
@@ -178,6 +193,11 @@ KEYS: dict[str, Key] = {
                 "Early stopping: stop after this many epochs without a lower dev error "
                 "(null: never).",
             ),
+            graph=(
+                100,
+                "Early stopping: stop after this many epochs in which neither the dev accuracy "
+                "reached its best nor the dev loss its lowest (null: never).",
+            ),
         ),
     ),
     "average_checkpoints": Key(
@@ -205,6 +225,7 @@ KEYS: dict[str, Key] = {
                 None,
                 "Wall-clock budget for training (null: none); training stops when it is spent.",
             ),
+            graph=(None, "Wall-clock budget for training (null: none)."),
         ),
     ),
     "fit_schedule_to_budget": Key(
@@ -224,6 +245,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),
+            graph=(0, "Seed of the initialisation and of dropout."),
         ),
     ),
     "device": Key(
@@ -232,6 +254,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=("auto", "auto | cpu | cuda"),
             vision=("auto", "auto (CUDA when available), cpu or cuda."),
+            graph=("auto", "auto (CUDA when available), cpu or cuda."),
         ),
     ),
     "threads": Key(
@@ -240,6 +263,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
             vision=(None, "CPU threads for torch (null or 0: torch's default)."),
+            graph=(None, "CPU threads for torch (null or 0: torch's default)."),
         ),
     ),
     "backend": Key(
@@ -272,7 +296,17 @@ KEYS: dict[str, Key] = {
             ),
         ),
     ),
-    "verbose": Key(bool, None, _rows(vision=(True, "Print one summary line per epoch on stderr."))),
+    "verbose": Key(
+        bool,
+        None,
+        _rows(
+            vision=(True, "Print one summary line per epoch on stderr."),
+            graph=(
+                True,
+                "Print a line on stderr every 50 epochs, at each better dev score and at the end.",
+            ),
+        ),
+    ),
     "tensorboard": Key(
         bool,
         None,
@@ -282,6 +316,11 @@ KEYS: dict[str, Key] = {
                 "event files in run_dir/tensorboard: scalars, dev metrics, attention",
             ),
             vision=(
+                True,
+                "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
+                "pictures.",
+            ),
+            graph=(
                 True,
                 "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
                 "pictures.",
@@ -297,6 +336,7 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "device": ("auto", "cpu", "cuda"),
         "backend": BACKENDS,
     },
+    GRAPH: {"device": ("auto", "cpu", "cuda")},
     VISION: {
         "scheduler": ("cosine", "step", "noam", "constant"),
         "device": ("auto", "cpu", "cuda"),

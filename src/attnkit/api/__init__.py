@@ -8,6 +8,7 @@
 examples.
 """
 
+from attnkit.api.graph import GraphModel, NodeExplanation
 from attnkit.api.loading import load
 from attnkit.api.results import Classification, Explanation, Scores
 from attnkit.api.seq2seq import Seq2SeqModel
@@ -19,6 +20,8 @@ __all__ = [
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "GraphModel",
+    "NodeExplanation",
     "Run",
     "Scores",
     "Seq2SeqModel",

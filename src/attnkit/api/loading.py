@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from attnkit.api.graph import GraphModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.vision import VisionModel
 from attnkit.checkpoint import read_meta
@@ -14,13 +15,15 @@ from attnkit.errors import CheckpointError
 LOADERS: dict[str, Callable] = {
     "seq2seq": Seq2SeqModel.load,
     "vision": VisionModel.load,
+    "graph": GraphModel.load,
 }
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
     ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
-    ``evaluate``). Several seq2seq directories load as one ensemble. A vision run directory
+    ``evaluate``) or :class:`GraphModel` (``explain_node``, ``evaluate``).
+    Several seq2seq directories load as one ensemble. A vision run directory
     holding ``best/`` loads its best checkpoint."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     if not paths:

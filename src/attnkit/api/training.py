@@ -194,5 +194,20 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_graph(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.explain.graph import training_figures
+    from attnkit.training.graph import train_graph
+
+    return train_graph(
+        data,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+        figures=training_figures,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
-TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision}
+TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision, "graph": _train_graph}
