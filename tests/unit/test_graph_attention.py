@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from attnkit.attention.graph import GraphAttention, node_entropy, segment_softmax
+from attnkit.attention.graph import (
+    GraphAttention,
+    feature_dropout,
+    node_entropy,
+    segment_softmax,
+)
 from attnkit.data.graph.graph_data import undirected, with_self_loops
 from attnkit.models.graph import GraphModelConfig, GraphNet
 
@@ -158,3 +163,19 @@ def test_gatv2_equals_pyg_gatv2conv_on_shared_weights(heads, concat):
     ours_by_edge = dict(zip(map(tuple, with_self_loops(edge_index, 12).T.tolist()), weights))
     for (s, t), w in zip(map(tuple, ref_edges.T.tolist()), ref_weights, strict=True):
         assert torch.allclose(ours_by_edge[(s, t)], w, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["gat", "gcn"])
+def test_sparse_features_give_the_dense_result(kind):
+    torch.manual_seed(0)
+    x = torch.rand(12, 20) * (torch.rand(12, 20) < 0.1)
+    net = GraphNet(GraphModelConfig(type=kind, hidden=4, heads=2), 20, 3).eval()
+    edge_index = _random_graph()
+    dense, _ = net(x, edge_index)
+    sparse, _ = net(x.to_sparse().coalesce(), edge_index)
+    assert torch.allclose(dense, sparse, atol=1e-6)
+    net.train()  # dropout of the stored values only: what survives is scaled as dense dropout
+    torch.manual_seed(1)
+    dropped = feature_dropout(x.to_sparse(), 0.5, True)
+    kept = dropped.to_dense()[x != 0]
+    assert set(torch.unique(kept / x[x != 0]).round(decimals=4).tolist()) <= {0.0, 2.0}

@@ -61,7 +61,10 @@ def feature_dropout(x: Tensor, p: float, training: bool) -> Tensor:
     if not training or p == 0:
         return x
     x = x.coalesce()
-    return torch.sparse_coo_tensor(x.indices(), F.dropout(x.values(), p, True), x.shape)
+    values = F.dropout(x.values(), p, True)
+    return torch.sparse_coo_tensor(
+        x.indices(), values, x.shape, is_coalesced=True, check_invariants=False
+    )
 
 
 def _glorot(tensor: Tensor) -> None:

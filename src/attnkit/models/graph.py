@@ -83,10 +83,10 @@ class GCNLayer(nn.Module):
     def forward(self, x: Tensor, edge_index: Tensor) -> tuple[Tensor, None]:
         src, dst = edge_index[0], edge_index[1]
         n = x.size(0)
-        degree = x.new_zeros(n).index_add_(0, dst, x.new_ones(dst.numel()))
+        h = project(self.lin, x)  # (N, F)
+        degree = h.new_zeros(n).index_add_(0, dst, h.new_ones(dst.numel()))
         scale = degree.clamp_min(1).rsqrt()
         norm = (scale.index_select(0, src) * scale.index_select(0, dst)).unsqueeze(-1)  # (E, 1)
-        h = project(self.lin, x)  # (N, F)
         out = h.new_zeros(n, h.size(1)).index_add_(0, dst, h.index_select(0, src) * norm)
         return out + self.bias, None
 
