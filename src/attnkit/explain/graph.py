@@ -117,10 +117,14 @@ def neighbourhood_of(graph: Graph, found: dict, layer: int = -1) -> Neighbourhoo
 
 
 def entropies(model, data, layer: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Per node and head, the entropy of attention layer ``layer``, and ``log(degree)``."""
+    """Per node that attends to any (an incoming edge), and head, the entropy of attention layer
+    ``layer``, and ``log(degree)``: ``((N', H), (N',))``."""
     _, layers = forward(model, data)
-    entropy, uniform = node_entropy(layers[layer], data.edge_index[1], data.x.shape[0])
-    return entropy.cpu().numpy(), uniform.cpu().numpy()
+    n, targets = data.x.shape[0], data.edge_index[1]
+    entropy, uniform = node_entropy(layers[layer], targets, n)
+    attends = torch.zeros(n, dtype=torch.bool, device=targets.device)
+    attends[targets] = True
+    return entropy[attends].cpu().numpy(), uniform[attends].cpu().numpy()
 
 
 def lookup_matrix(model, graph: Graph, data, number: int, layer: int = 0) -> np.ndarray:
