@@ -89,10 +89,16 @@ def cora(models: list[str], seeds: int, work: Path) -> dict:
     return table
 
 
-def lookup(ks: list[int], work: Path) -> dict:
-    """Training accuracy of GAT and GATv2 on DictionaryLookup for each k."""
+def lookup(ks: list[int], work: Path, pictures: Path | None = None) -> dict:
+    """Training accuracy of GAT and GATv2 on DictionaryLookup for each k; with ``pictures``,
+    ``graph_lookup_k<k>.png`` there: the query x key attention of both on one test graph."""
+    from attnkit.explain.graph import lookup_matrix
+    from attnkit.viz.graph import lookup_figure
+    from attnkit.viz.visual import save_figure
+
     table = {}
     for k in ks:
+        matrices = []
         for name in ("gat", "gatv2"):
             began = time.perf_counter()
             run = attnkit.train(
@@ -110,6 +116,11 @@ def lookup(ks: list[int], work: Path) -> dict:
                 "seconds": round(time.perf_counter() - began, 1),
             }
             print(json.dumps(table[f"{name}_k{k}"]), file=sys.stderr, flush=True)
+            test_graph = int(model.graph.extra["graph"][model.graph.masks["test"]].min())
+            matrix = lookup_matrix(model.net, model.graph, model.data, test_graph)
+            matrices.append((f"{name.upper()}, k={k}: train accuracy {train:.1f}%", matrix))
+        if pictures is not None:
+            save_figure(lookup_figure(matrices), pictures / f"graph_lookup_k{k}.png")
     return table
 
 
@@ -213,6 +224,7 @@ def main(argv=None) -> int:
     parser.add_argument("--epochs", type=int, default=100, help="speed: epochs per timing")
     parser.add_argument("--rounds", type=int, default=3, help="speed: timings of each")
     parser.add_argument("--only", default=None, help=argparse.SUPPRESS)  # speed: memory of one
+    parser.add_argument("--pictures", type=Path, default=None, help="lookup: a directory")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -221,7 +233,7 @@ def main(argv=None) -> int:
         if args.part == "cora":
             result = cora(args.models.split(","), args.seeds, work)
         elif args.part == "lookup":
-            result = lookup([int(k) for k in args.k.split(",")], work)
+            result = lookup([int(k) for k in args.k.split(",")], work, args.pictures)
         else:
             result = speed(args.epochs, args.rounds, args.only)
     if args.only:

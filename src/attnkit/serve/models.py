@@ -28,7 +28,7 @@ class ServedModel:
 
     name: str
     directory: Path
-    family: str  # "seq2seq" or "vision"
+    family: str  # "seq2seq", "vision" or "graph"
     loaded: object
 
     @property
@@ -47,6 +47,20 @@ class ServedModel:
     def info(self, limits: Limits) -> dict:
         """What ``GET /v1/models`` says of this model."""
         base = {"name": self.name, "family": self.family, "limits": limits.to_dict()}
+        if self.family == "graph":
+            cfg, net = self.loaded.config, self.loaded.net
+            return {
+                **base,
+                "task": self.loaded.graph.name,
+                "attention": cfg.model.attention if net.has_attention else "none (gcn)",
+                "model_type": cfg.model.type,
+                "has_attention": bool(net.has_attention),
+                "layers": sum(1 for _ in net.layers) if net.has_attention else None,
+                "heads": cfg.model.heads if net.has_attention else None,
+                "nodes": self.loaded.graph.num_nodes,
+                "has_gold": False,
+                "explain": True,
+            }
         if self.family == "vision":
             cfg = self.loaded.config
             return {

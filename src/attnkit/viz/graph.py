@@ -129,12 +129,16 @@ def lookup_figure(matrices: list[tuple[str, np.ndarray]]) -> Figure:
     """Query x key attention ``(k, k)`` matrices side by side, rows and columns ordered by
     attribute (the right key of each query on the diagonal)."""
     fig, axes = _figure(len(matrices))
+    fig.set_size_inches(5.2 * len(matrices), 4.8)
     for ax, (title, matrix) in zip(axes, matrices, strict=True):
         image = ax.imshow(matrix, cmap="viridis", vmin=0, vmax=max(float(matrix.max()), 1e-9))
         ax.set_title(title, fontsize=10)
+        ticks = np.arange(0, len(matrix), max(1, len(matrix) // 10))
+        ax.set_xticks(ticks), ax.set_yticks(ticks)
         ax.set_xlabel("key (by attribute)")
         ax.set_ylabel("query (by attribute)")
-        fig.colorbar(image, ax=ax, fraction=0.046)
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
     return fig
 
 
