@@ -136,3 +136,17 @@ def test_cli_train_evaluate_plot_explain(tmp_path):
     assert [e["node"] for e in json.loads(done.stdout)] == ["n0", "n5"]
     done = _cli("plot", "--model", "run/best", "--node", "999", "-o", "x.png", cwd=tmp_path)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "nodes 0..89" in done.stderr
+
+
+def test_a_run_resumes_from_last_with_more_epochs(tmp_path):
+    _communities(tmp_path, 1)
+    config = _config(tmp_path)
+    config["train"]["epochs"] = 4
+    run = attnkit.train(config, output_dir=tmp_path / "run")
+    first = json.loads((run.last / "trainer.json").read_text())
+    assert first["epoch"] == 4 and first["stopped"] == "epochs"
+    again = attnkit.train(config, {"train.epochs": 7}, output_dir=tmp_path / "run", resume=True)
+    state = json.loads((again.last / "trainer.json").read_text())
+    assert state["epoch"] == 7 and state["step"] == 7
+    with pytest.raises(ConfigError, match="model.hidden"):
+        attnkit.train(config, {"model.hidden": 5}, output_dir=tmp_path / "run", resume=True)

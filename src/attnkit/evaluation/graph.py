@@ -20,6 +20,8 @@ from attnkit.viz.report import _CSS, page_head
 
 REPORT_ERRORS = 4  # wrong nodes pictured in the report
 REPORT_RIGHT = 2  # right ones, for comparison
+#: model.type -> model.attention -> the model's name in scores and titles
+MODEL_NAMES = {"gat": {"gat": "gat", "gatv2": "gatv2", "none": "const-gat"}}
 
 
 def score_nodes(cfg, graph, model, data, split: str) -> tuple[dict, np.ndarray, np.ndarray]:
@@ -32,7 +34,7 @@ def score_nodes(cfg, graph, model, data, split: str) -> tuple[dict, np.ndarray, 
     right = int((predicted == gold).sum())
     nodes = max(len(ids), 1)
     scores = {
-        "model": cfg.model.type if cfg.model.type == "gcn" else f"gat/{cfg.model.attention}",
+        "model": MODEL_NAMES.get(cfg.model.type, {}).get(cfg.model.attention, cfg.model.type),
         "task": graph.name,
         "split": split,
         "nodes": len(ids),

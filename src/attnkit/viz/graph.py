@@ -120,7 +120,7 @@ def entropy_figure(entropy: np.ndarray, uniform: np.ndarray, title: str = "") ->
     ax.set_xlabel("attention entropy of a node (nats)")
     ax.set_ylabel("nodes")
     gap = float((uniform[:, None] - entropy).mean()) if entropy.size else 0.0
-    ax.set_title(f"{title}mean gap below uniform: {gap:.3f} nats", fontsize=10)
+    ax.set_title(f"{title}mean gap below uniform: {gap:.4f} nats", fontsize=10)
     ax.legend(fontsize=7, ncol=2)
     return fig
 
