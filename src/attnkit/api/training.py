@@ -52,9 +52,12 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
     for path in sorted(folder.glob("*.yaml")):
         data = read_yaml(path)
         model = data.get("model") or {}
+        section = data.get("data") or {}
         kind = model.get("type") or (
             "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
         )
+        if kind == "gat":  # a graph attention network: which attention
+            kind = {"none": "const-gat"}.get(model.get("attention"), model.get("attention", "gat"))
         first = next(
             (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
         )
@@ -63,7 +66,7 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
                 path.stem,
                 path,
                 str(data.get("family", DEFAULT_FAMILY)),
-                str((data.get("data") or {}).get("task", "")),
+                str(section.get("task") or section.get("name", "")),  # graphs: data.name
                 str(kind or "bahdanau"),
                 first,
             )

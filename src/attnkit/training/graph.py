@@ -50,8 +50,8 @@ def train_graph(
 
     ``resume`` goes on from ``OUT/last`` with its saved config, taking from ``config`` only the
     keys ``overrides`` name; a fresh run refuses an OUT holding checkpoints unless
-    ``overwrite``. ``figures(model, graph, data)``: the pictures TensorBoard gets now and then
-    (the caller's: ``training/`` imports nothing of ``viz``'s graph pictures' callers).
+    ``overwrite``. ``figures(model, graph, data)``: the (tag, figure) pairs TensorBoard gets now and
+    then (passed in: ``training/`` imports nothing of ``explain/``, which makes them).
     """
     cfg = parse_config(apply_overrides(config, overrides or ()), source)
     if distributed.world_size() > 1:
