@@ -150,3 +150,16 @@ def test_a_run_resumes_from_last_with_more_epochs(tmp_path):
     assert state["epoch"] == 7 and state["step"] == 7
     with pytest.raises(ConfigError, match="model.hidden"):
         attnkit.train(config, {"model.hidden": 5}, output_dir=tmp_path / "run", resume=True)
+
+
+def test_tensorboard_gets_dev_scalars_and_the_entropy_picture(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    _communities(tmp_path, 0)
+    config = _config(tmp_path)
+    config["train"].update(epochs=2, tensorboard=True)
+    attnkit.train(config, output_dir=tmp_path / "run")
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"), size_guidance={"images": 0})
+    events.Reload()
+    assert "graph/entropy" in events.Tags()["images"]
+    assert {"dev/accuracy", "dev/loss"} <= set(events.Tags()["scalars"])
