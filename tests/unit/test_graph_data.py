@@ -194,3 +194,8 @@ def test_neighbourhood_takes_two_hops_towards_the_node():
     assert nodes.tolist() == [0, 1, 2, 4] and hops.tolist() == [0, 1, 2, 2]
     kept = {tuple(edges[:, p].tolist()) for p in positions.tolist()}
     assert kept == {(1, 0), (2, 1), (4, 1)}
+
+
+def test_a_data_set_without_recorded_checksums_is_never_downloaded(tmp_path):
+    with pytest.raises(DataError, match=r"records no checksums for citeseer, so it does not"):
+        read_planetoid(tmp_path, "citeseer", download=True)

@@ -100,8 +100,14 @@ def read_planetoid(directory: str | Path, name: str, download: bool = False) -> 
     files = {f"ind.{name}.{part}": SHA256.get(name, {}).get(f"ind.{name}.{part}") for part in PARTS}
     checked = {f: s for f, s in files.items() if s}
     ensure_files(directory, checked, BASE_URL, download=download)
-    unchecked = {f: "" for f, s in files.items() if not s}
-    ensure_files(directory, unchecked, None, verify=False)  # present, or one line saying so
+    for name_of_file, checksum in files.items():
+        if not checksum and not (directory / name_of_file).is_file():
+            raise DataError(
+                f"missing data file {name_of_file!r} in {directory}: attnkit records no checksums "
+                f"for {name}, so it does not download it; copy the eight ind.{name}.* files "
+                f"there from {BASE_URL}",
+                path=directory / name_of_file,
+            )
     path = {part: directory / f"ind.{name}.{part}" for part in PARTS}
     x, tx, allx = (_dense(load_pickle(path[p]), path[p]) for p in ("x", "tx", "allx"))
     y, ty, ally = (_dense(load_pickle(path[p]), path[p]) for p in ("y", "ty", "ally"))
