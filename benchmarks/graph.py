@@ -89,7 +89,9 @@ def cora(models: list[str], seeds: int, work: Path) -> dict:
     return table
 
 
-def lookup(ks: list[int], work: Path, pictures: Path | None = None) -> dict:
+def lookup(
+    ks: list[int], work: Path, pictures: Path | None = None, models=("gat", "gatv2")
+) -> dict:
     """Training accuracy of GAT and GATv2 on DictionaryLookup for each k; with ``pictures``,
     ``graph_lookup_k<k>.png`` there: the query x key attention of both on one test graph."""
     from attnkit.explain.graph import lookup_matrix
@@ -99,7 +101,7 @@ def lookup(ks: list[int], work: Path, pictures: Path | None = None) -> dict:
     table = {}
     for k in ks:
         matrices = []
-        for name in ("gat", "gatv2"):
+        for name in models:
             began = time.perf_counter()
             run = attnkit.train(
                 REPO / "configs" / f"lookup_{name}.yaml",
@@ -225,6 +227,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="speed: timings of each")
     parser.add_argument("--only", default=None, help=argparse.SUPPRESS)  # speed: memory of one
     parser.add_argument("--pictures", type=Path, default=None, help="lookup: a directory")
+    parser.add_argument("--lookup-models", default="gat,gatv2", help="lookup: which configs")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
@@ -233,7 +236,8 @@ def main(argv=None) -> int:
         if args.part == "cora":
             result = cora(args.models.split(","), args.seeds, work)
         elif args.part == "lookup":
-            result = lookup([int(k) for k in args.k.split(",")], work, args.pictures)
+            ks = [int(k) for k in args.k.split(",")]
+            result = lookup(ks, work, args.pictures, args.lookup_models.split(","))
         else:
             result = speed(args.epochs, args.rounds, args.only)
     if args.only:
