@@ -98,11 +98,14 @@ MEANINGS = {
     "DecodeConfig.max_len_cap": "the `cap` of the output limit (see max_len_ratio)",
     "DecodeConfig.batch_size": "inputs decoded together",
     "VisionConfig.output_dir": "run directory (best/ and last/) when the command gives none",
+    "GraphConfig.output_dir": "run directory (best/ and last/) when the command gives none",
 }
 
 #: what values a field takes where its class checks them in ``validate`` rather than in
 #: ``CHOICES``/``RULES`` ("Class.field")
 RANGES = {
+    "GraphDataConfig.nodes": "required with name edge_list",
+    "GraphDataConfig.edges": "required with name edge_list",
     "TaskData.vocab_size": "at least 1",
     "TaskData.max_src_len": "at least 2 (a token and the end-of-sentence token)",
     "TaskData.max_tgt_len": "at least 1",
@@ -389,9 +392,24 @@ def pointer_sections() -> list[str]:
     return out
 
 
+def graph_sections() -> list[str]:
+    from attnkit.data.graph.sources import GraphDataConfig
+    from attnkit.models.graph import GraphModelConfig
+    from attnkit.training.graph_config import GraphConfig, TrainConfig
+
+    out = ["## Graph experiments (`family: graph`)", "", "### Top level", ""]
+    out += ["`family: graph` marks the file as a graph (node classification) experiment.", ""]
+    out += [*table(GraphConfig, "", ["output_dir"]), "", "### `data`", ""]
+    out += [*table(GraphDataConfig, "data."), "", "### `model`", ""]
+    out += [*table(GraphModelConfig, "model."), "", "### `train`", ""]
+    out += [*table(TrainConfig, "train."), ""]
+    return out
+
+
 def generated() -> str:
     """The generated part of docs/CONFIG.md, markers included."""
-    lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections(), END]
+    lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections()]
+    lines += [*graph_sections(), END]
     return "\n".join(lines) + "\n"
 
 

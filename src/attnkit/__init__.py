@@ -11,7 +11,7 @@ Its names are imported on first use (``import attnkit`` alone loads no torch).
 
 Shape legend used in every docstring and ``# (B, T, S)`` comment:
 B batch, S source length, T target length, H heads, D width, V vocab,
-K beam, R image regions, C channels, G glimpses.
+K beam, R image regions, C channels, G glimpses; graphs: N nodes, E edges.
 """
 
 __version__ = "0.1.0"
@@ -22,6 +22,8 @@ __all__ = [
     "Explanation",
     "PointerModel",
     "PointerSolution",
+    "GraphModel",
+    "NodeExplanation",
     "Run",
     "Scores",
     "Seq2SeqModel",

@@ -21,7 +21,7 @@ from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
-SEQ2SEQ, VISION, POINTER = "seq2seq", "vision", "pointer"
+SEQ2SEQ, VISION, POINTER, GRAPH = "seq2seq", "vision", "pointer", "graph"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -56,6 +56,7 @@ KEYS: dict[str, Key] = {
             pointer=(50, "most passes over the training instances"),
             seq2seq=(30, "most passes over the training data"),
             vision=(50, "Most epochs (passes over the training images) to run."),
+            graph=(1000, "Most epochs: each is one full-graph update and one dev evaluation."),
         ),
     ),
     "batch_size": Key(
@@ -92,6 +93,7 @@ KEYS: dict[str, Key] = {
             pointer=(1e-3, "Adam learning rate (constant)"),
             seq2seq=(0.001, "Adam learning rate (the peak, after warm-up)"),
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
+            graph=(0.005, "Adam learning rate (constant)."),
         ),
     ),
     "clip": Key(
@@ -101,6 +103,7 @@ KEYS: dict[str, Key] = {
             pointer=(2.0, "gradient-norm clipping (0 or null = off)"),
             seq2seq=(1.0, "gradient-norm clipping (0 or null = off)"),
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
+            graph=(None, "Clip the global gradient norm to this value (0 or null: no clipping)."),
         ),
     ),
     "max_bad_updates": Key(
@@ -122,12 +125,24 @@ KEYS: dict[str, Key] = {
                 "Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end "
                 "the run.",
             ),
+            graph=(
+                20,
+                "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
+                "end the run.",
+            ),
         ),
     ),
     "label_smoothing": Key(
         float, between(0, 1), _rows(seq2seq=(0.0, "label smoothing of the cross-entropy loss"))
     ),
-    "weight_decay": Key(float, not_below(0), _rows(vision=(0.0, "Adam weight decay (L2)."))),
+    "weight_decay": Key(
+        float,
+        not_below(0),
+        _rows(
+            vision=(0.0, "Adam weight decay (L2)."),
+            graph=(5e-4, "Adam weight decay (L2), the GAT recipe's 5e-4."),
+        ),
+    ),
     "scheduler": Key(
         str,
         None,
@@ -194,6 +209,11 @@ KEYS: dict[str, Key] = {
                 "Early stopping: stop after this many epochs without a lower dev error "
                 "(null: never).",
             ),
+            graph=(
+                100,
+                "Early stopping: stop after this many epochs in which neither the dev accuracy "
+                "reached its best nor the dev loss its lowest (null: never).",
+            ),
         ),
     ),
     "average_checkpoints": Key(
@@ -230,6 +250,7 @@ KEYS: dict[str, Key] = {
                 "Wall-clock budget for training (null: none); training stops when it is spent. "
                 "It is the run's total, its resumed parts included.",
             ),
+            graph=(None, "Wall-clock budget for training (null: none)."),
         ),
     ),
     "fit_schedule_to_budget": Key(
@@ -250,6 +271,7 @@ KEYS: dict[str, Key] = {
             pointer=(1, "seed of the initialisation and the batch order"),
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),
+            graph=(0, "Seed of the initialisation and of dropout."),
         ),
     ),
     "device": Key(
@@ -259,6 +281,7 @@ KEYS: dict[str, Key] = {
             pointer=("auto", "auto | cpu | cuda"),
             seq2seq=("auto", "auto | cpu | cuda"),
             vision=("auto", "auto (CUDA when available), cpu or cuda."),
+            graph=("auto", "auto (CUDA when available), cpu or cuda."),
         ),
     ),
     "threads": Key(
@@ -268,6 +291,7 @@ KEYS: dict[str, Key] = {
             pointer=(0, "torch CPU threads (0 or null = torch's default)"),
             seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
             vision=(None, "CPU threads for torch (null or 0: torch's default)."),
+            graph=(None, "CPU threads for torch (null or 0: torch's default)."),
         ),
     ),
     "backend": Key(
@@ -301,7 +325,17 @@ KEYS: dict[str, Key] = {
             ),
         ),
     ),
-    "verbose": Key(bool, None, _rows(vision=(True, "Print one summary line per epoch on stderr."))),
+    "verbose": Key(
+        bool,
+        None,
+        _rows(
+            vision=(True, "Print one summary line per epoch on stderr."),
+            graph=(
+                True,
+                "Print a line on stderr every 50 epochs, at each better dev score and at the end.",
+            ),
+        ),
+    ),
     "tensorboard": Key(
         bool,
         None,
@@ -312,6 +346,11 @@ KEYS: dict[str, Key] = {
                 "event files in run_dir/tensorboard: scalars, dev metrics, attention",
             ),
             vision=(
+                True,
+                "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
+                "pictures.",
+            ),
+            graph=(
                 True,
                 "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
                 "pictures.",
@@ -328,6 +367,7 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "backend": BACKENDS,
     },
     POINTER: {"device": ("auto", "cpu", "cuda")},
+    GRAPH: {"device": ("auto", "cpu", "cuda")},
     VISION: {
         "scheduler": ("cosine", "step", "noam", "constant"),
         "device": ("auto", "cpu", "cuda"),

@@ -2,6 +2,7 @@
 overrides."""
 
 import dataclasses
+import importlib
 from pathlib import Path
 
 import pytest
@@ -708,16 +709,20 @@ def test_output_dir_may_point_anywhere(tmp_path):
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_loads(path):
     data = read_yaml(path)
-    if data.get("family") == "vision":
-        from attnkit.vision_experiment import parse_config
-
-        parse_config(data, str(path))
-    elif data.get("family") == "pointer":
-        from attnkit.training.pointer_config import parse_config
-
-        parse_config(data, str(path))
-    else:
+    family = data.get("family", "seq2seq")
+    if family == "seq2seq":
         load_experiment(path)
+    else:
+        module, name = FAMILY_PARSERS[family]
+        getattr(importlib.import_module(module), name)(data, str(path))
+
+
+#: a config family other than seq2seq -> (module, function) that parses its experiment file
+FAMILY_PARSERS = {
+    "vision": ("attnkit.vision_experiment", "parse_config"),
+    "pointer": ("attnkit.training.pointer_config", "parse_config"),
+    "graph": ("attnkit.training.graph_config", "parse_config"),
+}
 
 
 @pytest.mark.parametrize(

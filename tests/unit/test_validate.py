@@ -75,8 +75,25 @@ def _pointer(directory: Path) -> Path:
     return directory
 
 
+def _graph(model_type: str):
+    def make(directory: Path) -> Path:
+        from attnkit.data.graph.sources import load_graph
+        from attnkit.training.graph_checkpoint import build_model as build_graph
+        from attnkit.training.graph_config import parse_config as graph_config
+
+        data = {"name": "dictionary_lookup", "k": 3, "graphs": 10}
+        model = {"type": model_type, "hidden": 4, "heads": 2}
+        cfg = graph_config({"family": "graph", "data": data, "model": model})
+        net = build_graph(cfg, load_graph(cfg.data))
+        write_checkpoint(directory, "graph", net.state_dict(), cfg.to_dict(), {})
+        return directory
+
+    return make
+
+
 #: each checkpoint family of LOADERS -> {model name: writer of a tiny checkpoint of it}
 MAKERS = {
+    "graph": {name: _graph(name) for name in ("gat", "gcn")},
     "pointer": {"pointer_net": _pointer},
     "seq2seq": {arch: _seq2seq(arch) for arch in ARCHITECTURES},
     "vision": {name: _vision(name) for name in MODEL_TYPES},

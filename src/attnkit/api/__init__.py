@@ -9,6 +9,7 @@
 examples.
 """
 
+from attnkit.api.graph import GraphModel, NodeExplanation
 from attnkit.api.loading import load
 from attnkit.api.pointer import PointerModel, PointerSolution
 from attnkit.api.results import Classification, Explanation, Scores
@@ -23,6 +24,8 @@ __all__ = [
     "Explanation",
     "PointerModel",
     "PointerSolution",
+    "GraphModel",
+    "NodeExplanation",
     "Run",
     "Scores",
     "Seq2SeqModel",

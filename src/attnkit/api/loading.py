@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from attnkit import zoo
+from attnkit.api.graph import GraphModel
 from attnkit.api.pointer import PointerModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.vision import VisionModel
@@ -17,15 +18,17 @@ LOADERS: dict[str, Callable] = {
     "seq2seq": Seq2SeqModel.load,
     "vision": VisionModel.load,
     "pointer": PointerModel.load,
+    "graph": GraphModel.load,
 }
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
     ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
-    ``evaluate``) or :class:`PointerModel` (``solve``, ``evaluate``). Several seq2seq
-    directories load as one ensemble. A vision or pointer run directory holding ``best/`` loads
-    its best checkpoint. ``zoo:NAME`` loads a model of the zoo (:func:`attnkit.zoo.names`)."""
+    ``evaluate``) or :class:`PointerModel` (``solve``, ``evaluate``) or :class:`GraphModel`
+    (``explain_node``, ``evaluate``). Several seq2seq directories load as one ensemble. A vision,
+    pointer or graph run directory holding ``best/`` loads its best checkpoint. ``zoo:NAME`` loads
+    a model of the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     paths = [zoo.resolve(p) for p in paths]
     if not paths:

@@ -185,6 +185,10 @@ class Scores(Mapping):
             from attnkit.evaluation.summary import scores_table
 
             return scores_table(self._scores)
+        if "nodes" in self._scores:  # a graph model's
+            from attnkit.evaluation.graph import summary as graph_summary
+
+            return graph_summary(self._scores)
         from attnkit.evaluation.vision import summary
 
         return summary(self._scores)

@@ -63,9 +63,12 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
         model = data.get("model") or {}
         if data.get("family") == "pointer":
             model = {"type": "pointer network"}
+        section = data.get("data") or {}
         kind = model.get("type") or (
             "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
         )
+        if kind == "gat":  # a graph attention network: which attention
+            kind = {"none": "const-gat"}.get(model.get("attention"), model.get("attention", "gat"))
         first = next(
             (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
         )
@@ -74,7 +77,7 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
                 path.stem,
                 path,
                 str(data.get("family", DEFAULT_FAMILY)),
-                str((data.get("data") or {}).get("task", "")),
+                str(section.get("task") or section.get("name", "")),  # graphs: data.name
                 str(kind or "bahdanau"),
                 first,
             )
@@ -221,5 +224,25 @@ def _train_pointer(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_graph(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.explain.graph import training_figures
+    from attnkit.training.graph import train_graph
+
+    return train_graph(
+        data,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+        figures=training_figures,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
-TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision, "pointer": _train_pointer}
+TRAINERS = {
+    "seq2seq": _train_seq2seq,
+    "vision": _train_vision,
+    "pointer": _train_pointer,
+    "graph": _train_graph,
+}

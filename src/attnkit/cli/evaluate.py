@@ -25,8 +25,8 @@ def add_parser(sub) -> None:
         "(--src FILE --ref FILE, one sentence per line; or --tsv FILE, source TAB reference), "
         "greedily and with beam search, and print a table of the task's metrics (exact match; "
         "WER/PER for G2P; BLEU/chrF for translation; for your own data, data.metric's: exact, "
-        "bleu, chrf, wer or cer; error % for vision). Writes hypotheses, scores.json and "
-        "report.html to --out.",
+        "bleu, chrf, wer or cer; error % for vision; node accuracy for graph models). Writes "
+        "hypotheses, scores.json and report.html to --out.",
     )
     model_option(
         p,
@@ -133,8 +133,24 @@ def _pointer(args):
     return model.evaluate(args.split, args.beam, args.out)
 
 
-#: a checkpoint's family -> what ``attnkit evaluate`` does with it
-EVALUATORS = {"seq2seq": _seq2seq, "vision": _vision, "pointer": _pointer}
+def _graph(args):
+    from attnkit.api import GraphModel
+
+    if len(args.model) > 1:
+        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
+    refuse_decoding_options(args)
+    if args.mc_samples is not None:
+        raise AttnkitError("--mc-samples is for vision RAM models")
+    return GraphModel.load(args.model[0], args.device).evaluate(args.split, args.out)
+
+
+#: a checkpoint's family -> how ``evaluate`` scores it
+EVALUATORS = {
+    "seq2seq": _seq2seq,
+    "vision": _vision,
+    "pointer": _pointer,
+    "graph": _graph,
+}
 
 
 def refuse_decoding_options(args) -> None:

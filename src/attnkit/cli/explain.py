@@ -21,7 +21,7 @@ def add_parser(sub) -> None:
         sub,
         "explain",
         run,
-        help="attention beside gradient saliency (implicit attention)",
+        help="attention beside gradient saliency (implicit attention); graph models: --node N",
         description="For each input, force the model along its own output (or the reference, "
         "--reference) and draw the attention it pays beside the gradient saliency of every output "
         "token over the source (captum: gradient = the sequential Jacobian's norm, "
@@ -66,6 +66,14 @@ def add_parser(sub) -> None:
         "--json",
         action="store_true",
         help="print the scores as one JSON object (as scores.json holds them) instead of a table",
+    )
+    p.add_argument(
+        "--node",
+        action="append",
+        default=None,
+        metavar="N",
+        help="graph models: explain node N (repeatable): the attention over its neighbours beside "
+        "the gradient saliency of its prediction over their features, and their agreement",
     )
     device_option(p)
     threads_option(p)
@@ -114,8 +122,12 @@ def run(args) -> None:
     from attnkit.api import Seq2SeqModel
     from attnkit.api.loading import checkpoint_family
 
-    if checkpoint_family(args.model) != "seq2seq":
-        raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
+    family = checkpoint_family(args.model)
+    if family == "graph":
+        _graph(args)
+        return
+    if family != "seq2seq":
+        raise AttnkitError(f"--model {args.model}: explain is for seq2seq and graph checkpoints")
     model = Seq2SeqModel.load(args.model, args.device)
     with writing(args.out or args.output or "the explain directory", ""):
         scores = _report(model, args)
@@ -134,3 +146,19 @@ def _report(model, args) -> dict:
         pictures=args.pictures,
         picture=args.output,
     )
+
+
+def _graph(args) -> None:
+    """Each --node's attention beside its saliency, as JSON; -o draws the first one's."""
+    from attnkit.api import GraphModel
+
+    if not args.node:
+        raise AttnkitError("graph models: give --node N (repeatable)")
+    if args.texts or args.split:
+        raise AttnkitError("graph models: explain nodes with --node N, not TEXT or --split")
+    model = GraphModel.load(args.model, args.device)
+    found = [model.explain_node(node) for node in args.node]
+    if args.output is not None:
+        found[0].plot(args.output)
+    keep = ("node", "label", "prediction", "agreement", "neighbours", "saliency")
+    print(json.dumps([{k: v for k, v in e.to_dict().items() if k in keep} for e in found]))

@@ -42,6 +42,24 @@ def add_parser(sub) -> None:
         help="vision models: the index of a test image, or a PNG/JPEG file",
     )
     p.add_argument(
+        "--node",
+        default=None,
+        metavar="N",
+        help="graph models: draw node N's two-hop neighbourhood (its index, or its name in the "
+        "data), edges shaded and widened by attention, one panel per head",
+    )
+    p.add_argument(
+        "--entropy",
+        action="store_true",
+        help="graph models: a histogram of every node's attention entropy per head against "
+        "uniform attention over its degree",
+    )
+    p.add_argument(
+        "--lookup",
+        action="store_true",
+        help="graph models trained on DictionaryLookup: the query x key attention of a test graph",
+    )
+    p.add_argument(
         "--explain",
         action="store_true",
         help="vision models: the attention beside its implicit attention, the input-gradient "
@@ -156,5 +174,34 @@ def parse_points(text: str) -> list[list[float]]:
     return points
 
 
-#: a checkpoint's family -> what ``attnkit plot`` draws
-PLOTTERS = {"seq2seq": _seq2seq, "vision": _vision, "pointer": _pointer}
+def _graph(args) -> None:
+    from attnkit.api import GraphModel
+
+    asked = [args.node is not None, args.entropy, args.lookup]
+    if sum(asked) != 1:
+        raise AttnkitError("graph models: give one of --node N, --entropy, --lookup")
+    if args.layer is not None or args.head is not None or args.grid or args.text:
+        raise AttnkitError("graph models: --node N draws every head; no TEXT, --layer or --head")
+    output = Path(args.output)
+    if output.suffix.lower() not in (".png", ".svg"):
+        raise AttnkitError(f"-o {output}: use a .png or .svg file name")
+    model = GraphModel.load(args.model, "cpu")
+    if args.node is not None:
+        explained = model.explain_node(args.node)
+        explained.plot(output)
+        print(f"node {explained.node}: label {explained.label}, predicted {explained.prediction}")
+    else:
+        from attnkit.viz.visual import save_figure
+
+        figure = model.entropy_figure() if args.entropy else model.lookup_figure()
+        save_figure(figure, output)
+    print(output)
+
+
+#: a checkpoint's family -> how ``plot`` draws it
+PLOTTERS = {
+    "seq2seq": _seq2seq,
+    "vision": _vision,
+    "pointer": _pointer,
+    "graph": _graph,
+}

@@ -20,9 +20,11 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from attnkit import __version__
+from attnkit.errors import ConfigError
 from attnkit.serve import classify, translate
 from attnkit.serve.batching import MicroBatcher
 from attnkit.serve.limits import Limits
@@ -141,6 +143,13 @@ def pick_model(served: dict[str, ServedModel], name: str | None, family: str) ->
     return served[name]
 
 
+class GraphNodeRequest(BaseModel):
+    """``POST /v1/graph/node``: one node of a graph model's graph (its index or its name)."""
+
+    model: str | None = None
+    node: int | str = Field(..., description="an index, or a node id of the data")
+
+
 def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     bodies = request_models(limits)
     TranslateRequest = bodies.translate
@@ -160,6 +169,12 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
         results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
         return JSONResponse({"model": model.name, "results": results})
 
+    @app.post("/v1/graph/node", responses=ERRORS)
+    async def graph_node(request: GraphNodeRequest):
+        model = pick_model(served, request.model, "graph")
+        explained = await run_in_threadpool(_explain_node, model, request.node)
+        return JSONResponse({"model": model.name, **explained})
+
     @app.post(
         "/v1/classify",
         response_model=ClassifyResponse,
@@ -175,6 +190,23 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
         return JSONResponse(
             await batcher.submit(classify.ClassifyKey(model.name), job, 1, limits.decode_seconds)
         )
+
+
+def _explain_node(model: ServedModel, node: int | str) -> dict:
+    """A node's neighbourhood, attention per layer and head, and saliency (``to_dict``), with
+    each neighbour's class; a node that is none of the graph's is a 422 naming ``node``."""
+    try:
+        explained = model.loaded.explain_node(node)
+    except ConfigError as exc:
+        raise ApiError(422, "node", str(exc)) from None
+    graph = model.loaded.graph
+    index = {name: i for i, name in enumerate(graph.nodes)}
+    classes = [int(graph.y[index[name]]) for name in explained.neighbours]
+    return {
+        **explained.to_dict(),
+        "classes": [graph.classes[c] if c >= 0 else None for c in classes],
+        "class_names": graph.classes,
+    }
 
 
 async def _classify_input(request: Request, body_model, limits: Limits):

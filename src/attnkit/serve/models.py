@@ -23,7 +23,7 @@ VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_
 
 
 #: the families the server has views for
-SERVED_FAMILIES = ("seq2seq", "vision")
+SERVED_FAMILIES = ("seq2seq", "vision", "graph")
 
 
 @dataclass
@@ -32,7 +32,7 @@ class ServedModel:
 
     name: str
     directory: Path
-    family: str  # "seq2seq" or "vision"
+    family: str  # "seq2seq", "vision" or "graph"
     loaded: object
 
     @property
@@ -51,6 +51,20 @@ class ServedModel:
     def info(self, limits: Limits) -> dict:
         """What ``GET /v1/models`` says of this model."""
         base = {"name": self.name, "family": self.family, "limits": limits.to_dict()}
+        if self.family == "graph":
+            cfg, net = self.loaded.config, self.loaded.net
+            return {
+                **base,
+                "task": self.loaded.graph.name,
+                "attention": cfg.model.attention if net.has_attention else "none (gcn)",
+                "model_type": cfg.model.type,
+                "has_attention": bool(net.has_attention),
+                "layers": sum(1 for _ in net.layers) if net.has_attention else None,
+                "heads": cfg.model.heads if net.has_attention else None,
+                "nodes": self.loaded.graph.num_nodes,
+                "has_gold": False,
+                "explain": True,
+            }
         if self.family == "vision":
             cfg = self.loaded.config
             return {
@@ -127,7 +141,7 @@ def load_models(
         if model.family not in SERVED_FAMILIES:
             raise ConfigError(
                 f"--model {directory}: a {model.family} checkpoint; attnkit serve serves "
-                f"{' and '.join(SERVED_FAMILIES)} models (a pointer network: attnkit plot, or "
+                f"{', '.join(SERVED_FAMILIES)} models (a pointer network: attnkit plot, or "
                 "attnkit.load(...).solve(points) in Python)"
             )
         served[name] = ServedModel(name, Path(directory), model.family, model)

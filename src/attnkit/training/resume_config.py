@@ -63,6 +63,7 @@ VISION = Rules(
     ),
     locating=("output_dir",),
 )
+GRAPH = Rules(honoured=(*_HOW_AND_WHEN, "train.verbose"), locating=("output_dir",))
 
 
 @dataclass(frozen=True)

@@ -109,3 +109,13 @@ def state_from_json(data: Any, layout: Layout, where: str) -> TrainerState:
             raise CheckpointError(f"{where}.{key}: {short(value)} is not a valid {type_name(hint)}")
         values[layout[key]] = value
     return TrainerState(**values)
+
+
+#: the counters of a graph checkpoint's ``trainer.json`` (beside its ``optimizer``)
+GRAPH: Layout = {
+    **_same_names("epoch", "batches_done", "step", "planned_epochs"),
+    "best_dev_score": "best",
+    "best_epoch": "best_epoch",
+    "bad_epochs": "bad_evals",
+    **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
+}

@@ -42,6 +42,10 @@
       return send("v1/translate", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify(body)});
     },
+    graphNode: function (model, node) {
+      return send("v1/graph/node", {method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify({model: model, node: node})});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});

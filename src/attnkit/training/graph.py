@@ -1,0 +1,117 @@
+"""Training for the graph attention family (``family: graph``).
+
+:func:`train_graph` (``attnkit train`` and :func:`attnkit.train` call it) reads the graph
+(:mod:`attnkit.data.graph.sources`), builds the model (:mod:`attnkit.models.graph`) and trains
+it in the training loop (:mod:`attnkit.training.loop`) with the graph adapter
+(:mod:`attnkit.training.graph_adapter`): one full-graph update per epoch, a dev evaluation after
+each, early stopping (``train.patience``), ``OUT/best`` (best dev score) and ``OUT/last``
+(``--resume``), TensorBoard event files in ``OUT/tensorboard``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from attnkit import checkpoint as ckpt
+from attnkit.config import apply_overrides
+from attnkit.data.graph.sources import load_graph
+from attnkit.device import resolve_device
+from attnkit.errors import CheckpointError, ConfigError
+from attnkit.training import distributed, resume_config, rundir
+from attnkit.training import graph_checkpoint as gckpt
+from attnkit.training import tensorboard as tb
+from attnkit.training.graph_adapter import DeviceGraph, GraphAdapter
+from attnkit.training.graph_config import GraphConfig, parse_config
+from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.training.state import TrainerState
+
+__all__ = ["train_graph"]
+
+
+def _say(cfg: GraphConfig) -> Callable[[str], None]:
+    return lambda line: print(line, file=sys.stderr) if cfg.train.verbose else None
+
+
+def train_graph(
+    config: dict,
+    output_dir: Path | None = None,
+    resume: bool = False,
+    source: str = "config",
+    overwrite: bool = False,
+    overrides: Sequence[str] | None = None,
+    figures: Callable | None = None,
+) -> Path:
+    """Train the model of ``config`` (the parsed YAML, with ``overrides`` applied: ``--set``);
+    returns the best checkpoint directory, ``OUT/best``.
+
+    ``resume`` goes on from ``OUT/last`` with its saved config, taking from ``config`` only the
+    keys ``overrides`` name; a fresh run refuses an OUT holding checkpoints unless
+    ``overwrite``. ``figures(model, graph, data)``: the (tag, figure) pairs TensorBoard gets now and
+    then (passed in: ``training/`` imports nothing of ``explain/``, which makes them).
+    """
+    cfg = parse_config(apply_overrides(config, overrides or ()), source)
+    if distributed.world_size() > 1:
+        raise ConfigError(f"{source}: a graph model trains in one process (no torchrun)")
+    out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = _config_to_resume(cfg, out / "last", overrides or (), source)
+    say = _say(cfg)
+    with (
+        rundir.claim_run_dir(out, resume, overwrite, say),
+        rundir.StopSignals() as signals,
+        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "nodes") as board,
+    ):
+        return _train(cfg, out, resume, signals, board, figures)
+
+
+def _train(cfg: GraphConfig, out: Path, resume: bool, signals, board, figures) -> Path:
+    t_cfg = cfg.train
+    if t_cfg.threads:
+        torch.set_num_threads(t_cfg.threads)
+    device = resolve_device(t_cfg.device)
+    torch.manual_seed(t_cfg.seed)
+    graph = load_graph(cfg.data)
+    model = gckpt.build_model(cfg, graph).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay)
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = gckpt.restore(out / "last", model, optimizer)
+        state.stopped, state.planned_epochs = "", t_cfg.epochs
+    board.start(state.step)
+    data = DeviceGraph.of(graph, cfg.model.self_loops, device)
+    say = _say(cfg)
+    parameters = sum(p.numel() for p in model.parameters())
+    say(
+        f"training {cfg.model.type}/{cfg.model.attention} ({device}), {parameters:,} parameters, "
+        f"{graph.describe()}"
+    )
+    pictures = (lambda: figures(model, graph, data)) if figures else list
+    adapter = GraphAdapter(
+        cfg, out, model, optimizer, data, pictures, board, signals, state.history
+    )
+    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, say).run(state)
+    best = "none" if state.best is None else f"{state.best:.2f}"
+    say(
+        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.1f}s; "
+        f"best dev score {best} (accuracy %) at epoch {state.best_epoch}; checkpoints in {out}"
+    )
+    return out / "best"
+
+
+def _config_to_resume(
+    asked: GraphConfig, last: Path, overrides: Sequence[str], source: str
+) -> GraphConfig:
+    """The config saved in ``last`` with the keys ``overrides`` name taken from ``asked``."""
+    if not last.is_dir():
+        raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
+    saved = parse_config(ckpt.read_config(last), str(last))
+    merged, note = resume_config.request(
+        saved.to_dict(), asked.to_dict(), overrides, resume_config.GRAPH, last, source
+    )
+    if note:
+        print(note, file=sys.stderr)
+    return parse_config(merged, f"{last} with --set")
