@@ -117,3 +117,41 @@ def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) 
         )
         attr = explainer.attribute(src, target=j, additional_forward_args=extra)  # (B, S, E)
         return attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
+
+
+def embedding_attributions(
+    forward: Callable[[Tensor], Tensor], embedded: Tensor, method: str = "gradient", steps: int = 16
+) -> Tensor:
+    """Attribution to the positions of one embedded input, for a model that can run from its
+    embeddings (a classifier's words, an image's regions).
+
+    ``forward``: embedded (B, S, D) -> (B, U) the log-probability of each unit's decided class;
+    ``embedded`` (1, S, D) -> (U, S), each row summing to 1: ``gradient`` the L2 norm of the
+    gradient over D, ``input_x_gradient`` and ``integrated_gradients`` (from a zero input,
+    ``steps`` points, batched) the absolute sum over D (captum computes all three).
+    """
+    from captum.attr import InputXGradient, IntegratedGradients, Saliency
+
+    if method not in METHODS:
+        raise ValueError(f"unknown saliency method {method!r}; valid: {', '.join(METHODS)}")
+    embedded = embedded.detach()
+    units = forward(embedded).size(1)
+    rows = []
+    with torch.enable_grad():
+        for u in range(units):
+            if method == "gradient":
+                attr = Saliency(forward).attribute(embedded, target=u, abs=False).norm(dim=-1)
+            elif method == "input_x_gradient":
+                attr = InputXGradient(forward).attribute(embedded, target=u).sum(-1).abs()
+            else:
+                attr = IntegratedGradients(forward).attribute(
+                    embedded,
+                    baselines=torch.zeros_like(embedded),
+                    target=u,
+                    n_steps=steps,
+                    internal_batch_size=max(1, min(steps, MAX_IG_ROWS)),
+                )
+                attr = attr.sum(-1).abs()
+            rows.append(attr[0].detach())
+    maps = torch.stack(rows)  # (U, S)
+    return maps / maps.sum(-1, keepdim=True).clamp_min(1e-30)

@@ -44,7 +44,7 @@ class Seq2SeqConfig:
     """The model section of an experiment file with ``arch: rnn`` (the default)."""
 
     arch: str = "rnn"  # rnn | transformer (attnkit.models.architectures)
-    #: bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead | none
+    #: bahdanau | luong-dot | luong-general | luong-concat | scaled-dot | multihead | uniform | none
     attention: str = "bahdanau"
     #: a DECODERS name | auto (bahdanau for bahdanau attention, fixed for none, else luong)
     decoder: str = "auto"
@@ -68,7 +68,7 @@ class Seq2SeqConfig:
     }
     #: keys that only some attentions / decoders read (see attnkit.config.check_applicable)
     APPLIES = {
-        "attention_dim": ("attention", tuple(ATTENTION_TYPES)),
+        "attention_dim": ("attention", tuple(a for a in ATTENTION_TYPES if a != "uniform")),
         "heads": ("attention", ("multihead",)),
         "input_feeding": ("decoder_style", ("luong",), "decoder"),
     }

@@ -1,0 +1,159 @@
+"""The faithfulness subject of a seq2seq model (RNN encoder-decoder or Transformer): one input,
+forced along the model's own greedy output, each decoding step a unit, the source tokens
+("</s>" included) the positions.
+
+* ``predict``: the source with the erased tokens removed (a source with none left is one padding
+  token), the output teacher-forced, every step's distribution over the target vocabulary; all
+  erasures in one batched forward pass;
+* ``maps``: the attention the decoder pays while writing the output (a Transformer: the mean of
+  its decoder layers' and heads' cross-attention) and, for a Transformer, attention rollout and
+  flow through the encoder (:mod:`attnkit.explain.rollout`);
+* ``gradients``: :func:`attnkit.explain.saliency.saliency_maps` on the same output;
+* ``predict_with_attention`` (RNN decoders with attention): the decoder's attention module is
+  replaced, for one call, by :class:`GivenAttention`, which returns the given weights at each
+  step and makes the context of them as the module would (:meth:`Attention.context_from_weights`).
+  A Transformer has no single attention to replace (every layer and head has its own), and a
+  model without attention none at all: for both the permutation and adversarial tests do not
+  apply.
+
+Use the subjects inside :func:`plain` (eval mode, the reference backend: plain autograd).
+
+Shapes: S source length, T output steps (units), V target vocabulary, N rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import torch
+from torch import Tensor
+
+from attnkit.accel.backend import resolve as resolve_backend
+from attnkit.attention.base import Attention
+from attnkit.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
+from attnkit.errors import AttnkitError
+from attnkit.evaluation.faithfulness import Subject
+from attnkit.explain.saliency import saliency_maps
+
+
+@contextlib.contextmanager
+def plain(model) -> Iterator[None]:
+    """The model in eval mode with the reference backend for the block, as it was after."""
+    if getattr(model, "members", None) is not None:
+        raise AttnkitError("faithfulness questions one model, not an ensemble")
+    was_training, backend = model.training, model.backend
+    model.eval()
+    model.set_backend(resolve_backend("reference", next(model.parameters()).device))
+    try:
+        yield
+    finally:
+        model.set_backend(backend)
+        model.train(was_training)
+
+
+class GivenAttention(Attention):
+    """Stands in for a decoder's attention module: returns ``weights`` (B, T, S) (step t of a
+    step-by-step decoder at its t-th call, all T at once for one whole-target call), with the
+    context the replaced module makes of them."""
+
+    def __init__(self, inner: Attention, weights: Tensor):
+        super().__init__()
+        self.inner = inner
+        self.weights = weights
+        self.step = 0
+
+    def project_keys(self, keys: Tensor):
+        return self.inner.project_keys(keys)
+
+    def forward(self, query: Tensor, keys: Tensor, projected=None, mask: Tensor | None = None):
+        if query.dim() == 2:  # one step
+            w = self.weights[:, self.step]  # (B, S)
+            self.step += 1
+        else:
+            w = self.weights[:, : query.size(1)]  # (B, T, S)
+        return self.inner.context_from_weights(w, keys, projected), w
+
+
+@contextlib.contextmanager
+def given_attention(decoder, weights: Tensor) -> Iterator[None]:
+    """For the block, ``decoder`` attends with ``weights`` (B, T, S) instead of computing them."""
+    inner = decoder.attention
+    decoder.attention = GivenAttention(inner, weights)
+    try:
+        yield
+    finally:
+        decoder.attention = inner
+
+
+class Seq2SeqSubject(Subject):
+    """One input of a :class:`attnkit.translator.Translator`, forced along its greedy output."""
+
+    def __init__(self, translator, text: str):
+        self.model = translator.model
+        (example,), (tokens,) = translator.encode_sources([text], warn_unknown=False)
+        (own,) = translator.translate([text], heads=False)
+        finished = own.output_tokens[-1:] == [EOS]
+        target = translator.tgt_vocab.encode(
+            own.output_tokens[:-1] if finished else own.output_tokens
+        )
+        self.text, self.output = text, own.output
+        self.positions = tokens
+        self.units = list(own.output_tokens[: len(target)]) + [EOS]
+        self.target_ids = target
+        device = translator.device
+        self.src = torch.tensor([example.src], dtype=torch.long, device=device)  # (1, S)
+        self.tgt_in = torch.tensor([[BOS_ID, *target]], dtype=torch.long, device=device)
+        self.targets = torch.tensor([*target, EOS_ID], dtype=torch.long)  # (T,)
+        self.transformer = hasattr(self.model, "encoder_attention")
+        self._maps: dict[str, Tensor] | None = None
+
+    def _forward(self, src: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor | None]:
+        """src (N, S'), lengths (N,) -> logits (N, T, V) and the RNN's weights (N, T, S')."""
+        return self.model(src, lengths, self.tgt_in.expand(src.size(0), -1))
+
+    def predict(self, keep: Tensor) -> Tensor:
+        n, s = keep.shape
+        lengths = keep.sum(1).clamp_min(1)  # (N,)
+        src = torch.full((n, int(lengths.max())), PAD_ID, dtype=torch.long)
+        for row in range(n):
+            kept = self.src[0, keep[row].to(self.src.device)].cpu()
+            src[row, : len(kept)] = kept
+        with torch.no_grad():
+            logits, _ = self._forward(src.to(self.src.device), lengths.to(self.src.device))
+        return logits.float().softmax(-1)  # (N, T, V)
+
+    def maps(self) -> dict[str, Tensor]:
+        if self._maps is None:
+            self._maps = self._compute_maps()
+        return self._maps
+
+    def _compute_maps(self) -> dict[str, Tensor]:
+        if not self.model.has_attention:
+            return {}
+        if self.transformer:
+            from attnkit.explain.rollout import transformer_maps
+
+            maps = transformer_maps(self.model, self.src, self.tgt_in)
+            return {name: maps[name] for name in ("attention", "rollout", "flow")}
+        with torch.no_grad():
+            _, weights = self._forward(self.src, torch.tensor([self.src.size(1)]))
+        return {"attention": weights[0].float().cpu()}  # (T, S)
+
+    def attention(self) -> Tensor | None:
+        if self.transformer or not self.model.has_attention:
+            return None
+        return self.maps()["attention"]
+
+    def gradients(self, method: str, steps: int) -> Tensor:
+        lengths = torch.tensor([self.src.size(1)], device=self.src.device)
+        (m,) = saliency_maps(self.model, self.src, lengths, [self.target_ids], method, steps)
+        return m  # (T, S)
+
+    def predict_with_attention(self, weights: Tensor) -> Tensor:
+        n = weights.size(0)
+        src = self.src.expand(n, -1)
+        lengths = torch.full((n,), self.src.size(1), dtype=torch.long, device=src.device)
+        with given_attention(self.model.decoder, weights.to(src.device)):
+            logits, _ = self._forward(src, lengths)
+        return logits.float().softmax(-1)  # (N, T, V)
