@@ -1,8 +1,9 @@
 """The ``attnkit`` command (also ``python -m attnkit``): thin shells over the Python API.
 
-One module per command (demo, train, translate, evaluate, plot, explain, serve), each with
-``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the shared options.
-Errors a user can cause print one line ``attnkit: error: ...`` and exit with status 2. Training
+One module per command (demo, train, translate, evaluate, plot, explain, faithfulness, serve),
+each with ``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the shared
+options. Errors a user can cause print one line ``attnkit: error: ...`` and exit with status 2.
+Training
 stopped by Ctrl-C or SIGTERM saves ``last``, prints one line ``attnkit: interrupted: ...`` and
 exits with 130 (SIGINT) or 143 (SIGTERM).
 """
@@ -14,12 +15,12 @@ import sys
 import warnings
 
 from attnkit import __version__
-from attnkit.cli import demo, evaluate, explain, plot, serve, train, translate
+from attnkit.cli import demo, evaluate, explain, faithfulness, plot, serve, train, translate
 from attnkit.cli.options import formatter
 from attnkit.errors import AttnkitError, TrainingInterrupted
 
 #: the commands, in the order ``attnkit --help`` lists them
-COMMANDS = (demo, train, translate, evaluate, plot, explain, serve)
+COMMANDS = (demo, train, translate, evaluate, plot, explain, faithfulness, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

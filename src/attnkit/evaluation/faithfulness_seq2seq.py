@@ -157,3 +157,45 @@ class Seq2SeqSubject(Subject):
         with given_attention(self.model.decoder, weights.to(src.device)):
             logits, _ = self._forward(src, lengths)
         return logits.float().softmax(-1)  # (N, T, V)
+
+
+#: the most inputs one call questions
+MAX_EXAMPLES = 5000
+
+
+def split_or_texts(texts, split: str | None, count: int, read_split) -> list:
+    """The inputs to question: ``texts``, or the first ``count`` items of ``split`` (test when
+    neither is given) as ``read_split(split)`` lists them. AttnkitError for both, a bad count or
+    no input."""
+    if texts is not None and split is not None:
+        raise AttnkitError("give inputs or --split, not both")
+    if not 1 <= count <= MAX_EXAMPLES:
+        raise AttnkitError(f"--count must be between 1 and {MAX_EXAMPLES}, got {count}")
+    items = list(texts) if texts is not None else list(read_split(split or "test"))[:count]
+    if not items:
+        raise AttnkitError("faithfulness: no inputs")
+    return items
+
+
+def seq2seq_faithfulness(translator, texts, split, count, out, options) -> dict:
+    """What ``attnkit faithfulness`` computes for a seq2seq checkpoint: the inputs (see
+    :func:`split_or_texts`) questioned step by step, summed up, written to ``out`` (None: not
+    written)."""
+    from attnkit.data.tasks.registry import build_split
+    from attnkit.evaluation.faithfulness_report import evaluate_subjects
+
+    def read_split(name):
+        return [s for s, _ in build_split(translator.config.data, name)]
+
+    sources = split_or_texts(texts, split, count, read_split)
+    for i, text in enumerate(sources):
+        if not isinstance(text, str) or not text.strip():
+            raise AttnkitError(f"input {i + 1} is empty: nothing to question")
+    meta = {
+        "family": "seq2seq",
+        "units": "decoding steps of the model's own output; positions: source tokens",
+        "inputs": f"{split or 'test'} split, first {len(sources)}" if texts is None else "typed",
+    }
+    with plain(translator.model):
+        subjects = (Seq2SeqSubject(translator, text) for text in sources)
+        return evaluate_subjects(subjects, options, out, meta)

@@ -22,11 +22,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 
 from attnkit.attention.scores import attend
 from attnkit.attention.spatial import flatten_regions
+from attnkit.errors import AttnkitError
 from attnkit.evaluation.faithfulness import Subject
 from attnkit.evaluation.faithfulness_seq2seq import GivenAttention
 from attnkit.explain.saliency import embedding_attributions
@@ -176,3 +178,32 @@ VISION_SUBJECTS: dict[str, Callable[[nn.Module, Tensor], Subject]] = {
     "attention_pooling": PoolingSubject,
     "show_attend_tell": ReaderSubject,
 }
+
+
+def vision_faithfulness(net, model_type: str, read_image, images, count, out, options) -> dict:
+    """What ``attnkit faithfulness`` computes for a vision checkpoint: ``images`` (or test
+    images 0 .. count - 1), each made the model's input by ``read_image(image) -> (H, W) uint8
+    pixels``, questioned over the regions, summed up, written to ``out`` (None: not written)."""
+    from attnkit.evaluation.faithfulness_report import evaluate_subjects
+    from attnkit.evaluation.faithfulness_seq2seq import split_or_texts
+
+    if model_type not in VISION_SUBJECTS:
+        raise AttnkitError(
+            f"faithfulness: a {model_type} model has no soft attention to question; "
+            f"valid: {', '.join(VISION_SUBJECTS)}"
+        )
+    chosen = split_or_texts(images, None, count, lambda _: range(count))
+    device = next(net.parameters()).device
+
+    def subject(image):
+        pixels = read_image(image)
+        x = torch.from_numpy(np.ascontiguousarray(pixels)).float().div(255.0)[None, None]
+        return VISION_SUBJECTS[model_type](net, x.to(device))
+
+    meta = {
+        "family": "vision",
+        "units": "the class" if model_type == "attention_pooling" else "reading steps",
+        "inputs": f"test images 0-{len(chosen) - 1}" if images is None else "given",
+    }
+    net.eval()
+    return evaluate_subjects((subject(i) for i in chosen), options, out, meta)
