@@ -103,3 +103,15 @@ def test_the_api_and_rollout(transformer, tmp_path):
     t, s = len(maps["output_tokens"]), len(maps["source_tokens"])
     assert maps["rollout"].shape == maps["flow"].shape == (t, s)
     assert maps["encoder_rollout"].shape == (s, s)
+
+
+def test_plot_draws_rollout_and_flow_beside_the_attention(transformer, rnn, tmp_path, capsys):
+    for kind in ("rollout", "flow"):
+        out = tmp_path / f"{kind}.png"
+        assert (
+            main(["plot", "--model", str(transformer), "elf", "--map", kind, "-o", str(out)]) == 0
+        )
+        assert out.stat().st_size > 0 and f"attention and {kind}" in capsys.readouterr().out
+    args = ["plot", "--model", str(rnn), "elf", "--map", "flow", "-o", str(tmp_path / "x.png")]
+    assert main(args) == 2
+    assert "for Transformer models" in capsys.readouterr().err

@@ -213,7 +213,8 @@ class Seq2SeqModel:
         """A Transformer's attention rollout and flow (Abnar & Zuidema 2020) of one input, forced
         along its own output: {"source_tokens", "output_tokens", and arrays "attention",
         "rollout", "flow" ((T, S): each output step over the source), "encoder_rollout",
-        "encoder_flow" ((S, S): each top encoder position over the source)}."""
+        "encoder_flow" ((S, S): each top encoder position over the source), "cross_by_layer"
+        ((L, T, S): each decoder layer's cross-attention, heads averaged)}."""
         from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
         from attnkit.explain.rollout import transformer_maps
 
@@ -227,7 +228,7 @@ class Seq2SeqModel:
         return {
             "source_tokens": subject.positions,
             "output_tokens": subject.units,
-            **{k: v.numpy() for k, v in maps.items() if k != "encoder_attention"},
+            **{k: v.numpy() for k, v in maps.items() if not k.endswith("_attention")},
         }
 
     def evaluate(

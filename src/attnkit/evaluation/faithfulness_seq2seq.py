@@ -94,17 +94,18 @@ class Seq2SeqSubject(Subject):
         (example,), (tokens,) = translator.encode_sources([text], warn_unknown=False)
         (own,) = translator.translate([text], heads=False)
         finished = own.output_tokens[-1:] == [EOS]
-        target = translator.tgt_vocab.encode(
-            own.output_tokens[:-1] if finished else own.output_tokens
-        )
+        ids = translator.tgt_vocab.encode(own.output_tokens[:-1] if finished else own.output_tokens)
+        decided = ids + [EOS_ID] if finished else ids  # an output cut off has no </s> step
+        if not decided:
+            raise AttnkitError(f"{text!r}: the model wrote nothing to question")
         self.text, self.output = text, own.output
         self.positions = tokens
-        self.units = list(own.output_tokens[: len(target)]) + [EOS]
-        self.target_ids = target
+        self.units = list(own.output_tokens)
+        self.target_ids = ids
         device = translator.device
         self.src = torch.tensor([example.src], dtype=torch.long, device=device)  # (1, S)
-        self.tgt_in = torch.tensor([[BOS_ID, *target]], dtype=torch.long, device=device)
-        self.targets = torch.tensor([*target, EOS_ID], dtype=torch.long)  # (T,)
+        self.tgt_in = torch.tensor([[BOS_ID, *decided[:-1]]], dtype=torch.long, device=device)
+        self.targets = torch.tensor(decided, dtype=torch.long)  # (T,)
         self.transformer = hasattr(self.model, "encoder_attention")
         self._maps: dict[str, Tensor] | None = None
 
@@ -134,7 +135,9 @@ class Seq2SeqSubject(Subject):
         if self.transformer:
             from attnkit.explain.rollout import transformer_maps
 
-            maps = transformer_maps(self.model, self.src, self.tgt_in)
+            maps = transformer_maps(self.model, self.src, self.tgt_in, encoder=False)
+            self.cross_by_layer = maps["cross_by_layer"]  # (Ld, T, S), for per-layer analyses
+            self.encoder_attention = maps["encoder_attention"]  # (L, S, S)
             return {name: maps[name] for name in ("attention", "rollout", "flow")}
         with torch.no_grad():
             _, weights = self._forward(self.src, torch.tensor([self.src.size(1)]))
@@ -148,7 +151,7 @@ class Seq2SeqSubject(Subject):
     def gradients(self, method: str, steps: int) -> Tensor:
         lengths = torch.tensor([self.src.size(1)], device=self.src.device)
         (m,) = saliency_maps(self.model, self.src, lengths, [self.target_ids], method, steps)
-        return m  # (T, S)
+        return m[: len(self.units)]  # (T, S): no </s> row for an output cut off
 
     def predict_with_attention(self, weights: Tensor) -> Tensor:
         n = weights.size(0)

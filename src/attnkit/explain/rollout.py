@@ -27,6 +27,7 @@ from __future__ import annotations
 import networkx as nx
 import numpy as np
 import torch
+from networkx.algorithms.flow import build_residual_network, preflow_push
 from torch import Tensor
 
 
@@ -71,12 +72,15 @@ def _layer_graph(layers: np.ndarray) -> nx.DiGraph:
 
 
 def _flows(graph: nx.DiGraph, sources: list, sinks: list) -> np.ndarray:
-    """(len(sources), len(sinks)) maximum flow values (0 where no path joins them)."""
+    """(len(sources), len(sinks)) maximum flow values (0 where no path joins them), by
+    preflow-push on one residual network built once for all pairs."""
     out = np.zeros((len(sources), len(sinks)))
+    residual = build_residual_network(graph, "capacity")
     for a, source in enumerate(sources):
         for b, sink in enumerate(sinks):
             if source in graph and sink in graph:
-                out[a, b] = nx.maximum_flow_value(graph, source, sink)
+                found = preflow_push(graph, source, sink, residual=residual, value_only=True)
+                out[a, b] = found.graph["flow_value"]
     return out
 
 
@@ -113,21 +117,26 @@ def cross_flow(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tensor:
     return torch.from_numpy(_flows(graph, steps, [(0, j) for j in range(s)])).float()
 
 
-def transformer_maps(model, src: Tensor, tgt_in: Tensor) -> dict[str, Tensor]:
+def transformer_maps(model, src: Tensor, tgt_in: Tensor, encoder: bool = True) -> dict[str, Tensor]:
     """One source (1, S) and its forced output's decoder inputs (1, T) through a Transformer ->
     {"attention": the cross-attention (T, S) (mean over decoder layers and heads),
-    "rollout": (T, S), "flow": (T, S), "encoder_rollout": (S, S), "encoder_flow": (S, S),
-    "encoder_attention": (L, S, S) heads averaged}."""
+    "rollout": (T, S), "flow": (T, S), "encoder_attention": (L, S, S) heads averaged,
+    "cross_by_layer": (Ld, T, S) each decoder layer's cross-attention, heads averaged} and, with
+    ``encoder``, "encoder_rollout": (S, S), "encoder_flow": (S, S)."""
     with torch.no_grad():
         lengths = torch.tensor([src.size(1)])
         _, cross = model(src, lengths, tgt_in, need_weights=True)  # (1, L, H, T, S)
-        encoder = model.encoder_attention(src)[0].mean(1).float().cpu()  # (L, S, S)
-    cross = cross[0].mean((0, 1)).float().cpu()  # (T, S)
-    return {
+        layers = model.encoder_attention(src)[0].mean(1).float().cpu()  # (L, S, S)
+    by_layer = cross[0].mean(1).float().cpu()  # (Ld, T, S)
+    cross = by_layer.mean(0)  # (T, S)
+    maps = {
         "attention": cross,
-        "rollout": cross_rollout(cross, encoder),
-        "flow": cross_flow(cross, encoder),
-        "encoder_rollout": rollout(encoder),
-        "encoder_flow": flow(encoder),
-        "encoder_attention": encoder,
+        "rollout": cross_rollout(cross, layers),
+        "flow": cross_flow(cross, layers),
+        "encoder_attention": layers,
+        "cross_by_layer": by_layer,
     }
+    if encoder:
+        maps["encoder_rollout"] = rollout(layers)
+        maps["encoder_flow"] = flow(layers)
+    return maps
