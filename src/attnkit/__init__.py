@@ -20,6 +20,7 @@ __all__ = [
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "FaithfulnessScores",
     "Run",
     "Scores",
     "Seq2SeqModel",

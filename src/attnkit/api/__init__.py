@@ -9,7 +9,7 @@ examples.
 """
 
 from attnkit.api.loading import load
-from attnkit.api.results import Classification, Explanation, Scores
+from attnkit.api.results import Classification, Explanation, FaithfulnessScores, Scores
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.training import ConfigInfo, Run, configs, train
 from attnkit.api.vision import VisionModel
@@ -19,6 +19,7 @@ __all__ = [
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "FaithfulnessScores",
     "Run",
     "Scores",
     "Seq2SeqModel",

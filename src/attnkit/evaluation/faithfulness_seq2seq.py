@@ -108,6 +108,7 @@ class Seq2SeqSubject(Subject):
         self.targets = torch.tensor(decided, dtype=torch.long)  # (T,)
         self.transformer = hasattr(self.model, "encoder_attention")
         self._maps: dict[str, Tensor] | None = None
+        self._encoded = None  # (memory, decoder state) of the source, for predict_with_attention
 
     def _forward(self, src: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor | None]:
         """src (N, S'), lengths (N,) -> logits (N, T, V) and the RNN's weights (N, T, S')."""
@@ -154,11 +155,20 @@ class Seq2SeqSubject(Subject):
         return m[: len(self.units)]  # (T, S): no </s> row for an output cut off
 
     def predict_with_attention(self, weights: Tensor) -> Tensor:
+        """The source is encoded once (the encoder does not read the attention); only the
+        decoder runs for the N rows, so gradients reach the weights through it alone."""
         n = weights.size(0)
-        src = self.src.expand(n, -1)
-        lengths = torch.full((n,), self.src.size(1), dtype=torch.long, device=src.device)
-        with given_attention(self.model.decoder, weights.to(src.device)):
-            logits, _ = self._forward(src, lengths)
+        if self._encoded is None:
+            with torch.no_grad():
+                lengths = torch.tensor([self.src.size(1)], device=self.src.device)
+                self._encoded = self.model.encode(self.src, lengths)
+        memory, state = self._encoded
+        rows = torch.zeros(n, dtype=torch.long, device=self.src.device)
+        with given_attention(self.model.decoder, weights.to(self.src.device)):
+            memory = memory.index_select(rows)  # projected keys made by the replaced module
+            logits, _ = self.model.decoder(
+                self.tgt_in.expand(n, -1), state.index_select(rows), memory
+            )
         return logits.float().softmax(-1)  # (N, T, V)
 
 

@@ -13,6 +13,14 @@ One unit (the sentence's label), its words as the positions. An erased word is r
 sentence; a sentence with every word erased is one padding token (embedding zero). A model with
 R heads is ranked by the mean of its heads, and an attention given to it goes to every head.
 
+The family's API object joins it in three lines: its ``faithfulness(texts, split=, count=,
+out=, ...)`` builds ``TextClassifierSubject(net, ids, words, pad_id)`` for each sentence (the
+net in eval mode) and hands them to
+:func:`attnkit.evaluation.faithfulness_report.evaluate_subjects` with an
+:class:`~attnkit.evaluation.faithfulness.Options` and ``meta`` ({"family": "text", "units":
+"the label; positions: words", ...}); ``attnkit faithfulness`` calls it through an entry in
+:data:`attnkit.cli.faithfulness.RUNNERS` keyed by the checkpoint's family.
+
 Shapes: S words, N rows, C classes, R heads, D embedding width.
 """
 
