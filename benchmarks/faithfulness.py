@@ -79,12 +79,12 @@ def plausibility(model, subjects, results) -> dict:
     gold = [aligner(s.text, s.output) for s in subjects]
     names = [n for n in results[0].scores if n in ("attention", "rollout", "flow")]
     names += ["integrated_gradients", "leave_one_out"]
-    return {
-        name: alignment_metrics(
-            (r.scores[name].clamp_min(0).numpy(), g) for r, g in zip(results, gold)
-        )
-        for name in names
-    }
+    out = {}
+    for name in names:  # rows made distributions, so that entropy and coverage mean something
+        maps = [r.scores[name].clamp_min(0) for r in results]
+        maps = [m / m.sum(-1, keepdim=True).clamp_min(1e-12) for m in maps]
+        out[name] = alignment_metrics((m.numpy(), g) for m, g in zip(maps, gold))
+    return out
 
 
 def per_layer(subjects, results) -> list[dict]:

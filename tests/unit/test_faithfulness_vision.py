@@ -60,3 +60,23 @@ def test_every_test_runs_over_regions(case):
     assert result.comprehensiveness["attention"].shape == (len(subject.units), 5)
     assert len(result.permutation["median_tvd"]) == len(subject.units)
     assert "attention~gradient" in result.correlations
+
+
+def test_the_vision_api_questions_given_arrays(tmp_path):
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from attnkit.api import VisionModel
+    from attnkit.errors import AttnkitError
+
+    data = SimpleNamespace(image_shape=lambda: (28, 28))
+    config = SimpleNamespace(model_type="attention_pooling", data=data)
+    model = VisionModel(config, None, _pooling())
+    images = [np.random.default_rng(i).random((28, 28)) for i in range(2)]
+    scores = model.faithfulness(images, out=tmp_path, permutations=3, adversarial_steps=2,
+                                ig_steps=2)  # fmt: skip
+    assert scores["summary"]["examples"] == 2 and (tmp_path / "report.html").is_file()
+    config.model_type = "ram"
+    with pytest.raises(AttnkitError, match="no soft attention"):
+        model.faithfulness(images, permutations=0, adversarial_steps=0)
