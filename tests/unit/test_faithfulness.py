@@ -152,3 +152,22 @@ def test_seed_variance(same):
     out = seed_variance([a, b])
     assert out["pairs"] == 1
     assert out["mean_jsd"] == pytest.approx(0.0 if same else math.log(2), abs=1e-6)
+
+
+def test_text_faithfulness_sums_up_sentences(tmp_path):
+    from attnkit.errors import AttnkitError
+    from attnkit.evaluation.faithfulness_text import text_faithfulness
+
+    class Words:
+        table = dict(zip(WORDS, IDS))
+
+        def encode(self, words):
+            return [self.table[w] for w in words]
+
+    options = Options(permutations=5, adversarial_steps=2, ig_steps=2)
+    sentences = [WORDS, ["the", "film", "was", "good"]]
+    scores = text_faithfulness(Decider().eval(), Words(), sentences, tmp_path, options, "typed")
+    assert scores["family"] == "text" and scores["summary"]["examples"] == 2
+    assert (tmp_path / "scores.json").is_file() and (tmp_path / "report.html").is_file()
+    with pytest.raises(AttnkitError, match="input 2 is empty"):
+        text_faithfulness(Decider().eval(), Words(), [WORDS, []], None, options, "typed")

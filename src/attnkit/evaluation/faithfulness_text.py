@@ -13,13 +13,12 @@ One unit (the sentence's label), its words as the positions. An erased word is r
 sentence; a sentence with every word erased is one padding token (embedding zero). A model with
 R heads is ranked by the mean of its heads, and an attention given to it goes to every head.
 
-The family's API object joins it in three lines: its ``faithfulness(texts, split=, count=,
-out=, ...)`` builds ``TextClassifierSubject(net, ids, words, pad_id)`` for each sentence (the
-net in eval mode) and hands them to
-:func:`attnkit.evaluation.faithfulness_report.evaluate_subjects` with an
-:class:`~attnkit.evaluation.faithfulness.Options` and ``meta`` ({"family": "text", "units":
-"the label; positions: words", ...}); ``attnkit faithfulness`` calls it through an entry in
-:data:`attnkit.cli.faithfulness.RUNNERS` keyed by the checkpoint's family.
+The family's API object joins it in a few lines: its ``faithfulness(texts, split=, count=,
+out=, permutations=, adversarial_steps=, ig_steps=, seed=)`` (the signature of
+:meth:`attnkit.api.Seq2SeqModel.faithfulness`) turns the texts or the split's first sentences
+into word lists and calls :func:`text_faithfulness`, wrapping the result in
+:class:`attnkit.api.results.FaithfulnessScores`; ``attnkit faithfulness`` reaches it through an
+entry ``"text"`` in :data:`attnkit.cli.faithfulness.RUNNERS` (the seq2seq runner fits it).
 
 Shapes: S words, N rows, C classes, R heads, D embedding width.
 """
@@ -96,3 +95,19 @@ class TextClassifierSubject(Subject):
 def _one_map(weights: Tensor) -> Tensor:
     """(B, S) or (B, R, S) -> (B, S): the mean of the heads."""
     return weights.mean(1) if weights.dim() == 3 else weights
+
+
+def text_faithfulness(net, vocab, sentences: list[list[str]], out, options, inputs: str) -> dict:
+    """What ``attnkit faithfulness`` computes for a text classifier: each sentence (a list of
+    words; ``vocab.encode(words)`` gives their ids) questioned over its words, summed up,
+    written to ``out`` (None: not written). ``inputs`` says where the sentences came from."""
+    from attnkit.errors import AttnkitError
+    from attnkit.evaluation.faithfulness_report import evaluate_subjects
+
+    for i, words in enumerate(sentences):
+        if not words:
+            raise AttnkitError(f"input {i + 1} is empty: nothing to question")
+    meta = {"family": "text", "units": "the label; positions: words", "inputs": inputs}
+    net.eval()
+    subjects = (TextClassifierSubject(net, vocab.encode(w), w) for w in sentences)
+    return evaluate_subjects(subjects, options, out, meta)

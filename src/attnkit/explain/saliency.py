@@ -119,6 +119,39 @@ def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) 
         return attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
 
 
+def _gradient_norm(forward, embedded, unit, steps):
+    from captum.attr import Saliency
+
+    return Saliency(forward).attribute(embedded, target=unit, abs=False).norm(dim=-1)
+
+
+def _input_x_gradient(forward, embedded, unit, steps):
+    from captum.attr import InputXGradient
+
+    return InputXGradient(forward).attribute(embedded, target=unit).sum(-1).abs()
+
+
+def _integrated_gradients(forward, embedded, unit, steps):
+    from captum.attr import IntegratedGradients
+
+    attr = IntegratedGradients(forward).attribute(
+        embedded,
+        baselines=torch.zeros_like(embedded),
+        target=unit,
+        n_steps=steps,
+        internal_batch_size=max(1, min(steps, MAX_IG_ROWS)),
+    )
+    return attr.sum(-1).abs()
+
+
+#: method -> (forward, embedded (1, S, D), unit, steps) -> (1, S) attribution
+EMBEDDING_METHODS: dict[str, Callable] = {
+    "gradient": _gradient_norm,
+    "input_x_gradient": _input_x_gradient,
+    "integrated_gradients": _integrated_gradients,
+}
+
+
 def embedding_attributions(
     forward: Callable[[Tensor], Tensor], embedded: Tensor, method: str = "gradient", steps: int = 16
 ) -> Tensor:
@@ -130,28 +163,13 @@ def embedding_attributions(
     gradient over D, ``input_x_gradient`` and ``integrated_gradients`` (from a zero input,
     ``steps`` points, batched) the absolute sum over D (captum computes all three).
     """
-    from captum.attr import InputXGradient, IntegratedGradients, Saliency
-
-    if method not in METHODS:
+    if method not in EMBEDDING_METHODS:
         raise ValueError(f"unknown saliency method {method!r}; valid: {', '.join(METHODS)}")
-    embedded = embedded.detach()
-    units = forward(embedded).size(1)
-    rows = []
+    embedded = embedded.detach().requires_grad_(True)
     with torch.enable_grad():
-        for u in range(units):
-            if method == "gradient":
-                attr = Saliency(forward).attribute(embedded, target=u, abs=False).norm(dim=-1)
-            elif method == "input_x_gradient":
-                attr = InputXGradient(forward).attribute(embedded, target=u).sum(-1).abs()
-            else:
-                attr = IntegratedGradients(forward).attribute(
-                    embedded,
-                    baselines=torch.zeros_like(embedded),
-                    target=u,
-                    n_steps=steps,
-                    internal_batch_size=max(1, min(steps, MAX_IG_ROWS)),
-                )
-                attr = attr.sum(-1).abs()
-            rows.append(attr[0].detach())
+        units = forward(embedded).size(1)
+        rows = [
+            EMBEDDING_METHODS[method](forward, embedded, u, steps)[0].detach() for u in range(units)
+        ]
     maps = torch.stack(rows)  # (U, S)
     return maps / maps.sum(-1, keepdim=True).clamp_min(1e-30)
