@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
         "image classifier; each step of the digit reader). Every position (source token, image "
         "region) is ranked by the attention, by attention rollout and flow (Transformers), by "
         "gradient, input x gradient and integrated gradients (captum), by leave-one-out erasure "
-        "and at random; the top 1, 5, 10, 20 and 50%% by each ranking are erased "
+        "and at random; the top 1, 5, 10, 20 and 50% by each ranking are erased "
         "(comprehensiveness) or kept alone (sufficiency), ERASER's AOPC is their mean; Kendall "
         "tau and Spearman rho of the attention with gradients and leave-one-out are reported "
         "with the share that is significant; each attention row is permuted (--permutations) "
@@ -46,20 +46,26 @@ def add_parser(sub) -> None:
         default=None,
         help="question the first --count items of a split (the default without inputs: test)",
     )
-    p.add_argument("--count", type=int, default=10, help="items of the split (default 10)")
+    p.add_argument(
+        "--count", type=int, default=10, metavar="N", help="items of the split (default 10)"
+    )
     p.add_argument(
         "--permutations",
         type=int,
         default=100,
+        metavar="N",
         help="random permutations of each attention row (default 100; 0: no permutation test)",
     )
     p.add_argument(
         "--adversarial-steps",
         type=int,
         default=100,
+        metavar="N",
         help="gradient steps of the adversarial search (default 100; 0: none)",
     )
-    p.add_argument("--ig-steps", type=int, default=16, help="integrated-gradients points (16)")
+    p.add_argument(
+        "--ig-steps", type=int, default=16, metavar="N", help="integrated-gradients points (16)"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the random ranking and tests")
     p.add_argument(
         "--out", type=Path, default=None, help="output directory (default: RUN/faithfulness/CKPT)"
