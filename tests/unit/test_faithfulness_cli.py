@@ -54,6 +54,7 @@ def test_typed_inputs_write_scores_and_report(rnn, tmp_path, capsys):
     assert "attention" in printed and "compr. AOPC" in printed and "report.html" in printed
     scores = json.loads((out / "scores.json").read_text())
     summary = scores["summary"]
+    assert scores["model"] == str(rnn) and scores["family"] == "seq2seq"
     assert summary["examples"] == 2 and len(scores["examples"]) == 2
     assert set(summary["erasure"]) == {
         "attention", "gradient", "input_x_gradient", "integrated_gradients", "leave_one_out",

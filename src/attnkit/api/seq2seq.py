@@ -206,8 +206,10 @@ class Seq2SeqModel:
             seed=seed,
         )
         out = _default_out(self.path, "faithfulness") if out is None else Path(out)
-        scores = seq2seq_faithfulness(self.translator, texts, split, count, out, options)
-        return FaithfulnessScores({"model": str(self.path), **scores})
+        scores = seq2seq_faithfulness(
+            self.translator, texts, split, count, out, options, str(self.path or "")
+        )
+        return FaithfulnessScores(scores)
 
     def rollout(self, text: str) -> dict:
         """A Transformer's attention rollout and flow (Abnar & Zuidema 2020) of one input, forced

@@ -157,8 +157,9 @@ class VisionModel:
             count,
             None if out is None else Path(out),
             options,
+            str(self.path or ""),
         )
-        return FaithfulnessScores({"model": str(self.path), **scores})
+        return FaithfulnessScores(scores)
 
     def evaluate(
         self,

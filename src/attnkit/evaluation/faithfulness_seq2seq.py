@@ -190,10 +190,10 @@ def split_or_texts(texts, split: str | None, count: int, read_split) -> list:
     return items
 
 
-def seq2seq_faithfulness(translator, texts, split, count, out, options) -> dict:
+def seq2seq_faithfulness(translator, texts, split, count, out, options, model: str = "") -> dict:
     """What ``attnkit faithfulness`` computes for a seq2seq checkpoint: the inputs (see
     :func:`split_or_texts`) questioned step by step, summed up, written to ``out`` (None: not
-    written)."""
+    written); ``model`` names the checkpoint in the outputs."""
     from attnkit.data.tasks.registry import build_split
     from attnkit.evaluation.faithfulness_report import evaluate_subjects
 
@@ -205,6 +205,7 @@ def seq2seq_faithfulness(translator, texts, split, count, out, options) -> dict:
         if not isinstance(text, str) or not text.strip():
             raise AttnkitError(f"input {i + 1} is empty: nothing to question")
     meta = {
+        "model": model,
         "family": "seq2seq",
         "units": "decoding steps of the model's own output; positions: source tokens",
         "inputs": f"{split or 'test'} split, first {len(sources)}" if texts is None else "typed",

@@ -180,7 +180,9 @@ VISION_SUBJECTS: dict[str, Callable[[nn.Module, Tensor], Subject]] = {
 }
 
 
-def vision_faithfulness(net, model_type: str, read_image, images, count, out, options) -> dict:
+def vision_faithfulness(
+    net, model_type: str, read_image, images, count, out, options, model: str = ""
+) -> dict:
     """What ``attnkit faithfulness`` computes for a vision checkpoint: ``images`` (or test
     images 0 .. count - 1), each made the model's input by ``read_image(image) -> (H, W) uint8
     pixels``, questioned over the regions, summed up, written to ``out`` (None: not written)."""
@@ -201,6 +203,7 @@ def vision_faithfulness(net, model_type: str, read_image, images, count, out, op
         return VISION_SUBJECTS[model_type](net, x.to(device))
 
     meta = {
+        "model": model,
         "family": "vision",
         "units": "the class" if model_type == "attention_pooling" else "reading steps",
         "inputs": f"test images 0-{len(chosen) - 1}" if images is None else "given",
