@@ -24,6 +24,7 @@ __all__ = [
     "PointerSolution",
     "GraphModel",
     "NodeExplanation",
+    "FaithfulnessScores",
     "Run",
     "Scores",
     "Seq2SeqModel",

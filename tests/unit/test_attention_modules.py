@@ -99,7 +99,7 @@ def test_no_mask_attends_everywhere(name):
     assert torch.all(weights > 0)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if n != "uniform"])  # uniform ignores queries
 def test_gradients_reach_every_parameter(name):
     att = _module(name)
     query, keys, mask = _inputs()
@@ -109,6 +109,32 @@ def test_gradients_reach_every_parameter(name):
     assert query.grad is not None and torch.isfinite(query.grad).all()
     for pname, p in att.named_parameters():
         assert p.grad is not None and torch.isfinite(p.grad).all(), pname
+
+
+def test_uniform_attention_is_the_mean_of_the_unmasked_keys():
+    att = _module("uniform")
+    query, keys, mask = _inputs()
+    context, weights = att(query, keys, mask=mask)
+    assert not list(att.parameters())
+    counts = mask.sum(-1, keepdim=True)  # (B, 1)
+    torch.testing.assert_close(weights, (mask / counts).unsqueeze(1).expand_as(weights))
+    mean = (keys * mask.unsqueeze(-1)).sum(1) / counts  # (B, Dk)
+    torch.testing.assert_close(context, mean.unsqueeze(1).expand_as(context))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_given_weights_make_the_context_the_module_makes(name):
+    """context_from_weights(w) with the module's own weights is the module's own context (for
+    multihead, whose weights are the mean of its heads, a zero query: every head uniform)."""
+    att = _module(name)
+    query, keys, mask = _inputs()
+    if name == "multihead":
+        query = torch.zeros_like(query)
+    context, weights = att(query, keys, mask=mask)
+    projected = att.project_keys(keys)
+    torch.testing.assert_close(att.context_from_weights(weights, keys, projected), context)
+    one = att.context_from_weights(weights[:, 0], keys, projected)
+    torch.testing.assert_close(one, context[:, 0])
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if n != "multihead"])
@@ -189,6 +215,7 @@ def test_loop_spec_declared_by_each_scoring_class_and_dropped_by_overriding_subc
         "local-m": None,
         "local-p": None,
         "cosine": None,
+        "uniform": None,
     }
     assert kinds["scaled-dot"].scale == pytest.approx(12**-0.5)
     concat = ATTENTION_TYPES["luong-concat"](16, 16, 12, 2)

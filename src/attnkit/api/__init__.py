@@ -12,7 +12,7 @@ examples.
 from attnkit.api.graph import GraphModel, NodeExplanation
 from attnkit.api.loading import load
 from attnkit.api.pointer import PointerModel, PointerSolution
-from attnkit.api.results import Classification, Explanation, Scores
+from attnkit.api.results import Classification, Explanation, FaithfulnessScores, Scores
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.training import ConfigInfo, Run, configs, train
 from attnkit.api.vision import VisionModel
@@ -26,6 +26,7 @@ __all__ = [
     "PointerSolution",
     "GraphModel",
     "NodeExplanation",
+    "FaithfulnessScores",
     "Run",
     "Scores",
     "Seq2SeqModel",

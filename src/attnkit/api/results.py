@@ -241,3 +241,28 @@ class Scores(Mapping):
 
     def _repr_html_(self) -> str:
         return "<pre>" + html.escape(self.table()) + "</pre>"
+
+
+class FaithfulnessScores(Scores):
+    """What ``attnkit faithfulness`` measured (scores.json's summary under ``"summary"``):
+    ``table()`` the printed table, ``plot(path_or_ax)`` the comprehensiveness and sufficiency
+    curves, ``value`` the attention's comprehensiveness AOPC."""
+
+    @property
+    def value(self) -> float | None:
+        erasure = self._scores["summary"]["erasure"]
+        return erasure["attention"]["aopc_comprehensiveness"] if "attention" in erasure else None
+
+    def table(self) -> str:
+        from attnkit.evaluation.faithfulness_report import table
+
+        return table(self._scores["summary"])
+
+    def plot(self, path_or_ax=None):
+        """The curves: to a file (.png/.svg/.pdf), into two Axes, or a new figure."""
+        from attnkit.evaluation.faithfulness_report import plot_curves
+
+        return plot_curves(self._scores["summary"], path_or_ax)
+
+    def __repr__(self) -> str:
+        return f"FaithfulnessScores(attention comprehensiveness AOPC={self.value})"

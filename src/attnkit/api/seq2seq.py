@@ -176,6 +176,63 @@ class Seq2SeqModel:
             translator=self.translator,
         )
 
+    def faithfulness(
+        self,
+        texts: str | Sequence[str] | None = None,
+        *,
+        split: str | None = None,
+        count: int = 10,
+        out: str | Path | None = None,
+        permutations: int = 100,
+        adversarial_steps: int = 100,
+        ig_steps: int = 16,
+        seed: int = 0,
+    ):
+        """Is the attention an explanation? ``texts`` (or the first ``count`` items of ``split``,
+        test by default) questioned at every step of the model's own output: erasure
+        (comprehensiveness, sufficiency, AOPC) by attention, rollout and flow (a Transformer),
+        gradients, leave-one-out and random; rank agreement; the permutation test and the
+        adversarial search (RNN attention). Writes scores.json and report.html to ``out``
+        (default ``RUN/faithfulness/CHECKPOINT``). Returns :class:`FaithfulnessScores`."""
+        from attnkit.api.results import FaithfulnessScores
+        from attnkit.evaluation.faithfulness import Options
+        from attnkit.evaluation.faithfulness_seq2seq import seq2seq_faithfulness
+
+        texts = [texts] if isinstance(texts, str) else texts
+        options = Options(
+            ig_steps=ig_steps,
+            permutations=permutations,
+            adversarial_steps=adversarial_steps,
+            seed=seed,
+        )
+        out = _default_out(self.path, "faithfulness") if out is None else Path(out)
+        scores = seq2seq_faithfulness(
+            self.translator, texts, split, count, out, options, str(self.path or "")
+        )
+        return FaithfulnessScores(scores)
+
+    def rollout(self, text: str) -> dict:
+        """A Transformer's attention rollout and flow (Abnar & Zuidema 2020) of one input, forced
+        along its own output: {"source_tokens", "output_tokens", and arrays "attention",
+        "rollout", "flow" ((T, S): each output step over the source), "encoder_rollout",
+        "encoder_flow" ((S, S): each top encoder position over the source), "cross_by_layer"
+        ((L, T, S): each decoder layer's cross-attention, heads averaged)}."""
+        from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
+        from attnkit.explain.rollout import transformer_maps
+
+        if not hasattr(self.translator.model, "encoder_attention"):
+            raise AttnkitError("rollout: attention rollout and flow are for Transformer models")
+        if not isinstance(text, str) or not text.strip():
+            raise AttnkitError("rollout: give one non-blank input text")
+        with plain(self.translator.model):
+            subject = Seq2SeqSubject(self.translator, text)
+            maps = transformer_maps(self.translator.model, subject.src, subject.tgt_in)
+        return {
+            "source_tokens": subject.positions,
+            "output_tokens": subject.units,
+            **{k: v.numpy() for k, v in maps.items() if not k.endswith("_attention")},
+        }
+
     def evaluate(
         self,
         split: str = "test",
@@ -204,3 +261,8 @@ class Seq2SeqModel:
             self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
         )
         return Scores(scores)
+
+
+def _default_out(path: Path | None, name: str) -> Path | None:
+    """``RUN/NAME/CHECKPOINT`` beside a checkpoint; None for a model not loaded from one."""
+    return None if path is None else path.parent / name / path.name

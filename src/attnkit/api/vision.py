@@ -122,6 +122,45 @@ class VisionModel:
         figure = side_by_side(explain_image(self.config.model_type, self.net, pixels, label))
         return [visual.save_figure(figure, path) for path in paths]
 
+    def faithfulness(
+        self,
+        images=None,
+        *,
+        count: int = 10,
+        out: str | Path | None = None,
+        permutations: int = 100,
+        adversarial_steps: int = 100,
+        ig_steps: int = 16,
+        seed: int = 0,
+    ):
+        """The faithfulness tests of a soft-attention model (attention pooling, show-attend-tell)
+        over its image regions, on ``images`` (test-image indices, image files or arrays; default
+        the first ``count`` test images); see :meth:`Seq2SeqModel.faithfulness`. Writes
+        scores.json and report.html to ``out`` (default ``RUN/faithfulness/CHECKPOINT``)."""
+        from attnkit.api.results import FaithfulnessScores
+        from attnkit.evaluation.faithfulness import Options
+        from attnkit.evaluation.faithfulness_vision import vision_faithfulness
+
+        options = Options(
+            ig_steps=ig_steps,
+            permutations=permutations,
+            adversarial_steps=adversarial_steps,
+            seed=seed,
+        )
+        if out is None and self.path is not None:
+            out = self.path.parent / "faithfulness" / self.path.name
+        scores = vision_faithfulness(
+            self.net,
+            self.config.model_type,
+            lambda image: self._input(image)[0],
+            None if images is None else list(images),
+            count,
+            None if out is None else Path(out),
+            options,
+            str(self.path or ""),
+        )
+        return FaithfulnessScores(scores)
+
     def evaluate(
         self,
         split: str = "test",

@@ -73,6 +73,14 @@ class Attention(nn.Module):
         """(B, T, Dq) query -> (B, T, S) scores.  Subclasses implement."""
         raise NotImplementedError
 
+    def context_from_weights(self, weights: Tensor, keys: Tensor, projected=None) -> Tensor:
+        """The context this module makes of given weights (B, T, S) (or one step (B, S)) over the
+        keys (B, S, Dk) and their ``projected`` form: what :meth:`forward` returns beside weights
+        it computed itself. The faithfulness tests replace the weights through it."""
+        if weights.dim() == 2:
+            return attend(weights.unsqueeze(1), keys).squeeze(1)
+        return attend(weights, keys)
+
     def locate(
         self, query: Tensor, scores: Tensor, allowed: Tensor | None, position: int
     ) -> tuple[Tensor, Tensor | None]:

@@ -50,6 +50,7 @@ __all__ = [
     "MultiHeadAttention",
     "ScaledDotAttention",
     "ScoreSpec",
+    "UniformAttention",
     "build_attention",
 ]
 
@@ -135,6 +136,15 @@ class ScaledDotAttention(Attention):
         return ScoreSpec("dot", self.query_proj.weight, scale=self.query_proj.out_features**-0.5)
 
 
+class UniformAttention(Attention):
+    """No scoring at all: the weights are uniform over the unmasked source, whatever the query
+    (the baseline of Wiegreffe & Pinter 2019: how much does a task need learned attention?).
+    No parameters; the context is the mean of the keys."""
+
+    def scores(self, query: Tensor, projected: Tensor) -> Tensor:
+        return projected.new_zeros(query.shape[:-1] + projected.shape[1:2])  # (B, T, S)
+
+
 AttentionBuilder = Callable[..., Attention]
 
 #: what a model's ``attention`` names when it has none (no module: not in the registry)
@@ -155,6 +165,9 @@ ATTENTION_TYPES: dict[str, AttentionBuilder] = {
     "scaled-dot": lambda q, k, a, h, o=_DEFAULTS: ScaledDotAttention(q, k, a),
     # also the Transformer's
     "multihead": lambda q, k, a, h, o=_DEFAULTS: MultiHeadAttention(q, k, a, h),
+    "uniform": lambda q, k, a, h, o=_DEFAULTS: (
+        UniformAttention()
+    ),  # the baseline: no learned weights
 }
 
 

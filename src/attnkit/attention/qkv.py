@@ -161,6 +161,18 @@ class MultiHeadAttention(Attention):
         mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, S)
         return self.attend(self.project_queries(query), keys_h, values_h, mask, need_weights, fast)
 
+    def context_from_weights(self, weights: Tensor, keys: Tensor, projected=None) -> Tensor:
+        """Given weights (B, T, S) (or (B, S)) used by every head over its values -> context
+        (B, T, Dk) (or (B, Dk)), through the output projection as :meth:`attend` does."""
+        one_step = weights.dim() == 2
+        if one_step:
+            weights = weights.unsqueeze(1)
+        _, values = self.project_keys(keys) if projected is None else projected  # (B, H, S, Dh)
+        context = attend(weights.unsqueeze(1).to(values.dtype), values)  # (B, H, T, Dh)
+        b, h, t, dh = context.shape
+        context = self.out_proj(context.transpose(1, 2).reshape(b, t, h * dh))  # (B, T, Dk)
+        return context.squeeze(1) if one_step else context
+
     def forward(
         self,
         query: Tensor,

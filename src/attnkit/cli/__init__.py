@@ -1,8 +1,9 @@
 """The ``attnkit`` command (also ``python -m attnkit``): thin shells over the Python API.
 
-One module per command (demo, train, translate, evaluate, plot, explain, serve, zoo), each with
-``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the shared options.
-Errors a user can cause print one line ``attnkit: error: ...`` and exit with status 2. Training
+One module per command (demo, train, translate, evaluate, plot, explain, faithfulness, serve,
+zoo), each with ``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the
+shared options. Errors a user can cause print one line ``attnkit: error: ...`` and exit with
+status 2. Training
 stopped by Ctrl-C or SIGTERM saves ``last``, prints one line ``attnkit: interrupted: ...`` and
 exits with 130 (SIGINT) or 143 (SIGTERM).
 """
@@ -15,12 +16,12 @@ import sys
 import warnings
 
 from attnkit import __version__
-from attnkit.cli import demo, evaluate, explain, plot, serve, train, translate, zoo
+from attnkit.cli import demo, evaluate, explain, faithfulness, plot, serve, train, translate, zoo
 from attnkit.cli.options import formatter
 from attnkit.errors import AttnkitError, TrainingInterrupted, file_error
 
 #: the commands, in the order ``attnkit --help`` lists them
-COMMANDS = (demo, train, translate, evaluate, plot, explain, serve, zoo)
+COMMANDS = (demo, train, translate, evaluate, plot, explain, faithfulness, serve, zoo)
 
 
 #: what a file or directory of the user's can do to a write (or a read): a one-line error naming it

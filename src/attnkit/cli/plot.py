@@ -30,11 +30,19 @@ def add_parser(sub) -> None:
         "a .gif; --explain draws, beside the attention (RAM: the glimpse path), the gradient "
         "saliency and Grad-CAM of the same answer, one row per output step. A Transformer's map "
         "is the mean of all its layers and heads unless --layer and/or --head pick one; --grid "
-        "draws every layer and head.",
+        "draws every layer and head; --map rollout or --map flow draws, beside that mean, the "
+        "attention rollout or flow through the encoder (Abnar & Zuidema 2020).",
     )
     model_option(p, "checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
     map_options(p)
+    p.add_argument(
+        "--map",
+        choices=("attention", "rollout", "flow"),
+        default="attention",
+        help="Transformer: draw attention rollout or flow (each output step over the source "
+        "tokens, through every encoder layer with its residual) beside the raw attention",
+    )
     p.add_argument(
         "--image",
         default=None,
@@ -98,6 +106,9 @@ def _seq2seq(args) -> None:
     if output.suffix.lower() not in (".png", ".svg", ".pdf"):
         raise AttnkitError(f"-o {output}: use a .png, .svg or .pdf file name")
     model = Seq2SeqModel.load(args.model, args.device)
+    if args.map != "attention":
+        _draw_rollout(model, args, output)
+        return
     (t,) = model.translate(args.text, beam=args.beam, alpha=args.alpha, heads=True)
     if model.has_attention:
         _draw_attention(t.record(), args, output)
@@ -112,6 +123,27 @@ def _seq2seq(args) -> None:
     (shown,) = pictured(model.translator, [t])
     save_heatmap(shown.record(), output, title=TITLE, value_label="saliency")
     print(f"{t.source} -> {t.output}\nsaliency (the model has no attention): {output}")
+
+
+def _draw_rollout(model, args, output: Path) -> None:
+    """The raw attention (the mean of the layers and heads) beside its rollout or flow, of the
+    greedy output."""
+    import dataclasses
+
+    from attnkit.viz import plot_side_by_side
+
+    if args.layer is not None or args.head is not None or args.grid or args.beam != 1:
+        raise AttnkitError(f"--map {args.map} draws the greedy output's mean attention beside its "
+                           f"{args.map}: leave out --layer/--head/--grid/--beam")  # fmt: skip
+    maps = model.rollout(args.text)
+    (t,) = model.translate(args.text, heads=False)
+    record = t.record()
+    if record.weights.shape != maps["attention"].shape:
+        raise AttnkitError("the forced output does not match the greedy one")
+    raw = dataclasses.replace(record, weights=maps["attention"])
+    other = dataclasses.replace(record, weights=maps[args.map])
+    plot_side_by_side(raw, other, output, titles=("attention (mean)", args.map)).clear()
+    print(f"{t.source} -> {t.output}\nattention and {args.map}: {output}")
 
 
 def _draw_attention(record, args, output: Path) -> None:
@@ -132,8 +164,10 @@ def _draw_attention(record, args, output: Path) -> None:
 def _vision(args) -> None:
     from attnkit.api import VisionModel
 
-    if args.layer is not None or args.head is not None or args.grid:
-        raise AttnkitError("--layer/--head/--grid: a vision model has no layers of attention heads")
+    if args.layer is not None or args.head is not None or args.grid or args.map != "attention":
+        raise AttnkitError(
+            "--layer/--head/--grid/--map: a vision model has no layers of attention heads"
+        )
     if args.image is None:
         raise AttnkitError(
             "vision models need --image N (the index of a test image) or --image FILE (a PNG or "

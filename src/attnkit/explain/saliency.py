@@ -120,3 +120,59 @@ def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) 
         )
         attr = explainer.attribute(src, target=j, additional_forward_args=extra)  # (B, S, E)
         return attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
+
+
+def _gradient_norm(forward, embedded, unit, steps):
+    from captum.attr import Saliency
+
+    return Saliency(forward).attribute(embedded, target=unit, abs=False).norm(dim=-1)
+
+
+def _input_x_gradient(forward, embedded, unit, steps):
+    from captum.attr import InputXGradient
+
+    return InputXGradient(forward).attribute(embedded, target=unit).sum(-1).abs()
+
+
+def _integrated_gradients(forward, embedded, unit, steps):
+    from captum.attr import IntegratedGradients
+
+    attr = IntegratedGradients(forward).attribute(
+        embedded,
+        baselines=torch.zeros_like(embedded),
+        target=unit,
+        n_steps=steps,
+        internal_batch_size=max(1, min(steps, MAX_IG_ROWS)),
+    )
+    return attr.sum(-1).abs()
+
+
+#: method -> (forward, embedded (1, S, D), unit, steps) -> (1, S) attribution
+EMBEDDING_METHODS: dict[str, Callable] = {
+    "gradient": _gradient_norm,
+    "input_x_gradient": _input_x_gradient,
+    "integrated_gradients": _integrated_gradients,
+}
+
+
+def embedding_attributions(
+    forward: Callable[[Tensor], Tensor], embedded: Tensor, method: str = "gradient", steps: int = 16
+) -> Tensor:
+    """Attribution to the positions of one embedded input, for a model that can run from its
+    embeddings (a classifier's words, an image's regions).
+
+    ``forward``: embedded (B, S, D) -> (B, U) the log-probability of each unit's decided class;
+    ``embedded`` (1, S, D) -> (U, S), each row summing to 1: ``gradient`` the L2 norm of the
+    gradient over D, ``input_x_gradient`` and ``integrated_gradients`` (from a zero input,
+    ``steps`` points, batched) the absolute sum over D (captum computes all three).
+    """
+    if method not in EMBEDDING_METHODS:
+        raise ValueError(f"unknown saliency method {method!r}; valid: {', '.join(METHODS)}")
+    embedded = embedded.detach().requires_grad_(True)
+    with torch.enable_grad():
+        units = forward(embedded).size(1)
+        rows = [
+            EMBEDDING_METHODS[method](forward, embedded, u, steps)[0].detach() for u in range(units)
+        ]
+    maps = torch.stack(rows)  # (U, S)
+    return maps / maps.sum(-1, keepdim=True).clamp_min(1e-30)

@@ -46,7 +46,7 @@ class Seq2SeqConfig:
 
     arch: str = "rnn"  # rnn | transformer (attnkit.models.architectures)
     #: bahdanau | luong-dot | luong-general | luong-concat | luong-location | local-m | local-p |
-    #: cosine | scaled-dot | multihead | none
+    #: cosine | scaled-dot | multihead | uniform | none
     attention: str = "bahdanau"
     #: a DECODERS name | auto (bahdanau for bahdanau attention, fixed for none, else luong)
     decoder: str = "auto"
@@ -73,7 +73,7 @@ class Seq2SeqConfig:
     }
     #: keys that only some attentions / decoders read (see attnkit.config.check_applicable)
     APPLIES = {
-        "attention_dim": ("attention", tuple(ATTENTION_TYPES)),
+        "attention_dim": ("attention", tuple(a for a in ATTENTION_TYPES if a != "uniform")),
         "heads": ("attention", ("multihead",)),
         "window": ("attention", ("local-m", "local-p")),
         "beta": ("attention", ("cosine",)),

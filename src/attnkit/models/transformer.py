@@ -187,10 +187,14 @@ class EncoderLayer(nn.Module):
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor, fast: bool) -> Tensor:
-        """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D)."""
+    def forward(self, x: Tensor, mask: Tensor, fast: bool, weights: list | None = None) -> Tensor:
+        """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D); the self-attention weights (B, H, S, S)
+        are appended to ``weights`` when it is given."""
         queries, keys, values = self.self_attn.project_all(self.norm_self(x))
-        context, _ = self.self_attn.attend(queries, keys, values, mask, False, fast)
+        wanted = weights is not None
+        context, w = self.self_attn.attend(queries, keys, values, mask, wanted, fast)
+        if wanted:
+            weights.append(w)
         x = x + self.dropout(context)
         return x + self.dropout(self.ff(self.norm_ff(x)))
 
@@ -248,12 +252,13 @@ class TransformerEncoder(nn.Module):
         """The token embeddings (what saliency attributes to, as for the RNN encoder)."""
         return self.embeddings.embed
 
-    def forward(self, src: Tensor, mask: Tensor, fast: bool) -> Tensor:
-        """src (B, S), mask (B, S) -> states (B, S, D)."""
+    def forward(self, src: Tensor, mask: Tensor, fast: bool, weights: list | None = None) -> Tensor:
+        """src (B, S), mask (B, S) -> states (B, S, D); every layer's self-attention weights
+        (B, H, S, S) are appended to ``weights`` when it is given."""
         x = self.embeddings(src)
         attend_mask = mask[:, None, None, :]  # (B, 1, 1, S)
         for layer in self.layers:
-            x = layer(x, attend_mask, fast)
+            x = layer(x, attend_mask, fast, weights)
         return self.norm(x)
 
 
@@ -376,6 +381,14 @@ class Transformer(nn.Module):
             states = self.encoder(src, mask, self.decoder.fast)
             memory = TransformerMemory(states, self.decoder.project_memory(states), mask)
             return memory, self.decoder.empty_state(memory)
+
+    def encoder_attention(self, src: Tensor) -> Tensor:
+        """src (B, S) -> every encoder layer's self-attention (B, L, H, S, S), rows = queries
+        (what attention rollout and flow read, :mod:`attnkit.explain.rollout`)."""
+        weights: list[Tensor] = []
+        with self.backend.scope():
+            self.encoder(src, src != PAD_ID, False, weights)
+        return torch.stack(weights, 1)
 
     def forward(
         self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor, need_weights: bool = False

@@ -1,0 +1,204 @@
+"""Is attention an explanation on attnkit's own models? Faithfulness beside plausibility on the
+numbers or dates task, and Abnar & Zuidema's per-layer comparison on the Transformer.
+
+    python benchmarks/faithfulness.py --task numbers --minutes 1.5 --count 100 \\
+        --out docs/results/faithfulness_numbers.json
+    python benchmarks/faithfulness.py --model runs/sst2/best --count 500   # any family
+
+Without ``--model`` it trains, each for at most ``--minutes`` (one thread): the task's Bahdanau
+RNN under ``--seeds`` seeds, the same model with its attention frozen uniform
+(``model.attention: uniform``, Wiegreffe & Pinter's baseline) and the task's Transformer. Then,
+on the first ``--count`` test items:
+
+* test exact match of every model (the uniform baseline's loss of accuracy);
+* every faithfulness test (:mod:`attnkit.evaluation.faithfulness`) of the first seed's RNN and
+  of the Transformer, each decoding step of their own outputs a decision;
+* plausibility: AER of the attention (and the Transformer's rollout and flow) against the task's
+  gold links, on the model's own outputs;
+* seed variance: the JSD between the attention maps of the seeds, forced along the references;
+* per decoder layer of the Transformer, the mean Spearman rho of its raw cross-attention, its
+  rollout and its flow through the encoder with leave-one-out (blank-out) and the gradient
+  methods (Abnar & Zuidema 2020, Table 1's shape);
+* the seconds each test took per decision.
+
+With ``--model`` it runs the faithfulness tests of that checkpoint alone (any family with a
+``faithfulness`` method: seq2seq, vision, and the text classifier once it is there). Prints JSON
+and writes it to ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import attnkit  # noqa: E402
+from attnkit.data.tasks.gold import gold_aligner  # noqa: E402
+from attnkit.data.tasks.registry import build_split  # noqa: E402
+from attnkit.evaluation.alignment import alignment_metrics  # noqa: E402
+from attnkit.evaluation.faithfulness import Options  # noqa: E402
+from attnkit.evaluation.faithfulness_attention import seed_variance  # noqa: E402
+from attnkit.evaluation.faithfulness_report import run_subjects, summarize  # noqa: E402
+from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain  # noqa: E402
+from attnkit.evaluation.faithfulness_stats import spearman  # noqa: E402
+from attnkit.explain.rollout import cross_flow, cross_rollout  # noqa: E402
+
+REFERENCES = ("leave_one_out", "gradient", "integrated_gradients")
+
+
+def train(config: str, overrides: dict, out: Path, minutes: float) -> attnkit.Seq2SeqModel:
+    settings = {"train.max_minutes": minutes, "train.threads": 1, "train.tensorboard": False,
+                "train.progress": False, **overrides}  # fmt: skip
+    start = time.perf_counter()
+    run = attnkit.train(config, overrides=settings, output_dir=out, overwrite=True)
+    model = attnkit.load(run.best)
+    model.train_minutes = round((time.perf_counter() - start) / 60, 2)
+    return model
+
+
+def exact_match(model, sources: list[str], refs: list[str]) -> float:
+    outputs = [t.output for t in model.translate(sources)]
+    return round(100.0 * sum(o == r for o, r in zip(outputs, refs)) / len(refs), 2)
+
+
+def plausibility(model, subjects, results) -> dict:
+    """AER of each attention-derived map against the gold links of the model's own outputs."""
+    aligner = gold_aligner(model.config.data)
+    if aligner is None:
+        return {}
+    gold = [aligner(s.text, s.output) for s in subjects]
+    names = [n for n in results[0].scores if n in ("attention", "rollout", "flow")]
+    names += ["integrated_gradients", "leave_one_out"]
+    out = {}
+    for name in names:  # rows made distributions, so that entropy and coverage mean something
+        maps = [r.scores[name].clamp_min(0) for r in results]
+        maps = [m / m.sum(-1, keepdim=True).clamp_min(1e-12) for m in maps]
+        out[name] = alignment_metrics((m.numpy(), g) for m, g in zip(maps, gold))
+    return out
+
+
+def per_layer(subjects, results) -> list[dict]:
+    """Per decoder layer: mean Spearman rho of raw / rollout / flow with each reference."""
+    rows = []
+    layers = subjects[0].cross_by_layer.size(0)
+    for layer in range(layers):
+        row = {"layer": layer + 1}
+        for kind in ("raw", "rollout", "flow"):
+            for ref in REFERENCES:
+                rhos = []
+                for s, r in zip(subjects, results):
+                    cross = s.cross_by_layer[layer]  # (T, S)
+                    if kind == "rollout":
+                        cross = cross_rollout(cross, s.encoder_attention)
+                    elif kind == "flow":
+                        cross = cross_flow(cross, s.encoder_attention)
+                    for a, b in zip(cross.tolist(), r.scores[ref].tolist()):
+                        rho = spearman(a, b).value
+                        if not np.isnan(rho):
+                            rhos.append(rho)
+                row[f"{kind}~{ref}"] = round(float(np.mean(rhos)), 4) if rhos else None
+        rows.append(row)
+    return rows
+
+
+def question(model, sources: list[str], options: Options):
+    with plain(model.translator.model):
+        subjects = [Seq2SeqSubject(model.translator, s) for s in sources]
+        start = time.perf_counter()
+        results = run_subjects(subjects, options)
+        seconds = time.perf_counter() - start
+    summary = summarize(results)
+    units = summary["units"]
+    summary["seconds_per_decision"] = {
+        k: round(v / units, 4) for k, v in summary["seconds"].items()
+    }
+    summary["seconds_total"] = round(seconds, 2)
+    return subjects, results, summary
+
+
+def forced_maps(model, sources, refs) -> list[torch.Tensor]:
+    return [torch.from_numpy(t.weights) for t in model.translator.teacher_forced(sources, refs)]
+
+
+def task_benchmark(args) -> dict:
+    tmp = Path(args.runs or tempfile.mkdtemp(prefix="faith-"))
+    task = args.task
+    rnn_cfg, tf_cfg = f"configs/{task}_bahdanau.yaml", f"configs/{task}_transformer.yaml"
+    pairs = build_split(_data_cfg(rnn_cfg), "test")
+    pairs = pairs[: args.count]
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    options = Options(permutations=args.permutations, adversarial_steps=args.adversarial_steps,
+                      ig_steps=args.ig_steps)  # fmt: skip
+    seeds = [train(rnn_cfg, {"train.seed": s}, tmp / f"rnn{s}", args.minutes)
+             for s in range(1, args.seeds + 1)]  # fmt: skip
+    uniform = train(rnn_cfg, {"model.attention": "uniform", "model.decoder": "bahdanau"},
+                    tmp / "uniform", args.minutes)  # fmt: skip
+    transformer = train(tf_cfg, {}, tmp / "transformer", args.minutes)
+    out = {"task": task, "count": len(sources), "models": {}}
+    for name, model in [*((f"bahdanau seed {i + 1}", m) for i, m in enumerate(seeds)),
+                        ("uniform", uniform), ("transformer", transformer)]:  # fmt: skip
+        out["models"][name] = {"exact_match": exact_match(model, sources, refs),
+                               "train_minutes": model.train_minutes}  # fmt: skip
+    for name, model in (("bahdanau", seeds[0]), ("transformer", transformer)):
+        subjects, results, summary = question(model, sources, options)
+        out[name] = {
+            "faithfulness": summary,
+            "plausibility": plausibility(model, subjects, results),
+        }
+        if name == "transformer":
+            out[name]["per_layer"] = per_layer(subjects, results)
+    out["seed_variance"] = seed_variance([forced_maps(m, sources, refs) for m in seeds])
+    return out
+
+
+def _data_cfg(config: str):
+    from attnkit.experiment import load_experiment
+
+    return load_experiment(ROOT / config).data
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--task", choices=("numbers", "dates"), default="numbers")
+    p.add_argument("--model", type=Path, default=None, help="question this checkpoint alone")
+    p.add_argument("--count", type=int, default=100, help="test items (default 100)")
+    p.add_argument("--minutes", type=float, default=1.5, help="training budget per model")
+    p.add_argument("--seeds", type=int, default=3, help="RNN seeds for the seed variance")
+    p.add_argument("--permutations", type=int, default=100)
+    p.add_argument("--adversarial-steps", type=int, default=100)
+    p.add_argument("--ig-steps", type=int, default=16)
+    p.add_argument("--runs", type=Path, default=None, help="where to train (default: a temp dir)")
+    p.add_argument("--out", type=Path, default=None, help="write the JSON here too")
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    if args.model is not None:
+        model = attnkit.load(args.model)
+        scores = model.faithfulness(count=args.count, permutations=args.permutations,
+                                    adversarial_steps=args.adversarial_steps,
+                                    ig_steps=args.ig_steps)  # fmt: skip
+        result = {"model": str(args.model), **scores.to_dict()}
+    else:
+        result = task_benchmark(args)
+    result["machine"] = {"cpu": platform.processor() or platform.machine(),
+                         "torch": torch.__version__, "threads": 1}  # fmt: skip
+    result["wall_minutes"] = round((time.perf_counter() - start) / 60, 2)
+    text = json.dumps(result, indent=1)
+    print(text)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

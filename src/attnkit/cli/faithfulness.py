@@ -1,0 +1,125 @@
+"""``attnkit faithfulness``: is the attention an explanation? Erasure, rank agreement,
+permutation and adversarial tests of a checkpoint's attention, on typed inputs or the first
+items of a split (:meth:`attnkit.api.Seq2SeqModel.faithfulness`,
+:meth:`attnkit.api.VisionModel.faithfulness`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from attnkit.cli.options import add_command, device_option, model_option, threads_option
+from attnkit.errors import AttnkitError
+
+
+def add_parser(sub) -> None:
+    p = add_command(
+        sub,
+        "faithfulness",
+        run,
+        help="is the attention an explanation? erasure, permutation, adversarial tests",
+        description="Question a model's attention on each input, at every decision (each "
+        "decoding step of a seq2seq model's own output; the class of an attention-pooling "
+        "image classifier; each step of the digit reader). Every position (source token, image "
+        "region) is ranked by the attention, by attention rollout and flow (Transformers), by "
+        "gradient, input x gradient and integrated gradients (captum), by leave-one-out erasure "
+        "and at random; the top 1, 5, 10, 20 and 50% by each ranking are erased "
+        "(comprehensiveness) or kept alone (sufficiency), ERASER's AOPC is their mean; Kendall "
+        "tau and Spearman rho of the attention with gradients and leave-one-out are reported "
+        "with the share that is significant; each attention row is permuted (--permutations) "
+        "and the output change measured against the attention's peakedness; and the attention "
+        "most different from the original that leaves the output within 0.01 total variation "
+        "is searched for by gradient ascent (--adversarial-steps). Writes scores.json and "
+        "report.html (with the AOPC curves) to --out and prints a short table.",
+    )
+    model_option(p, "seq2seq or vision checkpoint directory")
+    p.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="TEXT",
+        help="inputs to question (a vision model: test-image numbers or image files)",
+    )
+    p.add_argument(
+        "--split",
+        choices=("dev", "test"),
+        default=None,
+        help="question the first --count items of a split (the default without inputs: test)",
+    )
+    p.add_argument(
+        "--count", type=int, default=10, metavar="N", help="items of the split (default 10)"
+    )
+    p.add_argument(
+        "--permutations",
+        type=int,
+        default=100,
+        metavar="N",
+        help="random permutations of each attention row (default 100; 0: no permutation test)",
+    )
+    p.add_argument(
+        "--adversarial-steps",
+        type=int,
+        default=100,
+        metavar="N",
+        help="gradient steps of the adversarial search (default 100; 0: none)",
+    )
+    p.add_argument(
+        "--ig-steps", type=int, default=16, metavar="N", help="integrated-gradients points (16)"
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the random ranking and tests")
+    p.add_argument(
+        "--out", type=Path, default=None, help="output directory (default: RUN/faithfulness/CKPT)"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON, not a table")
+    device_option(p)
+    threads_option(p)
+
+
+def _options(args) -> dict:
+    for name in ("permutations", "adversarial_steps", "ig_steps"):
+        if getattr(args, name) < (1 if name == "ig_steps" else 0):
+            flag = "--" + name.replace("_", "-")
+            raise AttnkitError(f"{flag} must be at least {1 if name == 'ig_steps' else 0}")
+    return {
+        "count": args.count,
+        "out": args.out,
+        "permutations": args.permutations,
+        "adversarial_steps": args.adversarial_steps,
+        "ig_steps": args.ig_steps,
+        "seed": args.seed,
+    }
+
+
+def _seq2seq(model, args):
+    return model.faithfulness(args.inputs or None, split=args.split, **_options(args))
+
+
+def _image(text: str):
+    return int(text) if text.isdigit() else text
+
+
+def _vision(model, args):
+    if args.split not in (None, "test"):
+        raise AttnkitError("--split: a vision model is questioned on test images")
+    images = [_image(t) for t in args.inputs] or None
+    return model.faithfulness(images, **_options(args))
+
+
+#: a checkpoint's family -> how its model is questioned
+RUNNERS: dict[str, Callable] = {"seq2seq": _seq2seq, "vision": _vision}
+
+
+def run(args) -> None:
+    import attnkit
+    from attnkit.api.loading import checkpoint_family
+
+    family = checkpoint_family(args.model)
+    if family not in RUNNERS:
+        raise AttnkitError(f"--model {args.model}: faithfulness has no tests for a {family} model")
+    scores = RUNNERS[family](attnkit.load(args.model, args.device), args)
+    if args.json:
+        print(json.dumps(scores["summary"], indent=1))
+    else:
+        print(scores.table())
+        if scores.out is not None:
+            print(f"wrote {scores.out / 'scores.json'} and {scores.out / 'report.html'}")

@@ -1,0 +1,87 @@
+"""Attention rollout and flow against values computed by hand on a 2-layer, 2-token toy, and on a
+tiny Transformer."""
+
+import pytest
+import torch
+
+from attnkit.explain.rollout import (
+    cross_flow,
+    cross_rollout,
+    flow,
+    rollout,
+    rollout_by_layer,
+    transformer_maps,
+    with_residual,
+)
+from attnkit.models.transformer import Transformer, TransformerConfig
+
+# rows = queries; layer 0 is the lowest
+TOY = torch.tensor([[[1.0, 0.0], [0.5, 0.5]], [[0.5, 0.5], [0.0, 1.0]]])
+# with the residual, 0.5 A + 0.5 I: [[1, 0], [.25, .75]] and [[.75, .25], [0, 1]]
+
+
+def test_residual_rows_are_renormalised():
+    mixed = with_residual(torch.tensor([[[0.2, 0.2], [0.0, 0.0]]]))  # rows not summing to 1
+    torch.testing.assert_close(mixed.sum(-1), torch.ones(1, 2))
+    # (.1 + .5, .1) / .7
+    torch.testing.assert_close(mixed[0, 0], torch.tensor([0.6 / 0.7, 0.1 / 0.7]))
+
+
+def test_rollout_by_hand():
+    # [[.75, .25], [0, 1]] @ [[1, 0], [.25, .75]]
+    expected = torch.tensor([[0.8125, 0.1875], [0.25, 0.75]])
+    torch.testing.assert_close(rollout(TOY), expected)
+    torch.testing.assert_close(
+        rollout(TOY, residual=False), torch.tensor([[0.75, 0.25], [0.5, 0.5]])
+    )
+    by_layer = rollout_by_layer(TOY)
+    torch.testing.assert_close(by_layer[0], torch.tensor([[1.0, 0.0], [0.25, 0.75]]))
+    torch.testing.assert_close(by_layer[1], expected)
+
+
+def test_flow_by_hand():
+    """Top 0 -> input 0: 0.75 through middle 0 plus 0.25 through middle 1 (its edge to input 0
+    holds 0.25); top 0 -> input 1: only through middle 1, min(0.25, 0.75); top 1 -> input 0:
+    min(1, 0.25); top 1 -> input 1: min(1, 0.75)."""
+    torch.testing.assert_close(flow(TOY), torch.tensor([[1.0, 0.25], [0.25, 0.75]]))
+
+
+def test_encoder_decoder_variants_by_hand():
+    one = torch.tensor([[1.0, 0.0]])
+    torch.testing.assert_close(cross_rollout(one, TOY), torch.tensor([[0.8125, 0.1875]]))
+    torch.testing.assert_close(cross_flow(one, TOY), torch.tensor([[1.0, 0.25]]))
+    half = torch.tensor([[0.5, 0.5]])
+    torch.testing.assert_close(cross_rollout(half, TOY), torch.tensor([[0.53125, 0.46875]]))
+    # to input 0: 0.5 through top 0 and middle 0, 0.25 more through middle 1's edge;
+    # to input 1: middle 1 gets 0.25 from top 0 and 0.5 from top 1, its edge holds 0.75
+    torch.testing.assert_close(cross_flow(half, TOY), torch.tensor([[0.75, 0.75]]))
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    torch.manual_seed(0)
+    cfg = TransformerConfig(
+        embedding_dim=16, encoder_layers=2, decoder_layers=2, heads=2, ff_dim=32, dropout=0.0
+    )
+    return Transformer(cfg, 12, 12).eval()
+
+
+def test_transformer_maps(transformer):
+    src = torch.tensor([[4, 5, 6, 7, 2]])
+    tgt_in = torch.tensor([[1, 8, 9]])
+    maps = transformer_maps(transformer, src, tgt_in)
+    assert maps["encoder_attention"].shape == (2, 5, 5)
+    for name in ("attention", "rollout", "flow"):
+        assert maps[name].shape == (3, 5), name
+    torch.testing.assert_close(maps["rollout"].sum(-1), torch.ones(3))
+    torch.testing.assert_close(maps["encoder_rollout"], rollout(maps["encoder_attention"]))
+    # a flow never exceeds the capacity leaving its step: the step's cross-attention, 1
+    assert (maps["flow"] <= 1 + 1e-5).all() and (maps["flow"] >= 0).all()
+
+
+def test_encoder_attention_rows_are_distributions_over_the_real_tokens(transformer):
+    src = torch.tensor([[4, 5, 6, 2], [4, 2, 0, 0]])
+    weights = transformer.encoder_attention(src)  # (B, L, H, S, S)
+    assert weights.shape == (2, 2, 2, 4, 4)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 2, 4))
+    assert (weights[1, ..., 2:] == 0).all()
