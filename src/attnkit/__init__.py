@@ -23,6 +23,8 @@ __all__ = [
     "Run",
     "Scores",
     "Seq2SeqModel",
+    "TextClassification",
+    "TextModel",
     "Translation",
     "VisionModel",
     "configs",

@@ -21,7 +21,7 @@ from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
-SEQ2SEQ, VISION = "seq2seq", "vision"
+SEQ2SEQ, VISION, TEXT = "seq2seq", "vision", "text"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -55,6 +55,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(30, "most passes over the training data"),
             vision=(50, "Most epochs (passes over the training images) to run."),
+            text=(10, "Most epochs (passes over the training sentences or phrases) to run."),
         ),
     ),
     "batch_size": Key(
@@ -68,6 +69,7 @@ KEYS: dict[str, Key] = {
                 at_least(1, null=True),
             ),
             vision=(128, "Images per optimiser step."),
+            text=(32, "Sentences (or phrases) per update."),
         ),
     ),
     "max_tokens": Key(
@@ -78,7 +80,10 @@ KEYS: dict[str, Key] = {
     "eval_batch_size": Key(
         int,
         at_least(1),
-        _rows(vision=(1000, "Images per forward pass when measuring dev/test error.")),
+        _rows(
+            vision=(1000, "Images per forward pass when measuring dev/test error."),
+            text=(256, "Sentences per forward pass when scoring dev and test."),
+        ),
     ),
     "lr": Key(
         float,
@@ -86,6 +91,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0.001, "Adam learning rate (the peak, after warm-up)"),
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
+            text=(1e-3, "Adam learning rate at the start of the schedule."),
         ),
     ),
     "clip": Key(
@@ -94,6 +100,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1.0, "gradient-norm clipping (0 or null = off)"),
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
+            text=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
         ),
     ),
     "max_bad_updates": Key(
@@ -110,12 +117,21 @@ KEYS: dict[str, Key] = {
                 "Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end "
                 "the run.",
             ),
+            text=(
+                20,
+                "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
+                "end the run.",
+            ),
         ),
     ),
     "label_smoothing": Key(
         float, between(0, 1), _rows(seq2seq=(0.0, "label smoothing of the cross-entropy loss"))
     ),
-    "weight_decay": Key(float, not_below(0), _rows(vision=(0.0, "Adam weight decay (L2)."))),
+    "weight_decay": Key(
+        float,
+        not_below(0),
+        _rows(vision=(0.0, "Adam weight decay (L2)."), text=(0.0, "Adam weight decay (L2).")),
+    ),
     "scheduler": Key(
         str,
         None,
@@ -125,6 +141,11 @@ KEYS: dict[str, Key] = {
                 "cosine",
                 "cosine: decay to min_lr over the planned epochs; step: multiply by lr_gamma "
                 "every lr_step_epochs; noam; constant (:mod:`attnkit.training.schedules`).",
+            ),
+            text=(
+                "constant",
+                "constant; cosine: decay to min_lr over the planned epochs; noam "
+                "(:mod:`attnkit.training.schedules`).",
             ),
         ),
     ),
@@ -144,6 +165,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1.0e-5, "plateau: never below this; cosine: where it ends"),
             vision=(1e-5, "Cosine: where the rate ends."),
+            text=(1e-5, "Cosine: where the rate ends."),
         ),
     ),
     "lr_step_epochs": Key(
@@ -163,6 +185,10 @@ KEYS: dict[str, Key] = {
                 0,
                 "Linear warm-up over this many updates (noam: its rise, then 1/sqrt decay).",
             ),
+            text=(
+                0,
+                "Linear warm-up over this many updates (noam: its rise, then 1/sqrt decay).",
+            ),
         ),
     ),
     "patience": Key(
@@ -176,6 +202,11 @@ KEYS: dict[str, Key] = {
             vision=(
                 20,
                 "Early stopping: stop after this many epochs without a lower dev error "
+                "(null: never).",
+            ),
+            text=(
+                3,
+                "Early stopping: stop after this many epochs without a higher dev accuracy "
                 "(null: never).",
             ),
         ),
@@ -205,6 +236,10 @@ KEYS: dict[str, Key] = {
                 None,
                 "Wall-clock budget for training (null: none); training stops when it is spent.",
             ),
+            text=(
+                None,
+                "Wall-clock budget for training (null: none); training stops when it is spent.",
+            ),
         ),
     ),
     "fit_schedule_to_budget": Key(
@@ -224,6 +259,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),
+            text=(0, "Seed of the model initialisation, dropout and the batch order."),
         ),
     ),
     "device": Key(
@@ -232,6 +268,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=("auto", "auto | cpu | cuda"),
             vision=("auto", "auto (CUDA when available), cpu or cuda."),
+            text=("auto", "auto (CUDA when available), cpu or cuda."),
         ),
     ),
     "threads": Key(
@@ -240,6 +277,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
             vision=(None, "CPU threads for torch (null or 0: torch's default)."),
+            text=(None, "CPU threads for torch (null or 0: torch's default)."),
         ),
     ),
     "backend": Key(
@@ -270,9 +308,21 @@ KEYS: dict[str, Key] = {
                 "Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a "
                 "terminal.",
             ),
+            text=(
+                True,
+                "Show a tqdm progress bar (loss, accuracy, sentences/s) on stderr, when it is a "
+                "terminal.",
+            ),
         ),
     ),
-    "verbose": Key(bool, None, _rows(vision=(True, "Print one summary line per epoch on stderr."))),
+    "verbose": Key(
+        bool,
+        None,
+        _rows(
+            vision=(True, "Print one summary line per epoch on stderr."),
+            text=(True, "Print one summary line per epoch on stderr."),
+        ),
+    ),
     "tensorboard": Key(
         bool,
         None,
@@ -285,6 +335,11 @@ KEYS: dict[str, Key] = {
                 True,
                 "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
                 "pictures.",
+            ),
+            text=(
+                True,
+                "TensorBoard event files in OUT/tensorboard: scalars, dev accuracy, the "
+                "attention over a few dev sentences.",
             ),
         ),
     ),
@@ -301,6 +356,10 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "scheduler": ("cosine", "step", "noam", "constant"),
         "device": ("auto", "cpu", "cuda"),
         "backend": ("auto", "reference", "compile"),
+    },
+    TEXT: {
+        "scheduler": ("constant", "cosine", "noam"),
+        "device": ("auto", "cpu", "cuda"),
     },
 }
 

@@ -29,9 +29,11 @@ def add_parser(sub) -> None:
         "attention.json, saliency.json and scores.json (agreement of the two maps and, on the "
         "numbers and dates tasks, both scored against gold alignments) and report.html to --out; "
         "-o FILE draws one input's pair of maps to FILE alone. A model without "
-        "attention (model.attention: none) gets its saliency alone.",
+        "attention (model.attention: none) gets its saliency alone. A text classifier's "
+        "sentences get their words' attention beside their saliency (explanations.json, "
+        "scores.json, report.html).",
     )
-    model_option(p, "seq2seq checkpoint directory")
+    model_option(p, "seq2seq or text checkpoint directory")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
     p.add_argument(
         "--split", choices=("dev", "test"), default=None, help="explain the first items of a split"
@@ -67,13 +69,19 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    from attnkit.api import Seq2SeqModel
     from attnkit.api.loading import checkpoint_family
 
-    if checkpoint_family(args.model) != "seq2seq":
-        raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
+    family = checkpoint_family(args.model)
+    if family not in EXPLAINERS:
+        raise AttnkitError(f"--model {args.model}: explain is for seq2seq and text checkpoints")
+    print(json.dumps(EXPLAINERS[family](args), indent=1))
+
+
+def _seq2seq(args) -> dict:
+    from attnkit.api import Seq2SeqModel
+
     model = Seq2SeqModel.load(args.model, args.device)
-    scores = model.explain_report(
+    return model.explain_report(
         args.texts or None,
         split=args.split,
         count=args.count,
@@ -84,4 +92,23 @@ def run(args) -> None:
         pictures=args.pictures,
         picture=args.output,
     )
-    print(json.dumps(scores, indent=1))
+
+
+def _text(args) -> dict:
+    from attnkit.api import TextModel
+
+    if args.reference or args.format is not None or args.pictures is not None:
+        raise AttnkitError("--reference/--format/--pictures are for seq2seq checkpoints")
+    model = TextModel.load(args.model, args.device)
+    return model.explain_report(
+        args.texts or None,
+        split=args.split,
+        count=args.count,
+        method=args.method,
+        out=args.out,
+        picture=args.output,
+    )
+
+
+#: a checkpoint's family -> what explain does with it (the parsed arguments -> its scores)
+EXPLAINERS = {"seq2seq": _seq2seq, "text": _text}

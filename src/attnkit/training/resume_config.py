@@ -63,6 +63,10 @@ VISION = Rules(
     ),
     locating=("output_dir",),
 )
+TEXT = Rules(
+    honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
+    locating=("output_dir",),
+)
 
 
 @dataclass(frozen=True)
