@@ -39,7 +39,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnkit.attention.scores import additive_scores, masked_softmax, scaled_dot_scores
-from attnkit.config import above, at_least, between, check_values
+from attnkit.config import at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
 
@@ -47,8 +47,12 @@ from attnkit.errors import ConfigError
 class TextModelConfig:
     """``model:`` of a text experiment: the encoder, the pooling and their sizes."""
 
-    encoder: str = "bilstm"  # bilstm | bigru | cnn | bag
-    attention: str = "additive"  # additive | scaled_dot | structured | none
+    #: what reads the words: bilstm or bigru (bidirectional RNNs), cnn (convolutions over
+    #: neighbouring words) or bag (each word alone: a linear layer and tanh)
+    encoder: str = "bilstm"
+    #: how the words are pooled into one vector: additive (v^T tanh(W h + b)), scaled_dot (a
+    #: learnt query), structured (Lin et al. 2017: `heads` rows) or none (mean or max: `pool`)
+    attention: str = "additive"
     pool: str = "mean"  # attention: none: mean | max over the words
     embedding_dim: int = 300  # width of the (randomly initialised) word embeddings
     hidden: int = 150  # per direction (bilstm, bigru), per kernel width (cnn), bag's width
@@ -67,19 +71,20 @@ class TextModelConfig:
         "pool": ("mean", "max"),
     }
 
+    RULES = {
+        "embedding_dim": at_least(1),
+        "hidden": at_least(1),
+        "layers": at_least(1),
+        "attention_dim": at_least(1),
+        "heads": at_least(1),
+        "penalty": not_below(0),
+        "dropout": between(0, 1),
+        "min_freq": at_least(1),
+        "max_vocab": at_least(5, null=True),
+    }
+
     def validate(self, where: str) -> None:
-        rules = {
-            "embedding_dim": at_least(1),
-            "hidden": at_least(1),
-            "layers": at_least(1),
-            "attention_dim": at_least(1),
-            "heads": at_least(1),
-            "penalty": (lambda v: v >= 0, "at least 0"),
-            "dropout": between(0, 1),
-            "min_freq": at_least(1),
-            "max_vocab": above(4, null=True),
-        }
-        check_values(self, where, rules)
+        check_values(self, where, self.RULES)
         if not self.kernel_sizes or any(k < 1 for k in self.kernel_sizes):
             raise ConfigError(f"{where}.kernel_sizes: give widths of at least 1")
 
