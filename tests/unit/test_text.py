@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from attnkit.data.vocab import Vocab
 from attnkit.errors import ConfigError, InputError
 from attnkit.training.text_config import parse_config
 
+REPO = Path(__file__).resolve().parents[2]
 FILLERS = [f"w{i}" for i in range(24)]
 KEYWORDS = {"good": "pos", "bad": "neg", "dull": "bored", "scary": "afraid"}
 
@@ -152,41 +154,42 @@ def test_structured_attention_and_no_attention_train_and_explain(tmp_path):
 
 
 def test_cli_train_evaluate_plot_explain(tmp_path, capsys):
-    config = tmp_path / "exp.yaml"
-    import yaml
-
-    experiment = _experiment(tmp_path)
-    experiment["train"]["epochs"] = 1
-    config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
+    """The shipped config for your own files, cut to one small epoch, through every command."""
     run = tmp_path / "run"
-    assert main(["train", str(config), "--output-dir", str(run), "--set", "train.lr=0.02"]) == 0
+    sets = ["model.embedding_dim=16", "model.hidden=16", "train.epochs=1", "train.tensorboard=true"]
+    argv = ["train", str(REPO / "configs" / "text_tsv.yaml"), "--output-dir", str(run)]
+    assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
+    assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     capsys.readouterr()
-    main(["evaluate", "--model", str(run), "--json", "--out", str(tmp_path / "ev")])
+    assert main(["evaluate", "--model", str(run), "--json", "--out", str(tmp_path / "ev")]) == 0
     scores = json.loads(capsys.readouterr().out)
-    assert scores["sentences"] == 60 and scores["family"] == "text"
+    assert scores["sentences"] == 30 and scores["family"] == "text"
+    assert scores["errors"] == round(30 * (1 - scores["accuracy"]))
     report = (tmp_path / "ev" / "report.html").read_text(encoding="utf-8")
     assert "AttnkitHeatmap" in report and '"saliency": [[' in report
     rows = (tmp_path / "ev" / "predictions.tsv").read_text(encoding="utf-8").splitlines()
-    assert rows[0] == "index\tlabel\tanswer\tright\ttext" and len(rows) == 61
-    main(["plot", "--model", str(run), "w1 good w2", "-o", str(tmp_path / "p.svg")])
+    assert rows[0] == "index\tlabel\tanswer\tright\ttext" and len(rows) == 31
+    assert main(["plot", "--model", str(run), "a dull film", "-o", str(tmp_path / "p.svg")]) == 0
     assert "<svg" in (tmp_path / "p.svg").read_text(encoding="utf-8")
-    main(
-        [
-            "explain",
-            "--model",
-            str(run),
-            "--split",
-            "dev",
-            "--count",
-            "4",
-            "--out",
-            str(tmp_path / "x"),
-        ]
+    out = tmp_path / "x"
+    assert (
+        main(["explain", "--model", str(run), "--split", "dev", "--count", "4", "--out", str(out)])
+        == 0
     )
-    explained = json.loads((tmp_path / "x" / "explanations.json").read_text(encoding="utf-8"))
-    assert len(explained) == 4 and all(
-        len(r["saliency"][0]) == len(r["source_tokens"]) for r in explained
-    )
+    explained = json.loads((out / "explanations.json").read_text(encoding="utf-8"))
+    assert len(explained) == 4
+    assert all(len(r["saliency"][0]) == len(r["source_tokens"]) for r in explained)
+
+
+@pytest.mark.parametrize(
+    "name", ["sst2_bilstm_attention", "sst2_bilstm_none", "sst5_bilstm_attention", "text_tsv"]
+)
+def test_the_shipped_text_configs_parse(name):
+    import yaml
+
+    path = REPO / "configs" / f"{name}.yaml"
+    cfg = parse_config(yaml.safe_load(path.read_text(encoding="utf-8")), str(path), path.parent)
+    assert cfg.train.threads in (1, None) and cfg.to_dict()["family"] == "text"
 
 
 def test_cli_errors_are_one_line(keyword_run, tmp_path, capsys):
