@@ -2,7 +2,8 @@
 
 Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory, and
 the heatmap renderer it shares with the reports, ``attnkit/viz/static/heatmap.js``),
-``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, and FastAPI's ``/docs``.
+``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``, and
+FastAPI's ``/docs``.
 Decoding happens in the :class:`~attnkit.serve.batching.MicroBatcher`'s worker thread; the
 handlers only check requests and wait for answers, so the event loop stays free.
 """
@@ -23,7 +24,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import ValidationError
 
 from attnkit import __version__
-from attnkit.serve import classify, translate
+from attnkit.serve import classify, sentences, translate
 from attnkit.serve.batching import MicroBatcher
 from attnkit.serve.limits import Limits
 from attnkit.serve.middleware import BodyLimit
@@ -32,6 +33,7 @@ from attnkit.serve.problems import ApiError, install_handlers
 from attnkit.serve.schemas import (
     ClassifyResponse,
     ErrorResponse,
+    TextResponse,
     TranslateResponse,
     request_models,
 )
@@ -78,7 +80,11 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
     limits = settings.limits
 
     # a batch key's type says which endpoint's jobs it groups
-    runners = {translate.DecodeKey: translate.run_batch, classify.ClassifyKey: classify.run_batch}
+    runners = {
+        translate.DecodeKey: translate.run_batch,
+        classify.ClassifyKey: classify.run_batch,
+        sentences.SentenceKey: sentences.run_batch,
+    }
 
     def run(key, jobs):
         return runners[type(key)](served[key.model], key, jobs)
@@ -143,6 +149,7 @@ def pick_model(served: dict[str, ServedModel], name: str | None, family: str) ->
 def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     bodies = request_models(limits)
     TranslateRequest = bodies.translate
+    ClassifyTextRequest = bodies.classify_text
 
     @app.get("/healthz")
     async def healthz():
@@ -156,6 +163,13 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     async def translate_(request: TranslateRequest):  # type: ignore[valid-type]
         model = pick_model(served, request.model, "seq2seq")
         key, job = translate.check_request(model, request, limits.max_explain_inputs)
+        results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
+        return JSONResponse({"model": model.name, "results": results})
+
+    @app.post("/v1/classify_text", response_model=TextResponse, responses=ERRORS)
+    async def classify_text(request: ClassifyTextRequest):  # type: ignore[valid-type]
+        model = pick_model(served, request.model, "text")
+        key, job = sentences.check_request(model, request, limits.max_explain_inputs)
         results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
         return JSONResponse({"model": model.name, "results": results})
 

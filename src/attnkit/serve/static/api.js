@@ -42,6 +42,10 @@
       return send("v1/translate", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify(body)});
     },
+    classifyText: function (body) {
+      return send("v1/classify_text", {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});
