@@ -16,7 +16,7 @@ import attnkit
 from attnkit.cli import main
 from attnkit.data.tasks.text import TextDataConfig, encode, length_batches
 from attnkit.data.vocab import Vocab
-from attnkit.errors import ConfigError, InputError
+from attnkit.errors import CheckpointError, ConfigError, InputError
 from attnkit.training.text_config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,3 +227,21 @@ def test_data_section_rules_and_batches(tmp_path):
     assert sorted(i for b in batches for i in b) == list(range(7))
     again = length_batches(lengths, 3, torch.Generator().manual_seed(0))
     assert batches == again  # a resumed epoch draws the same batches
+
+
+def test_a_resumed_run_goes_on_from_last(tmp_path):
+    import yaml
+
+    experiment = _experiment(tmp_path)
+    experiment["train"].update(epochs=1, patience=None)
+    config = tmp_path / "exp.yaml"
+    config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
+    first = attnkit.train(config, output_dir=tmp_path / "run")
+    assert json.loads((first.last / "trainer.json").read_text())["epoch"] == 1
+    again = attnkit.train(config, {"train.epochs": 2}, output_dir=tmp_path / "run", resume=True)
+    trainer = json.loads((again.last / "trainer.json").read_text())
+    assert trainer["epoch"] == 2 and [h["epoch"] for h in trainer["history"]] == [1, 2]
+    with pytest.raises(ConfigError, match="model.hidden"):
+        attnkit.train(config, {"model.hidden": 8}, output_dir=tmp_path / "run", resume=True)
+    with pytest.raises(CheckpointError, match="overwrite"):
+        attnkit.train(config, output_dir=tmp_path / "run")  # a fresh run keeps the checkpoints
