@@ -1,7 +1,8 @@
 """Test accuracy of the text classifiers on SST-2 and SST-5, with and without attention: JSON.
 
     python benchmarks/sst.py                                  # the four runs below, in sequence
-    python benchmarks/sst.py --config configs/sst2_bilstm_attention.yaml --max-minutes 12
+    python benchmarks/sst.py sst5_bilstm_none --max-minutes 13   # one of them
+    python benchmarks/sst.py --config configs/sst2_bilstm_attention.yaml --set train.lr=5e-4
     python benchmarks/sst.py --json docs/results/sst.json     # also write the lines to a file
 
 Each run trains one config (a single model, on the CPU unless ``--device``), keeps the
@@ -88,19 +89,23 @@ def run_one(name: str, config: Path, sets: list[str], out: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", type=Path, action="append", help="config(s) to run")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"of {', '.join(ALL)} (all)")
+    parser.add_argument("--config", type=Path, action="append", help="config file(s) to run")
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every run")
     parser.add_argument("--max-minutes", type=float, default=None, help="training budget per run")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     parser.add_argument("--json", type=Path, default=None, help="append the lines to this file")
     args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in ALL]
+    if unknown:
+        parser.error(f"unknown run {unknown[0]!r}; the runs: {', '.join(ALL)}")
     _data_dir()
     torch.set_num_threads(1)
     if args.config:
         runs = [(c.stem, c, []) for c in args.config]
     else:
         runs = []
-        for name in ALL:
+        for name in args.names or ALL:
             base, sets = DERIVED.get(name, (name, []))
             runs.append((name, REPO / "configs" / f"{base}.yaml", list(sets)))
     failed = 0
