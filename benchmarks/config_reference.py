@@ -1,7 +1,8 @@
 """Write the key tables of docs/CONFIG.md from the config dataclasses, so they cannot drift.
 
 Every key of every section (seq2seq: the top level, ``data`` per task, ``model`` per ``arch``,
-``train``, ``decode``; vision: ``data``, ``model`` per ``type``, ``train``) becomes one row: its
+``train``, ``decode``; vision: ``data``, ``model`` per ``type``, ``train``; text: ``data``,
+``model``, ``train``) becomes one row: its
 type and default (read from the dataclass), what values it takes (the class's ``CHOICES``,
 ``RULES`` and ``APPLIES``, plus :data:`RANGES` for the checks that live in ``validate``) and what
 it means: the comment on or above the field, or its attribute docstring, in the source (or
@@ -169,6 +170,8 @@ RANGES = {
     "ReaderConfig.channels": "a non-empty list of widths >= 1",
     **{f"ReaderConfig.{name}": "at least 1" for name in ("embed", "hidden", "attention_dim")},
     "PoolingConfig.channels": "a non-empty list of widths >= 1",
+    "TextModelConfig.kernel_sizes": "a non-empty list of widths >= 1",
+    **{f"TextDataConfig.{name}": "required with task tsv" for name in ("train", "dev", "test")},
 }
 
 
@@ -406,10 +409,24 @@ def graph_sections() -> list[str]:
     return out
 
 
+def text_sections() -> list[str]:
+    from attnkit.data.tasks.text import TextDataConfig
+    from attnkit.models.text_classifier import TextModelConfig
+    from attnkit.training.text_config import TextConfig, TrainConfig
+
+    out = ["## Text-classification experiments (`family: text`)", "", "### Top level", ""]
+    out += ["`family: text` marks the file as a text-classification experiment.", ""]
+    out += [*table(TextConfig, "", ["output_dir"]), "", "### `data`", ""]
+    out += [*table(TextDataConfig, "data."), "", "### `model`", ""]
+    out += [*table(TextModelConfig, "model."), ""]
+    out += ["### `train`", "", *table(TrainConfig, "train."), ""]
+    return out
+
+
 def generated() -> str:
     """The generated part of docs/CONFIG.md, markers included."""
     lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections()]
-    lines += [*graph_sections(), END]
+    lines += [*graph_sections(), *text_sections(), END]
     return "\n".join(lines) + "\n"
 
 

@@ -28,6 +28,8 @@ __all__ = [
     "Run",
     "Scores",
     "Seq2SeqModel",
+    "TextClassification",
+    "TextModel",
     "Translation",
     "VisionModel",
     "configs",

@@ -102,6 +102,36 @@ def train_numbers(out: Path, attention: str) -> Path:
     return train_experiment(cfg, dev_scorer=evaluate_translator)
 
 
+def text_checkpoint(directory: Path) -> Path:
+    """An untrained sentence classifier (BiLSTM, additive attention) over a few words."""
+    import torch
+
+    from attnkit.data.vocab import Vocab
+    from attnkit.training import text_checkpoint as tckpt
+    from attnkit.training.state import TrainerState
+    from attnkit.training.text_config import parse_config
+
+    cfg = parse_config(
+        {
+            "family": "text",
+            "data": {
+                "task": "tsv",
+                "train": "t",
+                "dev": "d",
+                "test": "e",
+                "labels": ["neg", "pos"],
+            },
+            "model": {"embedding_dim": 8, "hidden": 6},
+        }
+    )
+    vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "a", "gripping", "film"])
+    torch.manual_seed(0)
+    bundle = tckpt.TextBundle(cfg, vocab, ["neg", "pos"], None)
+    bundle.model = tckpt.build_model(cfg, vocab, bundle.labels)
+    tckpt.save(directory, bundle, None, TrainerState(), resumable=False)
+    return directory
+
+
 def write_digits(directory: Path, n: int = 12) -> Path:
     """An MNIST-format test split of ``n`` random-stroke 28x28 images, labels 0..9."""
     import struct
@@ -207,7 +237,8 @@ def driver():
 @pytest.fixture(scope="session")
 def checkpoints(tmp_path_factory):
     """(name, checkpoint) of the models the server loads: two numbers translators with other
-    attention, a Transformer, and two digit classifiers: attention pooling and RAM (glimpses)."""
+    attention, a Transformer, two digit classifiers: attention pooling and RAM (glimpses), and a
+    sentence classifier."""
     if find_browser() is None:
         pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
     root = tmp_path_factory.mktemp("browser-models")
@@ -218,6 +249,7 @@ def checkpoints(tmp_path_factory):
         ("transformer", train_numbers(root / "transformer", "transformer")),
         ("digits", vision_checkpoint(root / "pool" / "best", digits, "attention_pooling")),
         ("glimpses", vision_checkpoint(root / "ram" / "best", digits, "ram")),
+        ("sentences", text_checkpoint(root / "text" / "best")),
     ]
 
 

@@ -365,3 +365,23 @@ def test_a_transformers_layers_and_heads_are_chosen_and_drawn(page, server):
     page.find_element(By.ID, "grid").click()
     grid = "#heatmap td.hm-cell"  # every layer and head: L x H maps of the same size
     wait_cells(page, n * len(layers[0]) * len(layers[0][0]), grid)
+
+
+def test_a_text_classifier_shades_each_word_by_its_weight(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("sentences")
+    assert page.find_element(By.ID, "sentence-view").is_displayed()
+    assert not page.find_element(By.ID, "text-view").is_displayed()
+    set_value(page, "sentence", "a gripping film", "input")
+    request = {"model": "sentences", "inputs": ["a gripping film"]}
+    answer = server.post("v1/classify_text", request)["results"][0]
+    drawn = wait_cells(page, 3, "#sentence-map td.hm-cell")
+    assert [float(c.get_attribute("data-w")) for c in drawn] == pytest.approx(answer["weights"])
+    assert page.find_element(By.ID, "sentence-label").text == answer["label"]
+    words = page.find_elements(By.CSS_SELECTOR, "#sentence-words .word")
+    assert [w.text for w in words] == answer["tokens"]
+    page.find_element(By.ID, "sentence-saliency").click()  # the attention, then the saliency
+    explained = server.post("v1/classify_text", {**request, "explain": True})["results"][0]
+    drawn = wait_cells(page, 6, "#sentence-map td.hm-cell")
+    assert [float(c.get_attribute("data-w")) for c in drawn[3:]] == pytest.approx(
+        explained["saliency"], abs=1e-4
+    )

@@ -265,7 +265,7 @@ def test_train_overrides_as_a_mapping_and_the_run_directory_rules(tmp_path):
 def test_configs_lists_every_shipped_config():
     found = attnkit.configs()
     assert {c.path.name for c in found} == {p.name for p in (REPO / "configs").glob("*.yaml")}
-    assert {c.family for c in found} >= {"seq2seq", "vision", "pointer", "graph"}
+    assert {c.family for c in found} >= {"seq2seq", "vision", "pointer", "graph", "text"}
     const = next(c for c in found if c.name == "cora_const")
     assert const.task == "cora" and const.model == "const-gat"
     numbers = next(c for c in found if c.name == "numbers_bahdanau")

@@ -722,6 +722,7 @@ FAMILY_PARSERS = {
     "vision": ("attnkit.vision_experiment", "parse_config"),
     "pointer": ("attnkit.training.pointer_config", "parse_config"),
     "graph": ("attnkit.training.graph_config", "parse_config"),
+    "text": ("attnkit.training.text_config", "parse_config"),
 }
 
 

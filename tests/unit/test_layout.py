@@ -213,6 +213,7 @@ FLOORS = {
     "decoding": 4,
     "experiment": 4,
     "train_config": 4,
+    "train_keys": 4,
     "vision_experiment": 4,
     "training": 5,
     "evaluation": 5,

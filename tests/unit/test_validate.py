@@ -91,8 +91,27 @@ def _graph(model_type: str):
     return make
 
 
+def _text(attention: str):
+    def make(directory: Path) -> Path:
+        from attnkit.training import text_checkpoint as tckpt
+        from attnkit.training.state import TrainerState
+        from attnkit.training.text_config import parse_config as text_config
+
+        data = {"task": "tsv", "train": "t", "dev": "d", "test": "e", "labels": ["neg", "pos"]}
+        model = {"attention": attention, "embedding_dim": 8, "hidden": 6}
+        cfg = text_config({"family": "text", "data": data, "model": model})
+        vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "a", "film"])
+        bundle = tckpt.TextBundle(cfg, vocab, ["neg", "pos"], None)
+        bundle.model = tckpt.build_model(cfg, vocab, bundle.labels)
+        tckpt.save(directory, bundle, None, TrainerState(), resumable=False)
+        return directory
+
+    return make
+
+
 #: each checkpoint family of LOADERS -> {model name: writer of a tiny checkpoint of it}
 MAKERS = {
+    "text": {name: _text(name) for name in ("additive", "none")},
     "graph": {name: _graph(name) for name in ("gat", "gcn")},
     "pointer": {"pointer_net": _pointer},
     "seq2seq": {arch: _seq2seq(arch) for arch in ARCHITECTURES},

@@ -1,19 +1,25 @@
 """The Python API: what the command line, the server and notebooks call.
 
 :func:`load` opens any checkpoint as a model of its family (:class:`Seq2SeqModel`,
-:class:`VisionModel`, :class:`PointerModel`); :func:`train` trains an experiment config into a
-:class:`Run`; :func:`configs` lists the shipped configs. Results (:class:`Translation`,
-:class:`Explanation`, :class:`Classification`, :class:`PointerSolution`, :class:`Scores`) have
-``to_dict()``,
-``plot(path_or_ax)`` and ``show()``, which draws them inline in a notebook. docs/API.md has
-examples.
+:class:`VisionModel`, :class:`PointerModel`, :class:`GraphModel`, :class:`TextModel`); :func:`train`
+trains an experiment config into a :class:`Run`; :func:`configs` lists the shipped configs. Results
+(:class:`Translation`, :class:`Explanation`, :class:`Classification`, :class:`PointerSolution`,
+:class:`TextClassification`, :class:`Scores`) have ``to_dict()``, ``plot(path_or_ax)`` and
+``show()``, which draws them inline in a notebook. docs/API.md has examples.
 """
 
 from attnkit.api.graph import GraphModel, NodeExplanation
 from attnkit.api.loading import load
 from attnkit.api.pointer import PointerModel, PointerSolution
-from attnkit.api.results import Classification, Explanation, FaithfulnessScores, Scores
+from attnkit.api.results import (
+    Classification,
+    Explanation,
+    FaithfulnessScores,
+    Scores,
+    TextClassification,
+)
 from attnkit.api.seq2seq import Seq2SeqModel
+from attnkit.api.text import TextModel
 from attnkit.api.training import ConfigInfo, Run, configs, train
 from attnkit.api.vision import VisionModel
 from attnkit.translator import Translation
@@ -30,6 +36,8 @@ __all__ = [
     "Run",
     "Scores",
     "Seq2SeqModel",
+    "TextClassification",
+    "TextModel",
     "Translation",
     "VisionModel",
     "configs",

@@ -9,6 +9,7 @@ from attnkit import zoo
 from attnkit.api.graph import GraphModel
 from attnkit.api.pointer import PointerModel
 from attnkit.api.seq2seq import Seq2SeqModel
+from attnkit.api.text import TextModel
 from attnkit.api.vision import VisionModel
 from attnkit.checkpoint import read_meta
 from attnkit.errors import CheckpointError
@@ -19,16 +20,18 @@ LOADERS: dict[str, Callable] = {
     "vision": VisionModel.load,
     "pointer": PointerModel.load,
     "graph": GraphModel.load,
+    "text": TextModel.load,
 }
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
-    ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
-    ``evaluate``) or :class:`PointerModel` (``solve``, ``evaluate``) or :class:`GraphModel`
-    (``explain_node``, ``evaluate``). Several seq2seq directories load as one ensemble. A vision,
-    pointer or graph run directory holding ``best/`` loads its best checkpoint. ``zoo:NAME`` loads
-    a model of the zoo (:func:`attnkit.zoo.names`)."""
+    ``translate``, ``explain``, ``evaluate``), :class:`VisionModel` (``classify``,
+    ``evaluate``), :class:`PointerModel` (``solve``, ``evaluate``), :class:`GraphModel`
+    (``explain_node``, ``evaluate``) or :class:`TextModel` (``classify``, ``explain``,
+    ``evaluate``). Several seq2seq directories load as one ensemble. A vision, pointer, graph or
+    text run directory holding ``best/`` loads its best checkpoint. ``zoo:NAME`` loads a model of
+    the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     paths = [zoo.resolve(p) for p in paths]
     if not paths:
@@ -40,7 +43,8 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
 
 
 def checkpoint_family(directory: Path) -> str:
-    """The family named by a checkpoint's ``meta.json`` (a vision run directory: its best/)."""
+    """The family named by a checkpoint's ``meta.json`` (a vision or text run directory: its
+    best/)."""
     if not (directory / "meta.json").exists() and (directory / "best" / "meta.json").exists():
         directory = directory / "best"
     family = read_meta(directory)["family"]

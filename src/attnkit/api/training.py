@@ -239,10 +239,26 @@ def _train_graph(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_text(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.training.text import train_text
+
+    source = Path(args.config)
+    return train_text(
+        data,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+        config_dir=source.parent if source.is_file() else None,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
 TRAINERS = {
     "seq2seq": _train_seq2seq,
     "vision": _train_vision,
     "pointer": _train_pointer,
     "graph": _train_graph,
+    "text": _train_text,
 }

@@ -1,4 +1,5 @@
-"""``attnkit evaluate``: :meth:`Seq2SeqModel.evaluate` / :meth:`VisionModel.evaluate`."""
+"""``attnkit evaluate``: :meth:`Seq2SeqModel.evaluate` / :meth:`VisionModel.evaluate` /
+:meth:`TextModel.evaluate`."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def add_parser(sub) -> None:
         "(--src FILE --ref FILE, one sentence per line; or --tsv FILE, source TAB reference), "
         "greedily and with beam search, and print a table of the task's metrics (exact match; "
         "WER/PER for G2P; BLEU/chrF for translation; for your own data, data.metric's: exact, "
-        "bleu, chrf, wer or cer; error % for vision; node accuracy for graph models). Writes "
-        "hypotheses, scores.json and report.html to --out.",
+        "bleu, chrf, wer or cer; error % for vision; node accuracy for graph models; accuracy for "
+        "text classifiers). Writes hypotheses, scores.json and report.html to --out.",
     )
     model_option(
         p,
@@ -144,12 +145,26 @@ def _graph(args):
     return GraphModel.load(args.model[0], args.device).evaluate(args.split, args.out)
 
 
+def _text(args):
+    from attnkit.api import TextModel
+
+    if len(args.model) > 1:
+        raise AttnkitError(
+            "--model: ensembles are for seq2seq checkpoints; give one text checkpoint"
+        )
+    refuse_decoding_options(args)
+    if args.mc_samples is not None:
+        raise AttnkitError("--mc-samples is for vision RAM models")
+    return TextModel.load(args.model[0], args.device).evaluate(args.split, args.out)
+
+
 #: a checkpoint's family -> how ``evaluate`` scores it
 EVALUATORS = {
     "seq2seq": _seq2seq,
     "vision": _vision,
     "pointer": _pointer,
     "graph": _graph,
+    "text": _text,
 }
 
 

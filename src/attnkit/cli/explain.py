@@ -29,9 +29,11 @@ def add_parser(sub) -> None:
         "attention.json, saliency.json and scores.json (agreement of the two maps and, on the "
         "numbers and dates tasks, both scored against gold alignments) and report.html to --out; "
         "-o FILE draws one input's pair of maps to FILE alone. A model without "
-        "attention (model.attention: none) gets its saliency alone.",
+        "attention (model.attention: none) gets its saliency alone. A text classifier's "
+        "sentences get their words' attention beside their saliency (explanations.json, "
+        "scores.json, report.html).",
     )
-    model_option(p, "seq2seq checkpoint directory")
+    model_option(p, "seq2seq or text checkpoint directory")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
     p.add_argument(
         "--split", choices=("dev", "test"), default=None, help="explain the first items of a split"
@@ -119,23 +121,22 @@ def table(scores: dict) -> str:
 
 
 def run(args) -> None:
-    from attnkit.api import Seq2SeqModel
     from attnkit.api.loading import checkpoint_family
 
     family = checkpoint_family(args.model)
-    if family == "graph":
-        _graph(args)
-        return
-    if family != "seq2seq":
-        raise AttnkitError(f"--model {args.model}: explain is for seq2seq and graph checkpoints")
-    model = Seq2SeqModel.load(args.model, args.device)
+    if family not in EXPLAINERS:
+        raise AttnkitError(
+            f"--model {args.model}: explain is for {', '.join(EXPLAINERS)} checkpoints"
+        )
     with writing(args.out or args.output or "the explain directory", ""):
-        scores = _report(model, args)
-    print(json.dumps(scores, indent=1) if args.json else table(scores))
+        print(EXPLAINERS[family](args))
 
 
-def _report(model, args) -> dict:
-    return model.explain_report(
+def _seq2seq(args) -> str:
+    from attnkit.api import Seq2SeqModel
+
+    model = Seq2SeqModel.load(args.model, args.device)
+    scores = model.explain_report(
         args.texts or None,
         split=args.split,
         count=args.count,
@@ -146,9 +147,10 @@ def _report(model, args) -> dict:
         pictures=args.pictures,
         picture=args.output,
     )
+    return json.dumps(scores, indent=1) if args.json else table(scores)
 
 
-def _graph(args) -> None:
+def _graph(args) -> str:
     """Each --node's attention beside its saliency, as JSON; -o draws the first one's."""
     from attnkit.api import GraphModel
 
@@ -161,4 +163,25 @@ def _graph(args) -> None:
     if args.output is not None:
         found[0].plot(args.output)
     keep = ("node", "label", "prediction", "agreement", "neighbours", "saliency")
-    print(json.dumps([{k: v for k, v in e.to_dict().items() if k in keep} for e in found]))
+    return json.dumps([{k: v for k, v in e.to_dict().items() if k in keep} for e in found])
+
+
+def _text(args) -> str:
+    from attnkit.api import TextModel
+
+    if args.reference or args.format is not None or args.pictures is not None:
+        raise AttnkitError("--reference/--format/--pictures are for seq2seq checkpoints")
+    model = TextModel.load(args.model, args.device)
+    scores = model.explain_report(
+        args.texts or None,
+        split=args.split,
+        count=args.count,
+        method=args.method,
+        out=args.out,
+        picture=args.output,
+    )
+    return json.dumps(scores, indent=1)
+
+
+#: a checkpoint's family -> what explain does with it (the parsed arguments -> what it prints)
+EXPLAINERS = {"seq2seq": _seq2seq, "text": _text, "graph": _graph}

@@ -28,7 +28,9 @@ def add_parser(sub) -> None:
         "as its training images): -o FILE.png or .svg draws every step side by side, -o FILE.gif "
         "animates them, and -o DIR/ (a directory: ending in / or existing) gets both a .png and "
         "a .gif; --explain draws, beside the attention (RAM: the glimpse path), the gradient "
-        "saliency and Grad-CAM of the same answer, one row per output step. A Transformer's map "
+        "saliency and Grad-CAM of the same answer, one row per output step. For text "
+        "classifiers, TEXT is a sentence: its words shaded by attention (--explain: beside "
+        "their gradient saliency). A Transformer's map "
         "is the mean of all its layers and heads unless --layer and/or --head pick one; --grid "
         "draws every layer and head; --map rollout or --map flow draws, beside that mean, the "
         "attention rollout or flow through the encoder (Abnar & Zuidema 2020).",
@@ -71,8 +73,8 @@ def add_parser(sub) -> None:
         "--explain",
         action="store_true",
         help="vision models: the attention beside its implicit attention, the input-gradient "
-        "saliency and Grad-CAM of each answer (-o .png, .svg or DIR/; seq2seq models: attnkit "
-        "explain)",
+        "saliency and Grad-CAM of each answer (-o .png, .svg or DIR/); text classifiers: the "
+        "attention beside the gradient saliency (seq2seq models: attnkit explain)",
     )
     p.add_argument(
         "-o",
@@ -232,10 +234,32 @@ def _graph(args) -> None:
     print(output)
 
 
+def _text(args) -> None:
+    from attnkit.api import TextModel
+
+    if args.beam != 1 or args.alpha is not None:
+        raise AttnkitError("--beam/--alpha: a text classifier answers in one pass, no decoding")
+    if args.layer is not None or args.head is not None or args.grid:
+        raise AttnkitError("--layer/--head/--grid: a text classifier has one layer of attention")
+    if args.image is not None:
+        raise AttnkitError("--image is for vision models; give the sentence as TEXT")
+    if not args.text:
+        raise AttnkitError("give the TEXT (a sentence) to classify and draw")
+    output = Path(args.output)
+    if output.suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise AttnkitError(f"-o {output}: use a .png, .svg or .pdf file name")
+    model = TextModel.load(args.model, args.device)
+    result = model.classify(args.text)
+    model.draw(args.text, output, explain=args.explain)
+    shown = "attention" if model.has_attention else "saliency (the model has no attention)"
+    print(f"{args.text} -> {result.label}\n{shown}: {output}")
+
+
 #: a checkpoint's family -> how ``plot`` draws it
 PLOTTERS = {
     "seq2seq": _seq2seq,
     "vision": _vision,
     "pointer": _pointer,
     "graph": _graph,
+    "text": _text,
 }

@@ -2,7 +2,8 @@
 
 Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory, and
 the heatmap renderer it shares with the reports, ``attnkit/viz/static/heatmap.js``),
-``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, and FastAPI's ``/docs``.
+``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``, and
+FastAPI's ``/docs``.
 Decoding happens in the :class:`~attnkit.serve.batching.MicroBatcher`'s worker thread; the
 handlers only check requests and wait for answers, so the event loop stays free.
 """
@@ -25,7 +26,7 @@ from starlette.concurrency import run_in_threadpool
 
 from attnkit import __version__
 from attnkit.errors import ConfigError
-from attnkit.serve import classify, translate
+from attnkit.serve import classify, sentences, translate
 from attnkit.serve.batching import MicroBatcher
 from attnkit.serve.limits import Limits
 from attnkit.serve.middleware import BodyLimit
@@ -34,6 +35,7 @@ from attnkit.serve.problems import ApiError, install_handlers
 from attnkit.serve.schemas import (
     ClassifyResponse,
     ErrorResponse,
+    TextResponse,
     TranslateResponse,
     request_models,
 )
@@ -81,7 +83,11 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
     limits = settings.limits
 
     # a batch key's type says which endpoint's jobs it groups
-    runners = {translate.DecodeKey: translate.run_batch, classify.ClassifyKey: classify.run_batch}
+    runners = {
+        translate.DecodeKey: translate.run_batch,
+        classify.ClassifyKey: classify.run_batch,
+        sentences.SentenceKey: sentences.run_batch,
+    }
 
     def run(key, jobs):
         return runners[type(key)](served[key.model], key, jobs)
@@ -153,6 +159,7 @@ class GraphNodeRequest(BaseModel):
 def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     bodies = request_models(limits)
     TranslateRequest = bodies.translate
+    ClassifyTextRequest = bodies.classify_text
 
     @app.get("/healthz")
     async def healthz():
@@ -174,6 +181,13 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
         model = pick_model(served, request.model, "graph")
         explained = await run_in_threadpool(_explain_node, model, request.node)
         return JSONResponse({"model": model.name, **explained})
+
+    @app.post("/v1/classify_text", response_model=TextResponse, responses=ERRORS)
+    async def classify_text(request: ClassifyTextRequest):  # type: ignore[valid-type]
+        model = pick_model(served, request.model, "text")
+        key, job = sentences.check_request(model, request, limits.max_explain_inputs)
+        results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
+        return JSONResponse({"model": model.name, "results": results})
 
     @app.post(
         "/v1/classify",

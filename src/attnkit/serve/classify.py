@@ -71,9 +71,9 @@ def _image_size(data: bytes, max_side: int) -> tuple[int, int] | None:
 
 
 def vision_model(model: ServedModel):
-    """The :class:`attnkit.api.VisionModel` of a vision model; ApiError 422 for a seq2seq one."""
+    """The :class:`attnkit.api.VisionModel` of a vision model; ApiError 422 for another."""
     if model.family != "vision":
-        raise ApiError(422, "model", f"model: {model.name!r} is a seq2seq model: use /v1/translate")
+        raise ApiError(422, "model", model.wrong_endpoint())
     return model.loaded
 
 

@@ -1,9 +1,10 @@
 """The checkpoints a server answers with: loaded once, read-only, each under a short name.
 
 Each ``--model DIR`` is loaded by :func:`attnkit.load` (the Python API): a seq2seq model
-(:class:`attnkit.api.Seq2SeqModel`) or a vision one (:class:`attnkit.api.VisionModel`), told
-apart by the checkpoint's ``meta.json``. Nothing is written to the directories. A request names
-a model by its name only, never by a path.
+(:class:`attnkit.api.Seq2SeqModel`), a vision one (:class:`attnkit.api.VisionModel`) or a text
+classifier (:class:`attnkit.api.TextModel`), told apart by the checkpoint's ``meta.json``.
+Nothing is written to the directories. A request names a model by its name only, never by a
+path.
 """
 
 from __future__ import annotations
@@ -18,12 +19,19 @@ from attnkit.serve.limits import Limits
 
 #: path parts that name a checkpoint inside a run, not the run: skipped when naming a model
 CHECKPOINT_PARTS = ("model", "best", "last", "averaged")
+#: the endpoint that answers each family's models
+ENDPOINTS = {
+    "seq2seq": "/v1/translate",
+    "vision": "/v1/classify",
+    "graph": "/v1/graph/node",
+    "text": "/v1/classify_text",
+}
 #: what each vision model type attends with
 VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_pooling": "spatial"}
 
 
 #: the families the server has views for
-SERVED_FAMILIES = ("seq2seq", "vision", "graph")
+SERVED_FAMILIES = ("seq2seq", "vision", "graph", "text")
 
 
 @dataclass
@@ -32,8 +40,12 @@ class ServedModel:
 
     name: str
     directory: Path
-    family: str  # "seq2seq", "vision" or "graph"
+    family: str  # "seq2seq", "vision", "graph" or "text"
     loaded: object
+
+    def wrong_endpoint(self) -> str:
+        """The message for a request this model's family is not answered at."""
+        return f"model: {self.name!r} is a {self.family} model: use {ENDPOINTS[self.family]}"
 
     @property
     def translator(self):
@@ -62,6 +74,21 @@ class ServedModel:
                 "layers": sum(1 for _ in net.layers) if net.has_attention else None,
                 "heads": cfg.model.heads if net.has_attention else None,
                 "nodes": self.loaded.graph.num_nodes,
+                "has_gold": False,
+                "explain": True,
+            }
+        if self.family == "text":
+            cfg = self.loaded.config
+            heads = self.loaded.net.heads
+            return {
+                **base,
+                "task": cfg.data.task,
+                "attention": cfg.model.attention,
+                "encoder": cfg.model.encoder,
+                "labels": list(self.loaded.labels),
+                "has_attention": heads > 0,
+                "layers": None,
+                "heads": heads if heads > 1 else None,
                 "has_gold": False,
                 "explain": True,
             }

@@ -73,6 +73,25 @@ class ClassifyResponse(BaseModel):
     steps: list[ClassifyStep]
 
 
+class TextResult(BaseModel):
+    text: str
+    tokens: list[str] = Field(description="the words the model read")
+    label: str = Field(description="the predicted class")
+    probs: dict[str, float] = Field(description="class name -> probability")
+    weights: list[float] | list[list[float]] | None = Field(
+        description="attention over the words (heads x words for structured self-attention); "
+        "null for a model without attention"
+    )
+    saliency: list[float] | None = Field(None, description="explain: true; gradient saliency")
+    method: str | None = None
+    record: dict = Field(description="the map as the heatmap renderer draws it (one row)")
+
+
+class TextResponse(BaseModel):
+    model: str
+    results: list[TextResult]
+
+
 class ErrorDetail(BaseModel):
     field: str | None
     message: str
@@ -88,10 +107,11 @@ class RequestModels:
 
     translate: type[BaseModel]
     classify: type[BaseModel]
+    classify_text: type[BaseModel]
 
 
 def request_models(limits: Limits) -> RequestModels:
-    """The translate and classify request bodies, constrained by ``limits``."""
+    """The translate, classify and classify_text request bodies, constrained by ``limits``."""
     text = Annotated[str, StringConstraints(min_length=1, max_length=limits.max_chars)]
     translate = create_model(
         "TranslateRequest",
@@ -128,4 +148,14 @@ def request_models(limits: Limits) -> RequestModels:
         model=(str | None, Field(None, description="a vision model's name; default the first")),
         index=(int, Field(ge=0, description="a test-set image")),
     )
-    return RequestModels(translate, classify)
+    classify_text = create_model(
+        "ClassifyTextRequest",
+        __config__=STRICT,
+        model=(str | None, Field(None, description="a text model's name; default the first")),
+        inputs=(
+            list[text],
+            Field(min_length=1, max_length=limits.max_inputs, description="sentences to classify"),
+        ),
+        explain=(bool, Field(False, description="add each answer's gradient saliency")),
+    )
+    return RequestModels(translate, classify, classify_text)

@@ -56,7 +56,7 @@ def check_request(
     warnings is not thread-safe: the worker does it)."""
     translator = model.translator
     if translator is None:
-        raise ApiError(422, "model", f"model: {model.name!r} is a vision model: use /v1/classify")
+        raise ApiError(422, "model", model.wrong_endpoint())
     if request.n_best > request.beam:
         raise ApiError(
             422, "n_best", f"n_best: at most the beam size ({request.beam}), got {request.n_best}"

@@ -64,6 +64,10 @@ VISION = Rules(
     locating=("output_dir",),
 )
 GRAPH = Rules(honoured=(*_HOW_AND_WHEN, "train.verbose"), locating=("output_dir",))
+TEXT = Rules(
+    honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
+    locating=("output_dir",),
+)
 
 
 @dataclass(frozen=True)

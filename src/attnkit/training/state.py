@@ -83,6 +83,14 @@ VISION: Layout = {
     "bad_epochs": "bad_evals",
     **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
 }
+#: the counters of a text-classification checkpoint's ``trainer.json`` (beside its ``optimizer``)
+TEXT: Layout = {
+    **_same_names("epoch", "batches_done", "step", "planned_epochs"),
+    "best_dev_accuracy": "best",
+    "best_epoch": "best_epoch",
+    "bad_epochs": "bad_evals",
+    **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
+}
 
 
 def state_to_json(state: TrainerState, layout: Layout) -> dict:

@@ -46,6 +46,10 @@
       return send("v1/graph/node", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, node: node})});
     },
+    classifyText: function (body) {
+      return send("v1/classify_text", {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});

@@ -1,25 +1,27 @@
 /*
  * The explorer page's start: list the models (GET /v1/models), and show the text view for a
- * seq2seq model, the vision view for a vision model or the graph view for a graph model.
+ * seq2seq model, the vision view for a vision model, the graph view for a graph model or the
+ * sentence view for a text classifier.
  */
 (function (root) {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var models = [];
+  var VIEWS = {
+    seq2seq: "text-view", vision: "vision-view", graph: "graph-view", text: "sentence-view"
+  };
 
   function choose(name) {
     var m = models.find(function (o) { return o.name === name; });
     if (!m) return;
-    var vision = m.family === "vision", graph = m.family === "graph";
-    $("text-view").hidden = vision || graph;
-    $("vision-view").hidden = !vision;
-    $("graph-view").hidden = !graph;
+    Object.keys(VIEWS).forEach(function (family) { $(VIEWS[family]).hidden = family !== m.family; });
     $("model-info").textContent = m.family + " \u00b7 " + m.task + " \u00b7 attention: " +
       m.attention + (m.layers ? " \u00b7 " + m.layers + " layers" : "") +
       (m.heads ? " \u00d7 " + m.heads + " heads" : "");
     $("error").hidden = true;
-    if (vision) root.AttnkitVision.start(name);
-    else if (graph) root.AttnkitGraph.start(name);
+    if (m.family === "vision") root.AttnkitVision.start(name);
+    else if (m.family === "graph") root.AttnkitGraph.start(name);
+    else if (m.family === "text") root.AttnkitSentence.start(name);
     else root.AttnkitText.start(models, name);
   }
 
@@ -45,6 +47,7 @@
     root.AttnkitText.wire();
     root.AttnkitVision.wire();
     root.AttnkitGraph.wire();
+    root.AttnkitSentence.wire();
     $("model").addEventListener("change", function () { choose($("model").value); });
     root.AttnkitApi.models().then(function (body) { fill(body.models); }, function (err) {
       $("error").textContent = (err.field ? err.field + ": " : "") + err.message;

@@ -1,0 +1,130 @@
+"""Test accuracy of the text classifiers on SST-2 and SST-5, with and without attention: JSON.
+
+    python benchmarks/sst.py                                  # the four runs below, in sequence
+    python benchmarks/sst.py sst5_bilstm_none --max-minutes 13   # one of them
+    python benchmarks/sst.py --config configs/sst2_bilstm_attention.yaml --set train.lr=5e-4
+    python benchmarks/sst.py --json docs/results/sst.json     # also write the lines to a file
+
+Each run trains one config (a single model, on the CPU unless ``--device``), keeps the
+checkpoint of the best dev accuracy, and scores it on the test sentences. One JSON line per
+run on stdout::
+
+    {"config": "sst2_bilstm_attention", "task": "SST-2 (phrases)", "test_accuracy": 0.85,
+     "target": 0.854, "meets_target": true, "train_wall_s": 780.1, "epochs": 6, ...}
+
+Targets (test accuracy): SST-2 0.854 (Socher et al. 2013, the RNTN), SST-5 0.46. No pretrained
+embeddings are used. The SST is read from ``$ATTNKIT_DATA_DIR/sst``; when that variable is unset
+it is set to ``../shared/data`` next to the repository where that holds ``sst/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "src"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import torch  # noqa: E402
+from machine_info import describe  # noqa: E402
+
+from attnkit.api.training import train  # noqa: E402
+from attnkit.checkpoint import read_json  # noqa: E402
+from attnkit.data.tasks.text import TextData, task_name  # noqa: E402
+from attnkit.training.text_checkpoint import load_text_model  # noqa: E402
+from attnkit.training.text_scoring import accuracy, predict  # noqa: E402
+
+ALL = (
+    "sst2_bilstm_attention",
+    "sst2_bilstm_none",
+    "sst5_bilstm_attention",
+    "sst5_bilstm_none",
+)
+TARGETS = {2: 0.854, 5: 0.46}
+#: configs run without a file of their own: (base config, --set overrides)
+DERIVED = {"sst5_bilstm_none": ("sst5_bilstm_attention", ["model.attention=none"])}
+
+
+def _data_dir() -> None:
+    shared = REPO.parent / "shared" / "data"
+    if not os.environ.get("ATTNKIT_DATA_DIR") and (shared / "sst").is_dir():
+        os.environ["ATTNKIT_DATA_DIR"] = str(shared)
+
+
+def run_one(name: str, config: Path, sets: list[str], out: Path) -> dict:
+    began = time.time()
+    run = train(config, overrides=sets, output_dir=out, overwrite=True)
+    wall = time.time() - began
+    bundle = load_text_model(run.best, "cpu")
+    test = TextData(bundle.config.data).split("test")
+    answers = predict(bundle.model, [e.words for e in test], bundle.vocab)
+    acc = accuracy(answers, [e.label for e in test])
+    classes = bundle.config.data.classes
+    trainer = read_json(run.last / "trainer.json")
+    return {
+        "config": name,
+        "task": task_name(bundle.config.data),
+        "encoder": bundle.config.model.encoder,
+        "attention": bundle.config.model.attention,
+        "test_accuracy": round(acc, 4),
+        "test_sentences": len(test),
+        "target": TARGETS[classes],
+        "meets_target": acc >= TARGETS[classes],
+        "best_dev_accuracy": trainer.get("best_dev_accuracy"),
+        "best_epoch": trainer.get("best_epoch"),
+        "epochs": trainer.get("epoch"),
+        "stopped": trainer.get("stopped"),
+        "train_wall_s": round(wall, 1),
+        "overrides": sets,
+        "machine": describe(),
+        "torch_threads": torch.get_num_threads(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"of {', '.join(ALL)} (all)")
+    parser.add_argument("--config", type=Path, action="append", help="config file(s) to run")
+    parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every run")
+    parser.add_argument("--max-minutes", type=float, default=None, help="training budget per run")
+    parser.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    parser.add_argument("--json", type=Path, default=None, help="append the lines to this file")
+    args = parser.parse_args(argv)
+    unknown = [n for n in args.names if n not in ALL]
+    if unknown:
+        parser.error(f"unknown run {unknown[0]!r}; the runs: {', '.join(ALL)}")
+    _data_dir()
+    torch.set_num_threads(1)
+    if args.config:
+        runs = [(c.stem, c, []) for c in args.config]
+    else:
+        runs = []
+        for name in args.names or ALL:
+            base, sets = DERIVED.get(name, (name, []))
+            runs.append((name, REPO / "configs" / f"{base}.yaml", list(sets)))
+    failed = 0
+    for name, config, sets in runs:
+        sets = [*sets, f"train.device={args.device}", *args.set]
+        if args.max_minutes is not None:
+            sets.append(f"train.max_minutes={args.max_minutes}")
+        with tempfile.TemporaryDirectory(prefix="attnkit-sst-") as tmp:
+            try:
+                line = run_one(name, config, sets, Path(tmp) / name)
+            except Exception as exc:  # noqa: BLE001 - one failed run must not stop the others
+                line, failed = {"config": name, "error": f"{type(exc).__name__}: {exc}"}, 1
+        text = json.dumps(line)
+        print(text, flush=True)
+        if args.json is not None:
+            with open(args.json, "a", encoding="utf-8") as handle:
+                handle.write(text + "\n")
+    return failed
+
+
+if __name__ == "__main__":
+    sys.exit(main())
