@@ -17,9 +17,11 @@ K beam, R image regions, C channels, G glimpses.
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "MemoryModel",
     "Run",
     "Scores",
     "Seq2SeqModel",

@@ -21,7 +21,7 @@ from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, check_values, not_below
 from attnkit.errors import ConfigError
 
-SEQ2SEQ, VISION = "seq2seq", "vision"
+SEQ2SEQ, VISION, MEMNET = "seq2seq", "vision", "memnet"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -55,6 +55,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(30, "most passes over the training data"),
             vision=(50, "Most epochs (passes over the training images) to run."),
+            memnet=(100, "Most epochs (passes over the training questions); the paper: 100."),
         ),
     ),
     "batch_size": Key(
@@ -68,6 +69,7 @@ KEYS: dict[str, Key] = {
                 at_least(1, null=True),
             ),
             vision=(128, "Images per optimiser step."),
+            memnet=(32, "Questions per update (the paper: 32)."),
         ),
     ),
     "max_tokens": Key(
@@ -78,7 +80,10 @@ KEYS: dict[str, Key] = {
     "eval_batch_size": Key(
         int,
         at_least(1),
-        _rows(vision=(1000, "Images per forward pass when measuring dev/test error.")),
+        _rows(
+            vision=(1000, "Images per forward pass when measuring dev/test error."),
+            memnet=(1000, "Questions per forward pass when scoring dev or test."),
+        ),
     ),
     "lr": Key(
         float,
@@ -86,6 +91,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0.001, "Adam learning rate (the peak, after warm-up)"),
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
+            memnet=(0.01, "SGD learning rate (the paper: 0.01)."),
         ),
     ),
     "clip": Key(
@@ -94,6 +100,10 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1.0, "gradient-norm clipping (0 or null = off)"),
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
+            memnet=(
+                40.0,
+                "Clip the global gradient norm to this value (the paper: 40; 0 or null: off).",
+            ),
         ),
     ),
     "max_bad_updates": Key(
@@ -110,6 +120,11 @@ KEYS: dict[str, Key] = {
                 "Steps with a NaN/inf loss or gradient norm are skipped; this many in a row end "
                 "the run.",
             ),
+            memnet=(
+                20,
+                "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
+                "end the run.",
+            ),
         ),
     ),
     "label_smoothing": Key(
@@ -125,6 +140,11 @@ KEYS: dict[str, Key] = {
                 "cosine",
                 "cosine: decay to min_lr over the planned epochs; step: multiply by lr_gamma "
                 "every lr_step_epochs; noam; constant (:mod:`attnkit.training.schedules`).",
+            ),
+            memnet=(
+                "step",
+                "step: multiply by lr_gamma every lr_step_epochs (the paper halves it every 25); "
+                "constant.",
             ),
         ),
     ),
@@ -147,9 +167,21 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "lr_step_epochs": Key(
-        int, at_least(1), _rows(vision=(20, "Step schedule: epochs between decays."))
+        int,
+        at_least(1),
+        _rows(
+            vision=(20, "Step schedule: epochs between decays."),
+            memnet=(25, "Step schedule: epochs between decays."),
+        ),
     ),
-    "lr_gamma": Key(float, above(0), _rows(vision=(0.5, "Step schedule: decay factor."))),
+    "lr_gamma": Key(
+        float,
+        above(0),
+        _rows(
+            vision=(0.5, "Step schedule: decay factor."),
+            memnet=(0.5, "Step schedule: decay factor."),
+        ),
+    ),
     "warmup_steps": Key(
         int,
         at_least(0),
@@ -163,6 +195,7 @@ KEYS: dict[str, Key] = {
                 0,
                 "Linear warm-up over this many updates (noam: its rise, then 1/sqrt decay).",
             ),
+            memnet=(0, "Linear warm-up over this many updates."),
         ),
     ),
     "patience": Key(
@@ -175,6 +208,11 @@ KEYS: dict[str, Key] = {
             ),
             vision=(
                 20,
+                "Early stopping: stop after this many epochs without a lower dev error "
+                "(null: never).",
+            ),
+            memnet=(
+                None,
                 "Early stopping: stop after this many epochs without a lower dev error "
                 "(null: never).",
             ),
@@ -205,6 +243,10 @@ KEYS: dict[str, Key] = {
                 None,
                 "Wall-clock budget for training (null: none); training stops when it is spent.",
             ),
+            memnet=(
+                None,
+                "Wall-clock budget for training (null: none); training stops when it is spent.",
+            ),
         ),
     ),
     "fit_schedule_to_budget": Key(
@@ -224,6 +266,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
             vision=(0, "Seed of the model initialisation and of the batch order."),
+            memnet=(0, "Seed of the initialisation, the batch order and the random noise."),
         ),
     ),
     "device": Key(
@@ -232,6 +275,7 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=("auto", "auto | cpu | cuda"),
             vision=("auto", "auto (CUDA when available), cpu or cuda."),
+            memnet=("cpu", "cpu (the model is tiny: a GPU gains nothing), auto or cuda."),
         ),
     ),
     "threads": Key(
@@ -240,6 +284,11 @@ KEYS: dict[str, Key] = {
         _rows(
             seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
             vision=(None, "CPU threads for torch (null or 0: torch's default)."),
+            memnet=(
+                1,
+                "CPU threads for torch (null or 0: torch's default; the model is tiny: 1 is "
+                "fastest).",
+            ),
         ),
     ),
     "backend": Key(
@@ -270,9 +319,28 @@ KEYS: dict[str, Key] = {
                 "Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a "
                 "terminal.",
             ),
+            memnet=(False, "Show a tqdm progress bar on stderr, when it is a terminal."),
         ),
     ),
-    "verbose": Key(bool, None, _rows(vision=(True, "Print one summary line per epoch on stderr."))),
+    "verbose": Key(
+        bool,
+        None,
+        _rows(
+            vision=(True, "Print one summary line per epoch on stderr."),
+            memnet=(True, "Print one summary line per epoch on stderr."),
+        ),
+    ),
+    "linear_start": Key(
+        int,
+        at_least(0),
+        _rows(
+            memnet=(
+                20,
+                "Linear start: the first N epochs train without the softmax of the memory hops "
+                "(the paper's LS; 0: off).",
+            )
+        ),
+    ),
     "tensorboard": Key(
         bool,
         None,
@@ -285,6 +353,11 @@ KEYS: dict[str, Key] = {
                 True,
                 "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
                 "pictures.",
+            ),
+            memnet=(
+                True,
+                "TensorBoard event files in OUT/tensorboard: scalars, dev figures, hop-by-hop "
+                "attention.",
             ),
         ),
     ),
@@ -302,6 +375,7 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "device": ("auto", "cpu", "cuda"),
         "backend": ("auto", "reference", "compile"),
     },
+    MEMNET: {"scheduler": ("step", "constant"), "device": ("auto", "cpu", "cuda")},
 }
 
 

@@ -1,14 +1,15 @@
 """The Python API: what the command line, the server and notebooks call.
 
 :func:`load` opens any checkpoint as a model of its family (:class:`Seq2SeqModel`,
-:class:`VisionModel`); :func:`train` trains an experiment config into a :class:`Run`;
-:func:`configs` lists the shipped configs. Results (:class:`Translation`,
-:class:`Explanation`, :class:`Classification`, :class:`Scores`) have ``to_dict()``,
+:class:`VisionModel`, :class:`MemoryModel`); :func:`train` trains an experiment config into a
+:class:`Run`; :func:`configs` lists the shipped configs. Results (:class:`Translation`,
+:class:`Explanation`, :class:`Classification`, :class:`Answer`, :class:`Scores`) have ``to_dict()``,
 ``plot(path_or_ax)`` and ``show()``, which draws them inline in a notebook. docs/API.md has
 examples.
 """
 
 from attnkit.api.loading import load
+from attnkit.api.memnet import Answer, MemoryModel
 from attnkit.api.results import Classification, Explanation, Scores
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.training import ConfigInfo, Run, configs, train
@@ -16,9 +17,11 @@ from attnkit.api.vision import VisionModel
 from attnkit.translator import Translation
 
 __all__ = [
+    "Answer",
     "Classification",
     "ConfigInfo",
     "Explanation",
+    "MemoryModel",
     "Run",
     "Scores",
     "Seq2SeqModel",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from attnkit.api.memnet import MemoryModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.vision import VisionModel
 from attnkit.checkpoint import read_meta
@@ -14,14 +15,16 @@ from attnkit.errors import CheckpointError
 LOADERS: dict[str, Callable] = {
     "seq2seq": Seq2SeqModel.load,
     "vision": VisionModel.load,
+    "memnet": MemoryModel.load,
 }
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
-    ``translate``, ``explain``, ``evaluate``) or :class:`VisionModel` (``classify``,
-    ``evaluate``). Several seq2seq directories load as one ensemble. A vision run directory
-    holding ``best/`` loads its best checkpoint."""
+    ``translate``, ``explain``, ``evaluate``), :class:`VisionModel` (``classify``,
+    ``evaluate``) or :class:`MemoryModel` (``answer``, ``evaluate``). Several seq2seq
+    directories load as one ensemble. A run directory holding ``best/`` loads its best
+    checkpoint."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
@@ -32,7 +35,7 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
 
 
 def checkpoint_family(directory: Path) -> str:
-    """The family named by a checkpoint's ``meta.json`` (a vision run directory: its best/)."""
+    """The family named by a checkpoint's ``meta.json`` (a run directory: its best/)."""
     if not (directory / "meta.json").exists() and (directory / "best" / "meta.json").exists():
         directory = directory / "best"
     family = read_meta(directory)["family"]

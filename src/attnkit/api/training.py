@@ -55,6 +55,8 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
         kind = model.get("type") or (
             "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
         )
+        if data.get("family") == "memnet":
+            kind = f"memn2n-{model.get('memory', 'adjacent')}"
         first = next(
             (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
         )
@@ -194,5 +196,21 @@ def _train_vision(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_memnet(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.evaluation.babi import dev_score
+    from attnkit.training.memnet import train_memnet
+
+    # the validation scorer is handed in: training/ imports nothing of evaluation/
+    return train_memnet(
+        data,
+        dev_score,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
-TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision}
+TRAINERS = {"seq2seq": _train_seq2seq, "vision": _train_vision, "memnet": _train_memnet}

@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
         "(--src FILE --ref FILE, one sentence per line; or --tsv FILE, source TAB reference), "
         "greedily and with beam search, and print a table of the task's metrics (exact match; "
         "WER/PER for G2P; BLEU/chrF for translation; for your own data, data.metric's: exact, "
-        "bleu, chrf, wer or cer; error % for vision). Writes hypotheses, scores.json and "
+        "bleu, chrf, wer or cer; error % for vision; per-task error, failed tasks and "
+        "supporting-fact attention for bAbI memory networks). Writes hypotheses, scores.json and "
         "report.html to --out.",
     )
     model_option(
@@ -85,7 +86,7 @@ def run(args) -> None:
     given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
     if given and family != "seq2seq":
         raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
-    scores = _seq2seq(args) if family == "seq2seq" else _vision(args)
+    scores = EVALUATORS[family](args)
     print(json.dumps(scores.to_dict()) if args.json else scores.table())
 
 
@@ -117,6 +118,21 @@ def _vision(args):
     refuse_decoding_options(args)
     model = VisionModel.load(args.model[0], args.device)
     return model.evaluate(args.split, args.mc_samples, args.out)
+
+
+def _memnet(args):
+    from attnkit.api import MemoryModel
+
+    if len(args.model) > 1:
+        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
+    refuse_decoding_options(args)
+    if args.mc_samples is not None:
+        raise AttnkitError("--mc-samples is for vision RAM models")
+    return MemoryModel.load(args.model[0], args.device).evaluate(args.split, args.out)
+
+
+#: a checkpoint's family -> how ``evaluate`` scores it
+EVALUATORS = {"seq2seq": _seq2seq, "vision": _vision, "memnet": _memnet}
 
 
 def refuse_decoding_options(args) -> None:

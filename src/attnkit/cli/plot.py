@@ -30,7 +30,8 @@ def add_parser(sub) -> None:
         "a .gif; --explain draws, beside the attention (RAM: the glimpse path), the gradient "
         "saliency and Grad-CAM of the same answer, one row per output step. A Transformer's map "
         "is the mean of all its layers and heads unless --layer and/or --head pick one; --grid "
-        "draws every layer and head.",
+        "draws every layer and head. For memory networks (bAbI), TEXT is a question about "
+        "--story: the picture is each hop's attention over the story's sentences.",
     )
     model_option(p, "checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
@@ -40,6 +41,13 @@ def add_parser(sub) -> None:
         default=None,
         metavar="N|FILE",
         help="vision models: the index of a test image, or a PNG/JPEG file",
+    )
+    p.add_argument(
+        "--story",
+        default=None,
+        metavar="FILE|TEXT",
+        help="memory networks: the story (a file or text: one sentence a line, bAbI's line "
+        "numbers may stay) that TEXT, the question, asks about",
     )
     p.add_argument(
         "--explain",
@@ -60,10 +68,7 @@ def add_parser(sub) -> None:
 def run(args) -> None:
     from attnkit.api.loading import checkpoint_family
 
-    if checkpoint_family(args.model) == "vision":
-        _vision(args)
-    else:
-        _seq2seq(args)
+    PLOTTERS[checkpoint_family(args.model)](args)
 
 
 def _seq2seq(args) -> None:
@@ -126,3 +131,24 @@ def _vision(args) -> None:
     model = VisionModel.load(args.model, "cpu")
     for path in model.draw(args.image, args.output, explain=args.explain):
         print(path)
+
+
+def _memnet(args) -> None:
+    from attnkit.api import MemoryModel
+
+    if args.story is None or not args.text:
+        raise AttnkitError("memory networks need --story FILE|TEXT and the question: TEXT")
+    if args.layer is not None or args.head is not None or args.grid or args.explain:
+        raise AttnkitError("--layer/--head/--grid/--explain: not for memory networks")
+    if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
+    story = Path(args.story)
+    text = story.read_text(encoding="utf-8") if story.is_file() else args.story
+    a = MemoryModel.load(args.model, "cpu").answer(text, args.text)
+    a.plot(args.output)
+    unknown = f" (words it never saw: {', '.join(a.unknown)})" if a.unknown else ""
+    print(f"{a.question} -> {a.answer}{unknown}\nhops: {args.output}")
+
+
+#: a checkpoint's family -> how ``plot`` draws one input
+PLOTTERS = {"seq2seq": _seq2seq, "vision": _vision, "memnet": _memnet}
