@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = {"per_task": 13.8, "joint": 12.4}
 PAPER = {
@@ -73,8 +75,16 @@ def per_task(args, work: Path) -> dict:
                 f"{r['test']['mean_error_pct']:.1f}% ({r['seconds']}s)",
                 file=sys.stderr,
             )
+            _write(args, {"partial": True, **_per_task_table(runs, began)})
+    return _per_task_table(runs, began)
+
+
+def _per_task_table(runs: dict[int, list[dict]], began: float) -> dict:
+    """Each task's chosen seed and figures, and the summary over the tasks done so far."""
     table = {}
     for task, done in runs.items():
+        if not done:
+            continue
         best = _chosen(done)
         figures = best["test"]["tasks"][str(task)]
         table[str(task)] = {
@@ -91,6 +101,12 @@ def per_task(args, work: Path) -> dict:
         }
     errors = [t["error_pct"] for t in table.values()]
     return {"tasks": table, **_summary(errors, "per_task"), "seconds": round(time.time() - began)}
+
+
+def _write(args, result: dict) -> None:
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
 
 def joint(args, work: Path) -> dict:
@@ -132,6 +148,9 @@ def _common(args) -> dict:
     common = {"train.tensorboard": False, "train.verbose": False, "train.threads": 1}
     if args.epochs:
         common["train.epochs"] = args.epochs
+    for line in args.overrides:
+        key, _, value = line.partition("=")
+        common[key] = yaml.safe_load(value)
     return common
 
 
@@ -159,6 +178,14 @@ def main(argv=None) -> int:
         default=20.0,
         help="no new seed round starts after this (default 20)",
     )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a config override for every run (repeatable)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument("--runs", type=Path, default=None, help="keep the runs here")
     args = parser.parse_args(argv)
@@ -176,11 +203,8 @@ def main(argv=None) -> int:
         "command": "python benchmarks/babi.py " + " ".join(sys.argv[1:] if argv is None else argv),
         **result,
     }
-    text = json.dumps(result, indent=1)
-    print(text)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n", encoding="utf-8")
+    print(json.dumps(result, indent=1))
+    _write(args, result)
     return 0
 
 

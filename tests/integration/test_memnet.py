@@ -82,6 +82,11 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     assert picture.stat().st_size > 1000 and "Where is Mary? ->" in capsys.readouterr().out
     assert main(["plot", "--model", str(out), "-o", str(picture), "Where is Mary?"]) == 2
     assert "--story" in capsys.readouterr().err
+    explained = tmp_path / "explained"
+    assert main(["explain", "--model", str(out), "--count", "3", "--out", str(explained)]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert scores["questions"] == 3 and 0 <= scores["argmax_agreement"] <= 1
+    assert (explained / "report.html").is_file()
 
 
 def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):
@@ -100,8 +105,13 @@ def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):
     scores = model.evaluate("dev", out=tmp_path / "dev")
     assert isinstance(scores, BabiScores) and scores.value == scores["mean_error_pct"]
     assert "failed tasks" in scores.table()
+    e = model.explain("Mary went to the kitchen. John left.", "Where is Mary?", "gradient")
+    assert e.saliency.shape == (2,) and e.saliency.sum() == pytest.approx(1.0, abs=1e-5)
+    assert e.record().saliency.shape == (2, 3)
     with pytest.raises(InputError):
         model.answer("", "Where is Mary?")
+    with pytest.raises(InputError, match="is not one of gradient"):
+        model.explain("Mary went home.", "Where is Mary?", "attention")
 
 
 def test_story_text_becomes_sentences():

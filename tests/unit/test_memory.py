@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from attnkit.attention.memory import address, position_encoding, read
@@ -40,3 +41,28 @@ def test_read_weighs_the_values():
     values = torch.arange(6.0).view(1, 3, 2)
     out = read(torch.tensor([[0.5, 0.5, 0.0]]), values)
     assert torch.equal(out, torch.tensor([[1.0, 2.0]]))
+
+
+@pytest.mark.parametrize("method", ["gradient", "input_x_gradient", "integrated_gradients"])
+def test_saliency_over_memories_sums_to_one_and_skips_empty_ones(method):
+    from attnkit.explain.memory import memory_saliency
+    from attnkit.models.memn2n import MemN2N, MemN2NConfig
+
+    torch.manual_seed(0)
+    model = MemN2N(MemN2NConfig(dim=8), vocab=12, memory_size=5).eval()
+    stories = torch.randint(1, 12, (2, 5, 3))
+    counts = torch.tensor([2, 5])
+    stories[0, 2:] = 0
+    saliency, answers = memory_saliency(
+        model, stories, counts, torch.randint(1, 12, (2, 3)), method
+    )
+    assert saliency.shape == (2, 5) and torch.all(saliency[0, 2:] == 0)
+    assert torch.allclose(saliency.sum(-1), torch.ones(2)) and answers.shape == (2,)
+
+
+def test_argmax_agreement_counts_a_match_at_any_hop():
+    from attnkit.explain.memory import argmax_agreement
+
+    attention = torch.tensor([[[0.9, 0.1], [0.2, 0.8]], [[0.9, 0.1], [0.7, 0.3]]])  # (B, K, M)
+    saliency = torch.tensor([[0.3, 0.7], [0.4, 0.6]])  # the first matches hop 2; the second none
+    assert argmax_agreement(attention, saliency) == 0.5

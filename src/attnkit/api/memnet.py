@@ -45,11 +45,16 @@ class Answer(ShowsRecord):
     unknown: list[str] = field(default_factory=list)
     supporting: list[int] = field(default_factory=list)
     truth: str | None = None
+    #: (M,) the gradient saliency of the answer over the sentences (:meth:`MemoryModel.explain`)
+    saliency: np.ndarray | None = None
 
     def record(self) -> AttentionRecord:
-        return hops_record(
+        record = hops_record(
             self.sentences, self.question, self.answer, self.attention, self.supporting, self.truth
         )
+        if self.saliency is not None:  # the same in every hop's column: a choice in the view
+            record.saliency = np.repeat(self.saliency[:, None], self.attention.shape[0], 1)
+        return record
 
     def _view_title(self) -> str | None:
         return "hop-by-hop attention over the story's sentences"
@@ -63,6 +68,7 @@ class Answer(ShowsRecord):
             "unknown": self.unknown,
             "supporting": self.supporting,
             "truth": self.truth,
+            "saliency": None if self.saliency is None else np.round(self.saliency, 6).tolist(),
         }
 
     def plot(self, path_or_ax=None):
@@ -147,6 +153,37 @@ class MemoryModel:
             unknown += self.vocab.word_ids(text, 10_000)[1]
         q = Question(tuple(sentences), question.strip(), "", ())
         return self._answers([q], sorted(set(unknown)))[0]
+
+    def explain(
+        self, story: str | Sequence[str], question: str, method: str = "gradient"
+    ) -> Answer:
+        """:meth:`answer`, with the gradient saliency of the answer over the sentences
+        (``method``: gradient, input_x_gradient or integrated_gradients; captum computes it)
+        beside the hops' attention (``.saliency``, summing to 1)."""
+        from attnkit.explain.memory import METHODS, memory_saliency
+
+        method = method.replace("-", "_")
+        if method not in METHODS:
+            raise InputError(f"{method!r} is not one of {', '.join(METHODS)}", "method")
+        result = self.answer(story, question)
+        batch = self.vocab.encode([Question(tuple(result.sentences), question, "", ())])
+        saliency, _ = memory_saliency(self.net, batch.stories, batch.counts, batch.queries, method)
+        result.saliency = saliency[0, : len(result.sentences)].numpy()
+        return result
+
+    def explain_split(
+        self, split: str = "test", count: int = 10, method: str = "gradient", out=None
+    ) -> dict:
+        """``attnkit explain``: the first ``count`` questions of ``split``, attention beside
+        saliency; scores.json and report.html in ``out`` (default ``RUN/explain/CHECKPOINT``)."""
+        from attnkit.data.babi import load_splits
+        from attnkit.explain.memory import explain_to_dir
+
+        directory = checkpoint_dir(self.path)
+        out = Path(out) if out is not None else directory.parent / "explain" / directory.name
+        questions = load_splits(self.config.data).split(split)[: max(count, 1)]
+        loaded = (self.config, self.vocab, self.net)
+        return explain_to_dir(loaded, questions, method.replace("-", "_"), out)
 
     def answer_questions(self, questions: Sequence[Question]) -> list[Answer]:
         """The answers to bAbI questions (:func:`attnkit.data.babi.parse_stories`), with their

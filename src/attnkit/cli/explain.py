@@ -29,7 +29,9 @@ def add_parser(sub) -> None:
         "attention.json, saliency.json and scores.json (agreement of the two maps and, on the "
         "numbers and dates tasks, both scored against gold alignments) and report.html to --out; "
         "-o FILE draws one input's pair of maps to FILE alone. A model without "
-        "attention (model.attention: none) gets its saliency alone.",
+        "attention (model.attention: none) gets its saliency alone. A memory network (bAbI) "
+        "explains the first --count questions of --split (default test): each hop's attention "
+        "beside the saliency of the answer over the story's sentences.",
     )
     model_option(p, "seq2seq checkpoint directory")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
@@ -67,11 +69,17 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    from attnkit.api import Seq2SeqModel
     from attnkit.api.loading import checkpoint_family
 
-    if checkpoint_family(args.model) != "seq2seq":
-        raise AttnkitError(f"--model {args.model}: explain is for seq2seq checkpoints")
+    family = checkpoint_family(args.model)
+    if family not in EXPLAINERS:
+        raise AttnkitError(f"--model {args.model}: explain is for seq2seq and memnet checkpoints")
+    EXPLAINERS[family](args)
+
+
+def _seq2seq(args) -> None:
+    from attnkit.api import Seq2SeqModel
+
     model = Seq2SeqModel.load(args.model, args.device)
     scores = model.explain_report(
         args.texts or None,
@@ -85,3 +93,20 @@ def run(args) -> None:
         picture=args.output,
     )
     print(json.dumps(scores, indent=1))
+
+
+def _memnet(args) -> None:
+    from attnkit.api import MemoryModel
+
+    if args.texts or args.reference or args.output is not None:
+        raise AttnkitError(
+            "memory networks explain the questions of --split (TEXT, --reference and -o are "
+            "for seq2seq models; one story of yours: MemoryModel.explain in Python)"
+        )
+    model = MemoryModel.load(args.model, args.device)
+    scores = model.explain_split(args.split or "test", args.count, args.method, args.out)
+    print(json.dumps(scores, indent=1))
+
+
+#: a checkpoint's family -> how ``explain`` explains it
+EXPLAINERS = {"seq2seq": _seq2seq, "memnet": _memnet}

@@ -63,18 +63,20 @@ class MemN2NConfig:
 
 class Words(NamedTuple):
     """Sentences' word ids (..., L) and the weights of their words (..., L, D): the position
-    encoding, or None (bag of words: each word counts once)."""
+    encoding, or None (bag of words: each word counts once); ``gates`` (...): a factor on each
+    sentence's vector (None: 1), what gradient saliency differentiates."""
 
     ids: Tensor
     weights: Tensor | None
+    gates: Tensor | None = None
 
 
-def words_of(ids: Tensor, encoding: str, dim: int) -> Words:
+def words_of(ids: Tensor, encoding: str, dim: int, gates: Tensor | None = None) -> Words:
     """``ids`` (..., L) with the weights of ``encoding`` (position | bow), computed once for
     every hop."""
     if encoding == "bow":
-        return Words(ids, None)
-    return Words(ids, position_encoding((ids != 0).sum(-1), ids.size(-1), dim))
+        return Words(ids, None, gates)
+    return Words(ids, position_encoding((ids != 0).sum(-1), ids.size(-1), dim), gates)
 
 
 class MemOutput(NamedTuple):
@@ -114,9 +116,10 @@ class _Shared(nn.Module):
     def sentences(self, emb: nn.Embedding, words: Words) -> Tensor:
         """(..., L) word ids -> (..., D): the weighted sum of their embeddings."""
         vectors = emb(words.ids)  # (..., L, D)
-        if words.weights is None:
-            return vectors.sum(-2)
-        return (vectors * words.weights).sum(-2)
+        if words.weights is not None:
+            vectors = vectors * words.weights
+        summed = vectors.sum(-2)  # (..., D)
+        return summed if words.gates is None else summed * words.gates[..., None]
 
     def with_time(self, memories: Tensor, table: nn.ParameterList, hop: int, ages: Tensor):
         """``memories`` (B, M, D) plus the temporal vector of each one's age."""
@@ -222,15 +225,18 @@ class MemN2N(nn.Module):
         self.weights = MEMORIES[cfg.memory](cfg, vocab, memory_size)
         self.register_buffer("linear", torch.tensor(False))  # linear start: no softmax
 
-    def forward(self, stories: Tensor, counts: Tensor, queries: Tensor) -> MemOutput:
+    def forward(
+        self, stories: Tensor, counts: Tensor, queries: Tensor, gates: Tensor | None = None
+    ) -> MemOutput:
         """``stories`` (B, M, L) word ids, ``counts`` (B,) memories each question has,
-        ``queries`` (B, Lq) -> answer logits (B, V) and attention (B, K, M)."""
+        ``queries`` (B, Lq) -> answer logits (B, V) and attention (B, K, M). ``gates`` (B, M):
+        a factor on each memory's content (1: as it is; 0: an empty sentence), for saliency."""
         w = self.weights
         m = stories.size(1)
         mask = torch.arange(m, device=counts.device)[None, :] < counts[:, None]  # (B, M)
         ages = _ages(counts, m)
         linear = bool(self.linear)
-        stories = words_of(stories, self.cfg.encoding, self.cfg.dim)  # (B, M, L[, D])
+        stories = words_of(stories, self.cfg.encoding, self.cfg.dim, gates)  # (B, M, L[, D])
         u = w.query(words_of(queries, self.cfg.encoding, self.cfg.dim))  # (B, D)
         weights = []
         for hop, (keys, values) in enumerate(w.memories(stories, ages)):  # (B, M, D) each
