@@ -1,6 +1,7 @@
 """docs/API.md's examples run as written: every ```python block, in order, in one namespace, from
 a scratch directory that sees the repository's configs/ (so that runs/ lands there). The block
-that says it needs MNIST runs in a test of its own, which skips, saying so, without the data."""
+that says it needs MNIST (or bAbI) runs in a test of its own, which skips, saying so, without
+the data."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "API.md"
 NEEDS_MNIST = "needs MNIST"
+NEEDS_BABI = "needs bAbI"
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
@@ -34,6 +36,7 @@ def test_the_doc_has_examples_for_every_family():
         ".classify(",
         "attnkit.train(",
         ".show()",
+        ".answer(",
     ):
         assert call in joined, call
 
@@ -55,7 +58,11 @@ def _run(blocks, tmp_path, monkeypatch) -> None:
 @pytest.mark.slow
 def test_every_example_runs(tmp_path, monkeypatch):
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
-    _run([b for b in blocks if NEEDS_MNIST not in b[1]], tmp_path, monkeypatch)
+    _run(
+        [b for b in blocks if NEEDS_MNIST not in b[1] and NEEDS_BABI not in b[1]],
+        tmp_path,
+        monkeypatch,
+    )
     written = {p.name for p in tmp_path.glob("*.png")}
     assert {"siebenundneunzig.png", "explained.png", "layer1-head2.png"} <= written
     assert (tmp_path / "runs" / "api-numbers" / "eval" / "report.html").is_file()
@@ -69,3 +76,14 @@ def test_the_vision_example_runs(tmp_path, monkeypatch):
     (vision,) = [b for b in blocks if NEEDS_MNIST in b[1]]
     _run([("1", "import attnkit"), vision], tmp_path, monkeypatch)
     assert (tmp_path / "ram-7.png").is_file() and (tmp_path / "runs/api-ram/best").is_dir()
+
+
+@pytest.mark.slow
+def test_the_memory_network_example_runs(tmp_path, monkeypatch):
+    root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()  # tests/conftest.py sets the shared one
+    if not root or not (Path(root) / "babi").is_dir():
+        pytest.skip("no bAbI: set ATTNKIT_DATA_DIR to a directory holding babi/")
+    blocks = python_blocks(DOC.read_text(encoding="utf-8"))
+    (memnet,) = [b for b in blocks if NEEDS_BABI in b[1]]
+    _run([("1", "import attnkit"), memnet], tmp_path, monkeypatch)
+    assert (tmp_path / "hops.png").is_file() and (tmp_path / "runs/api-babi/best").is_dir()

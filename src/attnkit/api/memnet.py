@@ -11,6 +11,7 @@ attention over the story's sentences; evaluate on bAbI::
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,11 @@ class Answer(ShowsRecord):
 
     def _view_title(self) -> str | None:
         return "hop-by-hop attention over the story's sentences"
+
+    def _repr_html_(self) -> str:
+        with warnings.catch_warnings():  # the static picture's long sentence labels squeeze it
+            warnings.filterwarnings("ignore", message="constrained_layout not applied")
+            return super()._repr_html_()
 
     def to_dict(self) -> dict[str, Any]:
         return {

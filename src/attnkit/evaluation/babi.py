@@ -15,6 +15,7 @@ ones first) for a checkpoint's split.
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -155,17 +156,19 @@ def evaluate_to_dir(path: Path, split: str, out: Path | None, loaded) -> dict:
     recs = records(picked, [answers[i] for i in chosen], attention[chosen], vocab)
     summary = {k: scores[k] for k in ("mean_error_pct", "failed_tasks", "questions")}
     summary["tasks"] = {t: s["error_pct"] for t, s in scores["tasks"].items()}
-    write_report(
-        out / "report.html",
-        f"MemN2N on bAbI task {cfg.data.task} ({split})",
-        summary,
-        recs,
-        cfg.to_dict(),
-        notes="Each example: the story's sentences (rows) and where each hop looked "
-        "(columns); supporting facts are outlined.",
-        map_title="hop-by-hop attention over the story's sentences",
-        tally=Tally(len(wrong), len(questions)),
-    )
+    with warnings.catch_warnings():  # the static pictures' long sentence labels squeeze them
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        write_report(
+            out / "report.html",
+            f"MemN2N on bAbI task {cfg.data.task} ({split})",
+            summary,
+            recs,
+            cfg.to_dict(),
+            notes="Each example: the story's sentences (rows) and where each hop looked "
+            "(columns); supporting facts are outlined.",
+            map_title="hop-by-hop attention over the story's sentences",
+            tally=Tally(len(wrong), len(questions)),
+        )
     return scores
 
 

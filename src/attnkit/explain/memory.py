@@ -18,6 +18,7 @@ salient sentence is the most attended one of some hop.
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -104,13 +105,15 @@ def explain_to_dir(loaded, questions: list, method: str, out: Path) -> dict:
         records.append(record)
     out.mkdir(parents=True, exist_ok=True)
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
-    write_report(
-        out / "report.html",
-        f"MemN2N on bAbI task {cfg.data.task}: attention beside saliency ({method})",
-        scores,
-        records,
-        cfg.to_dict(),
-        notes="Rows: the story's sentences; columns: the hops. The saliency of the answer over "
-        "the sentences is the same in every column.",
-    )
+    with warnings.catch_warnings():  # the static pictures' long sentence labels squeeze them
+        warnings.filterwarnings("ignore", message="constrained_layout not applied")
+        write_report(
+            out / "report.html",
+            f"MemN2N on bAbI task {cfg.data.task}: attention beside saliency ({method})",
+            scores,
+            records,
+            cfg.to_dict(),
+            notes="Rows: the story's sentences; columns: the hops. The saliency of the answer over "
+            "the sentences is the same in every column.",
+        )
     return {**scores, "out": str(out)}
