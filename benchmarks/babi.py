@@ -63,9 +63,9 @@ def per_task(args, work: Path) -> dict:
     tasks = args.tasks or list(range(1, 21))
     runs: dict[int, list[dict]] = {t: [] for t in tasks}
     began = time.time()
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         for task in tasks:
-            if seed and time.time() - began > args.budget_minutes * 60:
+            if seed > args.first_seed and time.time() - began > args.budget_minutes * 60:
                 break
             overrides = {"data.task": task, "train.seed": seed, **_common(args)}
             runs[task].append(_run(config, overrides, work / f"task{task}-seed{seed}"))
@@ -101,6 +101,34 @@ def _per_task_table(runs: dict[int, list[dict]], began: float) -> dict:
         }
     errors = [t["error_pct"] for t in table.values()]
     return {"tasks": table, **_summary(errors, "per_task"), "seconds": round(time.time() - began)}
+
+
+def merge(paths: list[Path]) -> dict:
+    """Per-task JSONs of this script (other seeds, other tasks) as one: each task's run of
+    lowest validation error (the lower seed on a tie), and the summary over the tasks."""
+    candidates: dict[str, list[dict]] = {}
+    for path in paths:
+        for task, entry in json.loads(path.read_text(encoding="utf-8"))["tasks"].items():
+            for run in entry["runs"]:
+                chosen = run["seed"] == entry["chosen_seed"]
+                support = entry.get("support_attention_pct") if chosen else None
+                candidates.setdefault(task, []).append(
+                    {**run, "support": support, "file": path.name}
+                )
+    table = {}
+    for task in sorted(candidates, key=int):
+        runs = candidates[task]
+        best = _chosen(runs)
+        table[task] = {
+            "seeds": len(runs),
+            "chosen_seed": best["seed"],
+            "valid_error_pct": best["valid_error_pct"],
+            "error_pct": best["test_error_pct"],
+            "support_attention_pct": best["support"],
+            "runs": runs,
+        }
+    errors = [t["error_pct"] for t in table.values()]
+    return {"tasks": table, **_summary(errors, "per_task"), "merged": [p.name for p in paths]}
 
 
 def _write(args, result: dict) -> None:
@@ -170,6 +198,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--joint", action="store_true", help="train the 20 tasks jointly")
     parser.add_argument("--seeds", type=int, default=3, help="seeds per task (default 3)")
+    parser.add_argument("--first-seed", type=int, default=0, help="the first seed (default 0)")
     parser.add_argument("--tasks", type=int, nargs="*", default=None, help="tasks (default all)")
     parser.add_argument("--epochs", type=int, default=None, help="override train.epochs")
     parser.add_argument(
@@ -188,7 +217,19 @@ def main(argv=None) -> int:
     )
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument("--runs", type=Path, default=None, help="keep the runs here")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="merge per-task JSONs of this script (no training)",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        result = {"benchmark": "babi-per-task", **merge(args.merge)}
+        print(json.dumps(result, indent=1))
+        _write(args, result)
+        return 0
     shared = ROOT.parent / "shared" / "data"
     if not os.environ.get("ATTNKIT_DATA_DIR") and shared.is_dir():
         os.environ["ATTNKIT_DATA_DIR"] = str(shared)

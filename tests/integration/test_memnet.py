@@ -60,6 +60,7 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 200 and set(scores["tasks"]) == {"1"}
     assert (tmp_path / "ev" / "report.html").is_file()
+    assert main(["evaluate", "--model", str(out), "--beam", "3"]) == 2  # refused, not ignored
     assert (tmp_path / "ev" / "predictions.tsv").read_text().count("\n") == 201
     story = tmp_path / "story.txt"
     story.write_text("1 Mary went to the kitchen.\n2 John moved to the garden.\n")

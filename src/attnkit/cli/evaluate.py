@@ -125,9 +125,11 @@ def _memnet(args):
 
     if len(args.model) > 1:
         raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
-    refuse_decoding_options(args)
-    if args.mc_samples is not None:
-        raise AttnkitError("--mc-samples is for vision RAM models")
+    if args.beam not in (1, 5) or args.alpha is not None or args.mc_samples is not None:
+        raise AttnkitError(
+            "--beam/--alpha/--mc-samples: a memory network answers each question in one pass; "
+            "leave them out"
+        )
     return MemoryModel.load(args.model[0], args.device).evaluate(args.split, args.out)
 
 
