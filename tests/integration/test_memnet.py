@@ -61,6 +61,14 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     assert scores["questions"] == 200 and set(scores["tasks"]) == {"1"}
     assert (tmp_path / "ev" / "report.html").is_file()
     assert main(["evaluate", "--model", str(out), "--beam", "3"]) == 2  # refused, not ignored
+    mine = tmp_path / "mine.txt"
+    mine.write_text("1 Mary went to the kitchen.\n2 Where is Mary? \tkitchen\t1\n")
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(out), "--stories", str(mine), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["questions"] == 1
+    mine.write_text("1 Where is Mary? \tkitchen\t1\n")
+    assert main(["evaluate", "--model", str(out), "--stories", str(mine)]) == 2
+    assert f"{mine}:1: a question before any fact" in capsys.readouterr().err
     assert (tmp_path / "ev" / "predictions.tsv").read_text().count("\n") == 201
     story = tmp_path / "story.txt"
     story.write_text("1 Mary went to the kitchen.\n2 John moved to the garden.\n")

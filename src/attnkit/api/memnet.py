@@ -217,14 +217,23 @@ class MemoryModel:
             )
         return results
 
-    def evaluate(self, split: str = "test", out: str | Path | None = None) -> BabiScores:
-        """Score the checkpoint on ``split`` ("test" or "dev": the held-out 10%) of its task(s);
-        writes scores.json, predictions.tsv and report.html to ``out`` (default
-        ``RUN/eval/CHECKPOINT-SPLIT``)."""
+    def evaluate(
+        self, split: str = "test", out: str | Path | None = None, stories: str | Path | None = None
+    ) -> BabiScores:
+        """Score the checkpoint on ``split`` ("test" or "dev": the held-out 10%) of its task(s),
+        or on the questions of ``stories``, a bAbI-format file of yours (task 0); writes
+        scores.json, predictions.tsv and report.html to ``out`` (default
+        ``RUN/eval/CHECKPOINT-SPLIT`` or ``RUN/eval/CHECKPOINT-FILENAME``)."""
+        from attnkit.data.babi import read_file
         from attnkit.evaluation.babi import evaluate_to_dir
 
         if self.path is None:
             raise InputError("this model was not loaded from a checkpoint directory", "evaluate")
         loaded = (self.config, self.vocab, self.net)
         out = None if out is None else Path(out)
-        return BabiScores(evaluate_to_dir(checkpoint_dir(self.path), split, out, loaded))
+        questions = None
+        if stories is not None:
+            questions = read_file(stories, 0, self.vocab.memory_size)
+            split = Path(stories).stem
+        directory = checkpoint_dir(self.path)
+        return BabiScores(evaluate_to_dir(directory, split, out, loaded, questions))

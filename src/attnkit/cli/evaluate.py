@@ -51,6 +51,13 @@ def add_parser(sub) -> None:
         "--tsv", type=Path, default=None, metavar="FILE", help="source<TAB>reference lines"
     )
     p.add_argument(
+        "--stories",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="memory networks: score the questions of a bAbI-format file of yours",
+    )
+    p.add_argument(
         "--beam",
         type=int,
         default=5,
@@ -84,6 +91,8 @@ def run(args) -> None:
 
     family = checkpoint_family(args.model[0])
     given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
+    if args.stories is not None and family != "memnet":
+        raise AttnkitError("--stories: bAbI stories are for memory-network checkpoints")
     if given and family != "seq2seq":
         raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
     scores = EVALUATORS[family](args)
@@ -130,7 +139,8 @@ def _memnet(args):
             "--beam/--alpha/--mc-samples: a memory network answers each question in one pass; "
             "leave them out"
         )
-    return MemoryModel.load(args.model[0], args.device).evaluate(args.split, args.out)
+    model = MemoryModel.load(args.model[0], args.device)
+    return model.evaluate(args.split, args.out, stories=args.stories)
 
 
 #: a checkpoint's family -> how ``evaluate`` scores it

@@ -25,6 +25,7 @@ from torch.nn import functional as F
 
 from attnkit.data.babi import Question, load_splits
 from attnkit.data.babi_vectors import BabiVocab, QABatch
+from attnkit.errors import DataError
 from attnkit.viz.memory import hops_record
 
 FAILED_ABOVE_PCT = 5.0  # a task is failed when its error is above this (the paper's rule)
@@ -125,14 +126,20 @@ def records(questions: list[Question], answers: list[str], attention: np.ndarray
     return out
 
 
-def evaluate_to_dir(path: Path, split: str, out: Path | None, loaded) -> dict:
+def evaluate_to_dir(
+    path: Path, split: str, out: Path | None, loaded, questions: list[Question] | None = None
+) -> dict:
     """Score checkpoint ``path`` (``loaded``: its (config, vocab, model)) on ``split`` (test or
-    dev) and write scores.json, predictions.tsv and report.html to ``out`` (default
-    ``RUN/eval/CHECKPOINT-SPLIT``); returns the scores."""
+    dev; or ``questions`` of your own, ``split`` naming them) and write scores.json,
+    predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``);
+    returns the scores."""
     from attnkit.viz.report import Tally, write_report
 
     cfg, vocab, model = loaded
-    questions = load_splits(cfg.data).split(split)
+    if questions is None:
+        questions = load_splits(cfg.data).split(split)
+    if not questions:
+        raise DataError(f"{split}: no question to score")
     scores, answers, attention = score_questions(model, vocab, questions, cfg.train.eval_batch_size)
     directory = path if (path / "meta.json").is_file() else path / "best"
     out = Path(out) if out is not None else directory.parent / "eval" / f"{directory.name}-{split}"
