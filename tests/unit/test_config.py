@@ -685,11 +685,12 @@ def test_output_dir_may_point_anywhere(tmp_path):
 
 @pytest.mark.parametrize("path", sorted((REPO / "configs").glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_loads(path):
-    data = read_yaml(path)
-    if data.get("family") == "vision":
-        from attnkit.training.vision_config import parse_config
+    from attnkit.training import memnet_config, vision_config
 
-        parse_config(data, str(path))
+    parsers = {"vision": vision_config.parse_config, "memnet": memnet_config.parse_config}
+    data = read_yaml(path)
+    if data.get("family") in parsers:
+        parsers[data["family"]](data, str(path))
     else:
         load_experiment(path)
 
