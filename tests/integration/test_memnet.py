@@ -96,6 +96,8 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 3 and 0 <= scores["argmax_agreement"] <= 1
     assert (explained / "report.html").is_file()
+    assert main(["serve", "--model", str(out)]) == 2  # no explorer view yet: one line, no server
+    assert "the explorer serves seq2seq and vision models" in capsys.readouterr().err
 
 
 def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):

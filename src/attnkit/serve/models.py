@@ -111,6 +111,10 @@ def model_names(directories: Sequence[Path], given: Sequence[str]) -> list[str]:
     return names
 
 
+#: the checkpoint families the explorer has views for
+SERVED_FAMILIES = ("seq2seq", "vision")
+
+
 def load_models(
     directories: Sequence[Path], given: Sequence[str] = (), device: str = "auto"
 ) -> dict[str, ServedModel]:
@@ -120,5 +124,10 @@ def load_models(
     served = {}
     for name, directory in zip(model_names(directories, given), directories):
         model = load(Path(directory), device)
+        if model.family not in SERVED_FAMILIES:
+            raise ConfigError(
+                f"--model {directory}: a {model.family} checkpoint; the explorer serves "
+                f"{' and '.join(SERVED_FAMILIES)} models (a memory network: attnkit plot --story)"
+            )
         served[name] = ServedModel(name, Path(directory), model.family, model)
     return served
