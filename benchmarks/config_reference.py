@@ -423,10 +423,23 @@ def text_sections() -> list[str]:
     return out
 
 
+def memnet_sections() -> list[str]:
+    from attnkit.data.babi import BabiConfig
+    from attnkit.models.memn2n import MemN2NConfig
+    from attnkit.training.memnet_config import MemnetConfig, TrainConfig
+
+    out = ["## Memory-network experiments (`family: memnet`)", "", "### Top level", ""]
+    out += ["`family: memnet` marks the file as a memory-network (bAbI) experiment.", ""]
+    out += [*table(MemnetConfig, "", ["output_dir"]), "", "### `data`", ""]
+    out += [*table(BabiConfig, "data."), "", "### `model`", "", *table(MemN2NConfig, "model.")]
+    out += ["", "### `train`", "", *table(TrainConfig, "train."), ""]
+    return out
+
+
 def generated() -> str:
     """The generated part of docs/CONFIG.md, markers included."""
     lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections()]
-    lines += [*graph_sections(), *text_sections(), END]
+    lines += [*graph_sections(), *text_sections(), *memnet_sections(), END]
     return "\n".join(lines) + "\n"
 
 

@@ -85,3 +85,42 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def write_babi_task(directory: Path, questions: int, seed: int = 0, task: int = 1) -> Path:
+    """bAbI files of our own (the format of task 1, "single supporting fact": people go to
+    places, "Where is X?"; each person moves once a story), ``questions`` each for train and
+    test, written under the names of task ``task`` in ``directory/en``; returns ``directory``."""
+    import random
+
+    from attnkit.data.babi import TASKS
+
+    people = ["mary", "john", "sandra", "daniel", "fred", "julie"]
+    places = ["kitchen", "garden", "office", "hallway", "bathroom", "bedroom"]
+    verbs = ["went to", "moved to", "journeyed to", "travelled to"]
+    (directory / "en").mkdir(parents=True, exist_ok=True)
+    for split, offset in (("train", 0), ("test", 1)):
+        rng = random.Random(seed * 2 + offset)
+        lines, asked = [], 0
+        while asked < questions:
+            where, line_id = {}, 0
+            for who in rng.sample(people, rng.randint(2, 4)):
+                line_id += 1
+                place = rng.choice(places)
+                lines.append(f"{line_id} {who.title()} {rng.choice(verbs)} the {place}.")
+                where[who] = (place, line_id)
+            for who in rng.sample(sorted(where), min(2, questions - asked)):
+                line_id += 1
+                lines.append(
+                    f"{line_id} Where is {who.title()}? \t{where[who][0]}\t{where[who][1]}"
+                )
+                asked += 1
+        name = f"qa{task}_{TASKS[task]}_{split}.txt"
+        (directory / "en" / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return directory
+
+
+@pytest.fixture
+def babi_dir(tmp_path):
+    """A directory of our own task-1 bAbI files: 200 training and 200 test questions."""
+    return write_babi_task(tmp_path / "babi", 200)

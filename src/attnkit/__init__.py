@@ -17,6 +17,7 @@ K beam, R image regions, C channels, G glimpses; graphs: N nodes, E edges.
 __version__ = "0.1.0"
 
 __all__ = [
+    "Answer",
     "Classification",
     "ConfigInfo",
     "Explanation",
@@ -25,6 +26,7 @@ __all__ = [
     "GraphModel",
     "NodeExplanation",
     "FaithfulnessScores",
+    "MemoryModel",
     "Run",
     "Scores",
     "Seq2SeqModel",

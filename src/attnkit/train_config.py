@@ -8,8 +8,8 @@ from the table (its keys in the table's order, which is the order each family's 
 always saved them in), so the generic reading and writing of :mod:`attnkit.config` serve every
 family alike, and a new family is one more column.
 
-The table itself is :mod:`attnkit.train_keys`. The seq2seq ``TrainConfig`` is
-:class:`attnkit.experiment.TrainConfig`, the vision one
+The table itself is :mod:`attnkit.train_table` (with :mod:`attnkit.train_keys`). The seq2seq
+``TrainConfig`` is :class:`attnkit.experiment.TrainConfig`, the vision one
 :class:`attnkit.vision_experiment.TrainConfig`.
 """
 
@@ -20,9 +20,8 @@ import dataclasses
 from attnkit.config import Rule, check_values
 from attnkit.errors import ConfigError
 from attnkit.train_keys import (  # noqa: F401 (the table's names are also this module's)
-    CHOICES,
     GRAPH,
-    KEYS,
+    MEMNET,
     POINTER,
     SEQ2SEQ,
     TEXT,
@@ -30,6 +29,7 @@ from attnkit.train_keys import (  # noqa: F401 (the table's names are also this 
     Key,
     Row,
 )
+from attnkit.train_table import CHOICES, KEYS
 
 
 class TrainSettings:

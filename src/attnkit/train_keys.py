@@ -1,16 +1,17 @@
-"""The table of every family's ``train:`` keys (:data:`KEYS`) and their choices
-(:data:`CHOICES`): one row per key, one column per family. :mod:`attnkit.train_config` makes each
-family's ``TrainConfig`` dataclass from it; a new family is one more column here.
+"""The table of every family's ``train:`` keys, one row per key and one column per family: what a
+row is (:class:`Key`, :class:`Row`), the families' names, and the keys of how a model is optimised
+(:data:`OPTIMISATION`). The keys of when a run stops, where it runs and what it shows, with the
+whole table and the choices, are :mod:`attnkit.train_table`'s.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from attnkit.accel.backend import BACKENDS
 from attnkit.config import Rule, above, at_least, between, not_below
 
 SEQ2SEQ, VISION, POINTER, GRAPH, TEXT = "seq2seq", "vision", "pointer", "graph", "text"
+MEMNET = "memnet"
 
 _THREADS: Rule = (lambda v: v is None or v >= 0, "at least 1, or 0 or null for torch's default")
 
@@ -36,8 +37,8 @@ def _rows(**rows: tuple) -> dict[str, Row]:
     return {family: Row(*row) for family, row in rows.items()}
 
 
-#: every ``train:`` key of every family, in the order the sections list them
-KEYS: dict[str, Key] = {
+#: the keys of how a model is optimised: batches, rate and its schedule, clipping
+OPTIMISATION: dict[str, Key] = {
     "epochs": Key(
         int,
         at_least(1),
@@ -47,6 +48,7 @@ KEYS: dict[str, Key] = {
             vision=(50, "Most epochs (passes over the training images) to run."),
             graph=(1000, "Most epochs: each is one full-graph update and one dev evaluation."),
             text=(10, "Most epochs (passes over the training sentences or phrases) to run."),
+            memnet=(100, "Most epochs (passes over the training questions); the paper: 100."),
         ),
     ),
     "batch_size": Key(
@@ -62,6 +64,7 @@ KEYS: dict[str, Key] = {
             ),
             vision=(128, "Images per optimiser step."),
             text=(32, "Sentences (or phrases) per update."),
+            memnet=(32, "Questions per update (the paper: 32)."),
         ),
     ),
     "max_tokens": Key(
@@ -76,6 +79,7 @@ KEYS: dict[str, Key] = {
             pointer=(1000, "instances per forward pass when scoring dev/test"),
             vision=(1000, "Images per forward pass when measuring dev/test error."),
             text=(256, "Sentences per forward pass when scoring dev and test."),
+            memnet=(1000, "Questions per forward pass when scoring dev or test."),
         ),
     ),
     "lr": Key(
@@ -87,6 +91,7 @@ KEYS: dict[str, Key] = {
             vision=(1e-3, "Adam learning rate at the start of the schedule."),
             graph=(0.005, "Adam learning rate (constant)."),
             text=(1e-3, "Adam learning rate at the start of the schedule."),
+            memnet=(0.01, "SGD learning rate (the paper: 0.01)."),
         ),
     ),
     "clip": Key(
@@ -98,6 +103,10 @@ KEYS: dict[str, Key] = {
             vision=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
             graph=(None, "Clip the global gradient norm to this value (0 or null: no clipping)."),
             text=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
+            memnet=(
+                40.0,
+                "Clip the global gradient norm to this value (the paper: 40; 0 or null: off).",
+            ),
         ),
     ),
     "max_bad_updates": Key(
@@ -129,6 +138,11 @@ KEYS: dict[str, Key] = {
                 "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row "
                 "end the run.",
             ),
+            memnet=(
+                20,
+                "Updates with a NaN/inf loss or gradient norm are skipped; this many in a row end "
+                "the run.",
+            ),
         ),
     ),
     "label_smoothing": Key(
@@ -158,6 +172,11 @@ KEYS: dict[str, Key] = {
                 "constant; cosine: decay to min_lr over the planned epochs; noam "
                 "(:mod:`attnkit.training.schedules`).",
             ),
+            memnet=(
+                "step",
+                "step: multiply by lr_gamma every lr_step_epochs (the paper halves it every 25); "
+                "constant.",
+            ),
         ),
     ),
     "lr_factor": Key(
@@ -180,9 +199,21 @@ KEYS: dict[str, Key] = {
         ),
     ),
     "lr_step_epochs": Key(
-        int, at_least(1), _rows(vision=(20, "Step schedule: epochs between decays."))
+        int,
+        at_least(1),
+        _rows(
+            vision=(20, "Step schedule: epochs between decays."),
+            memnet=(25, "Step schedule: epochs between decays."),
+        ),
     ),
-    "lr_gamma": Key(float, above(0), _rows(vision=(0.5, "Step schedule: decay factor."))),
+    "lr_gamma": Key(
+        float,
+        above(0),
+        _rows(
+            vision=(0.5, "Step schedule: decay factor."),
+            memnet=(0.5, "Step schedule: decay factor."),
+        ),
+    ),
     "warmup_steps": Key(
         int,
         at_least(0),
@@ -200,214 +231,7 @@ KEYS: dict[str, Key] = {
                 0,
                 "Linear warm-up over this many updates (noam: its rise, then 1/sqrt decay).",
             ),
+            memnet=(0, "Linear warm-up over this many updates."),
         ),
     ),
-    "patience": Key(
-        int | None,
-        at_least(1, null=True),  # null: no early stopping
-        _rows(
-            pointer=(
-                5,
-                "early stopping: evaluations without a better dev exact match (null: never)",
-            ),
-            seq2seq=(
-                5,
-                "early stopping: evaluations without improvement (None = never stop early)",
-            ),
-            vision=(
-                20,
-                "Early stopping: stop after this many epochs without a lower dev error "
-                "(null: never).",
-            ),
-            graph=(
-                100,
-                "Early stopping: stop after this many epochs in which neither the dev accuracy "
-                "reached its best nor the dev loss its lowest (null: never).",
-            ),
-            text=(
-                3,
-                "Early stopping: stop after this many epochs without a higher dev accuracy "
-                "(null: never).",
-            ),
-        ),
-    ),
-    "average_checkpoints": Key(
-        int,
-        at_least(0),
-        _rows(
-            seq2seq=(
-                0,
-                "N >= 2: keep the N best evaluations in run_dir/top, average them into "
-                "run_dir/averaged",
-            )
-        ),
-    ),
-    "eval_every": Key(
-        int,
-        at_least(0),
-        _rows(
-            pointer=(0, "updates between dev evaluations (0 = once per epoch)"),
-            seq2seq=(0, "updates between dev evaluations (0 = once per epoch)"),
-        ),
-    ),
-    "max_minutes": Key(
-        float | None,
-        above(0, null=True),
-        _rows(
-            pointer=(None, "time budget for training (null: none)"),
-            seq2seq=(
-                None,
-                "time budget for training, in minutes: the run's total, its resumed parts "
-                "included (2.5 on resuming a run that trained 2.2 gives 0.3 more)",
-            ),
-            vision=(
-                None,
-                "Wall-clock budget for training (null: none); training stops when it is spent. "
-                "It is the run's total, its resumed parts included.",
-            ),
-            graph=(None, "Wall-clock budget for training (null: none)."),
-            text=(
-                None,
-                "Wall-clock budget for training (null: none); training stops when it is spent.",
-            ),
-        ),
-    ),
-    "fit_schedule_to_budget": Key(
-        bool,
-        None,
-        _rows(
-            vision=(
-                True,
-                "With max_minutes: shorten the planned epochs (and the LR schedule) to what the "
-                "budget allows.",
-            )
-        ),
-    ),
-    "seed": Key(
-        int,
-        (lambda v: 0 <= v < 2**32, "a whole number in [0, 4294967295]"),  # numpy's range
-        _rows(
-            pointer=(1, "seed of the initialisation and the batch order"),
-            seq2seq=(1, "seed of the initialisation, the batch order and dropout"),
-            vision=(0, "Seed of the model initialisation and of the batch order."),
-            graph=(0, "Seed of the initialisation and of dropout."),
-            text=(0, "Seed of the model initialisation, dropout and the batch order."),
-        ),
-    ),
-    "device": Key(
-        str,
-        None,
-        _rows(
-            pointer=("auto", "auto | cpu | cuda"),
-            seq2seq=("auto", "auto | cpu | cuda"),
-            vision=("auto", "auto (CUDA when available), cpu or cuda."),
-            graph=("auto", "auto (CUDA when available), cpu or cuda."),
-            text=("auto", "auto (CUDA when available), cpu or cuda."),
-        ),
-    ),
-    "threads": Key(
-        int | None,
-        _THREADS,
-        _rows(
-            pointer=(0, "torch CPU threads (0 or null = torch's default)"),
-            seq2seq=(0, "torch CPU threads (0 or null = torch's default)"),
-            vision=(None, "CPU threads for torch (null or 0: torch's default)."),
-            graph=(None, "CPU threads for torch (null or 0: torch's default)."),
-            text=(None, "CPU threads for torch (null or 0: torch's default)."),
-        ),
-    ),
-    "backend": Key(
-        str,
-        None,
-        _rows(
-            seq2seq=(
-                "auto",
-                "how the model is computed (attnkit.accel.backend): auto | reference | fused | "
-                "native | compile",
-            ),
-            vision=(
-                "auto",
-                "How the training step is computed: auto (eager, with attnkit's C kernels where "
-                "they fit: the additive attention scores on a CPU), reference (plain eager "
-                "PyTorch, no kernels) or compile (torch.compile: fewer, fused kernels; the first "
-                "steps compile for a minute).",
-            ),
-        ),
-    ),
-    "progress": Key(
-        bool,
-        None,
-        _rows(
-            pointer=(True, "a tqdm bar, drawn only when stderr is a terminal"),
-            seq2seq=(True, "a tqdm bar, drawn only when stderr is a terminal"),
-            vision=(
-                True,
-                "Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a "
-                "terminal.",
-            ),
-            text=(
-                True,
-                "Show a tqdm progress bar (loss, accuracy, sentences/s) on stderr, when it is a "
-                "terminal.",
-            ),
-        ),
-    ),
-    "verbose": Key(
-        bool,
-        None,
-        _rows(
-            vision=(True, "Print one summary line per epoch on stderr."),
-            text=(True, "Print one summary line per epoch on stderr."),
-            graph=(
-                True,
-                "Print a line on stderr every 50 epochs, at each better dev score and at the end.",
-            ),
-        ),
-    ),
-    "tensorboard": Key(
-        bool,
-        None,
-        _rows(
-            pointer=(True, "event files in run_dir/tensorboard: loss, accuracy, dev metrics"),
-            seq2seq=(
-                True,
-                "event files in run_dir/tensorboard: scalars, dev metrics, attention",
-            ),
-            vision=(
-                True,
-                "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
-                "pictures.",
-            ),
-            graph=(
-                True,
-                "TensorBoard event files in OUT/tensorboard: scalars, dev metrics, attention "
-                "pictures.",
-            ),
-            text=(
-                True,
-                "TensorBoard event files in OUT/tensorboard: scalars, dev accuracy, the "
-                "attention over a few dev sentences.",
-            ),
-        ),
-    ),
-}
-
-#: the values a key takes, where they are a list, per family
-CHOICES: dict[str, dict[str, tuple]] = {
-    SEQ2SEQ: {
-        "scheduler": ("plateau", "cosine", "constant", "noam"),
-        "device": ("auto", "cpu", "cuda"),
-        "backend": BACKENDS,
-    },
-    POINTER: {"device": ("auto", "cpu", "cuda")},
-    GRAPH: {"device": ("auto", "cpu", "cuda")},
-    VISION: {
-        "scheduler": ("cosine", "step", "noam", "constant"),
-        "device": ("auto", "cpu", "cuda"),
-        "backend": ("auto", "reference", "compile"),
-    },
-    TEXT: {
-        "scheduler": ("constant", "cosine", "noam"),
-        "device": ("auto", "cpu", "cuda"),
-    },
 }

@@ -265,11 +265,13 @@ def test_train_overrides_as_a_mapping_and_the_run_directory_rules(tmp_path):
 def test_configs_lists_every_shipped_config():
     found = attnkit.configs()
     assert {c.path.name for c in found} == {p.name for p in (REPO / "configs").glob("*.yaml")}
-    assert {c.family for c in found} >= {"seq2seq", "vision", "pointer", "graph", "text"}
+    assert {c.family for c in found} >= {"seq2seq", "vision", "pointer", "graph", "text", "memnet"}
     const = next(c for c in found if c.name == "cora_const")
     assert const.task == "cora" and const.model == "const-gat"
     numbers = next(c for c in found if c.name == "numbers_bahdanau")
     assert numbers.task == "numbers" and numbers.model == "bahdanau" and numbers.about
+    babi = next(c for c in found if c.name == "babi_memn2n_joint")
+    assert babi.task == "all" and babi.model == "memn2n-adjacent"
 
 
 def test_the_public_names_are_exported():

@@ -1,7 +1,7 @@
 """docs/API.md's examples run as written: every ```python block, in order, in one namespace, from
 a scratch directory that sees the repository's configs/ (so that runs/ lands there). The block
-that says it needs MNIST (or the SST) runs in a test of its own, which skips, saying so, without
-the data."""
+that says it needs MNIST (or the SST, or bAbI) runs in a test of its own, which skips, saying so,
+without the data."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "API.md"
 NEEDS_MNIST = "needs MNIST"
 NEEDS_SST = "needs the SST"
+NEEDS_BABI = "needs bAbI"
 
 
 def python_blocks(text: str) -> list[tuple[int, str]]:
@@ -36,6 +37,7 @@ def test_the_doc_has_examples_for_every_family():
         ".classify(",
         "attnkit.train(",
         ".show()",
+        ".answer(",
     ):
         assert call in joined, call
 
@@ -57,7 +59,11 @@ def _run(blocks, tmp_path, monkeypatch) -> None:
 @pytest.mark.slow
 def test_every_example_runs(tmp_path, monkeypatch):
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
-    plain = [b for b in blocks if NEEDS_MNIST not in b[1] and NEEDS_SST not in b[1]]
+    plain = [
+        b
+        for b in blocks
+        if NEEDS_MNIST not in b[1] and NEEDS_SST not in b[1] and NEEDS_BABI not in b[1]
+    ]
     _run(plain, tmp_path, monkeypatch)
     written = {p.name for p in tmp_path.glob("*.png")}
     assert {"siebenundneunzig.png", "explained.png", "layer1-head2.png"} <= written
@@ -83,3 +89,13 @@ def test_the_text_example_runs(tmp_path, monkeypatch):
     (text,) = [b for b in blocks if NEEDS_SST in b[1]]
     _run([("1", "import attnkit"), text], tmp_path, monkeypatch)
     assert (tmp_path / "sentence.png").is_file() and (tmp_path / "runs/api-sst2/best").is_dir()
+
+
+def test_the_memory_network_example_runs(tmp_path, monkeypatch):
+    root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()  # tests/conftest.py sets the shared one
+    if not root or not (Path(root) / "babi").is_dir():
+        pytest.skip("no bAbI: set ATTNKIT_DATA_DIR to a directory holding babi/")
+    blocks = python_blocks(DOC.read_text(encoding="utf-8"))
+    (memnet,) = [b for b in blocks if NEEDS_BABI in b[1]]
+    _run([("1", "import attnkit"), memnet], tmp_path, monkeypatch)
+    assert (tmp_path / "hops.png").is_file() and (tmp_path / "runs/api-babi/best").is_dir()

@@ -723,6 +723,7 @@ FAMILY_PARSERS = {
     "pointer": ("attnkit.training.pointer_config", "parse_config"),
     "graph": ("attnkit.training.graph_config", "parse_config"),
     "text": ("attnkit.training.text_config", "parse_config"),
+    "memnet": ("attnkit.training.memnet_config", "parse_config"),
 }
 
 

@@ -214,6 +214,7 @@ FLOORS = {
     "experiment": 4,
     "train_config": 4,
     "train_keys": 4,
+    "train_table": 4,
     "vision_experiment": 4,
     "training": 5,
     "evaluation": 5,

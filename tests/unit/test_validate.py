@@ -109,8 +109,27 @@ def _text(attention: str):
     return make
 
 
+def _memnet(memory: str):
+    def make(directory: Path) -> Path:
+        from attnkit.data.babi_vectors import BabiVocab
+        from attnkit.models.memn2n import MemN2N
+        from attnkit.training.memnet_adapter import save_checkpoint
+        from attnkit.training.memnet_config import parse_config as memnet_config
+        from attnkit.training.state import TrainerState
+
+        model = {"memory": memory, "dim": 4, "hops": 2}
+        cfg = memnet_config({"family": "memnet", "data": {"memory_size": 5}, "model": model})
+        vocab = BabiVocab(["<empty>", "garden", "is", "john", "went", "where"], 3, 3, 5)
+        net = MemN2N(cfg.model, len(vocab.tokens), cfg.data.memory_size)
+        save_checkpoint(directory, net, cfg, vocab, TrainerState())
+        return directory
+
+    return make
+
+
 #: each checkpoint family of LOADERS -> {model name: writer of a tiny checkpoint of it}
 MAKERS = {
+    "memnet": {name: _memnet(name) for name in ("adjacent", "key_value")},
     "text": {name: _text(name) for name in ("additive", "none")},
     "graph": {name: _graph(name) for name in ("gat", "gcn")},
     "pointer": {"pointer_net": _pointer},

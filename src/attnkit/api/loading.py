@@ -7,6 +7,7 @@ from pathlib import Path
 
 from attnkit import zoo
 from attnkit.api.graph import GraphModel
+from attnkit.api.memnet import MemoryModel
 from attnkit.api.pointer import PointerModel
 from attnkit.api.seq2seq import Seq2SeqModel
 from attnkit.api.text import TextModel
@@ -21,6 +22,7 @@ LOADERS: dict[str, Callable] = {
     "pointer": PointerModel.load,
     "graph": GraphModel.load,
     "text": TextModel.load,
+    "memnet": MemoryModel.load,
 }
 
 
@@ -28,10 +30,10 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     """The checkpoint at ``path`` as a model: :class:`Seq2SeqModel` (RNN or Transformer:
     ``translate``, ``explain``, ``evaluate``), :class:`VisionModel` (``classify``,
     ``evaluate``), :class:`PointerModel` (``solve``, ``evaluate``), :class:`GraphModel`
-    (``explain_node``, ``evaluate``) or :class:`TextModel` (``classify``, ``explain``,
-    ``evaluate``). Several seq2seq directories load as one ensemble. A vision, pointer, graph or
-    text run directory holding ``best/`` loads its best checkpoint. ``zoo:NAME`` loads a model of
-    the zoo (:func:`attnkit.zoo.names`)."""
+    (``explain_node``, ``evaluate``), :class:`TextModel` (``classify``, ``explain``,
+    ``evaluate``) or :class:`MemoryModel` (``answer``, ``evaluate``). Several seq2seq directories
+    load as one ensemble. A run directory holding ``best/`` loads its best checkpoint.
+    ``zoo:NAME`` loads a model of the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
     paths = [zoo.resolve(p) for p in paths]
     if not paths:
@@ -43,8 +45,7 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
 
 
 def checkpoint_family(directory: Path) -> str:
-    """The family named by a checkpoint's ``meta.json`` (a vision or text run directory: its
-    best/)."""
+    """The family named by a checkpoint's ``meta.json`` (a run directory: its best/)."""
     if not (directory / "meta.json").exists() and (directory / "best" / "meta.json").exists():
         directory = directory / "best"
     family = read_meta(directory)["family"]

@@ -69,6 +69,8 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
         )
         if kind == "gat":  # a graph attention network: which attention
             kind = {"none": "const-gat"}.get(model.get("attention"), model.get("attention", "gat"))
+        if data.get("family") == "memnet":
+            kind = f"memn2n-{model.get('memory', 'adjacent')}"
         first = next(
             (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
         )
@@ -254,6 +256,22 @@ def _train_text(data: dict, args: argparse.Namespace) -> Path:
     )
 
 
+def _train_memnet(data: dict, args: argparse.Namespace) -> Path:
+    from attnkit.evaluation.babi import dev_score
+    from attnkit.training.memnet import train_memnet
+
+    # the validation scorer is handed in: training/ imports nothing of evaluation/
+    return train_memnet(
+        data,
+        dev_score,
+        output_dir=args.output_dir,
+        resume=args.resume,
+        source=str(args.config),
+        overwrite=args.overwrite,
+        overrides=args.overrides,
+    )
+
+
 #: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
 TRAINERS = {
     "seq2seq": _train_seq2seq,
@@ -261,4 +279,5 @@ TRAINERS = {
     "pointer": _train_pointer,
     "graph": _train_graph,
     "text": _train_text,
+    "memnet": _train_memnet,
 }

@@ -27,7 +27,8 @@ def add_parser(sub) -> None:
         "greedily and with beam search, and print a table of the task's metrics (exact match; "
         "WER/PER for G2P; BLEU/chrF for translation; for your own data, data.metric's: exact, "
         "bleu, chrf, wer or cer; error % for vision; node accuracy for graph models; accuracy for "
-        "text classifiers). Writes hypotheses, scores.json and report.html to --out.",
+        "text classifiers; per-task error, failed tasks and supporting-fact attention for bAbI "
+        "memory networks). Writes hypotheses, scores.json and report.html to --out.",
     )
     model_option(
         p,
@@ -49,6 +50,13 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--tsv", type=Path, default=None, metavar="FILE", help="source<TAB>reference lines"
+    )
+    p.add_argument(
+        "--stories",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="memory networks: score the questions of a bAbI-format file of yours",
     )
     p.add_argument(
         "--beam",
@@ -84,6 +92,8 @@ def run(args) -> None:
 
     family = checkpoint_family(args.model[0])
     given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
+    if args.stories is not None and family != "memnet":
+        raise AttnkitError("--stories: bAbI stories are for memory-network checkpoints")
     if given and family != "seq2seq":
         raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
     with writing(args.out or "the evaluation directory (--out)", ""):
@@ -158,6 +168,20 @@ def _text(args):
     return TextModel.load(args.model[0], args.device).evaluate(args.split, args.out)
 
 
+def _memnet(args):
+    from attnkit.api import MemoryModel
+
+    if len(args.model) > 1:
+        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
+    if args.beam not in (1, 5) or args.alpha is not None or args.mc_samples is not None:
+        raise AttnkitError(
+            "--beam/--alpha/--mc-samples: a memory network answers each question in one pass; "
+            "leave them out"
+        )
+    model = MemoryModel.load(args.model[0], args.device)
+    return model.evaluate(args.split, args.out, stories=args.stories)
+
+
 #: a checkpoint's family -> how ``evaluate`` scores it
 EVALUATORS = {
     "seq2seq": _seq2seq,
@@ -165,6 +189,7 @@ EVALUATORS = {
     "pointer": _pointer,
     "graph": _graph,
     "text": _text,
+    "memnet": _memnet,
 }
 
 

@@ -31,7 +31,9 @@ def add_parser(sub) -> None:
         "-o FILE draws one input's pair of maps to FILE alone. A model without "
         "attention (model.attention: none) gets its saliency alone. A text classifier's "
         "sentences get their words' attention beside their saliency (explanations.json, "
-        "scores.json, report.html).",
+        "scores.json, report.html). A memory network (bAbI) explains the first --count questions "
+        "of --split (default test): each hop's attention beside the saliency of the answer over "
+        "the story's sentences.",
     )
     model_option(p, "seq2seq or text checkpoint directory")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
@@ -183,5 +185,18 @@ def _text(args) -> str:
     return json.dumps(scores, indent=1)
 
 
+def _memnet(args) -> str:
+    from attnkit.api import MemoryModel
+
+    if args.texts or args.reference or args.output is not None:
+        raise AttnkitError(
+            "memory networks explain the questions of --split (TEXT, --reference and -o are "
+            "for seq2seq models; one story of yours: MemoryModel.explain in Python)"
+        )
+    model = MemoryModel.load(args.model, args.device)
+    scores = model.explain_split(args.split or "test", args.count, args.method, args.out)
+    return json.dumps(scores, indent=1)
+
+
 #: a checkpoint's family -> what explain does with it (the parsed arguments -> what it prints)
-EXPLAINERS = {"seq2seq": _seq2seq, "text": _text, "graph": _graph}
+EXPLAINERS = {"seq2seq": _seq2seq, "text": _text, "graph": _graph, "memnet": _memnet}

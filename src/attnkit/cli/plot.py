@@ -33,7 +33,9 @@ def add_parser(sub) -> None:
         "their gradient saliency). A Transformer's map "
         "is the mean of all its layers and heads unless --layer and/or --head pick one; --grid "
         "draws every layer and head; --map rollout or --map flow draws, beside that mean, the "
-        "attention rollout or flow through the encoder (Abnar & Zuidema 2020).",
+        "attention rollout or flow through the encoder (Abnar & Zuidema 2020). For memory "
+        "networks (bAbI), TEXT is a question about --story: the picture is each hop's attention "
+        "over the story's sentences.",
     )
     model_option(p, "checkpoint directory")
     p.add_argument("text", nargs="?", help="the input to translate and draw")
@@ -68,6 +70,13 @@ def add_parser(sub) -> None:
         "--lookup",
         action="store_true",
         help="graph models trained on DictionaryLookup: the query x key attention of a test graph",
+    )
+    p.add_argument(
+        "--story",
+        default=None,
+        metavar="FILE|TEXT",
+        help="memory networks: the story (a file or text: one sentence a line, bAbI's line "
+        "numbers may stay) that TEXT, the question, asks about",
     )
     p.add_argument(
         "--explain",
@@ -255,6 +264,23 @@ def _text(args) -> None:
     print(f"{args.text} -> {result.label}\n{shown}: {output}")
 
 
+def _memnet(args) -> None:
+    from attnkit.api import MemoryModel
+
+    if args.story is None or not args.text:
+        raise AttnkitError("memory networks need --story FILE|TEXT and the question: TEXT")
+    if args.layer is not None or args.head is not None or args.grid or args.explain:
+        raise AttnkitError("--layer/--head/--grid/--explain: not for memory networks")
+    if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
+        raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
+    story = Path(args.story)
+    text = story.read_text(encoding="utf-8") if story.is_file() else args.story
+    a = MemoryModel.load(args.model, "cpu").answer(text, args.text)
+    a.plot(args.output)
+    unknown = f" (words it never saw: {', '.join(a.unknown)})" if a.unknown else ""
+    print(f"{a.question} -> {a.answer}{unknown}\nhops: {args.output}")
+
+
 #: a checkpoint's family -> how ``plot`` draws it
 PLOTTERS = {
     "seq2seq": _seq2seq,
@@ -262,4 +288,5 @@ PLOTTERS = {
     "pointer": _pointer,
     "graph": _graph,
     "text": _text,
+    "memnet": _memnet,
 }

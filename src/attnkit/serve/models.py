@@ -156,6 +156,10 @@ def model_names(directories: Sequence[Path], given: Sequence[str]) -> list[str]:
     return names
 
 
+#: the checkpoint families the explorer has views for
+SERVED_FAMILIES = ("seq2seq", "vision")
+
+
 def load_models(
     directories: Sequence[Path], given: Sequence[str] = (), device: str = "auto"
 ) -> dict[str, ServedModel]:
@@ -169,7 +173,7 @@ def load_models(
             raise ConfigError(
                 f"--model {directory}: a {model.family} checkpoint; attnkit serve serves "
                 f"{', '.join(SERVED_FAMILIES)} models (a pointer network: attnkit plot, or "
-                "attnkit.load(...).solve(points) in Python)"
+                "attnkit.load(...).solve(points) in Python; a memory network: attnkit plot --story)"
             )
         served[name] = ServedModel(name, Path(directory), model.family, model)
     return served
