@@ -1,6 +1,7 @@
 """Graph attention benchmarks: Cora accuracy over seeds, DictionaryLookup, speed against PyG.
 
     python benchmarks/graph.py cora --seeds 10 [--models gat,gatv2,const,gcn] --out FILE.json
+    python benchmarks/graph.py cora --models gcn --seeds 5 --first-seed 5   # seeds 5..9
     python benchmarks/graph.py lookup --k 5,10,20 --out FILE.json
     python benchmarks/graph.py speed --epochs 200 --out FILE.json     # needs torch_geometric
 
@@ -54,12 +55,12 @@ def _machine() -> str:
     return one_line()
 
 
-def cora(models: list[str], seeds: int, work: Path) -> dict:
-    """Test accuracy of each model over ``seeds`` seeds."""
+def cora(models: list[str], seeds: int, work: Path, first: int = 0) -> dict:
+    """Test accuracy of each model over ``seeds`` seeds, ``first`` the first."""
     table = {}
     for name in models:
         runs = []
-        for seed in range(seeds):
+        for seed in range(first, first + seeds):
             began = time.perf_counter()
             run = attnkit.train(
                 REPO / "configs" / f"cora_{name}.yaml",
@@ -222,6 +223,7 @@ def main(argv=None) -> int:
     parser.add_argument("part", choices=("cora", "lookup", "speed"))
     parser.add_argument("--models", default="gat,gatv2,const,gcn")
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0, help="cora: seeds from this one")
     parser.add_argument("--k", default="5,10,20")
     parser.add_argument("--epochs", type=int, default=100, help="speed: epochs per timing")
     parser.add_argument("--rounds", type=int, default=3, help="speed: timings of each")
@@ -234,7 +236,7 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="attnkit-graph-bench-") as tmp:
         work = Path(tmp)
         if args.part == "cora":
-            result = cora(args.models.split(","), args.seeds, work)
+            result = cora(args.models.split(","), args.seeds, work, args.first_seed)
         elif args.part == "lookup":
             ks = [int(k) for k in args.k.split(",")]
             result = lookup(ks, work, args.pictures, args.lookup_models.split(","))
