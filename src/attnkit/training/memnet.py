@@ -147,4 +147,3 @@ def load_memnet_model(
     ckpt.load_model_state(model, directory)
     device = resolve_device(device) if isinstance(device, str) else device
     return cfg, vocab, model.to(device).eval()
-
