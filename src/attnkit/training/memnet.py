@@ -15,7 +15,6 @@ CPU thread, so it does not resume: ``--resume`` is refused (train afresh with ``
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -149,8 +148,3 @@ def load_memnet_model(
     model = build_checked(directory, lambda: MemN2N(cfg.model, len(vocab), cfg.data.memory_size))
     device = resolve_device(device) if isinstance(device, str) else device
     return cfg, vocab, model.to(device).eval()
-
-
-def describe(path: Path) -> dict:
-    """A checkpoint's trainer counters (``trainer.json``), for reports."""
-    return json.loads((checkpoint_dir(path) / "trainer.json").read_text(encoding="utf-8"))
