@@ -178,6 +178,49 @@ class TextModel:
         write_report(out / "report.html", f"attnkit explain ({method})", scores, records)
         return {**scores, "out": str(out)}
 
+    def faithfulness(
+        self,
+        texts: str | Sequence[str] | None = None,
+        *,
+        split: str | None = None,
+        count: int = 10,
+        out: str | Path | None = None,
+        permutations: int = 100,
+        adversarial_steps: int = 100,
+        ig_steps: int = 16,
+        seed: int = 0,
+    ):
+        """Is the attention over the words an explanation of the label? ``texts`` (or the first
+        ``count`` sentences of ``split``, test by default) questioned as
+        :meth:`attnkit.api.Seq2SeqModel.faithfulness` questions a translation: erasure
+        (comprehensiveness, sufficiency, AOPC) by attention, gradients, leave-one-out and
+        random; rank agreement; the permutation test and the adversarial search. Writes
+        scores.json and report.html to ``out`` (default ``RUN/faithfulness/CHECKPOINT``).
+        Returns :class:`~attnkit.api.results.FaithfulnessScores`."""
+        from attnkit.api.results import FaithfulnessScores
+        from attnkit.evaluation.faithfulness import Options
+        from attnkit.evaluation.faithfulness_text import text_faithfulness
+
+        texts = [texts] if isinstance(texts, str) else texts
+        if texts and split:
+            raise ConfigError("give TEXT or --split, not both")
+        if texts:
+            words, inputs = [self.tokens(t, f"inputs[{i}]") for i, t in enumerate(texts)], "typed"
+        else:
+            examples = TextData(self.config.data).split(split or "test")[:count]
+            words, inputs = [e.words for e in examples], f"the first {count} of {split or 'test'}"
+        options = Options(
+            ig_steps=ig_steps,
+            permutations=permutations,
+            adversarial_steps=adversarial_steps,
+            seed=seed,
+        )
+        base = self.path if self.path is not None else Path("runs/text/best")
+        out = Path(out) if out is not None else base.parent / "faithfulness" / base.name
+        return FaithfulnessScores(
+            text_faithfulness(self.net, self.vocab, words, out, options, inputs)
+        )
+
 
 def _agreement(records, has_attention: bool) -> dict:
     """Mean Spearman's rho of attention and saliency over the sentences, and the percent whose

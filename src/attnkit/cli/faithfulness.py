@@ -21,8 +21,8 @@ def add_parser(sub) -> None:
         help="is the attention an explanation? erasure, permutation, adversarial tests",
         description="Question a model's attention on each input, at every decision (each "
         "decoding step of a seq2seq model's own output; the class of an attention-pooling "
-        "image classifier; each step of the digit reader). Every position (source token, image "
-        "region) is ranked by the attention, by attention rollout and flow (Transformers), by "
+        "image classifier; each step of the digit reader; the label of a text classifier). Every "
+        "position (source token, image region, word) is ranked by the attention, by attention rollout and flow (Transformers), by "
         "gradient, input x gradient and integrated gradients (captum), by leave-one-out erasure "
         "and at random; the top 1, 5, 10, 20 and 50% by each ranking are erased "
         "(comprehensiveness) or kept alone (sufficiency), ERASER's AOPC is their mean; Kendall "
@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
         "is searched for by gradient ascent (--adversarial-steps). Writes scores.json and "
         "report.html (with the AOPC curves) to --out and prints a short table.",
     )
-    model_option(p, "seq2seq or vision checkpoint directory")
+    model_option(p, "seq2seq, vision or text checkpoint directory")
     p.add_argument(
         "inputs",
         nargs="*",
@@ -105,8 +105,9 @@ def _vision(model, args):
     return model.faithfulness(images, **_options(args))
 
 
-#: a checkpoint's family -> how its model is questioned
-RUNNERS: dict[str, Callable] = {"seq2seq": _seq2seq, "vision": _vision}
+#: a checkpoint's family -> how its model is questioned (a text classifier: as a seq2seq model,
+#: typed sentences or a split's first ones)
+RUNNERS: dict[str, Callable] = {"seq2seq": _seq2seq, "vision": _vision, "text": _seq2seq}
 
 
 def run(args) -> None:
