@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from attnkit.data.tasks.alignment import Alignment
-from attnkit.data.tokenizers import WordTokenizer
+from attnkit.data.tokenizers import WhitespaceTokenizer
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import alignment_metrics
 from attnkit.evaluation.word_alignment import to_words, word_pieces
@@ -21,7 +21,7 @@ class Pieces:
 
 def test_word_pieces_gives_each_token_its_word():
     assert word_pieces(Pieces(), ["maison", "la"], "x") == [0, 0, 0, 1]
-    assert word_pieces(WordTokenizer(False), ["a", "b"], "x") == [0, 1]
+    assert word_pieces(WhitespaceTokenizer(False), ["a", "b"], "x") == [0, 1]
 
 
 def test_a_tokenizer_that_joins_words_is_refused():
