@@ -204,6 +204,7 @@ FLOORS = {
     "config": 0,
     "device": 0,
     "renamed_keys": 0,
+    "size_caps": 0,
     "data": 1,
     "checkpoint": 4,
     "zoo": 1,

@@ -50,6 +50,7 @@ from safetensors.torch import load_file, save_file
 
 from attnkit.config import MAX_YAML_BYTES, parse_yaml, read_text_bounded
 from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.size_caps import check_sizes
 
 FORMAT = "attnkit-checkpoint"
 VERSION = 1
@@ -349,7 +350,7 @@ def _first_line(exc: BaseException) -> str:
 
 def read_config(directory: str | Path) -> dict:
     """A checkpoint's ``config.yaml``, read with bounds (:func:`attnkit.config.parse_yaml`) and
-    its sizes checked against their caps (:func:`attnkit.checkpoint.validate.check_sizes`)."""
+    its sizes checked against their caps (:func:`attnkit.size_caps.check_sizes`)."""
     path = Path(directory) / "config.yaml"
     if not path.is_file():
         raise CheckpointError(f"{path}: missing from the checkpoint")
@@ -359,7 +360,6 @@ def read_config(directory: str | Path) -> dict:
         raise CheckpointError(str(exc)) from None
     if not isinstance(data, dict):
         raise CheckpointError(f"{path}: not a config mapping")
-    from attnkit.checkpoint.validate import check_sizes  # validate imports this package
 
     check_sizes(data, str(path))
     return data
