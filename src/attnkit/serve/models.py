@@ -156,10 +156,6 @@ def model_names(directories: Sequence[Path], given: Sequence[str]) -> list[str]:
     return names
 
 
-#: the checkpoint families the explorer has views for
-SERVED_FAMILIES = ("seq2seq", "vision")
-
-
 def load_models(
     directories: Sequence[Path], given: Sequence[str] = (), device: str = "auto"
 ) -> dict[str, ServedModel]:
