@@ -250,7 +250,7 @@ def _paths(args: argparse.Namespace, problems: list[str], where: str) -> tuple[l
             problems.append(f"{where}: no config file {args.config}")
             return [], []
         run = _run_dir(args)
-        made = [run / "best", run / "last"]
+        made = [run, run / "best", run / "last"]  # a run directory holding best/ loads as one
         data = yaml.safe_load((ROOT / args.config).read_text(encoding="utf-8"))
         if (data.get("train") or {}).get("average_checkpoints", 0) >= 2:
             made.append(run / "averaged")
@@ -318,6 +318,23 @@ LONG: dict[str, str] = {
         "trains to early stopping, up to 6 minutes"
     ),
     "tensorboard --logdir runs": _SERVER,
+    "attnkit train configs/numbers_local_p.yaml": "trains to early stopping, up to 8 minutes",
+    "attnkit train configs/pointer_sort10.yaml": "trains a pointer network for 6 minutes",
+    "attnkit train configs/pointer_hull10.yaml": "trains a pointer network for 6 minutes",
+    "attnkit train configs/cora_gat.yaml": "reads Planetoid's Cora: a data set of its own",
+    "attnkit train configs/cora_gat.yaml --set data.name=citeseer --output-dir runs/citeseer_gat": (
+        "downloads Citeseer"
+    ),
+    "attnkit train configs/lookup_gatv2.yaml --set data.k=20": "trains for minutes on a CPU",
+    "attnkit train configs/sst2_bilstm_attention.yaml": "trains on the SST for 13 minutes",
+    "attnkit train configs/sst2_bilstm_none.yaml": "trains on the SST for 13 minutes",
+    "attnkit train configs/sst5_bilstm_attention.yaml": "trains on the SST for 13 minutes",
+    "attnkit train configs/babi_memn2n.yaml --set data.task=2": "reads bAbI: a data set of its own",
+    "attnkit train configs/babi_memn2n_joint.yaml": "trains on the 20 bAbI tasks for minutes",
+    "python benchmarks/babi.py --seeds 3": "the bAbI benchmark: 20 tasks x 3 seeds, over an hour",
+    "attnkit faithfulness --model runs/demo/model/best --split test --count 100 --out runs/faith": (
+        "100 inputs, each with 100-step adversarial searches: many minutes on a CPU"
+    ),
     "attnkit train configs/ram_mnist28.yaml": "trains on MNIST for 8 minutes",
     "attnkit train configs/sat_multidigit.yaml": "trains on MNIST strips for 8 minutes",
     "attnkit train configs/attnpool_cluttered60.yaml": "trains on cluttered MNIST for 8 minutes",
