@@ -12,6 +12,7 @@ import importlib.util
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,56 @@ BROWSER_LESSON = "04_famous_examples"
 NO_SCRIPT = "data:text/javascript,"  # in place of the CDN scripts nbconvert's page would fetch
 
 
+# The lessons run in a real kernel: each jupytext file is read with jupytext and run by nbclient,
+# in quick mode (QUICK=1 unless the environment says otherwise), in a scratch directory; an
+# executed lesson is kept for the session, so the browser test reuses it. (Not a conftest.py:
+# tests/browser/ imports its helpers by the module name ``conftest``, which a second conftest
+# would take.)
+
+
+class Lessons:
+    """Executes each lesson once per session: ``get(path) -> (notebook, seconds)``."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.done: dict[Path, tuple] = {}
+
+    def get(self, path: Path):
+        if path not in self.done:
+            self.done[path] = self._execute(path)
+        return self.done[path]
+
+    def _execute(self, path: Path):
+        jupytext = pytest.importorskip("jupytext", reason="pip install jupytext (the test extras)")
+        nbclient = pytest.importorskip("nbclient", reason="pip install nbclient (the test extras)")
+        pytest.importorskip("ipykernel", reason="pip install ipykernel (the test extras)")
+        nb = jupytext.read(path)
+        cwd = self.root / path.stem
+        cwd.mkdir(parents=True, exist_ok=True)
+        saved = {k: os.environ.get(k) for k in ("QUICK", "MPLBACKEND", "OMP_NUM_THREADS")}
+        os.environ.setdefault("QUICK", "1")
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.pop("MPLBACKEND", None)  # the kernel's inline backend draws the figures
+        try:
+            start = time.perf_counter()
+            client = nbclient.NotebookClient(nb, timeout=1800, kernel_name="python3")
+            client.execute(cwd=str(cwd))
+            return nb, time.perf_counter() - start
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def lessons(tmp_path_factory) -> Lessons:
+    return Lessons(tmp_path_factory.mktemp("lessons"))
+
+
 def _browser_helpers():
-    """tests/browser/conftest.py, by path (its module name is taken by this directory's)."""
+    """tests/browser/conftest.py, by path (the name ``conftest`` may be another directory's)."""
     path = Path(__file__).resolve().parents[1] / "browser" / "conftest.py"
     spec = importlib.util.spec_from_file_location("browser_conftest", path)
     module = importlib.util.module_from_spec(spec)
