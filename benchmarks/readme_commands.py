@@ -332,7 +332,7 @@ LONG: dict[str, str] = {
     "attnkit train configs/babi_memn2n.yaml --set data.task=2": "reads bAbI: a data set of its own",
     "attnkit train configs/babi_memn2n_joint.yaml": "trains on the 20 bAbI tasks for minutes",
     "attnkit train configs/text_tsv.yaml": (
-        "reads the tests' small sentiment files (tests/data/text), which the scratch copy leaves out"
+        "reads the tests' sentiment files (tests/data/text), which the scratch copy leaves out"
     ),
     "python benchmarks/babi.py --seeds 3": "the bAbI benchmark: 20 tasks x 3 seeds, over an hour",
     "attnkit faithfulness --model runs/demo/model/best --split test --count 100 --out runs/faith": (
