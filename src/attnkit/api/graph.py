@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from attnkit.api.results import Scores
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.errors import ConfigError
 from attnkit.training.graph_adapter import DeviceGraph
-from attnkit.training.graph_checkpoint import checkpoint_dir, load_graph_model
+from attnkit.training.graph_checkpoint import load_graph_model
 from attnkit.viz.inline import show_html
 
 

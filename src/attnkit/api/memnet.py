@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from attnkit.api.results import Scores
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.babi import Question
 from attnkit.errors import InputError
-from attnkit.training.memnet import checkpoint_dir, load_memnet_model
+from attnkit.training.memnet import load_memnet_model
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.memory import hops_record, save_hops
 from attnkit.viz.records import AttentionRecord

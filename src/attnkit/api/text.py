@@ -20,12 +20,13 @@ from pathlib import Path
 import torch
 
 from attnkit.api.results import Scores, TextClassification
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.tasks.sst import tokenize
 from attnkit.data.tasks.text import TextData, encode
 from attnkit.errors import ConfigError, InputError
 from attnkit.explain.saliency import METHODS
 from attnkit.explain.text_saliency import text_saliency
-from attnkit.training.text_checkpoint import TextBundle, checkpoint_dir, load_text_model
+from attnkit.training.text_checkpoint import TextBundle, load_text_model
 from attnkit.training.text_scoring import predict
 
 MAX_WORDS = 1000  # words of one input sentence

@@ -287,6 +287,14 @@ def recover_interrupted(parent: str | Path, names: str) -> list[str]:
     return messages
 
 
+def checkpoint_dir(model_dir: str | Path) -> Path:
+    """A checkpoint directory itself, or the run directory holding ``best/``."""
+    model_dir = Path(model_dir)
+    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
+        return model_dir / "best"
+    return model_dir
+
+
 def read_meta(directory: str | Path, family: str | None = None) -> dict:
     """Check that ``directory`` is an attnkit checkpoint (of ``family``) and return its meta."""
     directory = Path(directory)

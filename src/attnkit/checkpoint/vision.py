@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from attnkit.checkpoint import read_config, read_meta, write_checkpoint
+from attnkit.checkpoint import checkpoint_dir, read_config, read_meta, write_checkpoint
 from attnkit.checkpoint.validate import build_checked
 from attnkit.models.vision import VISION_MODELS
 from attnkit.vision_experiment import FAMILY, VisionConfig, parse_config
@@ -45,14 +45,6 @@ class VisionBundle:
             trainer_state,
             trainer_tensors,
         )
-
-
-def checkpoint_dir(model_dir: str | Path) -> Path:
-    """A checkpoint directory itself, or the run directory holding ``best/``."""
-    model_dir = Path(model_dir)
-    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
-        return model_dir / "best"
-    return model_dir
 
 
 def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:

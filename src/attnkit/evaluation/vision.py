@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnkit.checkpoint.vision import checkpoint_dir
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir

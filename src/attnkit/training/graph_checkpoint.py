@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
 from attnkit.data.graph.graph_data import Graph
 from attnkit.data.graph.sources import load_graph
@@ -64,14 +65,6 @@ def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
     resume.restore_rng(tensors, tensors_path)
     return state
-
-
-def checkpoint_dir(model_dir: str | Path) -> Path:
-    """A checkpoint directory itself, or the run directory holding ``best/``."""
-    model_dir = Path(model_dir)
-    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
-        return model_dir / "best"
-    return model_dir
 
 
 def build_model(cfg: GraphConfig, graph: Graph) -> GraphNet:

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
 from attnkit.config import apply_overrides
 from attnkit.data.babi import load_splits
@@ -119,14 +120,6 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, signals, board) -
         f"best validation error {best:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
     )
     return out / "best"
-
-
-def checkpoint_dir(path: str | Path) -> Path:
-    """A checkpoint directory itself, or the run directory holding ``best/``."""
-    path = Path(path)
-    if not (path / "meta.json").is_file() and (path / "best" / "meta.json").is_file():
-        return path / "best"
-    return path
 
 
 def load_memnet_model(

@@ -220,9 +220,7 @@ def load_pointer(
 ) -> tuple[PointerExperiment, PointerNet]:
     """(config, model in eval mode) of a pointer checkpoint (or a run directory holding
     ``best/``)."""
-    directory = Path(directory)
-    if not (directory / "meta.json").is_file() and (directory / "best" / "meta.json").is_file():
-        directory = directory / "best"
+    directory = ckpt.checkpoint_dir(directory)
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
     model = build_checked(directory, lambda: build_model(cfg))  # shapes checked before allocating

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
 from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
@@ -105,14 +106,6 @@ def read_labels(directory: Path) -> list[str]:
     ):
         raise CheckpointError(f"{path}: expected a list of 2 or more distinct class names")
     return labels
-
-
-def checkpoint_dir(model_dir: str | Path) -> Path:
-    """A checkpoint directory itself, or the run directory holding ``best/``."""
-    model_dir = Path(model_dir)
-    if not (model_dir / "meta.json").is_file() and (model_dir / "best" / "meta.json").is_file():
-        return model_dir / "best"
-    return model_dir
 
 
 def load_text_model(model_dir: str | Path, device: str | torch.device = "cpu") -> TextBundle:
