@@ -37,17 +37,28 @@ SIMPLE_LEVELS = {"char": CharTokenizer, "word": MosesTokenizer, "whitespace": Wh
 
 
 def make_tokenizer(
-    level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int
+    level: str,
+    lowercase: bool,
+    texts: list[str],
+    directory: Path,
+    name: str,
+    vocab_size: int,
+    normalize: str | None = None,
 ) -> Tokenizer:
-    """The tokenizer of ``level`` (:data:`attnkit.data.tokenizers` explains each); a
-    sentencepiece model is trained on ``texts`` in ``directory``."""
+    """The tokenizer of ``level`` (:data:`attnkit.data.tokenizers` explains each) that brings
+    text to the Unicode form ``normalize`` first; a sentencepiece model is trained on ``texts``
+    in ``directory``."""
     if level in SIMPLE_LEVELS:
-        return SIMPLE_LEVELS[level](lowercase)
+        return SIMPLE_LEVELS[level](lowercase, normalize)
     from attnkit.data.subword import SentencePieceTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     return SentencePieceTokenizer.train(
-        (t.lower() if lowercase else t for t in texts), directory, name, vocab_size
+        (t.lower() if lowercase else t for t in texts),
+        directory,
+        name,
+        vocab_size,
+        normalize=normalize,
     )
 
 
@@ -75,11 +86,12 @@ def new_bundle(
         if not is_main:  # only rank 0 writes into the run directory
             tok_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
         sources, targets = zip(*splits.train)
+        form = None if d.normalize == "none" else d.normalize
         src_tok = make_tokenizer(
-            d.src_level, d.lowercase, list(sources), tok_dir, "source", d.vocab_size
+            d.src_level, d.lowercase, list(sources), tok_dir, "source", d.vocab_size, form
         )
         tgt_tok = make_tokenizer(
-            d.tgt_level, d.lowercase, list(targets), tok_dir, "target", d.vocab_size
+            d.tgt_level, d.lowercase, list(targets), tok_dir, "target", d.vocab_size, form
         )
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)

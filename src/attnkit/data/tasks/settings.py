@@ -18,6 +18,8 @@ from attnkit.errors import ConfigError
 
 LEVELS = ("char", "word", "whitespace", "sentencepiece")
 """How ``src_level`` / ``tgt_level`` cut text into tokens."""
+NORMALIZE = ("NFC", "NFD", "NFKC", "NFKD", "none")
+"""The Unicode normal form text is brought to before it is cut (``none``: as it comes)."""
 OVERLONG = ("truncate", "skip", "error")
 """What happens to a pair longer than ``max_src_len`` / ``max_tgt_len``."""
 PARALLEL_METRICS = ("exact", "bleu", "chrf", "wer", "cer")
@@ -32,15 +34,21 @@ class TaskData:
     src_level: str = "char"
     tgt_level: str = "char"
     lowercase: bool = False
+    normalize: str = "NFC"  # Unicode normal form before tokenizing; "none" keeps text as it is
     vocab_size: int = 8000  # sentencepiece only
     max_src_len: int = 100  # tokens; longer inputs follow `overlong`
     max_tgt_len: int = 100
     overlong: str = "truncate"
 
-    CHOICES = {"src_level": LEVELS, "tgt_level": LEVELS, "overlong": OVERLONG}
+    CHOICES = {
+        "src_level": LEVELS,
+        "tgt_level": LEVELS,
+        "overlong": OVERLONG,
+        "normalize": NORMALIZE,
+    }
     # keys added to a task after checkpoints were written without them, and the value such a
     # checkpoint's saved config means (registry.data_from_dict fills it in)
-    ADDED_KEYS: ClassVar[dict] = {}
+    ADDED_KEYS: ClassVar[dict] = {"normalize": "none"}
     PATH_KEYS: ClassVar[tuple[str, ...]] = ()  # keys naming files or directories (data.tasks.paths)
 
     def validate(self, where: str) -> None:
@@ -142,7 +150,8 @@ class ParallelData(TaskData):
     metric: str | None = None
 
     CHOICES = {**TaskData.CHOICES, "metric": PARALLEL_METRICS}
-    ADDED_KEYS = {"metric": "exact"}  # what every parallel run was scored by before the key
+    # what every parallel run was scored by before the key
+    ADDED_KEYS = {**TaskData.ADDED_KEYS, "metric": "exact"}
     PATH_KEYS = ("train", "dev", "test")
 
     def validate(self, where: str) -> None:
