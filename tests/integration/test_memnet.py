@@ -10,7 +10,7 @@ import pytest
 import attnkit
 from attnkit.api.memnet import Answer, BabiScores, story_sentences
 from attnkit.cli import main
-from attnkit.errors import ConfigError, InputError
+from attnkit.errors import CheckpointError, ConfigError, InputError
 
 CONFIG = "configs/babi_memn2n.yaml"
 QUICK = {"train.tensorboard": False, "train.verbose": False, "train.threads": 1}
@@ -134,5 +134,5 @@ def test_story_text_becomes_sentences():
 def test_config_mistakes_are_one_line(babi_dir, tmp_path):
     with pytest.raises(ConfigError, match="model: unknown key 'hop'; valid keys: hops"):
         _train(babi_dir, tmp_path / "r", **{"model.hop": 2})
-    with pytest.raises(ConfigError, match="does not resume"):
+    with pytest.raises(CheckpointError, match="nothing to resume"):
         attnkit.train(CONFIG, overrides=QUICK, output_dir=tmp_path / "r", resume=True)
