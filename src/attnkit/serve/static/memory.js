@@ -17,12 +17,17 @@
     box.hidden = false;
   }
 
-  /** The sentences as row labels, written as they are (the renderer shows a token's spaces). */
-  function labelRows(box, labels) {
+  /** The sentences as row labels and the hops as column labels, written as they are (the
+   *  renderer shows a token's spaces, which a sentence has many of). */
+  function labelRows(box, labels, columns) {
     var heads = box.querySelectorAll("tbody th");
     for (var i = 0; i < heads.length && i < labels.length; i++) {
       heads[i].textContent = labels[i];
       heads[i].title = labels[i];
+    }
+    var tops = box.querySelectorAll("thead th");
+    for (var j = 1; j < tops.length && j <= columns.length; j++) {
+      tops[j].textContent = columns[j - 1];
     }
   }
 
@@ -45,12 +50,12 @@
       gold: record.gold || null, title: result.question + " \u2192 " + result.answer};
     var drawn = root.AttnkitHeatmap.draw(box, map, {legend: true, tooltip: $("tooltip"),
       float: true});
-    labelRows(drawn, labels);
+    labelRows(drawn, labels, record.source_tokens);
     if (result.saliency) {
       var sal = {rows: labels, cols: ["saliency"], gold: null, title: "saliency (gradient)",
         weights: result.saliency.map(function (w) { return [w]; })};
       labelRows(root.AttnkitHeatmap.draw(box, sal, {legend: true, tooltip: $("tooltip"),
-        float: true}), labels);
+        float: true}), labels, ["saliency"]);
     }
   }
 

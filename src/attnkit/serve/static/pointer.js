@@ -85,7 +85,7 @@
       dot.appendChild(title);
       svg.appendChild(dot);
       var label = el("text", {x: xy[0] + 7, y: xy[1] - (dims() === 1 && i % 2 ? -14 : 7)});
-      label.textContent = step >= 0 ? i + " \u2192" + (step + 1) : String(i);
+      label.textContent = step >= 0 ? i + " (step " + (step + 1) + ")" : String(i);
       svg.appendChild(label);
     });
     svg.addEventListener("click", function (e) {
