@@ -96,8 +96,10 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 3 and 0 <= scores["argmax_agreement"] <= 1
     assert (explained / "report.html").is_file()
-    assert main(["serve", "--model", str(out)]) == 2  # no explorer view yet: one line, no server
-    assert "a memnet checkpoint; attnkit serve serves seq2seq" in capsys.readouterr().err
+    from attnkit.serve.models import load_models
+
+    (served,) = load_models([out], device="cpu").values()  # the explorer's memory view
+    assert served.family == "memnet" and served.wrong_endpoint().endswith("use /v1/answer")
 
 
 def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):

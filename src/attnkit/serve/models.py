@@ -39,7 +39,7 @@ SERVED_FAMILIES = ("seq2seq", "vision", "graph", "text", "memnet", "pointer")
 
 @dataclass
 class ServedModel:
-    """One loaded checkpoint: the API's model object, seq2seq or vision."""
+    """One loaded checkpoint: the API's model object of its family."""
 
     name: str
     directory: Path
