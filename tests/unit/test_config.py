@@ -3,6 +3,7 @@ overrides."""
 
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -1001,3 +1002,20 @@ def test_text_is_normalised_to_nfc_unless_said_and_old_checkpoints_keep_raw_text
     )
     with pytest.raises(ConfigError, match="data.normalize"):
         data_from_dict({"task": "numbers", "normalize": "NFX"})
+
+
+@pytest.mark.parametrize("family", list(FAMILY_PARSERS))
+@pytest.mark.parametrize(
+    "top, message",
+    [
+        (["not", "a", "mapping"], "the top level must be a mapping of sections"),
+        ({"optimiser": "sgd"}, "unknown key 'optimiser'; valid keys: family, output_dir, data"),
+        ({"family": "seq2seq"}, "family: 'seq2seq' is not a {family} config"),
+        ({"output_dir": ""}, "output_dir: expected a directory name, got ''"),
+        ({"output_dir": ["a"]}, "output_dir: expected a directory name"),
+    ],
+)
+def test_every_family_checks_its_top_level_alike(family, top, message):
+    module, name = FAMILY_PARSERS[family]
+    with pytest.raises(ConfigError, match=re.escape(f"exp.yaml: {message.format(family=family)}")):
+        getattr(importlib.import_module(module), name)(top, "exp.yaml")
