@@ -78,7 +78,11 @@ def plot_heatmap(
     else:
         fig = ax.figure
     image = _draw(ax, weights, src, out, cmap=cmap, annotate=annotate)
-    colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    switch = getattr(record_or_weights, "p_gen", None)
+    if switch is not None:
+        _draw_switch(ax, switch, cmap)
+    pad = 0.03 if switch is None else 0.03 + 1.2 / max(weights.shape[1], 1)
+    colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=pad)
     colorbar.set_label(value_label)
     if title:
         ax.set_title(title, fontsize=11, pad=8)
@@ -242,6 +246,29 @@ def _draw(ax: Axes, weights, src, out, *, cmap, annotate, vmax=None, aspect="aut
     if annotate:
         _annotate(ax, weights, image)
     return image
+
+
+def _draw_switch(ax: Axes, p_gen: np.ndarray, cmap: str) -> None:
+    """A copying model's p_gen (T,), one cell per output row, in a column right of the map
+    (1: the word was written from the vocabulary, 0: copied from the source)."""
+    rows, cols = len(p_gen), len(ax.get_xticks())
+    strip = ax.inset_axes((1.0 + 0.4 / max(cols, 1), 0.0, 1.0 / max(cols, 1), 1.0))
+    image = strip.imshow(
+        np.asarray(p_gen, dtype=np.float64)[:, None],
+        cmap=cmap,
+        vmin=0.0,
+        vmax=1.0,
+        aspect="auto",
+        interpolation="nearest",
+    )
+    strip.set_xticks([0], ["p_gen"], fontsize=label_fontsize(cols))
+    strip.xaxis.tick_top()
+    strip.set_yticks([])
+    strip.tick_params(length=0)
+    for spine in strip.spines.values():
+        spine.set_visible(False)
+    if rows <= 40:
+        _annotate(strip, np.asarray(p_gen, dtype=np.float64)[:, None], image)
 
 
 def _labels_collide(ax: Axes, labels: list[str]) -> bool:
