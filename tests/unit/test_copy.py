@@ -184,3 +184,61 @@ def test_slot_accuracy_counts_names_and_numbers_in_place():
     refs = ["pay tukela 907", "message ann bob"]
     assert copyrare.slot_accuracy(refs, refs) == 1.0
     assert copyrare.slot_accuracy(["pay <unk> 907", "message"], refs) == pytest.approx(1 / 4)
+
+
+def _copying_translator(p_gen_logit: float):
+    """A tiny untrained copying translator on copyrare's words whose switch is fixed near
+    sigmoid(p_gen_logit)."""
+    from attnkit.experiment import experiment_from_dict
+    from attnkit.translator import Translator
+
+    cfg = experiment_from_dict(
+        {
+            "data": {"task": "copyrare"},
+            "model": {
+                "copy": True,
+                "embedding_dim": 8,
+                "encoder_hidden": 8,
+                "decoder_hidden": 16,
+                "attention_dim": 8,
+                "dropout": 0.0,
+            },
+            "decode": {"max_len_cap": 6},
+        }
+    )
+    tok = WhitespaceTokenizer(False)
+    vocab = joint_vocab([sorted(copyrare.TEMPLATE_WORDS)], [])
+    torch.manual_seed(0)
+    model = Seq2Seq(cfg.model, len(vocab), len(vocab)).eval()
+    with torch.no_grad():
+        model.decoder.switch.weight.zero_()
+        model.decoder.switch.bias.fill_(p_gen_logit)
+    return Translator(model, cfg, tok, tok, vocab, vocab, torch.device("cpu"))
+
+
+def test_a_copying_translator_writes_unknown_words_back_and_keeps_p_gen():
+    translator = _copying_translator(-30.0)  # p_gen ~ 0: every word is copied
+    source = "zork owes blip 4711 dollars"
+    with pytest.warns(UserWarning, match="may be copied"):
+        results = translator.translate([source], beam_size=1) + translator.translate(
+            [source], beam_size=3, prefix=["pay"]
+        )
+    for t in results:
+        assert t.p_gen.shape == (len(t.output_tokens),) and float(t.p_gen[-1]) < 1e-6
+        assert set(t.output_tokens) <= set(source.split()) | {"</s>", "pay"}
+    assert results[1].output_tokens[0] == "pay"
+
+
+def test_the_explorer_sends_p_gen(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from attnkit.serve.app import ServeSettings, create_app
+
+    directory = tmp_path / "copier" / "best"
+    _copying_translator(0.0).save(directory)
+    with TestClient(create_app(ServeSettings(models=[directory]))) as client:
+        response = client.post("/v1/translate", json={"inputs": ["pay zork 12"], "beam": 2})
+        assert response.status_code == 200, response.text
+        (hyp, *_) = response.json()["results"][0]["hypotheses"]
+        assert len(hyp["p_gen"]) == len(hyp["tokens"])
+        assert all(0 <= p <= 1 for p in hyp["p_gen"])

@@ -23,6 +23,7 @@ from attnkit.decoding.greedy import (
     output_log_probs,
     row_limits,
     split_weights,
+    switch_of,
 )
 
 
@@ -135,7 +136,7 @@ def beam_search(
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
         top = _step_top(logp.view(b * k, -1), top_k) if top_k else None
-        history = history.extend(order, token, w, keep_heads, top, state.p_gen)
+        history = history.extend(order, token, w, keep_heads, top, switch_of(state))
         prev = token.view(-1)
 
         done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights, switch_of
 
 
 @torch.inference_mode()
@@ -47,8 +47,8 @@ def forced_decode(
         logp[:, t] = output_log_probs(logits).gather(1, prev.unsqueeze(1)).squeeze(1)
         w, w_heads = split_weights(w)
         weights[:, t] = w.float()
-        if state.p_gen is not None:
-            switch.append(state.p_gen.float())
+        if switch_of(state) is not None:
+            switch.append(switch_of(state).float())
         if keep_heads and w_heads is not None:
             heads.append(w_heads.float())
     stacked = torch.stack(heads, 1).cpu() if heads else None  # (B, T, L, H, S): one copy

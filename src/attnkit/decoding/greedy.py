@@ -46,6 +46,13 @@ class Hypothesis:
     p_gen: Tensor | None = None
 
 
+def switch_of(state) -> Tensor | None:
+    """The p_gen (B,) of the step that made a decoder ``state``: a copying decoder's
+    (:mod:`attnkit.models.copy`); None for the others, whose states (a Transformer's, an
+    ensemble's) need not have the field."""
+    return getattr(state, "p_gen", None)
+
+
 def split_weights(w: Tensor) -> tuple[Tensor, Tensor | None]:
     """A decoder step's weights -> (the map shown by default (N, S), every layer's and head's
     (N, L, H, S) or None).
@@ -111,9 +118,10 @@ def greedy_decode(
         tokens[rows, t] = prev
         w, w_heads = split_weights(w)
         weights[rows, t] = w.float()
-        if state.p_gen is not None:
+        p_gen = switch_of(state)
+        if p_gen is not None:
             switch = weights.new_zeros(b, steps) if switch is None else switch
-            switch[rows, t] = state.p_gen.float()
+            switch[rows, t] = p_gen.float()
         if keep_heads and w_heads is not None:
             if heads is None:
                 heads = weights.new_zeros(b, steps, *w_heads.shape[1:])
