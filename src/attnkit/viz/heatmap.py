@@ -79,9 +79,7 @@ def plot_heatmap(
         fig = ax.figure
     image = _draw(ax, weights, src, out, cmap=cmap, annotate=annotate)
     switch = getattr(record_or_weights, "p_gen", None)
-    if switch is not None:
-        _draw_switch(ax, switch, cmap)
-    pad = 0.03 if switch is None else 0.03 + 1.2 / max(weights.shape[1], 1)
+    pad = 0.03 if switch is None else 0.02 + _draw_switch(ax, switch, cmap)
     colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=pad)
     colorbar.set_label(value_label)
     if title:
@@ -248,11 +246,13 @@ def _draw(ax: Axes, weights, src, out, *, cmap, annotate, vmax=None, aspect="aut
     return image
 
 
-def _draw_switch(ax: Axes, p_gen: np.ndarray, cmap: str) -> None:
+def _draw_switch(ax: Axes, p_gen: np.ndarray, cmap: str) -> float:
     """A copying model's p_gen (T,), one cell per output row, in a column right of the map
-    (1: the word was written from the vocabulary, 0: copied from the source)."""
+    (1: the word was written from the vocabulary, 0: copied from the source). Returns the
+    column's width, as a fraction of the map's."""
     rows, cols = len(p_gen), len(ax.get_xticks())
-    strip = ax.inset_axes((1.0 + 0.4 / max(cols, 1), 0.0, 1.0 / max(cols, 1), 1.0))
+    width = min(1.0 / max(cols, 1), 0.2)
+    strip = ax.inset_axes((1.03, 0.0, width, 1.0))
     image = strip.imshow(
         np.asarray(p_gen, dtype=np.float64)[:, None],
         cmap=cmap,
@@ -269,6 +269,7 @@ def _draw_switch(ax: Axes, p_gen: np.ndarray, cmap: str) -> None:
         spine.set_visible(False)
     if rows <= 40:
         _annotate(strip, np.asarray(p_gen, dtype=np.float64)[:, None], image)
+    return width
 
 
 def _labels_collide(ax: Axes, labels: list[str]) -> bool:
