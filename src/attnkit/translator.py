@@ -20,7 +20,7 @@ from tqdm import tqdm
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import Example, collate
-from attnkit.data.copy_ids import decode_extended, encode_extended, source_oovs
+from attnkit.data.copy_ids import decode_extended, encode_extended, output_ids, source_oovs
 from attnkit.data.text_input import as_utf8, unknown_words
 from attnkit.data.tokenizers import Tokenizer
 from attnkit.data.vocab import EOS, EOS_ID, Vocab, target_prefix_ids
@@ -379,9 +379,10 @@ class Translator:
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
         examples, token_lists = self.encode_sources(as_utf8(texts, "input"), warn_unknown=False)
+        sides = (self.src_vocab, self.tgt_vocab, self.copies)
         targets = [
-            self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(r))
-            for r in as_utf8(references, "reference")
+            output_ids(self.tgt_tokenizer.tokenize(r), tokens, *sides)
+            for r, tokens in zip(as_utf8(references, "reference"), token_lists)
         ]
         batch_size = batch_size or self.config.decode.batch_size
         results: list[Translation | None] = [None] * len(texts)
@@ -410,8 +411,7 @@ class Translator:
 def _translation(
     sides: TextSides, copies: bool, text: str, source_tokens: list[str], hyp
 ) -> Translation:
-    """A hypothesis as text: its ids decoded (a copying model's extended ids as the source words
-    they stand for), with its attention, score and what else decoding kept."""
+    """A hypothesis as text (a copying model's extended ids: the source words they stand for)."""
     oovs = source_oovs(source_tokens, sides.src_vocab) if copies else []
     output_tokens = decode_extended(hyp.tokens, sides.tgt_vocab, oovs)
     output = sides.tgt_tokenizer.detokenize(output_tokens)

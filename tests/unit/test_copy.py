@@ -227,6 +227,11 @@ def test_a_copying_translator_writes_unknown_words_back_and_keeps_p_gen():
         assert t.p_gen.shape == (len(t.output_tokens),) and float(t.p_gen[-1]) < 1e-6
         assert set(t.output_tokens) <= set(source.split()) | {"</s>", "pay"}
     assert results[1].output_tokens[0] == "pay"
+    # forcing a reference: its unknown words are the source's, copied (not <unk>, which a model
+    # that only copies never writes)
+    (forced,) = translator.teacher_forced([source], ["zork 4711"])
+    assert forced.output_tokens == ["zork", "4711", "</s>"] and forced.score > -20
+    assert forced.p_gen.shape == (3,)
 
 
 def test_the_explorer_sends_p_gen(tmp_path):

@@ -44,6 +44,15 @@ def decode_extended(ids: Iterable[int], vocab: Vocab, oovs: Sequence[str]) -> li
     return out
 
 
+def output_ids(
+    tokens: Sequence[str], source: Sequence[str], src: Vocab, tgt: Vocab, copies: bool
+) -> list[int]:
+    """Output tokens of ``source`` (its tokens) -> target ids: for a copying model (``copies``)
+    a word the vocabulary lacks is the extended id of the source word it copies, else
+    ``<unk>``. What forcing a model along an output (a reference, its own) decodes."""
+    return encode_extended(tokens, tgt, source_oovs(source, src) if copies else [])
+
+
 def joint_vocab(sources: Iterable[Sequence[str]], targets: Iterable[Sequence[str]]) -> Vocab:
     """One vocabulary of both sides' tokens (a copy model's), most frequent first."""
     return Vocab.build(list(sources) + list(targets))
