@@ -247,3 +247,20 @@ def test_the_explorer_sends_p_gen(tmp_path):
         (hyp, *_) = response.json()["results"][0]["hypotheses"]
         assert len(hyp["p_gen"]) == len(hyp["tokens"])
         assert all(0 <= p <= 1 for p in hyp["p_gen"])
+
+
+@pytest.mark.parametrize("backend", ["fused", "native"])
+def test_every_cpu_backend_computes_the_reference_copy_distribution(backend):
+    from attnkit.accel.backend import resolve
+
+    model = _model("luong-general", "luong")
+    src, lengths = _src()
+    tgt_in = torch.tensor([[BOS_ID, V + 1, 4, V], [BOS_ID, 6, 7, 8]])
+    with torch.no_grad():
+        reference, _ = model(src, lengths, tgt_in)
+        model.set_backend(resolve(backend, "cpu"))
+        fast, _ = model(src, lengths, tgt_in)
+        memory, state = model.encode(src, lengths)
+        step_logp, _, _ = model.decoder.step(tgt_in[:, 0], state, memory)
+    torch.testing.assert_close(fast, reference, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(step_logp, reference[:, 0], atol=1e-5, rtol=1e-5)
