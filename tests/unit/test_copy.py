@@ -264,3 +264,20 @@ def test_every_cpu_backend_computes_the_reference_copy_distribution(backend):
         step_logp, _, _ = model.decoder.step(tgt_in[:, 0], state, memory)
     torch.testing.assert_close(fast, reference, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(step_logp, reference[:, 0], atol=1e-5, rtol=1e-5)
+
+
+def test_a_copying_checkpoint_loads_and_one_with_two_vocabularies_is_refused(tmp_path):
+    import json
+
+    from attnkit.checkpoint.seq2seq import load_seq2seq
+    from attnkit.errors import CheckpointError
+
+    directory = tmp_path / "copier"
+    _copying_translator(0.0).save(directory)
+    bundle = load_seq2seq(directory, torch.device("cpu"))
+    assert bundle.config.model.copy and "decoder.switch.weight" in bundle.model.state_dict()
+    vocab = json.loads((directory / "tgt_vocab.json").read_text())
+    vocab["tokens"][-1] = "changed"
+    (directory / "tgt_vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(CheckpointError, match="one vocabulary"):
+        load_seq2seq(directory, torch.device("cpu"))
