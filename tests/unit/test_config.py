@@ -544,6 +544,14 @@ OWN_VALUES = {
         "tgt_level": "char",
     },
     "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv", "metric": "chrf"},
+    "copyrare": {
+        "seed": 2,
+        "train_size": 100,
+        "dev_size": 10,
+        "test_size": 10,
+        "src_level": "char",  # its default is whitespace (names and numbers are single words)
+        "tgt_level": "char",
+    },
     "g2p": {"directory": "cmudict", "download": True},
     "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
 }
@@ -634,7 +642,7 @@ def test_a_missing_or_unknown_task_lists_the_registered_tasks(tmp_path):
         data_from_dict({"task": "poetry"})
 
 
-TASKS_AFTER_THE_SPLIT = {"phrases"}
+TASKS_AFTER_THE_SPLIT = {"phrases", "copyrare"}
 
 
 def test_the_old_flat_keys_keep_their_defaults_in_every_task():

@@ -34,6 +34,9 @@ class Hypothesis(BaseModel):
     top_k: list[list[TopToken]] | None = Field(
         None, description="per output step, the model's top_k tokens given the tokens before"
     )
+    p_gen: list[float] | None = Field(
+        None, description="per output token, a copying model's switch (1 written, 0 copied)"
+    )
 
 
 class TranslateResult(BaseModel):

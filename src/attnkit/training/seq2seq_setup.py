@@ -18,6 +18,7 @@ import torch
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import encode_pairs
+from attnkit.data.copy_ids import joint_vocab
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tasks.registry import task_metric
@@ -95,6 +96,11 @@ def new_bundle(
         )
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
+    if copies(cfg):  # one vocabulary, so that a source id is the target id of the same word
+        src_vocab = tgt_vocab = joint_vocab(
+            (src_tok.tokenize(s) for s, _ in splits.train),
+            (tgt_tok.tokenize(t) for _, t in splits.train),
+        )
     model = build_model(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     return Seq2SeqBundle(model, cfg, TextSides(src_tok, tgt_tok, src_vocab, tgt_vocab))
 
@@ -195,7 +201,13 @@ def training_examples(sides: TextSides, splits: Splits, cfg: ExperimentConfig) -
         d.max_tgt_len,
         d.overlong,
         source_name=f"{d.task} train",
+        copy=copies(cfg),
     )
+
+
+def copies(cfg: ExperimentConfig) -> bool:
+    """Whether the model of ``cfg`` copies source words (``model.copy``, RNN models only)."""
+    return bool(getattr(cfg.model, "copy", False))
 
 
 def checkpoint_bytes(model: torch.nn.Module) -> int:

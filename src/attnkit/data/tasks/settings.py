@@ -106,6 +106,24 @@ class DatesData(GeneratedData):
 
 
 @dataclass
+class CopyRareData(GeneratedData):
+    """``copyrare``: requests whose names and numbers, mostly never seen in training, the target
+    repeats (:mod:`attnkit.data.tasks.copyrare`); the task of the copy switch, ``model.copy``."""
+
+    task: str = "copyrare"
+    train_size: int = 6000  # distinct generated training requests
+    dev_size: int = 300  # distinct dev requests
+    test_size: int = 500  # distinct test requests (almost all their names and numbers unseen)
+    src_level: str = "whitespace"  # names and numbers are single words
+    tgt_level: str = "whitespace"
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        sizes = ("train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in sizes})
+
+
+@dataclass
 class PhrasesData(GeneratedData):
     """``phrases``: phrase translation where adjectives move, English <-> Spanish or French,
     word level (:mod:`attnkit.data.tasks.phrases`)."""
