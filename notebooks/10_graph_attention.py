@@ -160,7 +160,8 @@ graph_number = int(query.split("/")[0][1:])
 matrices = {name: lookup_matrix(m, graph_number) for name, m in models.items()}
 fig, axes = plt.subplots(1, 2, figsize=(9, 4))
 for ax, (name, matrix) in zip(axes, matrices.items()):
-    ax.imshow(matrix, cmap="Blues", vmin=0, vmax=1)
+    image = ax.imshow(matrix, cmap="Blues", vmin=0)
+    fig.colorbar(image, ax=ax, shrink=0.8, label="attention")
     ax.set_title(f"{name}: graph {graph_number}")
     ax.set_xlabel("key (attribute)")
     ax.set_ylabel("query (attribute)")
