@@ -240,9 +240,9 @@ if not quick():  # full mode: the same questions on real sentences (needs $ATTNK
 #
 # 1. Train mean pooling for 60 epochs. Does it catch up? How does the length of the
 #    sentences (`max_len`) change how long it takes?
-# 2. Set `model.encoder: bilstm` for both. Mean pooling now does much better (why?), and the
-#    attention's heaviest word is often a neighbour of the opinion word. Run `faithfulness`
-#    again: which tests still pass?
+# 2. Set `model.encoder: bilstm` for both. Mean pooling now does as well as attention (why?),
+#    and the attention's heaviest word is the opinion word only about half the time. Run
+#    `faithfulness` again: which tests still pass?
 # 3. Make the task two-class (drop the neutral sentences from the files). Where does the
 #    attention of a positive sentence go? (A model may look only for negative words and read
 #    their absence as positive.)
