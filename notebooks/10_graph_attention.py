@@ -120,9 +120,12 @@ explained["gatv2"].show()
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4))
 for ax, (name, e) in zip(axes, explained.items()):
-    into = [k for k, (_, t) in enumerate(e.edges) if t == 0]
-    keys = [e.neighbours[int(e.edges[k][0])].split("/")[1] for k in into]
-    ax.bar(keys, [float(e.weights[-1][k].mean()) for k in into])
+    into = [k for k, (_, t) in enumerate(e.edges) if t == 0]  # the edges into the node
+    bars = sorted(
+        (e.neighbours[int(e.edges[k][0])].split("/")[1], float(e.weights[-1][k].mean()))
+        for k in into
+    )
+    ax.bar([key for key, _ in bars], [weight for _, weight in bars])
     ax.set_title(f"{name}: {e.node} attends to")
     ax.set_ylabel("attention")
 fig.tight_layout()
