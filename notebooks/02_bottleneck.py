@@ -164,8 +164,8 @@ assert check("longest bucket: attention - none (points)", attention_long - none_
 assert check(
     "none: shortest - longest bucket (points)", curves["none"][0]["exact"] - none_long, ">", 0
 )
-# attention stays up
-assert check("attention: worst bucket (%)", min(r["exact"] for r in curves["bahdanau"]), ">=", 80)
+# attention stays up (its worst bucket: 82.4-98.3% over SEED 0-2)
+assert check("attention: worst bucket (%)", min(r["exact"] for r in curves["bahdanau"]), ">=", 70)
 best = t.weights[:-1, :-1].argmax(-1)  # rows and columns of the words, </s> left out
 near = abs(best - torch.arange(len(best)).numpy()) <= 1  # digit k reads word k, or a neighbour
 assert check("argmax within a word of the diagonal (share)", near.mean(), ">=", 0.8)

@@ -178,6 +178,7 @@ assert [looks_at(area, w) for w in ("European", "economic", "area")] == [
     "économique",
     "zone",
 ]  # the order reverses
+# quick mode: 90.0-95.5% over SEED 0-2
 assert check("worst test exact match (%)", min(exact.values()), ">=", 85.0)
 # the attention is an alignment, measured against the grammar
 assert check("worst AER (%)", max(aer.values()), "<", 30.0)
