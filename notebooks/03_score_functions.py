@@ -165,6 +165,6 @@ for name, t in shown.items():
 sharp = max(table[n]["entropy"] for n in ("luong_dot", "luong_general"))
 diffuse = min(table[n]["entropy"] for n in ("bahdanau", "luong_concat"))
 # dot-product scores are sharper than additive ones
-assert check("entropy: sharpest additive - most diffuse dot", sharp - diffuse, "<", 0)
+assert check("entropy: most diffuse dot - sharpest additive", sharp - diffuse, "<", 0)
 worst_aer = max(row["aer"] for row in table.values())
 assert check("worst AER of the six (%)", worst_aer, "<", 50.0)  # every score learns to align
