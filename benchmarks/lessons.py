@@ -32,7 +32,7 @@ from pathlib import Path
 from attnkit.lessons.checks import parse_checks
 
 REPO = Path(__file__).resolve().parents[1]
-PICTURES = {"01": 1, "02": 1, "03": 0, "04": 0, "05": 0, "06": 5, "07": 0, "08": 0}
+PICTURES = {"01": 1, "02": 1, "03": 0, "04": 0, "05": 0, "06": 3, "07": 0, "08": 0}
 """Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
 CPU_CELL = (
     "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_u.ru_utime + _u.ru_stime)"

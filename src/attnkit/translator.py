@@ -23,7 +23,7 @@ from attnkit.data.batching import Example, collate
 from attnkit.data.text_input import as_utf8
 from attnkit.data.tokenizers import Tokenizer
 from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
-from attnkit.decoding import forced_decode, max_output_length, target_position_limit
+from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError, InputError
@@ -343,11 +343,10 @@ class Translator:
         chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
         # a bar only on a terminal (disable=None asks the stream): logs and pipes get none
         bar = {"desc": "decoding", "unit": "batch", "leave": False}
-        cap = min(dec.max_len_cap, target_position_limit(self.model) or dec.max_len_cap)
         for chunk in tqdm(chunks, disable=None if progress else True, **bar):
             batch = collate([examples[i] for i in chunk]).to(self.device)  # indices: input lines
             max_len = max_output_length(
-                batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, cap
+                batch.src_lengths, dec.max_len_ratio, dec.max_len_extra, dec.max_len_cap
             )
             hyps = search(self.model, batch, max_len, how)
             for row, index in enumerate(batch.indices):

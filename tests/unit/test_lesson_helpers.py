@@ -5,8 +5,8 @@ import pytest
 import torch
 
 from attnkit.errors import ConfigError
-from attnkit.lessons import checks, mode, sequences
 from attnkit.lessons import kernel_regression as kr
+from attnkit.lessons import mode, sequences
 
 
 @pytest.mark.parametrize(
@@ -19,6 +19,29 @@ def test_quick_mode_is_on_unless_switched_off(monkeypatch, value, expected):
         monkeypatch.setenv("QUICK", value)
     assert mode.quick() is expected
     assert mode.pick("quick", "full") == ("quick" if expected else "full")
+
+
+@pytest.mark.parametrize("value, expected", [(None, 0), ("", 0), ("2", 2), (" 7 ", 7)])
+def test_the_seed_is_zero_unless_set(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv("SEED", raising=False)
+    else:
+        monkeypatch.setenv("SEED", value)
+    assert mode.seed() == expected
+    overrides = {"train.epochs": 3}
+    if expected == 0:  # the lesson as written: the config keeps its own seed
+        assert mode.seeded(overrides) == overrides and mode.train_seed(1) == 1
+    else:
+        assert mode.seeded(overrides) == {"train.epochs": 3, "train.seed": 1000 + expected}
+        assert mode.train_seed(1) == 1000 + expected
+    assert overrides == {"train.epochs": 3}  # not changed in place
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5", "99999999999"])
+def test_a_bad_seed_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SEED", value)
+    with pytest.raises(ConfigError, match=r"^SEED: expected a whole number >= 0"):
+        mode.seed()
 
 
 def test_weights_are_a_softmax_of_closeness():
@@ -88,41 +111,3 @@ def test_accuracy_by_length_buckets_by_source_words():
     ]
     with pytest.raises(ValueError, match="3 outputs for 4 pairs"):
         sequences.accuracy_by_length(outputs[:3], pairs, [1])
-
-
-@pytest.mark.parametrize("value, expected", [(None, 0), ("", 0), ("2", 2), (" 7 ", 7)])
-def test_the_seed_is_zero_unless_set(monkeypatch, value, expected):
-    if value is None:
-        monkeypatch.delenv("SEED", raising=False)
-    else:
-        monkeypatch.setenv("SEED", value)
-    assert mode.seed() == expected
-    overrides = {"train.epochs": 3}
-    if expected == 0:  # the lesson as written: the config keeps its own seed
-        assert mode.seeded(overrides) == overrides and mode.train_seed(1) == 1
-    else:
-        assert mode.seeded(overrides) == {"train.epochs": 3, "train.seed": 1000 + expected}
-        assert mode.train_seed(1) == 1000 + expected
-    assert overrides == {"train.epochs": 3}  # not changed in place
-
-
-@pytest.mark.parametrize("value", ["-1", "two", "1.5", "99999999999"])
-def test_a_bad_seed_is_one_line_naming_it(monkeypatch, value):
-    monkeypatch.setenv("SEED", value)
-    with pytest.raises(ConfigError, match=r"^SEED: expected a whole number >= 0"):
-        mode.seed()
-
-
-def test_a_check_prints_what_it_measured_and_reads_back(capsys):
-    assert checks.check("gain (points)", 31.25, ">=", 30)
-    assert not checks.check("error (%)", 0.7, "<", 0.5)
-    assert checks.check("ratio", -2, "<=", 0)
-    printed = capsys.readouterr().out
-    rows = checks.parse_checks("other output\n" + printed)
-    assert [(r["check"], r["value"], r["op"], r["threshold"], r["holds"]) for r in rows] == [
-        ("gain (points)", 31.25, ">=", 30.0, True),
-        ("error (%)", 0.7, "<", 0.5, False),
-        ("ratio", -2.0, "<=", 0.0, True),
-    ]
-    with pytest.raises(ValueError, match="op"):
-        checks.check("x", 1, "==", 1)
