@@ -4,6 +4,7 @@ masking, a learnt width), and the bottleneck's data and length buckets."""
 import pytest
 import torch
 
+from attnkit.errors import ConfigError
 from attnkit.lessons import kernel_regression as kr
 from attnkit.lessons import mode, sentiment, sequences
 
@@ -18,6 +19,29 @@ def test_quick_mode_is_on_unless_switched_off(monkeypatch, value, expected):
         monkeypatch.setenv("QUICK", value)
     assert mode.quick() is expected
     assert mode.pick("quick", "full") == ("quick" if expected else "full")
+
+
+@pytest.mark.parametrize("value, expected", [(None, 0), ("", 0), ("2", 2), (" 7 ", 7)])
+def test_the_seed_is_zero_unless_set(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv("SEED", raising=False)
+    else:
+        monkeypatch.setenv("SEED", value)
+    assert mode.seed() == expected
+    overrides = {"train.epochs": 3}
+    if expected == 0:  # the lesson as written: the config keeps its own seed
+        assert mode.seeded(overrides) == overrides and mode.train_seed(1) == 1
+    else:
+        assert mode.seeded(overrides) == {"train.epochs": 3, "train.seed": 1000 + expected}
+        assert mode.train_seed(1) == 1000 + expected
+    assert overrides == {"train.epochs": 3}  # not changed in place
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5", "99999999999"])
+def test_a_bad_seed_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SEED", value)
+    with pytest.raises(ConfigError, match=r"^SEED: expected a whole number >= 0"):
+        mode.seed()
 
 
 def test_weights_are_a_softmax_of_closeness():

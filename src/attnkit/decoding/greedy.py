@@ -72,6 +72,14 @@ def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -
     return limits.clamp(1, cap).to(src_lengths.device)
 
 
+def target_position_limit(model) -> int | None:
+    """The most target positions ``model`` has, the least of an ensemble's members (a
+    Transformer's learned table: decoding stops at its end); None where any length has them."""
+    members = getattr(model, "members", [model])
+    limits = [n for n in (getattr(m, "position_limit", None) for m in members) if n is not None]
+    return min(limits) if limits else None
+
+
 def row_limits(max_len: int | Tensor, b: int, device: torch.device) -> Tensor:
     """``max_len`` (one limit, or one per row) as a (B,) tensor of limits on ``device``."""
     return torch.as_tensor(max_len, device=device).long().expand(b).clamp_min(1)
