@@ -62,17 +62,20 @@ VISION: dict[str, dict] = {
         "config": "configs/sat_multidigit.yaml",
         "overrides": [
             "data.download=false",
+            "data.max_digits=3",
             "data.train_size=20000",
             "data.dev_size=1000",
             "data.test_size=2000",
             "model.channels=[16,32,64]",
             "model.hidden=128",
             "model.attention_dim=64",
-            "train.epochs=5",
+            "model.dropout=0.0",
+            "train.lr=0.002",
+            "train.epochs=9",
             "train.patience=null",
             "train.fit_schedule_to_budget=false",
         ],
-        "about": "strips of 1-5 MNIST digits -> the digit string, a Show-Attend-Tell reader",
+        "about": "strips of 1-3 MNIST digits -> the digit string, a Show-Attend-Tell reader",
     },
 }
 
@@ -141,13 +144,23 @@ def build(name: str, runs: Path) -> dict:
         overwrite=True,
     )
     minutes, cpu_minutes = (time.time() - began) / 60, (time.process_time() - cpu) / 60
+    return collect(name, Path(run.best).parent, round(minutes, 2), round(cpu_minutes, 2))
+
+
+def collect(name: str, run: Path, minutes: float | None, cpu_minutes: float | None) -> dict:
+    """The zoo model ``name`` taken from its finished training run ``run``: its best
+    checkpoint copied into the zoo (no optimizer state), stored as float16 and scored; its row
+    of ``index.json``. ``minutes``: the training's wall time (None: the run's own count)."""
+    recipe = RECIPES[name]
     target = ZOO / name
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for item in sorted(run.best.iterdir()):
+    for item in sorted((run / "best").iterdir()):
         if item.is_file() and item.name != "trainer.safetensors":
             shutil.copy2(item, target / item.name)
-    last, best = (_trainer_state(checkpoint) for checkpoint in (run.last, run.best))
+    last, best = (_trainer_state(run / checkpoint) for checkpoint in ("last", "best"))
+    if minutes is None and "elapsed_s" in last:
+        minutes = round(last["elapsed_s"] / 60, 2)
     return {
         "name": name,
         "about": recipe["about"],
@@ -155,8 +168,8 @@ def build(name: str, runs: Path) -> dict:
         "overrides": recipe["overrides"] + BUDGET,
         "updates": last["step"],
         "best_update": best["step"],
-        "train_minutes": round(minutes, 2),
-        "train_cpu_minutes": round(cpu_minutes, 2),
+        "train_minutes": minutes,
+        "train_cpu_minutes": cpu_minutes,
         **stored_half(name),
     }
 
@@ -216,10 +229,11 @@ def _vision_scores(model) -> dict:
     with tempfile.TemporaryDirectory() as out:
         scores = model.evaluate(split="test", out=out).to_dict()
     return {
+        "family": "vision",
         "parameters": sum(p.numel() for p in model.net.parameters()),
         "test": {
             "metric": "accuracy",
-            "value": scores["accuracy"],
+            "value": round(100 * scores["accuracy"], 2),  # evaluate gives a fraction
             "percent": True,
             "items": scores["images"],
             "aer": None,
@@ -239,6 +253,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("names", nargs="*", help=f"recipes to build (default: all): {ORDER}")
     parser.add_argument("--runs", type=Path, default=Path("runs/zoo"), help="training runs")
     parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: take the named models from their finished runs under --runs (a "
+        "build whose scoring failed), store them as float16, score and index them",
+    )
+    parser.add_argument(
         "--rescore",
         action="store_true",
         help="train nothing: store the committed models' weights as float16 where they are "
@@ -257,8 +277,12 @@ def main(argv: list[str] | None = None) -> None:
             entry["about"] = RECIPES[name]["about"]
             if kept is not None:
                 entry["test"].setdefault("float32_value", kept)
+        elif args.collect:
+            entry = collect(name, args.runs / name, None, None)
         else:
             entry = build(name, args.runs)
+        # read again: another build may have written its row meanwhile
+        index = json.loads(index_path.read_text()) if index_path.exists() else {}
         index[name] = entry
         ordered = {n: index[n] for n in ORDER if n in index}
         index_path.write_text(json.dumps(ordered, indent=1) + "\n")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pytest
 import torch
 
@@ -32,6 +33,11 @@ def test_the_zoo_ships_the_models_serve_opens_and_stays_small():
         assert not (zoo.MODELS / name / "trainer.safetensors").exists()  # no optimizer state
 
 
+def test_the_zoo_has_a_reader_and_a_recurrent_attention_model():
+    types = {zoo.index()[name]["config"] for name in NAMES}
+    assert {"configs/ram_mnist28.yaml", "configs/sat_multidigit.yaml"} <= types
+
+
 def _seq2seq_score(model, shared_data) -> tuple[str, int, float]:
     data = model.translator.config.data
     metric = task_metric(data)
@@ -45,7 +51,7 @@ def _vision_score(model, shared_data) -> tuple[str, int, float]:
     shared_data("mnist")  # skips, saying so, without $ATTNKIT_DATA_DIR/mnist
     loaded = (model.config, model.kind, model.net)
     scores = score_vision(model.path, "test", loaded=loaded).scores
-    return "accuracy", scores["images"], scores["accuracy"]
+    return "accuracy", scores["images"], 100 * scores["accuracy"]  # a fraction: in percent
 
 
 #: a zoo model's family -> (its metric, test items, score) as the test measures them
@@ -136,3 +142,30 @@ def test_outputs_beside_a_zoo_model_go_to_runs_zoo_not_into_the_package():
     assert default_eval_dir([model], "test") == Path("runs/zoo/eval/numbers-bahdanau-test")
     assert default_eval_dir([Path("runs/x/best")], "test") == Path("runs/x/eval/best-test")
     assert zoo.run_parent(Path("runs/x/best")) == Path("runs/x")
+
+
+def test_the_explorer_opens_the_zoos_ram_and_reader(shared_data):
+    """``attnkit serve --model zoo:mnist-ram --model zoo:strips-reader``: the glimpse stepper's
+    steps (one glimpse each) and the reader's overlay (a digit and a map over the strip each)."""
+    from fastapi.testclient import TestClient
+
+    from attnkit.serve.app import ServeSettings, create_app
+
+    shared_data("mnist")  # skips, saying so, without $ATTNKIT_DATA_DIR/mnist
+    ram, reader = (zoo.resolve(f"zoo:{name}") for name in ("mnist-ram", "strips-reader"))
+    app = create_app(ServeSettings(models=[ram, reader], max_wait_ms=1.0))
+    with TestClient(app) as client:
+        listed = {m["name"]: m for m in client.get("/v1/models").json()["models"]}
+        assert {listed[n]["family"] for n in ("mnist-ram", "strips-reader")} == {"vision"}
+        glimpses = client.post("/v1/classify", json={"model": "mnist-ram", "index": 0}).json()
+        assert len(glimpses["steps"]) == 6 and all(s["glimpse"] for s in glimpses["steps"])
+        assert glimpses["prediction"] in "0123456789"
+        read = client.post("/v1/classify", json={"model": "strips-reader", "index": 0}).json()
+        tokens = [s["token"] for s in read["steps"]]
+        assert read["prediction"] and all(s["attention"] for s in read["steps"])
+        digits = "".join(t for t in tokens if t and t.isdigit())
+        assert digits and read["prediction"].startswith(digits)  # the digits read, step by step
+        assert np.asarray(read["image"]).shape == (
+            32,
+            76,
+        )  # three digits 22 pixels apart, jitter on both sides
