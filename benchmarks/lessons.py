@@ -24,7 +24,19 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PICTURES = {"01": 1, "02": 1, "03": 0, "04": 0, "05": 0, "06": 3, "07": 0, "08": 0}
+PICTURES = {
+    "01": 1,
+    "02": 1,
+    "03": 0,
+    "04": 0,
+    "05": 0,
+    "06": 3,
+    "07": 0,
+    "08": 0,
+    "09": 1,
+    "10": 2,
+    "11": 2,
+}
 """Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
 CPU_CELL = (
     "import resource as _r; _u = _r.getrusage(_r.RUSAGE_SELF); print(_u.ru_utime + _u.ru_stime)"

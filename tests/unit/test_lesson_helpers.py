@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from attnkit.lessons import kernel_regression as kr
-from attnkit.lessons import mode, sequences
+from attnkit.lessons import mode, sentiment, sequences
 
 
 @pytest.mark.parametrize(
@@ -87,3 +87,25 @@ def test_accuracy_by_length_buckets_by_source_words():
     ]
     with pytest.raises(ValueError, match="3 outputs for 4 pairs"):
         sequences.accuracy_by_length(outputs[:3], pairs, [1])
+
+
+def test_generated_sentiment_one_word_decides_and_is_written_as_tsv(tmp_path):
+    examples = sentiment.sentences(300, min_len=4, max_len=9, seed=3)
+    assert {e.label for e in examples} == set(sentiment.LABELS)
+    for e in examples:
+        assert 4 <= len(e.words) <= 9
+        opinion = [i for i, w in enumerate(e.words) if w in sentiment.POSITIVE + sentiment.NEGATIVE]
+        if e.label == "neutral":
+            assert opinion == [] and e.cue is None
+        else:
+            assert opinion == [e.cue]  # exactly one opinion word, where cue says
+            kind = sentiment.POSITIVE if e.label == "positive" else sentiment.NEGATIVE
+            assert e.words[e.cue] in kind
+    assert sentiment.sentences(20, seed=1) == sentiment.sentences(20, seed=1)
+    paths, splits = sentiment.write_splits(tmp_path, 30, 10, 12, max_len=12, seed=0)
+    assert [len(splits[k]) for k in ("train", "dev", "test")] == [30, 10, 12]
+    lines = open(paths["test"], encoding="utf-8").read().splitlines()
+    assert lines[0] == f"{splits['test'][0].label}\t{splits['test'][0].text}"
+    assert splits["train"] != splits["test"]
+    with pytest.raises(ValueError, match="min_len"):
+        sentiment.sentences(1, min_len=5, max_len=3)
