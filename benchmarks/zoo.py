@@ -5,10 +5,16 @@ smaller model (the zoo stays small enough to ship as package data), a fixed seed
 budget of epochs (no wall clock, so a rerun on the same machine gives the same weights). The
 script trains it with one thread, scores the best checkpoint on the test split, copies the
 checkpoint (weights, config, vocabularies; no optimizer state) into
-``src/attnkit/zoo/models/NAME`` and records its score in ``src/attnkit/zoo/models/index.json``.
+``src/attnkit/zoo/models/NAME``, stores its weights as float16 (half the bytes; loading upcasts
+them to float32) and records its test score, before and after, in
+``src/attnkit/zoo/models/index.json``.
 
     python benchmarks/zoo.py                      # every recipe, one after the other
     python benchmarks/zoo.py numbers-bahdanau     # one of them
+    python benchmarks/zoo.py --rescore            # train nothing: float16 weights, scores again
+
+The vision models read MNIST from ``$ATTNKIT_DATA_DIR/mnist`` (or the user cache) and never
+download it.
 
 Prints one JSON line per model (name, test score, updates, parameters, minutes).
 """
@@ -38,6 +44,40 @@ SMALL_RNN = [
 ]
 #: deterministic budget: epochs only, no clock, evaluations once an epoch, one thread
 BUDGET = ["train.max_minutes=null", "train.threads=1", "train.seed=1", "train.tensorboard=false"]
+
+#: the vision models (MNIST from $ATTNKIT_DATA_DIR/mnist or the user cache): no download
+VISION: dict[str, dict] = {
+    "mnist-ram": {
+        "config": "configs/ram_mnist28.yaml",
+        "overrides": [
+            "data.download=false",
+            "model.hidden=128",
+            "train.epochs=24",
+            "train.patience=null",
+            "train.fit_schedule_to_budget=false",
+        ],
+        "about": "28x28 MNIST, Recurrent Attention Model: 6 glimpses of 8x8, LSTM core 128",
+    },
+    "strips-reader": {
+        "config": "configs/sat_multidigit.yaml",
+        "overrides": [
+            "data.download=false",
+            "data.max_digits=3",
+            "data.train_size=20000",
+            "data.dev_size=1000",
+            "data.test_size=2000",
+            "model.channels=[16,32,64]",
+            "model.hidden=128",
+            "model.attention_dim=64",
+            "model.dropout=0.0",
+            "train.lr=0.002",
+            "train.epochs=9",
+            "train.patience=null",
+            "train.fit_schedule_to_budget=false",
+        ],
+        "about": "strips of 1-3 MNIST digits -> the digit string, a Show-Attend-Tell reader",
+    },
+}
 
 RECIPES: dict[str, dict] = {
     **{
@@ -83,6 +123,7 @@ RECIPES: dict[str, dict] = {
         ],
         "about": "number words -> digits, a 2+2-layer Transformer (4 heads, width 64)",
     },
+    **VISION,
 }
 #: the order `python benchmarks/zoo.py` builds them in (the first two open `attnkit serve`)
 ORDER = list(RECIPES)
@@ -95,22 +136,31 @@ def build(name: str, runs: Path) -> dict:
 
     torch.set_num_threads(1)
     recipe = RECIPES[name]
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     run = attnkit.train(
         ROOT / recipe["config"],
         overrides=[*recipe["overrides"], *BUDGET, "train.progress=false"],
         output_dir=runs / name,
         overwrite=True,
     )
-    minutes = (time.time() - began) / 60
+    minutes, cpu_minutes = (time.time() - began) / 60, (time.process_time() - cpu) / 60
+    return collect(name, Path(run.best).parent, round(minutes, 2), round(cpu_minutes, 2))
+
+
+def collect(name: str, run: Path, minutes: float | None, cpu_minutes: float | None) -> dict:
+    """The zoo model ``name`` taken from its finished training run ``run``: its best
+    checkpoint copied into the zoo (no optimizer state), stored as float16 and scored; its row
+    of ``index.json``. ``minutes``: the training's wall time (None: the run's own count)."""
+    recipe = RECIPES[name]
     target = ZOO / name
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
-    for item in sorted(run.best.iterdir()):
+    for item in sorted((run / "best").iterdir()):
         if item.is_file() and item.name != "trainer.safetensors":
             shutil.copy2(item, target / item.name)
-    last = json.loads((run.last / "trainer.json").read_text())["state"]
-    best = json.loads((run.best / "trainer.json").read_text())["state"]
+    last, best = (_trainer_state(run / checkpoint) for checkpoint in ("last", "best"))
+    if minutes is None and "elapsed_s" in last:
+        minutes = round(last["elapsed_s"] / 60, 2)
     return {
         "name": name,
         "about": recipe["about"],
@@ -118,16 +168,45 @@ def build(name: str, runs: Path) -> dict:
         "overrides": recipe["overrides"] + BUDGET,
         "updates": last["step"],
         "best_update": best["step"],
-        "train_minutes": round(minutes, 2),
-        **scored(name),
+        "train_minutes": minutes,
+        "train_cpu_minutes": cpu_minutes,
+        **stored_half(name),
     }
 
 
+def _trainer_state(checkpoint: Path) -> dict:
+    """A checkpoint's trainer counters (seq2seq nests them under ``state``; vision does not)."""
+    saved = json.loads((checkpoint / "trainer.json").read_text())
+    return saved.get("state", saved)
+
+
+def stored_half(name: str) -> dict:
+    """Store the zoo model's weights as float16 (half the bytes; loading upcasts them) and its
+    scores as :func:`scored` gives them, with the deciding test score of its float32 weights
+    (``test.float32_value``) measured before. A model stored half already is only scored."""
+    from attnkit.checkpoint.half import stored_as_half, write_half
+
+    full = None
+    if not stored_as_half(ZOO / name / "model.safetensors"):
+        full = scored(name)["test"]["value"]
+        write_half(ZOO / name)
+    entry = scored(name)
+    if full is not None:
+        entry["test"]["float32_value"] = full
+    return entry
+
+
 def scored(name: str) -> dict:
-    """The zoo model's parameters and test-set scores (greedy), as ``index.json`` holds them."""
+    """The zoo model's parameters and test-set scores, as ``index.json`` holds them."""
     import attnkit
 
     model = attnkit.load(ZOO / name, device="cpu")
+    return SCORERS[model.family](model)
+
+
+def _seq2seq_scores(model) -> dict:
+    """A seq2seq model's test scores, greedy decoding (and its AER where the task has gold
+    links)."""
     with tempfile.TemporaryDirectory() as out:
         scores = model.evaluate(split="test", beam=1, out=out).to_dict()
     metric = scores["metric"]
@@ -144,6 +223,27 @@ def scored(name: str) -> dict:
     }
 
 
+def _vision_scores(model) -> dict:
+    """A vision model's test accuracy (whole-string for strips; RAM averages its configured
+    glimpse paths, seeded as ``attnkit evaluate`` seeds them)."""
+    with tempfile.TemporaryDirectory() as out:
+        scores = model.evaluate(split="test", out=out).to_dict()
+    return {
+        "family": "vision",
+        "parameters": sum(p.numel() for p in model.net.parameters()),
+        "test": {
+            "metric": "accuracy",
+            "value": round(100 * scores["accuracy"], 2),  # evaluate gives a fraction
+            "percent": True,
+            "items": scores["images"],
+            "aer": None,
+        },
+    }
+
+
+#: a loaded model's family -> its scores for ``index.json``
+SCORERS = {"seq2seq": _seq2seq_scores, "vision": _vision_scores}
+
 #: metrics given in percent
 PERCENT = ("exact_match", "accuracy", "wer", "per", "cer", "error")
 
@@ -153,9 +253,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("names", nargs="*", help=f"recipes to build (default: all): {ORDER}")
     parser.add_argument("--runs", type=Path, default=Path("runs/zoo"), help="training runs")
     parser.add_argument(
+        "--collect",
+        action="store_true",
+        help="train nothing: take the named models from their finished runs under --runs (a "
+        "build whose scoring failed), store them as float16, score and index them",
+    )
+    parser.add_argument(
         "--rescore",
         action="store_true",
-        help="train nothing: score the committed models again and rewrite their test scores",
+        help="train nothing: store the committed models' weights as float16 where they are "
+        "float32 (scoring them before and after) and rewrite their test scores",
     )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in RECIPES]
@@ -165,10 +272,17 @@ def main(argv: list[str] | None = None) -> None:
     index = json.loads(index_path.read_text()) if index_path.exists() else {}
     for name in args.names or (list(index) if args.rescore else ORDER):
         if args.rescore:
-            entry = {k: v for k, v in index[name].items() if k != "scores"} | scored(name)
+            kept = index[name].get("test", {}).get("float32_value")
+            entry = {k: v for k, v in index[name].items() if k != "scores"} | stored_half(name)
             entry["about"] = RECIPES[name]["about"]
+            if kept is not None:
+                entry["test"].setdefault("float32_value", kept)
+        elif args.collect:
+            entry = collect(name, args.runs / name, None, None)
         else:
             entry = build(name, args.runs)
+        # read again: another build may have written its row meanwhile
+        index = json.loads(index_path.read_text()) if index_path.exists() else {}
         index[name] = entry
         ordered = {n: index[n] for n in ORDER if n in index}
         index_path.write_text(json.dumps(ordered, indent=1) + "\n")

@@ -217,6 +217,26 @@ def check_applicable(obj: Any, given: Any, where: str) -> None:
             check_applicable(child, value, key)
 
 
+def applicable(obj: Any) -> Any:
+    """A dataclass tree as plain dicts/lists (as :func:`to_dict`) without the keys its other
+    settings ignore: a field of a class's ``APPLIES`` (see :func:`check_applicable`) or
+    ``READ_ONLY_WITH`` (the same form, for keys read under other settings alone that are not
+    refused when given, such as ``train.lr_factor`` beside a cosine schedule) whose attribute
+    has none of the values. What a report shows of a run's config."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        rules = {**getattr(obj, "APPLIES", {}), **getattr(obj, "READ_ONLY_WITH", {})}
+        return {
+            f.name: applicable(getattr(obj, f.name))
+            for f in dataclasses.fields(obj)
+            if f.name not in rules or getattr(obj, rules[f.name][0]) in rules[f.name][1]
+        }
+    if isinstance(obj, dict):
+        return {key: applicable(value) for key, value in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [applicable(value) for value in obj]
+    return copy.deepcopy(obj)
+
+
 #: the top-level keys of a family's experiment file (a family may add sections, e.g. ``decode``)
 FAMILY_SECTIONS = ("family", "output_dir", "data", "model", "train")
 

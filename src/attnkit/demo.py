@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from attnkit.attention.modules import NO_ATTENTION
+from attnkit.config import applicable
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.evaluation.examples import choose, judge, judged_record, tally
@@ -151,7 +152,7 @@ def run_demo(
         f"attnkit demo: numbers, {what}",
         summary,
         records,
-        config=_config_dict(best),
+        config=applicable(translator.config),
         notes=None if attends else NOTE,
         map_title=title,
         tally=tally(right),
@@ -226,9 +227,3 @@ def _capped_line(cfg: ExperimentConfig, cap: float, state: dict, rerun: str) -> 
 
 def _slug(text: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in text)[:40]
-
-
-def _config_dict(checkpoint: Path) -> dict:
-    from attnkit.checkpoint import read_config
-
-    return read_config(checkpoint)

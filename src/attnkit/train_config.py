@@ -38,6 +38,15 @@ class TrainSettings:
     FAMILY: str
     RULES: dict[str, Rule]
     DOCS: dict[str, str]  # key -> what it means in this family (the configuration reference)
+    #: keys only some schedules read (a report leaves the others out: attnkit.config.applicable)
+    READ_ONLY_WITH = {
+        "lr_factor": ("scheduler", ("plateau",)),
+        "lr_patience": ("scheduler", ("plateau",)),
+        "lr_step_epochs": ("scheduler", ("step",)),
+        "lr_gamma": ("scheduler", ("step",)),
+        "min_lr": ("scheduler", ("plateau", "cosine")),
+        "warmup_steps": ("scheduler", ("constant", "cosine", "step", "noam")),
+    }
 
     def validate(self, where: str) -> None:
         if "max_tokens" in self.RULES and self.batch_size is None and self.max_tokens is None:

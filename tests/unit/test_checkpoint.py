@@ -533,6 +533,57 @@ def test_weights_of_another_dtype_are_refused_on_load(saved, dtype):
     assert name in msg and str(dtype).removeprefix("torch.") in msg and "float32" in msg
 
 
+# ---- float32 weights stored as float16 (the model zoo's) ---------------------------------------
+#: how far a float16-stored model's scores may fall from its float32 source's: the sum of its
+#: log-probabilities per output (float16 keeps ~3 significant digits of each weight)
+HALF_SCORE_TOLERANCE = 0.05
+
+
+def test_a_float16_checkpoint_loads_as_float32_and_scores_like_its_source(tmp_path):
+    from attnkit.checkpoint.half import stored_as_half, write_half
+
+    source = _tiny_translator(steps=120)
+    directory = source.save(tmp_path / "half", {"state": {"step": 120}})
+    before = (directory / "model.safetensors").stat().st_size
+    write_half(directory)
+    assert stored_as_half(directory / "model.safetensors")
+    assert (directory / "model.safetensors").stat().st_size < 0.6 * before
+    assert {t.dtype for t in load_file(str(directory / "model.safetensors")).values()} == {
+        torch.float16
+    }
+    loaded = Translator.load(directory, "cpu")
+    for name, tensor in loaded.model.state_dict().items():
+        assert tensor.dtype == torch.float32, name
+        torch.testing.assert_close(tensor, source.model.state_dict()[name], rtol=1e-3, atol=1e-4)
+    inputs = [s for s, _ in PAIRS]
+    want, got = source.translate(inputs), loaded.translate(inputs)
+    assert [t.output for t in got] == [t.output for t in want]
+    assert sum(t.output == gold for t, (_, gold) in zip(got, PAIRS)) >= 4  # it learnt the pairs
+    for a, b in zip(got, want):
+        assert a.score == pytest.approx(b.score, abs=HALF_SCORE_TOLERANCE)
+        np.testing.assert_allclose(a.weights, b.weights, atol=1e-2)
+
+
+def test_float16_weights_are_refused_unless_the_file_says_they_are_stored_half(saved):
+    from attnkit.checkpoint.half import write_half
+
+    write_half(saved)
+    state = load_file(str(saved / "model.safetensors"))
+    save_file(state, str(saved / "model.safetensors"))  # the same tensors, no stored_as mark
+    assert "has dtype float16, the model expects float32" in _load_error(saved)
+
+
+def test_a_weight_float16_cannot_hold_is_not_stored_half(saved):
+    from attnkit.checkpoint.half import write_half
+
+    _rewrite_weight(saved, lambda s: s["decoder.output.bias"].view(-1)[0].fill_(1e6))
+    before = (saved / "model.safetensors").read_bytes()
+    with pytest.raises(CheckpointError, match="not stored as float16: decoder.output.bias holds"):
+        write_half(saved)
+    assert (saved / "model.safetensors").read_bytes() == before
+    assert sorted(p.name for p in saved.iterdir() if p.name.startswith(".")) == []
+
+
 def test_non_finite_weights_are_never_written(translator, saved):
     before = {p.name: p.read_bytes() for p in saved.iterdir()}
     with torch.no_grad():

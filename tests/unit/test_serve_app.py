@@ -283,3 +283,23 @@ def test_each_input_is_tokenized_once_and_beam_top_k_decodes_once(client, monkey
     for result in answer["results"]:
         for hyp in result["hypotheses"]:
             assert len(hyp["top_k"]) == len(hyp["tokens"]) and len(hyp["top_k"][0]) == 2
+
+
+def test_a_reference_comes_back_forced_with_its_gold_links(client, numbers_model):
+    """The explorer's gold view of a wrong output: the right output the user gives, written by
+    the model forced (as ``explain --reference`` does), with the task's gold links."""
+    translator = Translator.load(numbers_model, "cpu")
+    (result,) = _translate(client, inputs=["dreiundzwanzig"], reference="23")["results"]
+    ref = result["reference"]
+    (forced,) = translator.teacher_forced(["dreiundzwanzig"], ["23"])
+    assert ref["output"] == "23" and ref["tokens"] == forced.output_tokens
+    np.testing.assert_allclose(ref["attention"], forced.weights, atol=1e-5)
+    assert ref["score"] == pytest.approx(forced.score, abs=1e-4)
+    alignment = gold_aligner(translator.config.data)("dreiundzwanzig", "23")
+    assert ref["gold"] == sorted([list(link) for link in alignment.possible]) and ref["gold"]
+    (wrong,) = _translate(client, inputs=["dreiundzwanzig"], reference="32")["results"]
+    assert wrong["reference"]["output"] == "32" and wrong["reference"]["gold"] is None
+    assert _translate(client, inputs=["elf"])["results"][0]["reference"] is None
+    response = client.post("/v1/translate", json={"inputs": ["elf", "zwölf"], "reference": "11"})
+    assert response.status_code == 422
+    assert response.json()["error"]["field"] == "reference"

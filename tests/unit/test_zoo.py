@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pytest
+import torch
 
 import attnkit
 from attnkit import zoo
@@ -17,6 +19,9 @@ from attnkit.errors import CheckpointError
 from attnkit.evaluation.evaluate import evaluate_translator
 
 NAMES = zoo.names()
+#: how far a zoo model's test score (in points) may lie from its float32 weights' score, measured
+#: by benchmarks/zoo.py before it stored them as float16
+HALF_TOLERANCE = 0.5
 
 
 def test_the_zoo_ships_the_models_serve_opens_and_stays_small():
@@ -28,17 +33,58 @@ def test_the_zoo_ships_the_models_serve_opens_and_stays_small():
         assert not (zoo.MODELS / name / "trainer.safetensors").exists()  # no optimizer state
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_each_zoo_model_loads_and_scores_what_its_row_says(name):
-    row = zoo.index()[name]["test"]
-    model = attnkit.load(f"zoo:{name}", device="cpu")
+def test_the_zoo_has_a_reader_and_a_recurrent_attention_model():
+    types = {zoo.index()[name]["config"] for name in NAMES}
+    assert {"configs/ram_mnist28.yaml", "configs/sat_multidigit.yaml"} <= types
+
+
+def _seq2seq_score(model, shared_data) -> tuple[str, int, float]:
     data = model.translator.config.data
     metric = task_metric(data)
-    assert metric.key == row["metric"]
     scores = evaluate_translator(model.translator, metric.family, build_splits(data).test)[0]
-    assert scores["items"] == row["items"]
-    assert scores[metric.key] == pytest.approx(row["value"], abs=0.01)
+    return metric.key, scores["items"], scores[metric.key]
+
+
+def _vision_score(model, shared_data) -> tuple[str, int, float]:
+    from attnkit.evaluation.vision import score_vision
+
+    shared_data("mnist")  # skips, saying so, without $ATTNKIT_DATA_DIR/mnist
+    loaded = (model.config, model.kind, model.net)
+    scores = score_vision(model.path, "test", loaded=loaded).scores
+    return "accuracy", scores["images"], 100 * scores["accuracy"]  # a fraction: in percent
+
+
+#: a zoo model's family -> (its metric, test items, score) as the test measures them
+SCORES = {"seq2seq": _seq2seq_score, "vision": _vision_score}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_zoo_model_loads_and_scores_what_its_row_says(name, shared_data):
+    row = zoo.index()[name]["test"]
+    model = attnkit.load(f"zoo:{name}", device="cpu")
+    metric, items, value = SCORES[model.family](model, shared_data)
+    assert metric == row["metric"]
+    assert items == row["items"]
+    assert value == pytest.approx(row["value"], abs=0.01)
     assert row["value"] >= 90  # every zoo model is a good one
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_zoo_model_is_stored_as_float16_and_scores_as_its_float32_source(name):
+    from safetensors.torch import load_file
+
+    from attnkit.checkpoint.half import stored_as_half
+
+    weights = zoo.MODELS / name / "model.safetensors"
+    assert stored_as_half(weights)
+    assert {str(t.dtype) for t in load_file(str(weights)).values()} <= {"torch.float16"} | {
+        "torch.int64"
+    }
+    model = attnkit.load(f"zoo:{name}", device="cpu")
+    net = model.net if model.family == "vision" else model.translator.model
+    assert {p.dtype for p in net.parameters()} == {torch.float32}  # upcast on load
+    row = zoo.index()[name]["test"]
+    assert row["value"] == pytest.approx(row["float32_value"], abs=HALF_TOLERANCE)
 
 
 def test_an_unknown_zoo_name_is_one_line_naming_the_zoo(capsys):
@@ -96,3 +142,30 @@ def test_outputs_beside_a_zoo_model_go_to_runs_zoo_not_into_the_package():
     assert default_eval_dir([model], "test") == Path("runs/zoo/eval/numbers-bahdanau-test")
     assert default_eval_dir([Path("runs/x/best")], "test") == Path("runs/x/eval/best-test")
     assert zoo.run_parent(Path("runs/x/best")) == Path("runs/x")
+
+
+def test_the_explorer_opens_the_zoos_ram_and_reader(shared_data):
+    """``attnkit serve --model zoo:mnist-ram --model zoo:strips-reader``: the glimpse stepper's
+    steps (one glimpse each) and the reader's overlay (a digit and a map over the strip each)."""
+    from fastapi.testclient import TestClient
+
+    from attnkit.serve.app import ServeSettings, create_app
+
+    shared_data("mnist")  # skips, saying so, without $ATTNKIT_DATA_DIR/mnist
+    ram, reader = (zoo.resolve(f"zoo:{name}") for name in ("mnist-ram", "strips-reader"))
+    app = create_app(ServeSettings(models=[ram, reader], max_wait_ms=1.0))
+    with TestClient(app) as client:
+        listed = {m["name"]: m for m in client.get("/v1/models").json()["models"]}
+        assert {listed[n]["family"] for n in ("mnist-ram", "strips-reader")} == {"vision"}
+        glimpses = client.post("/v1/classify", json={"model": "mnist-ram", "index": 0}).json()
+        assert len(glimpses["steps"]) == 6 and all(s["glimpse"] for s in glimpses["steps"])
+        assert glimpses["prediction"] in "0123456789"
+        read = client.post("/v1/classify", json={"model": "strips-reader", "index": 0}).json()
+        tokens = [s["token"] for s in read["steps"]]
+        assert read["prediction"] and all(s["attention"] for s in read["steps"])
+        digits = "".join(t for t in tokens if t and t.isdigit())
+        assert digits and read["prediction"].startswith(digits)  # the digits read, step by step
+        assert np.asarray(read["image"]).shape == (
+            32,
+            76,
+        )  # three digits 22 pixels apart, jitter on both sides

@@ -17,8 +17,8 @@ complete checkpoint at NAME. Elsewhere the old one is moved aside
 start, puts a complete checkpoint back if a crash fell between the two
 renames, and removes leftover temporaries. A save that fails (a full disk, a
 read-only directory) keeps the previous checkpoint and raises a
-:class:`CheckpointError`. Loading reads tensors with safetensors and text with
-json/yaml: nothing is ever unpickled.
+:class:`CheckpointError`. Loading reads tensors with safetensors and text with json/yaml:
+nothing is ever unpickled (float16-stored weights are upcast: :mod:`attnkit.checkpoint.half`).
 
 Files and directories get the modes the user's umask gives any other file (0644 and 0755 under
 umask 022), so a teammate can read a shared run; the temporaries are made with
@@ -374,11 +374,13 @@ def read_config(directory: str | Path) -> dict:
 
 
 def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
-    """Load ``model.safetensors`` into ``model``; a key or shape mismatch is a foreign
-    checkpoint."""
+    """Load ``model.safetensors`` (float16-stored: upcast) into ``model``; refuse a foreign one."""
     path = Path(directory) / "model.safetensors"
     state = read_tensors(path)
     own = model.state_dict()
+    from attnkit.checkpoint.half import stored_as_half, upcast_half
+
+    state = upcast_half(state, own) if stored_as_half(path) else state
     missing = sorted(set(own) - set(state))
     unexpected = sorted(set(state) - set(own))
     if missing or unexpected:

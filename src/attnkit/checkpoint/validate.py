@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from attnkit.checkpoint import load_model_state
+from attnkit.checkpoint.half import stored_as_half
 from attnkit.errors import CheckpointError
 from attnkit.size_caps import (  # noqa: F401 (the caps are part of this module's checks)
     CAPS,
@@ -89,9 +90,10 @@ def read_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
         raise CheckpointError(f"{path}: corrupt safetensors file (unreadable header)") from None
 
 
-def compare_with_header(own: dict[str, Any], header: dict, path: Path) -> None:
+def compare_with_header(own: dict[str, Any], header: dict, path: Path, half: bool = False) -> None:
     """CheckpointError unless ``header`` has exactly the tensors of ``own`` (a state dict, on any
-    device), each of the same shape and dtype."""
+    device), each of the same shape and dtype. ``half``: the file stores float32 weights as
+    float16 (:func:`attnkit.checkpoint.half.write_half`), so F16 stands for float32 too."""
     missing = sorted(set(own) - set(header))
     unexpected = sorted(set(header) - set(own))
     if missing or unexpected:
@@ -107,7 +109,10 @@ def compare_with_header(own: dict[str, Any], header: dict, path: Path) -> None:
                 f"{path}: {key} has shape {shape}, the model its config describes expects "
                 f"{tuple(tensor.shape)}"
             )
-        if DTYPES.get(dtype) != tensor.dtype:
+        saved = DTYPES.get(dtype)
+        if half and saved == torch.float16 and tensor.dtype == torch.float32:
+            continue
+        if saved != tensor.dtype:
             saved = str(DTYPES[dtype]).removeprefix("torch.") if dtype in DTYPES else dtype[:20]
             expected = str(tensor.dtype).removeprefix("torch.")
             raise CheckpointError(f"{path}: {key} has dtype {saved}, the model expects {expected}")
@@ -121,7 +126,7 @@ def build_checked(directory: str | Path, build: Callable[[], nn.Module]) -> nn.M
     header = read_header(path)
     with torch.device("meta"):
         skeleton = build()
-    compare_with_header(skeleton.state_dict(), header, path)
+    compare_with_header(skeleton.state_dict(), header, path, stored_as_half(path))
     del skeleton
     model = build()
     load_model_state(model, directory)

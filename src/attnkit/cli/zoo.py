@@ -30,6 +30,7 @@ def run(args) -> None:
     for name in names:
         print(zoo.score_line(name))
     print(
-        "\nuse: attnkit translate --model zoo:NAME TEXT; attnkit serve --model zoo:NAME "
+        "\nuse: attnkit translate --model zoo:NAME TEXT (images: attnkit plot --model "
+        "zoo:mnist-ram --image 0 -o glimpses.png); attnkit serve --model zoo:NAME "
         "[--model zoo:OTHER]; attnkit.load('zoo:NAME')"
     )

@@ -22,6 +22,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+from attnkit.config import applicable
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
 from attnkit.evaluation.alignment import mark_gold, score_alignments
@@ -165,7 +166,7 @@ def _write_examples(
         title,
         scores,
         records,
-        config=json.loads(json.dumps(translator.config, default=lambda o: o.__dict__)),
+        config=applicable(translator.config),
         notes=notes,
         map_title=None if attends else TITLE,
         tally=counts,

@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from attnkit.checkpoint import checkpoint_dir
+from attnkit.config import applicable
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir
@@ -130,7 +131,11 @@ def evaluate_to_dir(
         scores,
         errors,
         right,
-        config=cfg.to_dict(),
+        config={
+            **cfg.to_dict(),  # less the keys its other settings ignore
+            **{section: applicable(getattr(cfg, section)) for section in ("data", "train")},
+            "model": {"type": cfg.model_type, **applicable(cfg.model)},
+        },
         notes=f"{scores['errors']:,} of {scores['images']:,} images wrong; each shows where the "
         "model looked beside where its answer depends on the image (gradient saliency, Grad-CAM), "
         "errors first.",

@@ -39,6 +39,17 @@ class Hypothesis(BaseModel):
     )
 
 
+class Reference(BaseModel):
+    output: str = Field(description="the reference, as the request gave it")
+    tokens: list[str] = Field(description="its tokens as the model wrote them (forced)")
+    score: float = Field(description="the model's log-probability of the reference")
+    attention: list[list[float]] = Field(description="len(tokens) rows x len(source_tokens)")
+    gold: list[tuple[int, int]] | None = Field(
+        description="(output index, source index) gold links of the reference; null where the "
+        "task has none or the reference is not this source's right output"
+    )
+
+
 class TranslateResult(BaseModel):
     input: str
     source_tokens: list[str] = Field(description='what the encoder read, "</s>" included')
@@ -48,6 +59,9 @@ class TranslateResult(BaseModel):
     )
     gold: list[tuple[int, int]] | None = Field(
         None, description="gold: true: (output index, source index) links of the first hypothesis"
+    )
+    reference: Reference | None = Field(
+        None, description="reference given: the model forced to write it, with its gold links"
     )
 
 
@@ -172,6 +186,14 @@ def request_models(limits: Limits) -> RequestModels:
         ),
         explain=(bool, Field(False, description="add the gradient saliency of the first output")),
         gold=(bool, Field(False, description="add gold alignment links where the task has them")),
+        reference=(
+            text | None,
+            Field(
+                None,
+                description="the right output of the one input: the model is forced to write it "
+                "(teacher forcing) and its attention and gold links come back as `reference`",
+            ),
+        ),
     )
     classify = create_model(
         "ClassifyRequest",

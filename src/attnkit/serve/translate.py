@@ -45,6 +45,7 @@ class TranslateJob:
     inputs: Prepared
     explain: bool
     gold: bool
+    reference: str | None = None
 
 
 def check_request(
@@ -71,6 +72,12 @@ def check_request(
             f"{explain_inputs} inputs per request with explain (--max-explain-inputs), got "
             f"{len(request.inputs)}",
         )
+    if request.reference is not None and len(request.inputs) != 1:
+        raise ApiError(
+            422,
+            "reference",
+            f"reference: the right output of one input; got {len(request.inputs)} inputs",
+        )
     prefix = tuple(request.prefix or ())
     try:
         target_prefix_ids(translator.tgt_vocab, prefix)
@@ -82,7 +89,7 @@ def check_request(
     except InputError as exc:
         raise ApiError(422, exc.name, str(exc)) from None
     key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
-    return key, TranslateJob(prepared, request.explain, request.gold)
+    return key, TranslateJob(prepared, request.explain, request.gold, request.reference)
 
 
 def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> list:
@@ -144,18 +151,13 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
 
         saliency = [_matrix(s.weights) for s in saliency_translations(translator, translations)]
     aligner = None
-    if job.gold:
+    if job.gold or job.reference is not None:
         from attnkit.data.tasks.gold import gold_aligner
 
         aligner = gold_aligner(translator.config.data)
     results = []
     for t, top, sal in zip(translations, tops, saliency):
-        gold = None
-        if aligner is not None:
-            alignment = aligner(t.source, t.output)
-            gold = (
-                None if alignment is None else [list(link) for link in sorted(alignment.possible)]
-            )
+        gold = _gold_links(aligner, t.source, t.output) if job.gold else None
         results.append(
             {
                 "input": t.source,
@@ -163,9 +165,32 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
                 "hypotheses": [_hypothesis(h, k) for h, k in zip(t.nbest, top)],
                 "saliency": sal,
                 "gold": gold,
+                "reference": None
+                if job.reference is None
+                else _reference(translator, aligner, t.source, job.reference),
             }
         )
     return results
+
+
+def _gold_links(aligner, source: str, output: str) -> list[list[int]] | None:
+    """The task's gold links of ``output`` for ``source``: (output index, source index) pairs;
+    None where the task has none or ``output`` is not the source's right one."""
+    alignment = None if aligner is None else aligner(source, output)
+    return None if alignment is None else [list(link) for link in sorted(alignment.possible)]
+
+
+def _reference(translator, aligner, source: str, reference: str) -> dict:
+    """The model forced to write ``reference`` for ``source`` (as ``explain --reference`` and
+    ``Seq2SeqModel.explain(text, reference=...)`` do): its tokens, attention and gold links."""
+    (forced,) = translator.teacher_forced([source], [reference])
+    return {
+        "output": reference,
+        "tokens": forced.output_tokens,
+        "score": float(forced.score),
+        "attention": _matrix(forced.weights),
+        "gold": _gold_links(aligner, source, reference),
+    }
 
 
 def _hypothesis(h, top) -> dict:

@@ -80,12 +80,13 @@ def checkpoint_argument(text: str) -> Path:
 
 
 def score_line(name: str) -> str:
-    """``NAME  test exact_match 99.00% (greedy)  ...``: one model's row, for ``attnkit zoo``."""
+    """``NAME  exact_match 99.00% (greedy ...)  ...``: one model's row, for ``attnkit zoo``."""
     row = index()[name]
     test = row["test"]
     value = f"{test['value']:.2f}{'%' if test['percent'] else ''}"
     aer = "" if test.get("aer") is None else f", AER {test['aer']:.2f}"
+    how = "greedy" if row.get("family", "seq2seq") == "seq2seq" else "test set"
     return (
-        f"zoo:{name:24s} {test['metric']} {value} (greedy{aer}; {row['parameters']:,} parameters)"
+        f"zoo:{name:24s} {test['metric']} {value} ({how}{aer}; {row['parameters']:,} parameters)"
         f"  {row['about']}"
     )

@@ -49,7 +49,14 @@ class TaskData:
     # keys added to a task after checkpoints were written without them, and the value such a
     # checkpoint's saved config means (registry.data_from_dict fills it in)
     ADDED_KEYS: ClassVar[dict] = {"normalize": "none"}
+    #: vocab_size sizes a sentencepiece model: read at that level only (attnkit.config.applicable)
+    READ_ONLY_WITH: ClassVar[dict] = {"vocab_size": ("subword", (True,))}
     PATH_KEYS: ClassVar[tuple[str, ...]] = ()  # keys naming files or directories (data.tasks.paths)
+
+    @property
+    def subword(self) -> bool:
+        """True when a side is read in sentencepiece pieces (``vocab_size`` sizes them)."""
+        return "sentencepiece" in (self.src_level, self.tgt_level)
 
     def validate(self, where: str) -> None:
         check_values(self, where, {name: at_least(1) for name in ("max_tgt_len", "vocab_size")})

@@ -11,7 +11,7 @@
 
   var state = {
     models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
-    result: null, secondResult: null, timer: null, asked: false
+    result: null, secondResult: null, timer: null, asked: false, reference: null
   };
 
   function el(tag, cls, text) {
@@ -52,7 +52,8 @@
       model: model, inputs: [$("source").value], beam: beam, n_best: nbest, top_k: TOP_K,
       prefix: withPrefix ? state.prefix : null,
       explain: Boolean($("saliency").checked && m && m.explain),
-      gold: Boolean($("gold").checked && m && m.has_gold)
+      gold: Boolean($("gold").checked && m && m.has_gold),
+      reference: withPrefix && state.reference && $("gold").checked ? state.reference : null
     };
   }
 
@@ -149,12 +150,38 @@
       H.draw(box, {rows: hyp.tokens, cols: ["p_gen"], title: "p_gen (1 write, 0 copy)",
         weights: hyp.p_gen.map(function (p) { return [p]; })}, {tooltip: tip, float: true, vmax: 1});
     }
-    if (result.saliency && state.shown === 0) {
-      var sal = mapOf(result, hyp, result.saliency, "saliency (gradient)");
-      // saliency is another quantity: a scale of its own, labelled
-      H.draw(box, sal, {tooltip: tip, float: true, legend: true, vmax: "auto",
-        legendLabel: "saliency"});
-    }
+    if (result.saliency && state.shown === 0) renderSaliency(box, result, hyp);
+    if (result.reference && !$("gold-note").hidden) renderReference(box, result);
+  }
+
+  /** Saliency is another quantity: a scale of its own, labelled; the toggle scales each row
+   * (output step) to its own maximum, to compare where each step looks, not how strongly. */
+  function renderSaliency(box, result, hyp) {
+    var perRow = $("saliency-normalise").checked;
+    var weights = perRow ? result.saliency.map(rowToMax) : result.saliency;
+    var sal = mapOf(result, hyp, weights,
+      perRow ? "saliency (gradient), each row / its maximum" : "saliency (gradient)");
+    H.draw(box, sal, {tooltip: $("tooltip"), float: true, legend: true,
+      vmax: perRow ? 1 : "auto", legendLabel: perRow ? "saliency / row max" : "saliency"});
+  }
+
+  function rowToMax(row) {
+    var top = Math.max.apply(null, row.map(Math.abs));
+    return row.map(function (w) { return top > 0 ? w / top : 0; });
+  }
+
+  /** The right output the user gave, written by the model forced (teacher forcing), with the
+   * task's gold links outlined, or why there are none. */
+  function renderReference(box, result) {
+    var ref = result.reference;
+    var map = {rows: ref.tokens, cols: result.source_tokens, weights: ref.attention,
+      gold: ref.gold || null, title: "right output " + ref.output + ", forced: attention" +
+        (ref.gold ? " and gold links" : " (no gold links: not this source's right output)")};
+    var wrap = el("div", "reference-map");
+    wrap.id = "reference-map";
+    box.appendChild(wrap);
+    H.draw(wrap, map, {tooltip: $("tooltip"), float: true, legend: true,
+      legendLabel: "attention"});
   }
 
   /** The largest attention weight of two models' first outputs: their maps' one scale. */
@@ -254,6 +281,7 @@
   function configure() {
     var m = info(state.model);
     $("saliency-label").hidden = !(m && m.explain);
+    $("normalise-label").hidden = !(m && m.explain && $("saliency").checked);
     $("gold-label").hidden = !(m && m.has_gold);
     $("layers-box").hidden = !(m && m.layers);
     [["layer", m && m.layers], ["head", m && m.heads]].forEach(function (pair) {
@@ -292,7 +320,11 @@
   }
 
   function wire() {
-    $("source").addEventListener("input", function () { state.prefix = null; later(); });
+    $("source").addEventListener("input", function () {
+      state.prefix = state.reference = null;  // a right output belongs to one source
+      $("reference").value = "";
+      later();
+    });
     // Enter decodes at once; Shift+Enter puts a line break into the input
     $("source").addEventListener("keydown", function (e) {
       if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;
@@ -304,6 +336,19 @@
       $(id).addEventListener("change", function () { state.shown = 0; decode(); });
     });
     ["saliency", "gold"].forEach(function (id) { $(id).addEventListener("change", decode); });
+    $("saliency").addEventListener("change", function () {
+      var m = info(state.model);
+      $("normalise-label").hidden = !(m && m.explain && $("saliency").checked);
+    });
+    $("saliency-normalise").addEventListener("change", render);
+    function askReference() {
+      state.reference = $("reference").value.trim() || null;
+      decode();
+    }
+    $("show-reference").addEventListener("click", askReference);
+    $("reference").addEventListener("keydown", function (e) {
+      if (e.key === "Enter") { e.preventDefault(); askReference(); }
+    });
     ["layer", "head", "grid"].forEach(function (id) { $(id).addEventListener("change", render); });
     $("second").addEventListener("change", function () {
       state.second = $("second").value || null;
