@@ -25,6 +25,12 @@ class Limits:
     max_top_k: int = _limit(20, "top_k: tokens shown per output step")
     max_explain_inputs: int = _limit(8, "inputs of a request with explain (saliency)")
     max_prefix: int = _limit(100, "tokens of a forced target prefix")
+    max_flow_work: int = _limit(
+        200_000,
+        "work of a Transformer map's attention flow (output x source cells x the encoder's "
+        "layers x source x source edges: a max-flow per cell; 200,000 is about 2 s of CPU); "
+        "above it a rollout request gets rollout alone, and a line saying why",
+    )
     max_body_bytes: int = _limit(1_000_000, "bytes of a JSON request body")
     max_image_bytes: int = _limit(2_000_000, "bytes of an uploaded image")
     max_image_side: int = _limit(1024, "pixels of an uploaded image's width and of its height")

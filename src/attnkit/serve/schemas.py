@@ -46,6 +46,15 @@ class TranslateResult(BaseModel):
     gold: list[tuple[int, int]] | None = Field(
         None, description="gold: true: (output index, source index) links of the first hypothesis"
     )
+    rollout: list[list[float]] | None = Field(
+        None,
+        description="rollout: true (a Transformer): the first hypothesis' attention rollout "
+        "through the encoder, the shape of its attention",
+    )
+    flow: list[list[float]] | None = Field(
+        None, description="rollout: true: its attention flow, where the work is within the bound"
+    )
+    flow_note: str | None = Field(None, description="why flow is null when rollout is not")
 
 
 class TranslateResponse(BaseModel):
@@ -141,6 +150,14 @@ def request_models(limits: Limits) -> RequestModels:
         ),
         explain=(bool, Field(False, description="add the gradient saliency of the first output")),
         gold=(bool, Field(False, description="add gold alignment links where the task has them")),
+        rollout=(
+            bool,
+            Field(
+                False,
+                description="a Transformer: add the first output's attention rollout and flow "
+                "(Abnar & Zuidema 2020)",
+            ),
+        ),
     )
     classify = create_model(
         "ClassifyRequest",
