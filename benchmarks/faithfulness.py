@@ -59,7 +59,7 @@ from attnkit.evaluation.faithfulness import Options  # noqa: E402
 from attnkit.evaluation.faithfulness_attention import seed_variance  # noqa: E402
 from attnkit.evaluation.faithfulness_report import run_subjects, summarize  # noqa: E402
 from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain  # noqa: E402
-from attnkit.evaluation.faithfulness_stats import spearman  # noqa: E402
+from attnkit.evaluation.faithfulness_stats import jsd, spearman  # noqa: E402
 from attnkit.explain.rollout import cross_flow, cross_rollout  # noqa: E402
 
 REFERENCES = ("leave_one_out", "gradient", "integrated_gradients")
@@ -199,6 +199,29 @@ def _f1(predicted: list[int], gold: list[int], positive: int) -> float:
     return 2 * tp / max(2 * tp + fp + fn, 1)
 
 
+def _compare(runs: list[dict], gold: list[int], classes: int) -> dict:
+    """``runs``: per model {"name", "attention", "pool", "seed", "predicted": labels, "maps":
+    (R, S) tensors per sentence or None} -> accuracy and F1 of the last class of each, the seed
+    variance of those with attention and how far the first one's attention is from uniform."""
+    rows, maps = {}, []
+    for run in runs:
+        predicted = run["predicted"]
+        rows[run["name"]] = {
+            **{k: run.get(k) for k in ("attention", "pool", "seed")},
+            "accuracy": round(100.0 * sum(p == g for p, g in zip(predicted, gold)) / len(gold), 2),
+            "f1_last_class": round(_f1(predicted, gold, classes - 1), 4),
+        }
+        if run["maps"] is not None:
+            maps.append(run["maps"])
+    out = {"test_sentences": len(gold), "models": rows, "seed_variance": None}
+    if len(maps) > 1:
+        out["seed_variance"] = seed_variance(maps)
+    if maps:  # the JSD of the first model's attention from uniform attention, per sentence
+        flat = [jsd(m.float(), torch.full_like(m.float(), 1.0 / m.size(-1))) for m in maps[0]]
+        out["first_model_jsd_from_uniform"] = round(float(torch.cat(flat).mean()), 6)
+    return out
+
+
 def text_models(paths: list[Path]) -> dict:
     """Several text classifiers on the whole test split: accuracy, F1 of the last class, and
     the seed variance of the attention of those that have one."""
@@ -210,27 +233,43 @@ def text_models(paths: list[Path]) -> dict:
         raise SystemExit("several --model: text classifiers of one task (seeds, uniform baseline)")
     test = TextData(models[0].config.data).split("test")
     words, gold = [e.words for e in test], [e.label for e in test]
-    rows, maps = {}, []
+    runs = []
     for path, model in zip(paths, models):
         answers = predict(model.net, words, model.vocab)
-        labels = [a.label for a in answers]
         cfg = model.config.model
-        rows[str(path)] = {
+        runs.append({
+            "name": str(path),
             "attention": cfg.attention,
             "pool": cfg.pool if cfg.attention == "none" else None,
             "seed": getattr(getattr(model.config, "train", None), "seed", None),
-            "accuracy": round(100.0 * sum(p == g for p, g in zip(labels, gold)) / len(gold), 2),
-            "f1_last_class": round(_f1(labels, gold, len(model.labels) - 1), 4),
-        }
-        if model.has_attention:  # (R, S) rows per sentence: one row for a single attention
-            maps.append(
-                [torch.as_tensor(a.weights).reshape(-1, len(w)) for a, w in zip(answers, words)]
-            )
-    return {
-        "test_sentences": len(words),
-        "models": rows,
-        "seed_variance": seed_variance(maps) if len(maps) > 1 else None,
-    }
+            "predicted": [a.label for a in answers],
+            "maps": None if not model.has_attention else [
+                torch.as_tensor(a.weights).reshape(-1, len(w)) for a, w in zip(answers, words)
+            ],
+        })  # fmt: skip
+    return _compare(runs, gold, len(models[0].labels))
+
+
+def saved_maps(paths: list[Path]) -> dict:
+    """The same comparison from each model's saved answers on the test split: a JSON list, one
+    object per test sentence in order, {"words", "label" (gold), "probs", "weights" (null
+    without attention)}."""
+    runs, gold, classes = [], None, None
+    for path in paths:
+        items = json.loads(path.read_text(encoding="utf-8"))
+        labels = [x["label"] for x in items]
+        if gold is not None and labels != gold:
+            raise SystemExit(f"--maps {path}: not the same test sentences as {paths[0]}")
+        gold, classes = labels, len(items[0]["probs"])
+        has = items[0]["weights"] is not None
+        runs.append({
+            "name": path.parent.name,
+            "attention": "yes" if has else "none",
+            "predicted": [max(range(classes), key=x["probs"].__getitem__) for x in items],
+            "maps": [torch.tensor(x["weights"]).reshape(-1, len(x["words"])) for x in items]
+            if has else None,
+        })  # fmt: skip
+    return _compare(runs, gold, classes)
 
 
 def _data_cfg(config: str):
@@ -254,6 +293,10 @@ def main() -> None:
     p.add_argument("--adversarial-count", type=int, default=None,
                    help="--model: run the adversarial search on the first N items only "
                    "(default: all --count)")  # fmt: skip
+    p.add_argument("--maps", type=Path, action="append", default=None,
+                   help="text: instead of checkpoints, compare saved test answers (repeatable): a "
+                   "JSON list per model, one {words, label, probs, weights} per test sentence; "
+                   "accuracy, F1, seed variance")  # fmt: skip
     p.add_argument("--runs", type=Path, default=None, help="where to train (default: a temp dir)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON here too")
     p.add_argument("--report-dir", type=Path, default=None,
@@ -262,7 +305,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(1)
     start = time.perf_counter()
-    if args.model is not None:
+    if args.maps is not None:
+        result = saved_maps(args.maps)
+    elif args.model is not None:
         result = question_checkpoint(args)
         if len(args.model) > 1:
             result["compared"] = text_models(args.model)
