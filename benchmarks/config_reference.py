@@ -66,6 +66,9 @@ MEANINGS = {
     "(pre-tokenized text: what spaces separate) or sentencepiece (subwords)",
     "TaskData.tgt_level": "how target text becomes tokens",
     "TaskData.lowercase": "lowercase source and target text before tokenizing",
+    "TaskData.normalize": "the Unicode normal form text is brought to before tokenizing (NFC: an "
+    "accented letter is one code point however it was typed); none keeps text as it comes. "
+    "Checkpoints written before the key read text as it came",
     "TaskData.max_tgt_len": "tokens; longer targets follow `overlong`",
     "TaskData.overlong": "what happens to a pair longer than max_src_len / max_tgt_len",
     "NumbersData.languages": "the languages whose number words are generated",

@@ -556,6 +556,17 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             return f"the BOM was read as a character: {with_bom.tail()}"
         return None if with_bom.stdout == plain.stdout else "the BOM changed the translation"
 
+    @add("translate_nfd_reads_as_nfc", "b8")
+    def _nfd(ctx, folder):
+        ckpt = str(ctx.best_copy(folder))
+        composed = ctx.attnkit(["translate", "--model", ckpt, "abc\u00e9"], folder)
+        decomposed = ctx.attnkit(["translate", "--model", ckpt, "abce\u0301"], folder)
+        if why := h.succeeded(composed) or h.succeeded(decomposed):
+            return why
+        if composed.stdout != decomposed.stdout:
+            return "the two spellings of the same letter translate differently"
+        return None
+
 
 def _read_yaml(path: Path) -> dict:
     import yaml

@@ -4,6 +4,12 @@
     python benchmarks/sst.py sst5_bilstm_none --max-minutes 13   # one of them
     python benchmarks/sst.py --config configs/sst2_bilstm_attention.yaml --set train.lr=5e-4
     python benchmarks/sst.py --json docs/results/sst.json     # also write the lines to a file
+    python benchmarks/sst.py sst2_bilstm_attention --set train.seed=3 --keep runs/sst --maps
+
+``--keep DIR`` keeps each run in ``DIR/NAME-seedS`` (else a scratch directory is removed);
+``--maps`` writes there, beside the run, ``test_maps.json``: every test sentence's words, gold
+label, predicted probabilities and attention weights, what the seed-variance comparison of
+Wiegreffe & Pinter (2019) reads.
 
 Each run trains one config (a single model, on the CPU unless ``--device``), keeps the
 checkpoint of the best dev accuracy, and scores it on the test sentences. One JSON line per
@@ -57,14 +63,16 @@ def _data_dir() -> None:
         os.environ["ATTNKIT_DATA_DIR"] = str(shared)
 
 
-def run_one(name: str, config: Path, sets: list[str], out: Path) -> dict:
+def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = False) -> dict:
     began = time.time()
     run = train(config, overrides=sets, output_dir=out, overwrite=True)
     wall = time.time() - began
-    bundle = load_text_model(run.best, "cpu")
+    bundle = load_text_model(run.best, "auto")
     test = TextData(bundle.config.data).split("test")
     answers = predict(bundle.model, [e.words for e in test], bundle.vocab)
     acc = accuracy(answers, [e.label for e in test])
+    if maps:
+        _write_maps(out / "test_maps.json", test, answers)
     classes = bundle.config.data.classes
     trainer = read_json(run.last / "trainer.json")
     return {
@@ -87,6 +95,25 @@ def run_one(name: str, config: Path, sets: list[str], out: Path) -> dict:
     }
 
 
+def _write_maps(path: Path, test, answers) -> None:
+    """Each test sentence's words, label, probabilities and attention (None without it)."""
+    rows = [
+        {
+            "words": list(e.words),
+            "label": int(e.label),
+            "probs": [round(float(p), 5) for p in a.probs],
+            "weights": None if a.weights is None else a.weights.round(5).tolist(),
+        }
+        for e, a in zip(test, answers, strict=True)
+    ]
+    path.write_text(json.dumps(rows) + "\n", encoding="utf-8")
+
+
+def _seed_of(sets: list[str]) -> str:
+    seeds = [s.split("=", 1)[1] for s in sets if s.startswith("train.seed=")]
+    return seeds[-1] if seeds else "config"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", metavar="NAME", help=f"of {', '.join(ALL)} (all)")
@@ -95,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-minutes", type=float, default=None, help="training budget per run")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     parser.add_argument("--json", type=Path, default=None, help="append the lines to this file")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the runs in DIR/NAME-seedS")
+    parser.add_argument("--maps", action="store_true", help="write test_maps.json beside a run")
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in ALL]
     if unknown:
@@ -114,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.max_minutes is not None:
             sets.append(f"train.max_minutes={args.max_minutes}")
         with tempfile.TemporaryDirectory(prefix="attnkit-sst-") as tmp:
+            out = Path(tmp) / name
+            if args.keep is not None:
+                out = args.keep / f"{name}-seed{_seed_of(sets)}"
             try:
-                line = run_one(name, config, sets, Path(tmp) / name)
+                line = run_one(name, config, sets, out, args.maps)
             except Exception as exc:  # noqa: BLE001 - one failed run must not stop the others
                 line, failed = {"config": name, "error": f"{type(exc).__name__}: {exc}"}, 1
         text = json.dumps(line)

@@ -29,11 +29,12 @@ import torch
 
 import attnkit
 from attnkit.lessons import sequences
-from attnkit.lessons.mode import pick
+from attnkit.lessons.checks import check
+from attnkit.lessons.mode import pick, seed, train_seed
 
 torch.set_num_threads(1)
 MAX_LEN = 16
-splits = sequences.digit_splits(pick(3000, 20000), 200, 400, max_len=MAX_LEN, seed=0)
+splits = sequences.digit_splits(pick(3000, 20000), 200, 400, max_len=MAX_LEN, seed=seed())
 paths = sequences.write_splits(splits, "runs/lesson02/data")
 for source, target in splits.test[:4]:
     print(f"{source:60} -> {target}")
@@ -86,6 +87,7 @@ for attention in ("none", "bahdanau"):
             "threads": 1,
             "progress": False,
             "tensorboard": False,
+            "seed": train_seed(1),  # 1, the default, unless SEED is set
         },
     }
     runs[attention] = attnkit.train(config, output_dir=f"runs/lesson02/{attention}", overwrite=True)
@@ -124,8 +126,9 @@ plt.show()
 # %% [markdown]
 # ## Where the attention model looks
 #
-# The fixed-vector model has no map to show; the attention model's is a clean diagonal: to
-# write the $k$-th digit it reads the $k$-th word, however long the source.
+# The fixed-vector model has no map to show; the attention model's is a diagonal band: to
+# write the $k$-th digit it reads the $k$-th word, however long the source (its weights are
+# scored with the previous state $s_{t-1}$, so the strongest may sit one word early or late).
 
 # %%
 long_source = max(sources, key=lambda s: len(s.split()))
@@ -155,8 +158,14 @@ t.show()
 
 # %%
 none_long, attention_long = curves["none"][-1]["exact"], curves["bahdanau"][-1]["exact"]
-assert attention_long >= none_long + 30  # attention beats the fixed vector on long sources
-assert curves["none"][0]["exact"] > none_long  # the fixed vector runs out as sources grow
-assert min(r["exact"] for r in curves["bahdanau"]) >= 80  # attention stays up
+# attention beats the fixed vector on long sources
+assert check("longest bucket: attention - none (points)", attention_long - none_long, ">=", 30)
+# the fixed vector runs out as sources grow
+assert check(
+    "none: shortest - longest bucket (points)", curves["none"][0]["exact"] - none_long, ">", 0
+)
+# attention stays up (its worst bucket: 82.4-98.3% over SEED 0-2)
+assert check("attention: worst bucket (%)", min(r["exact"] for r in curves["bahdanau"]), ">=", 70)
 best = t.weights[:-1, :-1].argmax(-1)  # rows and columns of the words, </s> left out
-assert (best == torch.arange(len(best)).numpy()).mean() >= 0.8  # a diagonal: word k, digit k
+near = abs(best - torch.arange(len(best)).numpy()) <= 1  # digit k reads word k, or a neighbour
+assert check("argmax within a word of the diagonal (share)", near.mean(), ">=", 0.8)

@@ -217,6 +217,50 @@ def check_applicable(obj: Any, given: Any, where: str) -> None:
             check_applicable(child, value, key)
 
 
+#: the top-level keys of a family's experiment file (a family may add sections, e.g. ``decode``)
+FAMILY_SECTIONS = ("family", "output_dir", "data", "model", "train")
+
+
+def family_output_dir(
+    data: Any, source: str, family: str, default: str, sections: tuple = FAMILY_SECTIONS
+) -> str:
+    """Check the top level of a family's experiment file and return its ``output_dir``.
+
+    The top level must be a mapping of ``sections`` alone, ``family`` (when given) must name
+    ``family``, and ``output_dir`` (``default`` when absent) must be a directory name; each
+    failure is a ConfigError naming ``source`` and the key.
+    """
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of sections")
+    unknown = sorted(set(data) - set(sections), key=repr)  # YAML keys may be numbers or null
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
+            f"{', '.join(map(shown, unknown[:10]))}; valid keys: {', '.join(sections)}"
+        )
+    if data.get("family", family) != family:
+        raise ConfigError(
+            f"{source}: family: {shown(data.get('family'))} is not a {family} config "
+            f"(family: {family})"
+        )
+    output_dir = data.get("output_dir")
+    output_dir = default if output_dir is None else output_dir
+    if not isinstance(output_dir, str) or not output_dir:
+        raise ConfigError(
+            f"{source}: output_dir: expected a directory name, got {shown(output_dir)}"
+        )
+    return output_dir
+
+
+def family_dict(family: str, output_dir: str, **sections: Any) -> dict:
+    """What a family's config saves: its family, output_dir and each section as a mapping."""
+    return {
+        "family": family,
+        "output_dir": output_dir,
+        **{name: dataclasses.asdict(value) for name, value in sections.items()},
+    }
+
+
 def to_dict(obj: Any) -> dict:
     """A dataclass tree as plain dicts/lists (for YAML/JSON)."""
     return dataclasses.asdict(obj)

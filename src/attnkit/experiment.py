@@ -116,6 +116,9 @@ def experiment_from_dict(
         _check_task_named(data, source)
     # data.task picks the class of the data section (attnkit.data.tasks.registry)
     cfg.data = data_from_dict(data.get("data"), _key(source, "data"), saved=not user)
+    check_lengths = getattr(cfg.model, "check_lengths", None)  # a learned position table's rows
+    if check_lengths is not None:
+        check_lengths(cfg.data.max_src_len, cfg.data.max_tgt_len, _key(source, "model"))
     if user:
         _check_user_config(data, cfg, source)
         from_command_line = command_line_data_keys(overrides)

@@ -20,6 +20,7 @@ CAPS: tuple[tuple[str, int], ...] = (
     (r"glimpses$", 1024),
     (r"^(beam_size|n_best)$", 1024),
     (r"^(max_len_cap|max_len_extra|batch_size)$", 100_000),
+    (r"^max_positions$", 65_536),  # rows of a learned position table (x the model width)
 )
 #: any other integer (a width: embedding, hidden, feed-forward, attention, patch)
 WIDTH_CAP = 65_536

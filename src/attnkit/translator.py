@@ -20,9 +20,10 @@ from tqdm import tqdm
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import Example, collate
-from attnkit.data.text_input import as_utf8
+from attnkit.data.copy_ids import decode_extended, encode_extended, output_ids, source_oovs
+from attnkit.data.text_input import as_utf8, unknown_words
 from attnkit.data.tokenizers import Tokenizer
-from attnkit.data.vocab import EOS, EOS_ID, SPECIALS, Vocab
+from attnkit.data.vocab import EOS, EOS_ID, Vocab, target_prefix_ids
 from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.device import resolve_device
@@ -61,6 +62,8 @@ class Translation(ShowsRecord):
     #: the task's gold alignment links of source and output, (output row, source column) pairs,
     #: where the Python API found them (numbers, dates); pictures outline those cells
     gold: list[tuple[int, int]] | None = None
+    #: (len(output_tokens),) a copying model's p_gen at every step (1: written, 0: copied)
+    p_gen: np.ndarray | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
         return AttentionRecord(
@@ -73,6 +76,7 @@ class Translation(ShowsRecord):
             score=self.score,
             heads=self.heads,
             gold=self.gold,
+            p_gen=self.p_gen,
         )
 
     def to_dict(self) -> dict:
@@ -251,8 +255,11 @@ class Translator:
                 n_long += 1
                 tokens = tokens[:cap]
             if warn_unknown and warn:
-                _warn_unknown(name, tokens, self.src_vocab)
-            examples.append(Example(self.src_vocab.encode(tokens) + [EOS_ID], [], i))
+                unknown_words(name, tokens, self.src_vocab, self.copies)
+            oovs = source_oovs(tokens, self.src_vocab) if self.copies else []  # copied by id
+            examples.append(
+                Example(encode_extended(tokens, self.src_vocab, oovs) + [EOS_ID], [], i)
+            )
             token_lists.append(list(tokens) + [EOS])
         if n_long and warn:
             warnings.warn(
@@ -351,7 +358,8 @@ class Translator:
             hyps = search(self.model, batch, max_len, how)
             for row, index in enumerate(batch.indices):
                 options = [
-                    self._translation(texts[index], token_lists[index], h) for h in hyps[row]
+                    _translation(self.sides, self.copies, texts[index], token_lists[index], h)
+                    for h in hyps[row]
                 ]
                 options[0].nbest = options
                 results[index] = options[0]
@@ -371,9 +379,10 @@ class Translator:
         if len(texts) != len(references):
             raise AttnkitError(f"{len(texts)} inputs but {len(references)} references")
         examples, token_lists = self.encode_sources(as_utf8(texts, "input"), warn_unknown=False)
+        sides = (self.src_vocab, self.tgt_vocab, self.copies)
         targets = [
-            self.tgt_vocab.encode(self.tgt_tokenizer.tokenize(r))
-            for r in as_utf8(references, "reference")
+            output_ids(self.tgt_tokenizer.tokenize(r), tokens, *sides)
+            for r, tokens in zip(as_utf8(references, "reference"), token_lists)
         ]
         batch_size = batch_size or self.config.decode.batch_size
         results: list[Translation | None] = [None] * len(texts)
@@ -388,18 +397,31 @@ class Translator:
                 keep_heads=heads,
             )
             for index, hyp in zip(batch.indices, hyps):
-                results[index] = self._translation(texts[index], token_lists[index], hyp)
+                results[index] = _translation(
+                    self.sides, self.copies, texts[index], token_lists[index], hyp
+                )
         return results  # type: ignore[return-value]
 
-    def _translation(self, text: str, source_tokens: list[str], hyp) -> Translation:
-        output_tokens = self.tgt_vocab.decode(hyp.tokens, strip_specials=False)
-        output = self.tgt_tokenizer.detokenize(output_tokens)
-        shown = output_tokens + ([EOS] if hyp.finished else [])
-        heads = None if hyp.heads is None else hyp.heads.numpy()
-        top = None if hyp.top is None else (hyp.top[0].numpy(), hyp.top[1].numpy())
-        return Translation(
-            text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score, heads=heads, top=top
-        )
+    @property
+    def copies(self) -> bool:
+        """Whether the model copies source words (``model.copy``: extended ids in and out)."""
+        return bool(getattr(self.config.model, "copy", False))
+
+
+def _translation(
+    sides: TextSides, copies: bool, text: str, source_tokens: list[str], hyp
+) -> Translation:
+    """A hypothesis as text (a copying model's extended ids: the source words they stand for)."""
+    oovs = source_oovs(source_tokens, sides.src_vocab) if copies else []
+    output_tokens = decode_extended(hyp.tokens, sides.tgt_vocab, oovs)
+    output = sides.tgt_tokenizer.detokenize(output_tokens)
+    shown = output_tokens + ([EOS] if hyp.finished else [])
+    heads = None if hyp.heads is None else hyp.heads.numpy()
+    top = None if hyp.top is None else (hyp.top[0].numpy(), hyp.top[1].numpy())
+    p_gen = None if hyp.p_gen is None else hyp.p_gen.numpy()
+    found = Translation(text, source_tokens, output, shown, hyp.weights.numpy(), hyp.score)
+    found.heads, found.top, found.p_gen = heads, top, p_gen
+    return found
 
 
 def as_translator(model: Translator | Seq2SeqBundle) -> Translator:
@@ -417,14 +439,6 @@ def load_translator(
     return Translator.load_ensemble(directories, device)
 
 
-def _warn_unknown(name: str, tokens: Sequence[str], vocab: Vocab) -> None:
-    """One warning for input ``name`` naming the tokens the vocabulary has never seen."""
-    unknown = list(dict.fromkeys(t for t in tokens if t not in vocab.stoi))
-    if unknown:
-        named = ", ".join(repr(t) for t in unknown[:10]) + (", ..." if len(unknown) > 10 else "")
-        warnings.warn(f"{name}: never seen in training, read as <unk>: {named}", stacklevel=3)
-
-
 def _unpack(sides: TextSides) -> tuple[Tokenizer, Tokenizer, Vocab, Vocab]:
     return sides.src_tokenizer, sides.tgt_tokenizer, sides.src_vocab, sides.tgt_vocab
 
@@ -432,18 +446,3 @@ def _unpack(sides: TextSides) -> tuple[Tokenizer, Tokenizer, Vocab, Vocab]:
 def _identity(tokenizer: Tokenizer) -> tuple:
     """What decides how a tokenizer splits text: its settings and any model file's bytes."""
     return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)
-
-
-def target_prefix_ids(vocab: Vocab, prefix: Sequence[str]) -> list[int]:
-    """Target token strings -> ids; AttnkitError naming the first one the target vocabulary
-    does not hold (special tokens included: a prefix holds output tokens only)."""
-    ids = []
-    for i, token in enumerate(prefix):
-        index = vocab.stoi.get(token)
-        if index is None or token in SPECIALS:
-            raise AttnkitError(
-                f"prefix[{i}]: {token!r} is not a token of the target vocabulary"
-                + (" (special tokens cannot be forced)" if token in SPECIALS else "")
-            )
-        ids.append(index)
-    return ids

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from attnkit.config import from_dict, shown
+from attnkit.config import family_output_dir, from_dict, shown
 from attnkit.data.tasks.vision import DataConfig
 from attnkit.errors import ConfigError
 from attnkit.models.vision import VISION_MODELS
@@ -61,23 +61,7 @@ def parse_config(data: dict, source: str = "config", user: bool = True) -> Visio
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of sections")
     data = upgrade_train_keys(data, source, user)
-    valid = ("family", "output_dir", "data", "model", "train")
-    unknown = sorted(set(data) - set(valid), key=repr)  # YAML keys may be numbers or null
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(shown, unknown[:10]))}; valid keys: {', '.join(valid)}"
-        )
-    if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(
-            f"{source}: family: {shown(data.get('family'))} is not a vision config (family: vision)"
-        )
-    output_dir = data.get("output_dir")
-    output_dir = VisionConfig.output_dir if output_dir is None else output_dir
-    if not isinstance(output_dir, str) or not output_dir:
-        raise ConfigError(
-            f"{source}: output_dir: expected a directory name, got {shown(output_dir)}"
-        )
+    output_dir = family_output_dir(data, source, FAMILY, VisionConfig.output_dir)
     model = dict(data.get("model") or {})
     model_type = model.pop("type", None)
     if model_type not in VISION_MODELS:

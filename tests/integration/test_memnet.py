@@ -10,7 +10,7 @@ import pytest
 import attnkit
 from attnkit.api.memnet import Answer, BabiScores, story_sentences
 from attnkit.cli import main
-from attnkit.errors import ConfigError, InputError
+from attnkit.errors import CheckpointError, ConfigError, InputError
 
 CONFIG = "configs/babi_memn2n.yaml"
 QUICK = {"train.tensorboard": False, "train.verbose": False, "train.threads": 1}
@@ -96,8 +96,10 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 3 and 0 <= scores["argmax_agreement"] <= 1
     assert (explained / "report.html").is_file()
-    assert main(["serve", "--model", str(out)]) == 2  # no explorer view yet: one line, no server
-    assert "a memnet checkpoint; attnkit serve serves seq2seq" in capsys.readouterr().err
+    from attnkit.serve.models import load_models
+
+    (served,) = load_models([out], device="cpu").values()  # the explorer's memory view
+    assert served.family == "memnet" and served.wrong_endpoint().endswith("use /v1/answer")
 
 
 def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):
@@ -134,5 +136,5 @@ def test_story_text_becomes_sentences():
 def test_config_mistakes_are_one_line(babi_dir, tmp_path):
     with pytest.raises(ConfigError, match="model: unknown key 'hop'; valid keys: hops"):
         _train(babi_dir, tmp_path / "r", **{"model.hop": 2})
-    with pytest.raises(ConfigError, match="does not resume"):
+    with pytest.raises(CheckpointError, match="nothing to resume"):
         attnkit.train(CONFIG, overrides=QUICK, output_dir=tmp_path / "r", resume=True)

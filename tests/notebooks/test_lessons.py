@@ -20,7 +20,8 @@ import pytest
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(LESSONS_DIR.glob("[0-9][0-9]_*.py"))
 
-DATA_SETS = {"MNIST": "mnist"}  # what a lesson may say it needs -> its ATTNKIT_DATA_DIR folder
+# what a lesson may say it needs -> its ATTNKIT_DATA_DIR folder
+DATA_SETS = {"MNIST": "mnist", "bAbI": "babi"}
 BROWSER_LESSON = "04_famous_examples"
 NO_SCRIPT = "data:text/javascript,"  # in place of the CDN scripts nbconvert's page would fetch
 

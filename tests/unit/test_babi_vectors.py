@@ -71,3 +71,14 @@ def test_a_saved_vocabulary_is_checked_on_load():
         BabiVocab.from_json(bad, "v.json")
     with pytest.raises(CheckpointError, match="memory_size"):
         BabiVocab.from_json({**vocab.to_json(), "memory_size": 0}, "v.json")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_noise_on_the_gpu_draws_what_it_draws_on_the_cpu():
+    qs = parse_stories("".join(f"{i} Fact {i}.\n" for i in range(1, 11)) + "11 Q? \ta\t3\n")
+    b = BabiVocab.build(qs, memory_size=20).encode(qs * 4)
+    on_gpu = type(b)(*(t.cuda() for t in (b.stories, b.counts, b.queries, b.answers, b.supporting)))
+    cpu = add_noise(b, 0.3, torch.Generator().manual_seed(1))
+    gpu = add_noise(on_gpu, 0.3, torch.Generator().manual_seed(1))
+    assert gpu.stories.is_cuda and torch.equal(gpu.stories.cpu(), cpu.stories)
+    assert torch.equal(gpu.supporting.cpu(), cpu.supporting)

@@ -3,6 +3,7 @@ overrides."""
 
 import dataclasses
 import importlib
+import re
 from pathlib import Path
 
 import pytest
@@ -67,7 +68,10 @@ def test_defaults_and_a_full_round_trip(tmp_path):
 
 
 def test_empty_mapping_gives_defaults():
-    assert experiment_from_dict({}) == ExperimentConfig()
+    expected = ExperimentConfig()
+    # read as a checkpoint's saved config, a data section without normalize predates the key
+    expected.data.normalize = "none"
+    assert experiment_from_dict({}) == expected
 
 
 @pytest.mark.parametrize("text", ["", "name: x\n", "name: x\ndata: {seed: 3}\n"])
@@ -506,7 +510,11 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
     given = {**TASK, "model": {"attention": "luong-dot"}}
     cfg = load_experiment(_write(tmp_path, given))
     assert cfg.model.heads == Seq2SeqConfig().heads  # not given: no error
-    full = {**given, "model": {**dataclasses.asdict(cfg.model)}}  # a checkpoint's resolved config
+    full = {  # a checkpoint's resolved config
+        **given,
+        "data": dataclasses.asdict(cfg.data),
+        "model": {**dataclasses.asdict(cfg.model)},
+    }
     assert experiment_from_dict(full, source="ckpt/config.yaml") == cfg
     # training again from a saved config: every key is written, those that do not apply at their
     # defaults
@@ -536,6 +544,14 @@ OWN_VALUES = {
         "tgt_level": "char",
     },
     "parallel": {"train": "t.tsv", "dev": ["d.src", "d.tgt"], "test": "x.tsv", "metric": "chrf"},
+    "copyrare": {
+        "seed": 2,
+        "train_size": 100,
+        "dev_size": 10,
+        "test_size": 10,
+        "src_level": "char",  # its default is whitespace (names and numbers are single words)
+        "tgt_level": "char",
+    },
     "g2p": {"directory": "cmudict", "download": True},
     "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
 }
@@ -547,6 +563,7 @@ COMMON_VALUES = {
     "max_src_len": 40,
     "max_tgt_len": 30,
     "overlong": "skip",
+    "normalize": "NFD",
 }
 
 
@@ -625,7 +642,7 @@ def test_a_missing_or_unknown_task_lists_the_registered_tasks(tmp_path):
         data_from_dict({"task": "poetry"})
 
 
-TASKS_AFTER_THE_SPLIT = {"phrases"}
+TASKS_AFTER_THE_SPLIT = {"phrases", "copyrare"}
 
 
 def test_the_old_flat_keys_keep_their_defaults_in_every_task():
@@ -676,6 +693,7 @@ def test_an_old_flat_data_section_at_its_defaults_still_loads(tmp_path, task):
     flat = {**OLD_FLAT_SECTION, **own}
     # a checkpoint's config.yaml, and the same file trained again by a person
     assert experiment_from_dict({"data": flat}, source="ckpt/config.yaml") == expected
+    expected.data.normalize = "NFC"  # trained again by a person: today's default form
     cls = TASK_REGISTRY[task].config
     for name in cls.PATH_KEYS:  # a person's file: paths read from its directory
         setattr(expected.data, name, _beside(tmp_path, name, cls, getattr(expected.data, name)))
@@ -686,7 +704,7 @@ def test_a_checkpoint_keeps_loading_with_keys_its_task_never_read(tmp_path):
     """Before the split, a saved config could hold any value for another task's key."""
     saved = {"data": {"task": "g2p", "directory": "d", "max_number": 12, "train_size": 5}}
     cfg = experiment_from_dict(saved, source="ckpt/config.yaml")
-    assert cfg.data == TASK_REGISTRY["g2p"].config(directory="d")
+    assert cfg.data == TASK_REGISTRY["g2p"].config(directory="d", normalize="none")
     msg = _error(tmp_path, saved)  # what a person writes must not hold them
     assert "data.max_number: not a key of task g2p" in msg
     # a key no task ever had is unknown in both
@@ -977,3 +995,35 @@ def test_a_rejected_value_is_shown_bounded():
         from_dict(Small, {"n": huge}, "c.yaml")
     assert str(err.value).startswith("c.yaml: n: expected an integer, got [[[")
     assert len(str(err.value)) < 200
+
+
+def test_text_is_normalised_to_nfc_unless_said_and_old_checkpoints_keep_raw_text():
+    assert data_from_dict({"task": "numbers"}).normalize == "NFC"
+    assert data_from_dict({"task": "numbers", "normalize": "none"}).normalize == "none"
+    # a config a checkpoint saved before the key: its text was read as it came
+    assert data_from_dict({"task": "numbers"}, saved=True).normalize == "none"
+    assert (
+        data_from_dict(
+            {"task": "parallel", "train": "a", "dev": "b", "test": "c"}, saved=True
+        ).metric
+        == "exact"
+    )
+    with pytest.raises(ConfigError, match="data.normalize"):
+        data_from_dict({"task": "numbers", "normalize": "NFX"})
+
+
+@pytest.mark.parametrize("family", list(FAMILY_PARSERS))
+@pytest.mark.parametrize(
+    "top, message",
+    [
+        (["not", "a", "mapping"], "the top level must be a mapping of sections"),
+        ({"optimiser": "sgd"}, "unknown key 'optimiser'; valid keys: family, output_dir, data"),
+        ({"family": "seq2seq"}, "family: 'seq2seq' is not a {family} config"),
+        ({"output_dir": ""}, "output_dir: expected a directory name, got ''"),
+        ({"output_dir": ["a"]}, "output_dir: expected a directory name"),
+    ],
+)
+def test_every_family_checks_its_top_level_alike(family, top, message):
+    module, name = FAMILY_PARSERS[family]
+    with pytest.raises(ConfigError, match=re.escape(f"exp.yaml: {message.format(family=family)}")):
+        getattr(importlib.import_module(module), name)(top, "exp.yaml")

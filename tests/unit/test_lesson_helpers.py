@@ -4,8 +4,9 @@ masking, a learnt width), and the bottleneck's data and length buckets."""
 import pytest
 import torch
 
+from attnkit.errors import ConfigError
 from attnkit.lessons import kernel_regression as kr
-from attnkit.lessons import mode, sequences
+from attnkit.lessons import mode, sentiment, sequences
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,29 @@ def test_quick_mode_is_on_unless_switched_off(monkeypatch, value, expected):
         monkeypatch.setenv("QUICK", value)
     assert mode.quick() is expected
     assert mode.pick("quick", "full") == ("quick" if expected else "full")
+
+
+@pytest.mark.parametrize("value, expected", [(None, 0), ("", 0), ("2", 2), (" 7 ", 7)])
+def test_the_seed_is_zero_unless_set(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv("SEED", raising=False)
+    else:
+        monkeypatch.setenv("SEED", value)
+    assert mode.seed() == expected
+    overrides = {"train.epochs": 3}
+    if expected == 0:  # the lesson as written: the config keeps its own seed
+        assert mode.seeded(overrides) == overrides and mode.train_seed(1) == 1
+    else:
+        assert mode.seeded(overrides) == {"train.epochs": 3, "train.seed": 1000 + expected}
+        assert mode.train_seed(1) == 1000 + expected
+    assert overrides == {"train.epochs": 3}  # not changed in place
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5", "99999999999"])
+def test_a_bad_seed_is_one_line_naming_it(monkeypatch, value):
+    monkeypatch.setenv("SEED", value)
+    with pytest.raises(ConfigError, match=r"^SEED: expected a whole number >= 0"):
+        mode.seed()
 
 
 def test_weights_are_a_softmax_of_closeness():
@@ -87,3 +111,25 @@ def test_accuracy_by_length_buckets_by_source_words():
     ]
     with pytest.raises(ValueError, match="3 outputs for 4 pairs"):
         sequences.accuracy_by_length(outputs[:3], pairs, [1])
+
+
+def test_generated_sentiment_one_word_decides_and_is_written_as_tsv(tmp_path):
+    examples = sentiment.sentences(300, min_len=4, max_len=9, seed=3)
+    assert {e.label for e in examples} == set(sentiment.LABELS)
+    for e in examples:
+        assert 4 <= len(e.words) <= 9
+        opinion = [i for i, w in enumerate(e.words) if w in sentiment.POSITIVE + sentiment.NEGATIVE]
+        if e.label == "neutral":
+            assert opinion == [] and e.cue is None
+        else:
+            assert opinion == [e.cue]  # exactly one opinion word, where cue says
+            kind = sentiment.POSITIVE if e.label == "positive" else sentiment.NEGATIVE
+            assert e.words[e.cue] in kind
+    assert sentiment.sentences(20, seed=1) == sentiment.sentences(20, seed=1)
+    paths, splits = sentiment.write_splits(tmp_path, 30, 10, 12, max_len=12, seed=0)
+    assert [len(splits[k]) for k in ("train", "dev", "test")] == [30, 10, 12]
+    lines = open(paths["test"], encoding="utf-8").read().splitlines()
+    assert lines[0] == f"{splits['test'][0].label}\t{splits['test'][0].text}"
+    assert splits["train"] != splits["test"]
+    with pytest.raises(ValueError, match="min_len"):
+        sentiment.sentences(1, min_len=5, max_len=3)

@@ -45,7 +45,7 @@ def trained(tmp_path_factory):
 def test_train_writes_only_the_model_file(trained):
     tok, _, directory = trained
     assert sorted(os.listdir(directory)) == ["de.model"]
-    assert tok.to_json() == {"kind": "sentencepiece", "model_file": "de.model"}
+    assert tok.to_json() == {"kind": "sentencepiece", "model_file": "de.model", "normalize": None}
 
 
 def test_round_trip_is_exact(trained):

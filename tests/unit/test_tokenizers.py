@@ -61,3 +61,31 @@ def test_a_checkpoint_records_its_tokenizer_and_old_word_ones_stay_whitespace(mo
 def test_a_saved_moses_language_is_a_language_code(lang):
     with pytest.raises(CheckpointError, match="is not a language code"):
         tokenizer_from_json({"kind": "moses", "lang": lang})
+
+
+# Unicode normalisation: "é" as one code point (NFC) and as "e" + a combining acute (NFD)
+COMPOSED, DECOMPOSED = "caf\u00e9 na\u00efve", "cafe\u0301 nai\u0308ve"
+
+
+@pytest.mark.parametrize("level", ["char", "word", "whitespace", "sentencepiece"])
+def test_every_level_reads_composed_and_decomposed_letters_alike(level, tmp_path):
+    assert COMPOSED != DECOMPOSED  # the two spellings differ as strings
+    texts = [COMPOSED, "le caf\u00e9 est ouvert", "un homme na\u00eff"] * 5
+    tok = make_tokenizer(level, False, texts, tmp_path, "source", 40, "NFC")
+    assert tok.tokenize(DECOMPOSED) == tok.tokenize(COMPOSED)
+    again = tokenizer_from_json(tok.to_json(), tmp_path)  # the checkpoint records the form
+    assert again.normalize == "NFC" and again.tokenize(DECOMPOSED) == tok.tokenize(COMPOSED)
+    raw = make_tokenizer(level, False, texts, tmp_path / "raw", "source", 40, None)
+    assert raw.tokenize(DECOMPOSED) != raw.tokenize(COMPOSED)  # without a form they differ
+
+
+def test_tokenizers_saved_before_normalisation_read_text_as_it_comes():
+    old = tokenizer_from_json({"kind": "char", "lowercase": False})
+    assert old.normalize is None and old.tokenize("e\u0301") == ["e", "\u0301"]
+
+
+@pytest.mark.parametrize("form", ["NFX", 7, "x" * 10_000])
+def test_a_saved_normal_form_must_be_one_of_unicodes(form):
+    with pytest.raises(CheckpointError, match="is not a Unicode normal form") as err:
+        tokenizer_from_json({"kind": "char", "normalize": form})
+    assert len(str(err.value)) < 200  # a long value is not echoed

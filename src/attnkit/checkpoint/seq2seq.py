@@ -19,6 +19,7 @@ import torch
 
 from attnkit.checkpoint import read_config, read_json, read_meta, write_checkpoint
 from attnkit.checkpoint.validate import build_checked
+from attnkit.data.copy_ids import same_vocab
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
@@ -74,6 +75,11 @@ def load_seq2seq(directory: str | Path, device: torch.device) -> Seq2SeqBundle:
         config = experiment_from_dict(saved, source=str(directory / "config.yaml"))
     except AttnkitError as exc:
         raise CheckpointError(str(exc)) from None
+    if getattr(config.model, "copy", False) and not same_vocab(sides.src_vocab, sides.tgt_vocab):
+        raise CheckpointError(
+            f"{directory / 'src_vocab.json'}: a copying model (model.copy) reads and writes one "
+            "vocabulary, but src_vocab.json and tgt_vocab.json differ"
+        )
     model = build_checked(  # the file's shapes checked before any memory is allocated
         directory, lambda: build_model(config.model, len(sides.src_vocab), len(sides.tgt_vocab))
     )

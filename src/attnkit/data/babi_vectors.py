@@ -150,15 +150,19 @@ def add_noise(batch: QABatch, rate: float, generator: torch.Generator) -> QABatc
     if rate <= 0:
         return batch
     n, m, _ = batch.stories.shape
-    counts = batch.counts
-    totals = torch.minimum(counts + torch.round(rate * counts.float()).long(), torch.tensor(m))
-    slot = torch.arange(m)[None, :]  # (1, M)
-    # the facts take the `count` slots of lowest random key among the first `total` slots
-    keys = torch.rand(n, m, generator=generator).masked_fill(slot >= totals[:, None], 2.0)
+    counts, device = batch.counts, batch.stories.device
+    totals = torch.minimum(
+        counts + torch.round(rate * counts.float()).long(), torch.tensor(m, device=device)
+    )
+    slot = torch.arange(m, device=device)[None, :]  # (1, M)
+    # the facts take the `count` slots of lowest random key among the first `total` slots; the
+    # keys are drawn by the (CPU) generator, so a run draws alike on CPU and GPU
+    keys = torch.rand(n, m, generator=generator).to(device)
+    keys = keys.masked_fill(slot >= totals[:, None], 2.0)
     chosen = keys.argsort(1)  # (N, M): slots by key
     is_fact = slot < counts[:, None]  # (N, M): the first `count` of them hold the facts
     slots = chosen.masked_fill(~is_fact, m).sort(1).values  # (N, M): fact j's slot, in order
-    rows = torch.arange(n)[:, None].expand(n, m)[is_fact]
+    rows = torch.arange(n, device=device)[:, None].expand(n, m)[is_fact]
     targets = slots[is_fact]
     stories = torch.zeros_like(batch.stories)
     supporting = torch.zeros_like(batch.supporting)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
+from attnkit.data.copy_ids import encode_extended, source_oovs
 from attnkit.data.tokenizers import Tokenizer
 from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from attnkit.errors import DataError
@@ -98,8 +99,11 @@ def encode_pairs(
     max_tgt_len: int | None = None,
     overlong: str = "truncate",
     source_name: str = "data",
+    copy: bool = False,
 ) -> list[Example]:
-    """Tokenize and map pairs to ids; unknown tokens become ``UNK_ID``.
+    """Tokenize and map pairs to ids; unknown tokens become ``UNK_ID`` (with ``copy``, for a model
+    that copies, the extended ids of :mod:`attnkit.data.copy_ids`: a word the vocabulary lacks gets
+    an id of its own example, on the target side where the source holds it).
 
     ``max_src_len`` bounds the source ids *including* EOS; ``max_tgt_len``
     bounds the target tokens (``tgt_in``/``tgt_out`` are one longer). Longer
@@ -123,8 +127,11 @@ def encode_pairs(
     src_cap = None if max_src_len is None else max_src_len - 1  # tokens before EOS
     examples, n_overlong = [], 0
     for i, (src_text, tgt_text) in enumerate(pairs):
-        src = src_vocab.encode(src_tokenizer.tokenize(src_text))
-        tgt = tgt_vocab.encode(tgt_tokenizer.tokenize(tgt_text))
+        src_tokens, tgt_tokens = src_tokenizer.tokenize(src_text), tgt_tokenizer.tokenize(tgt_text)
+        # only the words a (truncated) source keeps can be copied
+        oovs = source_oovs(src_tokens[:src_cap], src_vocab) if copy else []
+        src = encode_extended(src_tokens, src_vocab, oovs)
+        tgt = encode_extended(tgt_tokens, tgt_vocab, oovs)
         for side, ids in (("source", src), ("target", tgt)):
             if not ids:
                 raise DataError(

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from attnkit.data.tokenizers import normal_form_of, normalized
 from attnkit.errors import CheckpointError, ConfigError, DataError
 
 _MODEL_TYPES = ("bpe", "unigram", "char", "word")
@@ -29,10 +30,12 @@ class SentencePieceTokenizer:
 
     kind = "sentencepiece"
 
-    def __init__(self, model_file: str | Path, model_proto: bytes | None = None):
+    def __init__(
+        self, model_file: str | Path, model_proto: bytes | None = None, normalize: str | None = None
+    ):
         """Load ``model_file`` (or, when given, the already-read ``model_proto`` bytes that it
-        holds)."""
-        self.model_file = Path(model_file)
+        holds); text is brought to the Unicode form ``normalize`` (None: as it comes) first."""
+        self.model_file, self.normalize = Path(model_file), normalize
         try:
             if model_proto is None:
                 model_proto = self.model_file.read_bytes()
@@ -56,6 +59,7 @@ class SentencePieceTokenizer:
         vocab_size: int = 8000,
         model_type: str = "bpe",
         character_coverage: float = 1.0,
+        normalize: str | None = None,
     ) -> SentencePieceTokenizer:
         """Train on ``texts`` (one sentence each) in memory and write ``directory/<name>.model``.
 
@@ -69,7 +73,7 @@ class SentencePieceTokenizer:
             )
         if not name or Path(name).name != name:
             raise ConfigError(f"sentencepiece model name must be a plain file name, got {name!r}")
-        sentences = [t for t in (str(t).strip() for t in texts) if t]
+        sentences = [t for t in (normalized(str(t), normalize).strip() for t in texts) if t]
         if not sentences:
             raise DataError("no non-empty text to train a sentencepiece model on")
         if hasattr(spm, "set_random_generator_seed"):
@@ -95,11 +99,11 @@ class SentencePieceTokenizer:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / f"{name}.model"
         _write_atomic(path, proto.getvalue())
-        return cls(path, proto.getvalue())
+        return cls(path, proto.getvalue(), normalize)
 
     def tokenize(self, text: str) -> list[str]:
         """``"Ein Hund."`` -> ``["▁Ein", "▁Hund", "."]`` (pieces; ``▁`` marks a preceding space)."""
-        return list(self._sp.encode(text, out_type=str))
+        return list(self._sp.encode(normalized(text, self.normalize), out_type=str))
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         """Pieces -> text: the inverse of :meth:`tokenize` on normal text.
@@ -132,8 +136,8 @@ class SentencePieceTokenizer:
 
     def to_json(self) -> dict:
         """``{"kind": "sentencepiece", "model_file": "<name>.model"}``; the name is relative to the
-        checkpoint directory."""
-        return {"kind": self.kind, "model_file": self.model_file.name}
+        checkpoint directory (and the Unicode form text is brought to first)."""
+        return {"kind": self.kind, "model_file": self.model_file.name, "normalize": self.normalize}
 
     @classmethod
     def from_json(cls, obj: dict, directory: str | Path | None) -> SentencePieceTokenizer:
@@ -150,7 +154,7 @@ class SentencePieceTokenizer:
         path = Path(directory) / model_file
         if not path.is_file():
             raise CheckpointError(f"{path}: sentencepiece model file is missing")
-        return cls(path)
+        return cls(path, normalize=normal_form_of(obj))
 
     def copy_to(self, directory: str | Path) -> None:
         """Write this model's file into ``directory`` under the same name (for saving a

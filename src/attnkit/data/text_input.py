@@ -8,7 +8,9 @@ naming the items they were in.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+
+from attnkit.data.vocab import Vocab
 
 
 def read_inputs(items: Iterable[str | bytes]) -> list[str]:
@@ -52,3 +54,13 @@ def as_utf8(items: Iterable[str | bytes], what: str) -> list[str]:
             stacklevel=3,
         )
     return texts
+
+
+def unknown_words(name: str, tokens: Sequence[str], vocab: Vocab, copied: bool = False) -> None:
+    """One warning for input ``name`` naming the tokens the vocabulary has never seen (a copying
+    model, ``copied``, can still write them)."""
+    unknown = list(dict.fromkeys(t for t in tokens if t not in vocab.stoi))
+    if unknown:
+        named = ", ".join(repr(t) for t in unknown[:10]) + (", ..." if len(unknown) > 10 else "")
+        how = "read as <unk> (and may be copied)" if copied else "read as <unk>"
+        warnings.warn(f"{name}: never seen in training, {how}: {named}", stacklevel=3)

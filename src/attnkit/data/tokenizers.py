@@ -16,11 +16,17 @@ The levels a config names (``data.src_level``, ``data.tgt_level``) and the token
 
 Checkpoints written before ``word`` split punctuation recorded ``{"kind": "word"}``: they load
 as :class:`WhitespaceTokenizer`, so they keep decoding as they did.
+
+Every tokenizer first brings text to one Unicode normal form (``data.normalize``, NFC unless the
+config says otherwise), so "é" typed as one code point or as "e" and a combining accent is one
+token; the form is recorded in the tokenizer's JSON. Checkpoints written before the key recorded
+none and keep reading text as it comes.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -38,66 +44,80 @@ class Tokenizer(Protocol):
     def to_json(self) -> dict: ...
 
 
-class CharTokenizer:
+NORMAL_FORMS = ("NFC", "NFD", "NFKC", "NFKD")
+"""The Unicode normal forms ``data.normalize`` may name (``none``: text as it comes)."""
+
+
+def normalized(text: str, form: str | None) -> str:
+    """``text`` in the Unicode normal ``form`` (NFC, NFD, NFKC, NFKD), or as it is for None."""
+    return unicodedata.normalize(form, text) if form else text
+
+
+class _Prepares:
+    """What the simple tokenizers share: the normal form and lowercasing applied before the
+    split, and both recorded in ``to_json``."""
+
+    kind = ""
+
+    def __init__(self, lowercase: bool = False, normalize: str | None = None):
+        self.lowercase, self.normalize = lowercase, normalize
+
+    def prepare(self, text: str) -> str:
+        text = normalized(text, self.normalize)
+        return text.lower() if self.lowercase else text
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "lowercase": self.lowercase, "normalize": self.normalize}
+
+
+class CharTokenizer(_Prepares):
     """One token per character; spaces are tokens too, so detokenizing is joining."""
 
     kind = "char"
 
-    def __init__(self, lowercase: bool = False):
-        self.lowercase = lowercase
-
     def tokenize(self, text: str) -> list[str]:
-        return list(text.lower() if self.lowercase else text)
+        return list(self.prepare(text))
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return "".join(tokens)
 
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "lowercase": self.lowercase}
 
-
-class WhitespaceTokenizer:
+class WhitespaceTokenizer(_Prepares):
     """Whitespace-separated tokens, for pre-tokenized text (phones in G2P targets, Moses
     output); detokenizing joins them with one space."""
 
     kind = "whitespace"
 
-    def __init__(self, lowercase: bool = False):
-        self.lowercase = lowercase
-
     def tokenize(self, text: str) -> list[str]:
-        return (text.lower() if self.lowercase else text).split()
+        return self.prepare(text).split()
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return " ".join(tokens)
 
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "lowercase": self.lowercase}
 
-
-class MosesTokenizer:
+class MosesTokenizer(_Prepares):
     """Words with punctuation split off by sacremoses (the Moses tokenizer of ``lang``; no XML
     escaping), and output put back together by its detokenizer: ``"Ein Hut, rot."`` ->
     ``Ein Hut , rot .`` -> ``"Ein Hut, rot."``."""
 
     kind = "moses"
 
-    def __init__(self, lowercase: bool = False, lang: str = "en"):
+    def __init__(self, lowercase: bool = False, normalize: str | None = None, lang: str = "en"):
         from sacremoses import MosesDetokenizer
         from sacremoses import MosesTokenizer as Moses
 
-        self.lowercase, self.lang = lowercase, lang
+        super().__init__(lowercase, normalize)
+        self.lang = lang
         self._tokenizer, self._detokenizer = Moses(lang=lang), MosesDetokenizer(lang=lang)
 
     def tokenize(self, text: str) -> list[str]:
-        text = text.lower() if self.lowercase else text
-        return self._tokenizer.tokenize(text, escape=False)
+        return self._tokenizer.tokenize(self.prepare(text), escape=False)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return self._detokenizer.detokenize(list(tokens), unescape=False)
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "lowercase": self.lowercase, "lang": self.lang}
+        return {**super().to_json(), "lang": self.lang}
 
 
 def _sentencepiece(obj: dict, directory: Path | None) -> Tokenizer:
@@ -119,13 +139,26 @@ def _lowercase(obj: dict) -> bool:
     return bool(obj.get("lowercase", False))
 
 
+def normal_form_of(obj: dict) -> str | None:
+    """A saved tokenizer's normal form: one of :data:`NORMAL_FORMS`, or None (saved before the
+    key, or ``none``)."""
+    form = obj.get("normalize")
+    if form is not None and form not in NORMAL_FORMS:
+        shown = form if isinstance(form, str) and len(form) <= 12 else type(form).__name__
+        raise CheckpointError(
+            f"tokenizer normalize {shown!r} is not a Unicode normal form "
+            f"({', '.join(NORMAL_FORMS)})"
+        )
+    return form
+
+
 #: a saved tokenizer's ``kind`` -> (its JSON, the checkpoint directory) -> the tokenizer;
 #: ``word`` is what checkpoints recorded before ``word`` split punctuation: a whitespace split
 FROM_JSON = {
-    "char": lambda obj, _: CharTokenizer(_lowercase(obj)),
-    "whitespace": lambda obj, _: WhitespaceTokenizer(_lowercase(obj)),
-    "word": lambda obj, _: WhitespaceTokenizer(_lowercase(obj)),
-    "moses": lambda obj, _: MosesTokenizer(_lowercase(obj), _language(obj)),
+    "char": lambda obj, _: CharTokenizer(_lowercase(obj), normal_form_of(obj)),
+    "whitespace": lambda obj, _: WhitespaceTokenizer(_lowercase(obj), normal_form_of(obj)),
+    "word": lambda obj, _: WhitespaceTokenizer(_lowercase(obj), normal_form_of(obj)),
+    "moses": lambda obj, _: MosesTokenizer(_lowercase(obj), normal_form_of(obj), _language(obj)),
     "sentencepiece": _sentencepiece,
 }
 

@@ -2,6 +2,18 @@
 
 from attnkit.decoding.beam import beam_search
 from attnkit.decoding.forced import forced_decode
-from attnkit.decoding.greedy import Hypothesis, greedy_decode, max_output_length
+from attnkit.decoding.greedy import (
+    Hypothesis,
+    greedy_decode,
+    max_output_length,
+    target_position_limit,
+)
 
-__all__ = ["Hypothesis", "beam_search", "forced_decode", "greedy_decode", "max_output_length"]
+__all__ = [
+    "Hypothesis",
+    "beam_search",
+    "forced_decode",
+    "greedy_decode",
+    "max_output_length",
+    "target_position_limit",
+]

@@ -23,6 +23,7 @@ from attnkit.decoding.greedy import (
     output_log_probs,
     row_limits,
     split_weights,
+    switch_of,
 )
 
 
@@ -34,19 +35,22 @@ def length_penalty(length: Tensor, alpha: float) -> Tensor:
 class _Histories:
     """What every beam row has emitted so far: tokens (B*K, t), attention (B*K, t, S) and, when
     kept, every layer's and head's attention (B*K, t, L, H, S) and the k most likely tokens of
-    every step (probabilities and ids, each (B*K, t, k))."""
+    every step (probabilities and ids, each (B*K, t, k)), and a copying decoder's p_gen of every
+    step (B*K, t)."""
 
     tokens: Tensor
     attn: Tensor
     heads: Tensor | None = None
     top: tuple[Tensor, Tensor] | None = None
+    switch: Tensor | None = None
 
     def extend(
-        self, order: Tensor, token: Tensor, w: Tensor, keep_heads: bool, top=None
+        self, order: Tensor, token: Tensor, w: Tensor, keep_heads: bool, top=None, p_gen=None
     ) -> _Histories:
         """The rows ``order`` continue, each with its new token (B*K,), the weights of the
         step that chose it (B*K, S) or (B*K, L, H, S), and that step's top-k ``top``
-        (probabilities and ids of every row before reordering, each (B*K, k)) when kept."""
+        (probabilities and ids of every row before reordering, each (B*K, k)) when kept, and
+        its p_gen (B*K,) of the rows already in ``order`` (a copying decoder's)."""
         w, w_heads = split_weights(w)
         tokens = torch.cat([self.tokens.index_select(0, order), token.view(-1, 1)], 1)
         attn = torch.cat([self.attn.index_select(0, order), w.index_select(0, order)[:, None]], 1)
@@ -65,7 +69,11 @@ class _Histories:
                     torch.cat([self.top[1][order], new_i], 1),
                 )
             )
-        return _Histories(tokens, attn, heads, kept)
+        switch = None
+        if p_gen is not None:
+            new = p_gen.float().unsqueeze(1)  # (B*K, 1)
+            switch = new if self.switch is None else torch.cat([self.switch[order], new], 1)
+        return _Histories(tokens, attn, heads, kept, switch)
 
     def rows(self, rows: Tensor) -> _Histories:
         return _Histories(
@@ -73,6 +81,7 @@ class _Histories:
             self.attn[rows],
             None if self.heads is None else self.heads[rows],
             None if self.top is None else (self.top[0][rows], self.top[1][rows]),
+            None if self.switch is None else self.switch[rows],
         )
 
 
@@ -127,7 +136,7 @@ def beam_search(
         order = (base + beam).view(-1)  # (B*K,) rows to continue from
         state = state.index_select(order)
         top = _step_top(logp.view(b * k, -1), top_k) if top_k else None
-        history = history.extend(order, token, w, keep_heads, top)
+        history = history.extend(order, token, w, keep_heads, top, switch_of(state))
         prev = token.view(-1)
 
         done = finished[:, :n_best].all(dim=1)  # (B,) beams are sorted best-first
@@ -201,6 +210,7 @@ def _collect(
     kept = history.rows(rows)
     heads = None if kept.heads is None else kept.heads.cpu()  # (D*K, t, L, H, S)
     top = None if kept.top is None else (kept.top[0].cpu(), kept.top[1].cpu())  # (D*K, t, k)
+    switch = None if kept.switch is None else kept.switch.cpu()  # (D*K, t)
     history, attn = kept.tokens.cpu(), kept.attn.float().cpu()  # (D*K, t), (D*K, t, S)
     scores, finished = scores[idx].cpu(), finished[idx].cpu()
     for d, i in enumerate(idx.tolist()):
@@ -221,5 +231,7 @@ def _collect(
             )
             if top is not None:
                 hyp.top = (top[0][d * k + j, :length], top[1][d * k + j, :length])
+            if switch is not None:
+                hyp.p_gen = switch[d * k + j, :length]
             hyps.append(hyp)
         results[source] = hyps

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID, EOS_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights, switch_of
 
 
 @torch.inference_mode()
@@ -40,19 +40,25 @@ def forced_decode(
     logp = torch.zeros(b, steps, device=device)  # (B, T)
     weights = torch.zeros(b, steps, src.size(1), device=device)  # (B, T, S)
     heads = []  # per step (B, L, H, S), where the model has them and they are kept
+    switch = []  # per step (B,): a copying decoder's p_gen
     for t in range(steps):
         logits, state, w = model.decoder.step(prev, state, memory)  # (B, V), (B, ..., S)
         prev = forced[:, t]
         logp[:, t] = output_log_probs(logits).gather(1, prev.unsqueeze(1)).squeeze(1)
         w, w_heads = split_weights(w)
         weights[:, t] = w.float()
+        if switch_of(state) is not None:
+            switch.append(switch_of(state).float())
         if keep_heads and w_heads is not None:
             heads.append(w_heads.float())
     stacked = torch.stack(heads, 1).cpu() if heads else None  # (B, T, L, H, S): one copy
+    switches = torch.stack(switch, 1).cpu() if switch else None  # (B, T)
     out = []
     for row, target in enumerate(targets):
         n, s = len(target) + 1, int(src_lengths[row])
         score = float(logp[row, :n].sum())
         row_heads = None if stacked is None else stacked[row, :n, ..., :s]
-        out.append(Hypothesis(list(target), weights[row, :n, :s].cpu(), score, True, row_heads))
+        hyp = Hypothesis(list(target), weights[row, :n, :s].cpu(), score, True, row_heads)
+        hyp.p_gen = None if switches is None else switches[row, :n]
+        out.append(hyp)
     return out

@@ -32,7 +32,9 @@ class Hypothesis:
     heads: (len(tokens) + 1, L, H, S) every layer's and head's attention, for models that have
     them (the Transformer) when the decoder was asked to keep them, else None;
     top: the k most likely tokens at every step, (probabilities (len(tokens) + 1, k), ids
-    (len(tokens) + 1, k)) best first, when the search was asked for them, else None.
+    (len(tokens) + 1, k)) best first, when the search was asked for them, else None;
+    p_gen: (len(tokens) + 1,) a copying decoder's switch at every step (1: write from the
+    vocabulary, 0: copy from the source; :mod:`attnkit.models.copy`), else None.
     """
 
     tokens: list[int]
@@ -41,6 +43,14 @@ class Hypothesis:
     finished: bool = True
     heads: Tensor | None = None
     top: tuple[Tensor, Tensor] | None = None
+    p_gen: Tensor | None = None
+
+
+def switch_of(state) -> Tensor | None:
+    """The p_gen (B,) of the step that made a decoder ``state``: a copying decoder's
+    (:mod:`attnkit.models.copy`); None for the others, whose states (a Transformer's, an
+    ensemble's) need not have the field."""
+    return getattr(state, "p_gen", None)
 
 
 def split_weights(w: Tensor) -> tuple[Tensor, Tensor | None]:
@@ -60,6 +70,14 @@ def max_output_length(src_lengths: Tensor, ratio: float, extra: int, cap: int) -
     cap. One per row, so that an output never depends on the inputs it was batched with."""
     limits = (ratio * src_lengths.float()).long() + extra
     return limits.clamp(1, cap).to(src_lengths.device)
+
+
+def target_position_limit(model) -> int | None:
+    """The most target positions ``model`` has, the least of an ensemble's members (a
+    Transformer's learned table: decoding stops at its end); None where any length has them."""
+    members = getattr(model, "members", [model])
+    limits = [n for n in (getattr(m, "position_limit", None) for m in members) if n is not None]
+    return min(limits) if limits else None
 
 
 def row_limits(max_len: int | Tensor, b: int, device: torch.device) -> Tensor:
@@ -96,6 +114,7 @@ def greedy_decode(
     weights = torch.zeros(b, steps, src.size(1), device=device)  # (B, T, S)
     finished = torch.zeros(b, dtype=torch.bool, device=device)  # (B,): emitted </s>
     heads = None  # (B, T, L, H, S), allocated at the first step that has them
+    switch = None  # (B, T): a copying decoder's p_gen, allocated at its first step
     top = None  # (probabilities (B, T, k), ids (B, T, k)), allocated at the first step
     for t in range(steps):
         logits, state, w = model.decoder.step(prev, state, memory)  # (b_open, V), (b_open, ..., S)
@@ -107,6 +126,10 @@ def greedy_decode(
         tokens[rows, t] = prev
         w, w_heads = split_weights(w)
         weights[rows, t] = w.float()
+        p_gen = switch_of(state)
+        if p_gen is not None:
+            switch = weights.new_zeros(b, steps) if switch is None else switch
+            switch[rows, t] = p_gen.float()
         if keep_heads and w_heads is not None:
             if heads is None:
                 heads = weights.new_zeros(b, steps, *w_heads.shape[1:])
@@ -124,6 +147,9 @@ def greedy_decode(
             rows, prev = rows[open_], prev[open_]
             state, memory = state.index_select(open_), memory.index_select(open_)
     hyps = _collect(tokens, weights, scores, src_lengths, finished, heads, limits)
+    if switch is not None:
+        for i, hyp in enumerate(hyps):
+            hyp.p_gen = switch[i, : hyp.weights.size(0)].cpu()
     if top is not None:
         probs, ids = top[0].cpu(), top[1].cpu()
         for i, hyp in enumerate(hyps):

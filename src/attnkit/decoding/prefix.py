@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnkit.data.vocab import BOS_ID
-from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights
+from attnkit.decoding.greedy import Hypothesis, output_log_probs, split_weights, switch_of
 
 
 class _PrefixedDecoder:
@@ -49,6 +49,7 @@ class PrefixedModel:
         self.weights: Tensor | None = None
         self.logp: Tensor | None = None
         self.heads: Tensor | None = None
+        self.p_gen: Tensor | None = None  # (B, P): a copying decoder's switch on the prefix
 
     def encode(self, src: Tensor, src_lengths: Tensor):
         """src (B, S) -> (memory, the decoder state that has read <s> and all prefix tokens
@@ -57,7 +58,7 @@ class PrefixedModel:
         b, device = src.size(0), src.device
         prev = torch.full((b,), BOS_ID, dtype=torch.long, device=device)
         logp = torch.zeros(b, device=device)
-        rows, head_rows = [], []
+        rows, head_rows, switch = [], [], []
         for token in self.prefix:
             logits, state, w = self.model.decoder.step(prev, state, memory)  # (B, V), (B, ..., S)
             logp += output_log_probs(logits)[:, token]
@@ -65,11 +66,14 @@ class PrefixedModel:
             rows.append(w.float())
             if w_heads is not None:
                 head_rows.append(w_heads.float())
+            if switch_of(state) is not None:
+                switch.append(switch_of(state).float())
             prev = torch.full_like(prev, token)
         self.weights = torch.stack(rows, 1)  # (B, P, S)
         if self.keep_heads and head_rows:
             self.heads = torch.stack(head_rows, 1)  # (B, P, L, H, S)
         self.logp = logp
+        self.p_gen = torch.stack(switch, 1) if switch else None
         return memory, state
 
 
@@ -82,21 +86,23 @@ def prefixed_hypotheses(
     assert wrapped.weights is not None and wrapped.logp is not None, "encode has not run"
     weights, logp = wrapped.weights.cpu(), wrapped.logp.cpu()
     heads = None if wrapped.heads is None else wrapped.heads.cpu()
+    switch = None if wrapped.p_gen is None else wrapped.p_gen.cpu()  # (B, P)
     out = []
     for row, options in enumerate(hyps):
         n = int(src_lengths[row])
-        out.append(
-            [
-                Hypothesis(
-                    wrapped.prefix + h.tokens,
-                    torch.cat([weights[row, :, :n], h.weights.float()], 0),
-                    float(logp[row]) + h.score,
-                    h.finished,
-                    None
-                    if heads is None or h.heads is None
-                    else torch.cat([heads[row, ..., :n], h.heads.float()], 0),
-                )
-                for h in options
-            ]
-        )
+        whole = []
+        for h in options:
+            hyp = Hypothesis(
+                wrapped.prefix + h.tokens,
+                torch.cat([weights[row, :, :n], h.weights.float()], 0),
+                float(logp[row]) + h.score,
+                h.finished,
+                None
+                if heads is None or h.heads is None
+                else torch.cat([heads[row, ..., :n], h.heads.float()], 0),
+            )
+            if switch is not None and h.p_gen is not None:
+                hyp.p_gen = torch.cat([switch[row], h.p_gen.float()], 0)
+            whole.append(hyp)
+        out.append(whole)
     return out

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 
 from attnkit.decoding.beam import beam_search, length_penalty
-from attnkit.decoding.greedy import greedy_decode
+from attnkit.decoding.greedy import greedy_decode, target_position_limit
 from attnkit.decoding.prefix import PrefixedModel, prefixed_hypotheses
 
 
@@ -29,8 +29,12 @@ class SearchOptions:
 
 def search(model, batch, max_len, options: SearchOptions) -> list[list]:
     """Greedy or beam search of one batch (from the prefix, when given): per input its
-    hypotheses, best first, at most ``max_len`` (B,) tokens each."""
+    hypotheses, best first, at most ``max_len`` (B,) tokens each, and at most as many as the
+    model has target positions (a Transformer's learned table ends there)."""
     o = options
+    limit = target_position_limit(model)
+    if limit is not None:
+        max_len = torch.as_tensor(max_len).clamp_max(limit)  # (B,)
     decoder_model = model
     if o.prefix_ids is not None:  # the continuation's budget; at least one step
         decoder_model = PrefixedModel(model, o.prefix_ids, keep_heads=o.heads)

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.attention.base import Attention
+from attnkit.data.copy_ids import output_ids
 from attnkit.data.vocab import BOS_ID, EOS, EOS_ID, PAD_ID
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.faithfulness import Subject
@@ -101,7 +102,10 @@ class Seq2SeqSubject(Subject):
         (example,), (tokens,) = translator.encode_sources([text], warn_unknown=False)
         (own,) = translator.translate([text], heads=False)
         finished = own.output_tokens[-1:] == [EOS]
-        ids = translator.tgt_vocab.encode(own.output_tokens[:-1] if finished else own.output_tokens)
+        shown = own.output_tokens[:-1] if finished else own.output_tokens
+        ids = output_ids(
+            shown, tokens, translator.src_vocab, translator.tgt_vocab, translator.copies
+        )
         decided = ids + [EOS_ID] if finished else ids  # an output cut off has no </s> step
         if not decided:
             raise AttnkitError(f"{text!r}: the model wrote nothing to question")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from attnkit.data.batching import collate
+from attnkit.data.copy_ids import output_ids
 from attnkit.data.vocab import EOS
 from attnkit.explain.saliency import saliency_maps
 from attnkit.translator import Translation, Translator
@@ -36,8 +37,11 @@ def saliency_translations(
     token (from greedy decoding, beam search or a forced reference alike). Each must have a
     decoded source (not a blank input)."""
     examples, _ = translator.encode_sources([t.source for t in translations], warn_unknown=False)
+    sides = (translator.src_vocab, translator.tgt_vocab, translator.copies)
     targets = [
-        translator.tgt_vocab.encode(t.output_tokens[:-1] if _finished(t) else t.output_tokens)
+        output_ids(
+            t.output_tokens[:-1] if _finished(t) else t.output_tokens, t.source_tokens, *sides
+        )
         for t in translations
     ]
     maps: list[np.ndarray | None] = [None] * len(translations)

@@ -56,11 +56,13 @@ if TYPE_CHECKING:
 class DecoderState:
     """rnn: (L, B, H) for GRU or a pair of them for LSTM; feed: (B, H) the input-fed vector or
     None; step: the target position t the next step writes (every row of a batch or beam is at
-    the same one), which position-aware attentions read (local-m's p_t = t)."""
+    the same one), which position-aware attentions read (local-m's p_t = t); p_gen: (B,) the copy
+    switch of the step that made this state (a copying decoder's, :mod:`attnkit.models.copy`)."""
 
     rnn: Any
     feed: Tensor | None = None
     step: int = 0
+    p_gen: Tensor | None = None
 
     def index_select(self, index: Tensor) -> DecoderState:
         rnn = self.rnn
@@ -69,7 +71,8 @@ class DecoderState:
         else:
             rnn = rnn.index_select(1, index)
         feed = None if self.feed is None else self.feed.index_select(0, index)
-        return DecoderState(rnn, feed, self.step)
+        p_gen = None if self.p_gen is None else self.p_gen.index_select(0, index)
+        return DecoderState(rnn, feed, self.step, p_gen)
 
 
 def make_rnn(

@@ -32,8 +32,9 @@ from attnkit.attention.base import AttentionOptions
 from attnkit.attention.dropout import Dropout
 from attnkit.attention.modules import ATTENTION_TYPES, NO_ATTENTION
 from attnkit.config import join_key
-from attnkit.data.vocab import PAD_ID
+from attnkit.data.vocab import PAD_ID, UNK_ID
 from attnkit.errors import ConfigError
+from attnkit.models.copy import copying
 from attnkit.models.decoders import DECODERS, DecoderState, RNNDecoder, make_rnn, pairs_with
 
 #: the decoders' base under its former name, for code that imports it from here
@@ -64,6 +65,9 @@ class Seq2SeqConfig:
     window: int = 10  # local-m, local-p only: the half width D of the window [p_t - D, p_t + D]
     beta: float = 5.0  # cosine only: the key strength (sharpening) at initialisation
     positions: int = 128  # luong-location only: the source positions W_a scores (at most)
+    #: the pointer-generator's copy switch (attnkit.models.copy): write a vocabulary word or copy
+    #: a source word, even one never seen in training; needs an attention and one vocabulary
+    copy: bool = False
 
     CHOICES = {
         "arch": ("rnn",),
@@ -104,6 +108,10 @@ class Seq2SeqConfig:
                 f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
             )
         self.check_decoder(where)
+        if self.copy and self.attention == NO_ATTENTION:
+            raise ConfigError(
+                f"{join_key(where, 'copy')}: copying reads the attention; attention none has none"
+            )
 
     def check_decoder(self, where: str) -> None:
         """ConfigError unless the decoder style holds the attention (``none``: only ``fixed``)."""
@@ -148,6 +156,8 @@ class Memory:
     for decoding (:meth:`RNNDecoder.input_table`). It lives exactly as long as one decoding
     call's memory, so no weight update can ever meet a stale table. final (B, Dk): the encoder's
     final state, the fixed context of the decoder without attention (None for the others).
+    copy_ids (B, S): the source's extended ids, which a copying decoder copies (None for the
+    others); extended: the extended vocabulary's size Vx, the same for every row of the batch.
     """
 
     states: Tensor
@@ -155,6 +165,8 @@ class Memory:
     mask: Tensor
     input_table: Tensor | None = None
     final: Tensor | None = None
+    copy_ids: Tensor | None = None
+    extended: int = 0
 
     def index_select(self, index: Tensor) -> Memory:
         """Rows in ``index`` order (beam search expands B to B*K); the token table has no rows."""
@@ -164,6 +176,8 @@ class Memory:
             self.mask.index_select(0, index),
             self.input_table,
             _index_select(self.final, index),
+            _index_select(self.copy_ids, index),
+            self.extended,
         )
 
 
@@ -238,7 +252,14 @@ class Seq2Seq(nn.Module):
                 f"{', '.join(Seq2SeqConfig.CHOICES['decoder'])}"
             )
         cfg.check_decoder("model")
-        self.decoder = DECODERS[cfg.decoder_style](cfg, tgt_vocab_size)
+        if cfg.copy and src_vocab_size != tgt_vocab_size:
+            raise ConfigError(
+                f"model.copy: a copying model reads and writes one vocabulary, got "
+                f"{src_vocab_size} source and {tgt_vocab_size} target tokens"
+            )
+        style = DECODERS[cfg.decoder_style]
+        self.decoder = (copying(style) if cfg.copy else style)(cfg, tgt_vocab_size)
+        self.src_vocab_size = src_vocab_size
 
     @property
     def has_attention(self) -> bool:
@@ -261,6 +282,10 @@ class Seq2Seq(nn.Module):
 
     def encode(self, src: Tensor, src_lengths: Tensor) -> tuple[Memory, DecoderState]:
         """src (B, S) -> the attention memory and the decoder's initial state."""
+        copy_ids, extended = None, 0
+        if self.cfg.copy:  # extended ids (words only the source holds) are read as <unk>
+            copy_ids, extended = src, max(self.src_vocab_size, int(src.max()) + 1)
+            src = src.masked_fill(src >= self.src_vocab_size, UNK_ID)
         with self.backend.scope():
             states, final = self.encoder(src, src_lengths)
             mask = src != PAD_ID  # (B, S), True = may attend
@@ -268,10 +293,13 @@ class Seq2Seq(nn.Module):
             keys = self.decoder.project_keys(states)  # projected once per batch
             # only the decoder without attention reads it: no per-step index_select otherwise
             fixed_context = None if self.decoder.attends else final
-            return Memory(states, keys, mask, table, fixed_context), self.decoder.init_state(final)
+            memory = Memory(states, keys, mask, table, fixed_context, copy_ids, extended)
+            return memory, self.decoder.init_state(final)
 
     def forward(self, src: Tensor, src_lengths: Tensor, tgt_in: Tensor) -> tuple[Tensor, Tensor]:
         """src (B, S), tgt_in (B, T) -> logits (B, T, V), attention weights (B, T, S) (zeros
-        without attention)."""
+        without attention). A copying model (``copy``) takes extended ids on both sides
+        (:mod:`attnkit.data.copy_ids`) and gives log-probabilities (B, T, Vx) instead of
+        logits."""
         memory, state = self.encode(src, src_lengths)
         return self.decoder(tgt_in, state, memory)

@@ -3,9 +3,10 @@
 Attention without recurrence: the decoder state becomes the *query*, the encoder states become
 *keys* and *values*, the dot product is scaled by 1/sqrt(Dh) and split over H heads
 (:class:`attnkit.attention.qkv.MultiHeadAttention`, the class the RNN decoders' ``multihead``
-attention is); order comes from sinusoidal positions added to the
-embeddings. Layers are pre-norm (LayerNorm before each sub-layer, a residual around it, one more
-LayerNorm at the top of each stack), which trains without a long warm-up search.
+attention is); order comes from positions added to the embeddings (``model.positional``:
+sinusoidal, the default, a learned table, or none: :mod:`attnkit.models.positions`). Layers
+are pre-norm (LayerNorm before each sub-layer, a residual around it, one more LayerNorm at the
+top of each stack), which trains without a long warm-up search.
 
 * Encoder layer:  x += Dropout(SelfAttention(LN(x)));  x += Dropout(FeedForward(LN(x)))
 * Decoder layer:  y += Dropout(CausalSelfAttention(LN(y)));
@@ -47,6 +48,7 @@ from attnkit.attention.qkv import MultiHeadAttention
 from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
 from attnkit.errors import ConfigError
+from attnkit.models.positions import POSITIONAL, sinusoids  # noqa: F401 (sinusoids: lessons)
 
 #: what ``model.attention`` reads for a Transformer (reports and the model list show it)
 ATTENTION_NAME = "transformer"
@@ -64,11 +66,16 @@ class TransformerConfig:
     ff_dim: int = 1024  # inner width of each feed-forward sub-layer
     dropout: float = 0.1  # on embeddings, sub-layer outputs, attention weights, feed-forward
     tie_output: bool = False  # the output layer reuses the target embeddings (Press & Wolf 2017)
+    positional: str = "sinusoidal"  # how order enters: sinusoidal | learned (a table) | none
+    max_positions: int = 512  # learned: rows of the table, the longest source or target + 1
 
-    CHOICES = {"arch": ("transformer",)}
+    CHOICES = {"arch": ("transformer",), "positional": tuple(POSITIONAL)}
+    #: max_positions sizes the learned table only (see attnkit.config.check_applicable)
+    APPLIES = {"max_positions": ("positional", ("learned",), "model.positional")}
 
     def validate(self, where: str) -> None:
-        for name in ("embedding_dim", "encoder_layers", "decoder_layers", "heads", "ff_dim"):
+        sizes = ("embedding_dim", "encoder_layers", "decoder_layers", "heads", "ff_dim")
+        for name in (*sizes, "max_positions"):
             if getattr(self, name) < 1:
                 raise ConfigError(
                     f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}"
@@ -81,6 +88,17 @@ class TransformerConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(
                 f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
+            )
+
+    def check_lengths(self, max_src_len: int, max_tgt_len: int, where: str) -> None:
+        """ConfigError when a learned table is shorter than the data's longest source
+        (``max_src_len``, </s> included) or decoder input (<s> + ``max_tgt_len`` tokens)."""
+        longest = max(max_src_len, max_tgt_len + 1)
+        if self.positional == "learned" and self.max_positions < longest:
+            raise ConfigError(
+                f"{join_key(where, 'max_positions')}: {self.max_positions} learned positions, "
+                f"but data.max_src_len {max_src_len} and data.max_tgt_len {max_tgt_len} allow "
+                f"sequences of {longest}; raise it to at least {longest} or lower those"
             )
 
     @property
@@ -131,34 +149,24 @@ class TransformerState:
         )
 
 
-def sinusoids(length: int, width: int) -> Tensor:
-    """(length, width) positions: sin(p / 10000^(2i/D)) in even columns, cos in odd ones."""
-    position = torch.arange(length, dtype=torch.float32).unsqueeze(1)  # (N, 1)
-    rate = torch.exp(torch.arange(0, width, 2, dtype=torch.float32) * (-math.log(10000.0) / width))
-    table = torch.zeros(length, width)
-    table[:, 0::2] = torch.sin(position * rate)
-    table[:, 1::2] = torch.cos(position * rate[: width // 2])
-    return table
-
-
 class Embeddings(nn.Module):
-    """Token embeddings scaled by sqrt(D), plus sinusoidal positions, then dropout."""
+    """Token embeddings scaled by sqrt(D), plus the positions of ``model.positional``
+    (:mod:`attnkit.models.positions`), then dropout."""
 
-    def __init__(self, vocab_size: int, width: int, dropout: float):
+    def __init__(self, vocab_size: int, cfg: TransformerConfig):
         super().__init__()
+        width = cfg.embedding_dim
         self.embed = nn.Embedding(vocab_size, width, padding_idx=PAD_ID)
         self.scale = math.sqrt(width)
-        self.dropout = Dropout(dropout)
-        self.register_buffer("positions", sinusoids(512, width), persistent=False)
+        self.dropout = Dropout(cfg.dropout)
+        self.positions = POSITIONAL[cfg.positional](width, cfg.max_positions)
 
     def forward(self, tokens: Tensor, start: int = 0) -> Tensor:
         """tokens (B, N) at positions start .. start + N - 1 -> (B, N, D)."""
-        end = start + tokens.size(1)
-        if end <= self.positions.size(0):
-            positions = self.positions[start:end]
-        else:  # past the table: positions are a function, computed for this call
-            positions = sinusoids(end, self.positions.size(1)).to(self.positions)[start:end]
-        x = self.embed(tokens) * self.scale + positions
+        x = self.embed(tokens) * self.scale
+        positions = self.positions(start, tokens.size(1))  # (N, D), or None
+        if positions is not None:
+            x = x + positions
         return self.dropout(x)
 
 
@@ -243,7 +251,7 @@ class DecoderLayer(nn.Module):
 class TransformerEncoder(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
-        self.embeddings = Embeddings(vocab_size, cfg.embedding_dim, cfg.dropout)
+        self.embeddings = Embeddings(vocab_size, cfg)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
         self.norm = nn.LayerNorm(cfg.embedding_dim)
 
@@ -270,7 +278,7 @@ class TransformerDecoder(nn.Module):
 
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
-        self.embeddings = Embeddings(vocab_size, cfg.embedding_dim, cfg.dropout)
+        self.embeddings = Embeddings(vocab_size, cfg)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
         self.norm = nn.LayerNorm(cfg.embedding_dim)
         # tied: the output layer is the embedding matrix itself (no second parameter sharing its
@@ -343,15 +351,23 @@ class Transformer(nn.Module):
         self.backend = DEFAULT
 
     def _init_weights(self) -> None:
-        """Xavier-uniform matrices (embeddings included; the padding row zero), zero biases."""
+        """Xavier-uniform matrices (embeddings included; the padding row zero), zero biases; a
+        learned position table as :mod:`attnkit.models.positions` initialises it."""
         for name, p in self.named_parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
+        self.encoder.embeddings.positions.reset_parameters()
+        self.decoder.embeddings.positions.reset_parameters()
         with torch.no_grad():
             self.encoder.embed.weight[PAD_ID].zero_()
             self.decoder.embeddings.embed.weight[PAD_ID].zero_()
+
+    @property
+    def position_limit(self) -> int | None:
+        """The most target positions the decoder has (decoding stops there), None for any."""
+        return self.decoder.embeddings.positions.limit
 
     def set_backend(self, backend: Backend) -> None:
         """``reference``: every attention explicit; any other: the fused kernel where no weights

@@ -2,7 +2,8 @@
 
 Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory, and
 the heatmap renderer it shares with the reports, ``attnkit/viz/static/heatmap.js``),
-``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``, and
+``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``,
+``/v1/graph/node``, ``/v1/answer`` (memory networks), ``/v1/solve`` (pointer networks), and
 FastAPI's ``/docs``.
 Decoding happens in the :class:`~attnkit.serve.batching.MicroBatcher`'s worker thread; the
 handlers only check requests and wait for answers, so the event loop stays free.
@@ -26,15 +27,17 @@ from starlette.concurrency import run_in_threadpool
 
 from attnkit import __version__
 from attnkit.errors import ConfigError
-from attnkit.serve import classify, sentences, translate
+from attnkit.serve import classify, memory, points, sentences, translate
 from attnkit.serve.batching import MicroBatcher
 from attnkit.serve.limits import Limits
 from attnkit.serve.middleware import BodyLimit
 from attnkit.serve.models import ServedModel, load_models
 from attnkit.serve.problems import ApiError, install_handlers
 from attnkit.serve.schemas import (
+    AnswerResponse,
     ClassifyResponse,
     ErrorResponse,
+    SolveResponse,
     TextResponse,
     TranslateResponse,
     request_models,
@@ -87,6 +90,8 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
         translate.DecodeKey: translate.run_batch,
         classify.ClassifyKey: classify.run_batch,
         sentences.SentenceKey: sentences.run_batch,
+        memory.MemoryKey: memory.run_batch,
+        points.SolveKey: points.run_batch,
     }
 
     def run(key, jobs):
@@ -160,6 +165,7 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     bodies = request_models(limits)
     TranslateRequest = bodies.translate
     ClassifyTextRequest = bodies.classify_text
+    AnswerRequest, SolveRequest = bodies.answer, bodies.solve
 
     @app.get("/healthz")
     async def healthz():
@@ -188,6 +194,18 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
         key, job = sentences.check_request(model, request, limits.max_explain_inputs)
         results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
         return JSONResponse({"model": model.name, "results": results})
+
+    @app.post("/v1/answer", response_model=AnswerResponse, responses=ERRORS)
+    async def answer(request: AnswerRequest):  # type: ignore[valid-type]
+        model = pick_model(served, request.model, "memnet")
+        key, job = memory.check_request(model, request, limits)
+        return JSONResponse(await batcher.submit(key, job, 1, limits.decode_seconds))
+
+    @app.post("/v1/solve", response_model=SolveResponse, responses=ERRORS)
+    async def solve(request: SolveRequest):  # type: ignore[valid-type]
+        model = pick_model(served, request.model, "pointer")
+        key, job = points.check_request(model, request)
+        return JSONResponse(await batcher.submit(key, job, 1, limits.decode_seconds))
 
     @app.post(
         "/v1/classify",

@@ -31,6 +31,9 @@ class Limits:
         "layers x source x source edges: a max-flow per cell; 200,000 is about 2 s of CPU); "
         "above it a rollout request gets rollout alone, and a line saying why",
     )
+    max_story_lines: int = _limit(100, "sentences of a memory network's story")
+    max_words: int = _limit(50, "words of a story's sentence or of a question")
+    max_points: int = _limit(100, "points (or numbers) of a pointer network's instance")
     max_body_bytes: int = _limit(1_000_000, "bytes of a JSON request body")
     max_image_bytes: int = _limit(2_000_000, "bytes of an uploaded image")
     max_image_side: int = _limit(1024, "pixels of an uploaded image's width and of its height")

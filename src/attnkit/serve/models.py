@@ -1,8 +1,9 @@
 """The checkpoints a server answers with: loaded once, read-only, each under a short name.
 
 Each ``--model DIR`` is loaded by :func:`attnkit.load` (the Python API): a seq2seq model
-(:class:`attnkit.api.Seq2SeqModel`), a vision one (:class:`attnkit.api.VisionModel`) or a text
-classifier (:class:`attnkit.api.TextModel`), told apart by the checkpoint's ``meta.json``.
+(:class:`attnkit.api.Seq2SeqModel`), a vision one (:class:`attnkit.api.VisionModel`), a text
+classifier (:class:`attnkit.api.TextModel`), a graph, memory or pointer network, told apart by
+the checkpoint's ``meta.json``.
 Nothing is written to the directories. A request names a model by its name only, never by a
 path.
 """
@@ -25,22 +26,24 @@ ENDPOINTS = {
     "vision": "/v1/classify",
     "graph": "/v1/graph/node",
     "text": "/v1/classify_text",
+    "memnet": "/v1/answer",
+    "pointer": "/v1/solve",
 }
 #: what each vision model type attends with
 VISION_ATTENTION = {"ram": "glimpse", "show_attend_tell": "spatial", "attention_pooling": "spatial"}
 
 
 #: the families the server has views for
-SERVED_FAMILIES = ("seq2seq", "vision", "graph", "text")
+SERVED_FAMILIES = ("seq2seq", "vision", "graph", "text", "memnet", "pointer")
 
 
 @dataclass
 class ServedModel:
-    """One loaded checkpoint: the API's model object, seq2seq or vision."""
+    """One loaded checkpoint: the API's model object of its family."""
 
     name: str
     directory: Path
-    family: str  # "seq2seq", "vision", "graph" or "text"
+    family: str  # one of SERVED_FAMILIES
     loaded: object
 
     def wrong_endpoint(self) -> str:
@@ -63,6 +66,8 @@ class ServedModel:
     def info(self, limits: Limits) -> dict:
         """What ``GET /v1/models`` says of this model."""
         base = {"name": self.name, "family": self.family, "limits": limits.to_dict()}
+        if self.family in FAMILY_INFO:
+            return {**base, **FAMILY_INFO[self.family](self.loaded)}
         if self.family == "graph":
             cfg, net = self.loaded.config, self.loaded.net
             return {
@@ -122,6 +127,40 @@ class ServedModel:
         }
 
 
+def _memnet_info(loaded) -> dict:
+    cfg = loaded.config
+    return {
+        "task": str(cfg.data.task),
+        "attention": f"{cfg.model.hops} hops ({cfg.model.memory})",
+        "has_attention": True,
+        "layers": None,
+        "heads": None,
+        "hops": cfg.model.hops,
+        "memory_size": loaded.vocab.memory_size,
+        "has_gold": True,  # a bAbI question's supporting facts
+        "explain": True,
+    }
+
+
+def _pointer_info(loaded) -> dict:
+    data = loaded.config.data
+    return {
+        "task": data.task,
+        "attention": "pointer (additive)",
+        "has_attention": True,
+        "layers": None,
+        "heads": None,
+        "points": data.points,
+        "dims": data.dims,
+        "has_gold": False,
+        "explain": False,
+    }
+
+
+#: what ``GET /v1/models`` adds for a family with a function of its own (model object -> dict)
+FAMILY_INFO = {"memnet": _memnet_info, "pointer": _pointer_info}
+
+
 def layer_shape(model_cfg) -> tuple[int | None, int | None]:
     """(decoder layers, attention heads) of a Transformer model config, else (None, None)."""
     return model_cfg.layers_and_heads
@@ -168,8 +207,7 @@ def load_models(
         if model.family not in SERVED_FAMILIES:
             raise ConfigError(
                 f"--model {directory}: a {model.family} checkpoint; attnkit serve serves "
-                f"{', '.join(SERVED_FAMILIES)} models (a pointer network: attnkit plot, or "
-                "attnkit.load(...).solve(points) in Python; a memory network: attnkit plot --story)"
+                f"{', '.join(SERVED_FAMILIES)} models"
             )
         served[name] = ServedModel(name, Path(directory), model.family, model)
     return served

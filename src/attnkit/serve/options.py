@@ -37,7 +37,7 @@ def add_serve_parser(sub, formatter) -> argparse.ArgumentParser:
         action="append",
         default=None,
         metavar="DIR",
-        help="checkpoint directory, seq2seq or vision, or zoo:NAME (repeatable: each is served "
+        help="checkpoint directory (any family), or zoo:NAME (repeatable: each is served "
         "under its name; the first answers requests that name none). Default: "
         + " and ".join(f"zoo:{name}" for name in zoo.SIDE_BY_SIDE)
         + ", shown side by side",

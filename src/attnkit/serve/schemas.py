@@ -34,6 +34,9 @@ class Hypothesis(BaseModel):
     top_k: list[list[TopToken]] | None = Field(
         None, description="per output step, the model's top_k tokens given the tokens before"
     )
+    p_gen: list[float] | None = Field(
+        None, description="per output token, a copying model's switch (1 written, 0 copied)"
+    )
 
 
 class TranslateResult(BaseModel):
@@ -101,6 +104,32 @@ class TextResponse(BaseModel):
     results: list[TextResult]
 
 
+class AnswerResponse(BaseModel):
+    model: str
+    question: str
+    answer: str = Field(description="the memory network's answer (one word of its vocabulary)")
+    sentences: list[str] = Field(description="the memories: the story's latest sentences")
+    attention: list[list[float]] = Field(description="hops x sentences, each row summing to 1")
+    hops: int
+    unknown: list[str] = Field(description="words the model never saw (read as nothing)")
+    supporting: list[int] = Field(description="a bAbI question's supporting facts (indices)")
+    truth: str | None = Field(description="a bAbI question's answer")
+    saliency: list[float] | None = Field(description="explain: true; over the sentences")
+    record: dict = Field(description="the map as the heatmap renderer draws it")
+
+
+class SolveResponse(BaseModel):
+    model: str
+    task: str
+    points: list[list[float]]
+    order: list[int] = Field(description="the points chosen, in order (0-based)")
+    attention: list[list[float]] = Field(description="steps x (1 + points): end slot first")
+    log_prob: float
+    tour_length: float | None = None
+    area: float | None = None
+    record: dict = Field(description="the map as the heatmap renderer draws it")
+
+
 class ErrorDetail(BaseModel):
     field: str | None
     message: str
@@ -117,10 +146,12 @@ class RequestModels:
     translate: type[BaseModel]
     classify: type[BaseModel]
     classify_text: type[BaseModel]
+    answer: type[BaseModel]
+    solve: type[BaseModel]
 
 
 def request_models(limits: Limits) -> RequestModels:
-    """The translate, classify and classify_text request bodies, constrained by ``limits``."""
+    """The request bodies of every endpoint, constrained by ``limits``."""
     text = Annotated[str, StringConstraints(min_length=1, max_length=limits.max_chars)]
     translate = create_model(
         "TranslateRequest",
@@ -175,4 +206,42 @@ def request_models(limits: Limits) -> RequestModels:
         ),
         explain=(bool, Field(False, description="add each answer's gradient saliency")),
     )
-    return RequestModels(translate, classify, classify_text)
+    return RequestModels(translate, classify, classify_text, *_memory_and_pointer(limits, text))
+
+
+def _memory_and_pointer(limits: Limits, text) -> tuple[type[BaseModel], type[BaseModel]]:
+    """The answer (memory networks) and solve (pointer networks) request bodies."""
+    answer = create_model(
+        "AnswerRequest",
+        __config__=STRICT,
+        model=(str | None, Field(None, description="a memory network's name; default the first")),
+        story=(
+            list[Annotated[str, StringConstraints(max_length=limits.max_chars)]],
+            Field(
+                min_length=1,
+                max_length=limits.max_story_lines,
+                description="the story's lines: one sentence a line (bAbI lines too)",
+            ),
+        ),
+        question=(
+            text | None,
+            Field(None, description="null: a bAbI story's last question line"),
+        ),
+        explain=(bool, Field(False, description="add the gradient saliency over the sentences")),
+    )
+    coordinate = Annotated[float, Field(allow_inf_nan=False)]
+    solve = create_model(
+        "SolveRequest",
+        __config__=STRICT,
+        model=(str | None, Field(None, description="a pointer network's name; default the first")),
+        points=(
+            list[Annotated[list[coordinate], Field(min_length=1, max_length=2)]],
+            Field(
+                min_length=1,
+                max_length=limits.max_points,
+                description="points [x, y] (hull, TSP) or [value] (sort)",
+            ),
+        ),
+        beam=(int, Field(1, ge=1, le=limits.max_beam, description="beam size; 1 is greedy")),
+    )
+    return answer, solve

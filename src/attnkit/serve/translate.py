@@ -229,6 +229,7 @@ def _hypothesis(h, top) -> dict:
         "score": float(h.score),
         "attention": _matrix(h.weights),
         "layers": None if layers is None else np.round(np.asarray(layers), DIGITS).tolist(),
+        "p_gen": None if h.p_gen is None else np.round(h.p_gen, DIGITS).tolist(),
         "top_k": None
         if top is None
         else [[{"token": tok, "prob": round(p, DIGITS)} for tok, p in step] for step in top],

@@ -14,11 +14,10 @@ once for every family (:mod:`attnkit.train_config`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from attnkit.config import from_dict
+from attnkit.config import family_dict, family_output_dir, from_dict
 from attnkit.data.graph.sources import GraphDataConfig
-from attnkit.errors import ConfigError
 from attnkit.models.graph import GraphModelConfig
 from attnkit.train_config import GRAPH, train_config_class
 
@@ -36,31 +35,14 @@ class GraphConfig:
     output_dir: str = "runs/graph"  # run directory (best/ and last/) when the caller gives none
 
     def to_dict(self) -> dict:
-        return {
-            "family": FAMILY,
-            "output_dir": self.output_dir,
-            "data": asdict(self.data),
-            "model": asdict(self.model),
-            "train": asdict(self.train),
-        }
+        return family_dict(
+            FAMILY, self.output_dir, data=self.data, model=self.model, train=self.train
+        )
 
 
 def parse_config(data: dict, source: str = "config") -> GraphConfig:
     """A parsed YAML mapping -> :class:`GraphConfig`; ConfigError naming ``source`` and the key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping of sections")
-    valid = ("family", "output_dir", "data", "model", "train")
-    unknown = sorted(set(data) - set(valid), key=repr)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}"
-        )
-    if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(f"{source}: family: {data.get('family')!r} is not a graph config")
-    output_dir = data.get("output_dir") or GraphConfig.output_dir
-    if not isinstance(output_dir, str):
-        raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
+    output_dir = family_output_dir(data, source, FAMILY, GraphConfig.output_dir)
     return GraphConfig(
         data=from_dict(GraphDataConfig, data.get("data"), f"{source}: data"),
         model=from_dict(GraphModelConfig, data.get("model"), f"{source}: model"),

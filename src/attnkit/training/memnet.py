@@ -9,8 +9,9 @@ validation error) and ``OUT/last``; TensorBoard event files in ``OUT/tensorboard
 :func:`load_memnet_model` reads a checkpoint back.
 
 The validation scorer is handed in (``dev_scorer(model, batch, eval_batch_size) -> dict``):
-``training/`` imports nothing of ``evaluation/``. A run takes well under a minute a task on one
-CPU thread, so it does not resume: ``--resume`` is refused (train afresh with ``--overwrite``).
+``training/`` imports nothing of ``evaluation/``. ``--resume`` goes on from ``OUT/last`` (the
+weights, the vocabulary, the optimizer, torch's RNG and the random-noise stream, the counters;
+:mod:`attnkit.training.resumable`), with the config saved there.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ from attnkit.data.babi_vectors import BabiVocab
 from attnkit.device import resolve_device
 from attnkit.errors import ConfigError
 from attnkit.models.memn2n import MemN2N
-from attnkit.training import rundir
+from attnkit.training import resumable, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.loop import LoopSettings, TrainingLoop
 from attnkit.training.memnet_adapter import VOCAB_FILE, MemnetAdapter, say
 from attnkit.training.memnet_config import FAMILY, MemnetConfig, parse_config
-from attnkit.training.state import TrainerState
+from attnkit.training.resume_config import MEMNET
+from attnkit.training.state import VISION, TrainerState
 
 __all__ = ["train_memnet", "load_memnet_model"]
 
@@ -51,36 +53,38 @@ def train_memnet(
     """Train the memory network of ``config`` (the parsed YAML, ``overrides`` applied: the
     command line's ``--set KEY=VALUE``); returns the best checkpoint directory.
 
-    A fresh run refuses an OUT holding checkpoints unless ``overwrite``; SIGINT/SIGTERM save
-    ``OUT/last`` after the current update and raise TrainingInterrupted."""
+    ``resume=True`` goes on from ``OUT/last`` with the config saved there (the keys
+    ``overrides`` name taken from ``config``, where a resumed run can honour them); a fresh run
+    refuses an OUT holding checkpoints unless ``overwrite``. SIGINT/SIGTERM save ``OUT/last``
+    after the current update and raise TrainingInterrupted."""
     cfg = parse_config(apply_overrides(config, overrides or ()), source)
-    if resume:
-        raise ConfigError(
-            f"{source}: a memory network trains in a minute and does not resume; train afresh "
-            "(attnkit train CONFIG --overwrite)"
-        )
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = resumable.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, MEMNET
+        )
     log = lambda m: say(cfg, m)  # noqa: E731
     with (
-        rundir.claim_run_dir(out, False, overwrite, log),
+        rundir.claim_run_dir(out, resume, overwrite, log),
         rundir.StopSignals() as signals,
         tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "updates") as board,
     ):
-        return _train(cfg, out, dev_scorer, signals, board)
+        return _train(cfg, out, dev_scorer, resume, signals, board)
 
 
-def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, signals, board) -> Path:
+def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, board) -> Path:
     t_cfg = cfg.train
     if t_cfg.threads:
         torch.set_num_threads(t_cfg.threads)
     device = resolve_device(t_cfg.device)
     torch.manual_seed(t_cfg.seed)
     splits = load_splits(cfg.data)
-    vocab = BabiVocab.build(splits.train, cfg.data.memory_size)
+    if resume:  # the run's own words: its answers' ids are the vocabulary's
+        vocab = _read_vocab(out / "last", cfg)
+    else:
+        vocab = BabiVocab.build(splits.train, cfg.data.memory_size)
     train, valid = vocab.encode(splits.train).to(device), vocab.encode(splits.valid).to(device)
     model = MemN2N(cfg.model, len(vocab), cfg.data.memory_size).to(device)
-    state = TrainerState(planned_epochs=t_cfg.epochs)
-    board.start(state.step)
     parameters = sum(p.numel() for p in model.parameters())
     say(
         cfg,
@@ -110,6 +114,13 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, signals, board) -
         pictures,
         board,
     )
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = resumable.restore(
+            out / "last", FAMILY, model, adapter.optimizer, VISION, {"noise": adapter.noise}
+        )
+        state.stopped, state.planned_epochs = "", t_cfg.epochs
+    board.start(state.step)
     TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, lambda m: say(cfg, m)).run(
         state
     )
@@ -130,6 +141,15 @@ def load_memnet_model(
     directory = checkpoint_dir(path)
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
+    vocab = _read_vocab(directory, cfg)
+    # the file's shapes checked before any memory is allocated
+    model = build_checked(directory, lambda: MemN2N(cfg.model, len(vocab), cfg.data.memory_size))
+    device = resolve_device(device) if isinstance(device, str) else device
+    return cfg, vocab, model.to(device).eval()
+
+
+def _read_vocab(directory: Path, cfg: MemnetConfig) -> BabiVocab:
+    """A checkpoint's ``vocab.json``, checked against its config's memory size."""
     vocab_path = directory / VOCAB_FILE
     vocab = BabiVocab.from_json(ckpt.read_json(vocab_path), str(vocab_path))
     if vocab.memory_size != cfg.data.memory_size:
@@ -137,7 +157,4 @@ def load_memnet_model(
             f"{vocab_path}: memory_size {vocab.memory_size} is not the config's "
             f"{cfg.data.memory_size}"
         )
-    # the file's shapes checked before any memory is allocated
-    model = build_checked(directory, lambda: MemN2N(cfg.model, len(vocab), cfg.data.memory_size))
-    device = resolve_device(device) if isinstance(device, str) else device
-    return cfg, vocab, model.to(device).eval()
+    return vocab

@@ -28,8 +28,9 @@ from attnkit.training import tensorboard as tb
 from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
 from attnkit.training.memnet_config import FAMILY, MemnetConfig
+from attnkit.training.resumable import trainer_files
 from attnkit.training.run_log import bar_disabled
-from attnkit.training.state import VISION, TrainerState, state_to_json
+from attnkit.training.state import VISION, TrainerState
 
 VOCAB_FILE = "vocab.json"
 
@@ -150,8 +151,10 @@ class MemnetAdapter:
         return improved
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
-        """``out/best`` or ``out/last``: weights, config, vocabulary and counters."""
-        save_checkpoint(self.out / name, self.model, self.cfg, self.vocab, state)
+        """``out/best`` or ``out/last``: weights, config, vocabulary and counters; ``resumable``
+        (``last``): the optimizer, torch's RNG and the random-noise stream too."""
+        extras = (self.optimizer, {"noise": self.noise}) if resumable else (None, None)
+        save_checkpoint(self.out / name, self.model, self.cfg, self.vocab, state, *extras)
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""
@@ -161,10 +164,17 @@ class MemnetAdapter:
 
 
 def save_checkpoint(
-    directory: Path, model: MemN2N, cfg: MemnetConfig, vocab: BabiVocab, state: TrainerState
+    directory: Path,
+    model: MemN2N,
+    cfg: MemnetConfig,
+    vocab: BabiVocab,
+    state: TrainerState,
+    optimizer: torch.optim.Optimizer | None = None,
+    generators: dict[str, torch.Generator] | None = None,
 ) -> None:
     """A checkpoint: the weights (with the ``linear`` flag), the config, ``vocab.json`` and the
-    counters (the vision family's names: ``best_dev_error`` is the validation error %)."""
+    counters (the vision family's names: ``best_dev_error`` is the validation error %); with an
+    ``optimizer``, what ``--resume`` reads (:func:`attnkit.training.resumable.trainer_files`)."""
     import json
 
     check_weights(model, f"epoch {state.epoch} (update {state.step}): {directory} not written")
@@ -172,7 +182,7 @@ def save_checkpoint(
     def extra(tmp: Path) -> None:
         (tmp / VOCAB_FILE).write_text(json.dumps(vocab.to_json()), encoding="utf-8")
 
-    trainer = state_to_json(state, VISION)
+    trainer, tensors = trainer_files(state, VISION, optimizer, generators)
     ckpt.write_checkpoint(
-        directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, None, extra
+        directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors, extra
     )

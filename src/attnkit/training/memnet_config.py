@@ -14,11 +14,10 @@ for every family (:mod:`attnkit.train_config`, the ``memnet`` column).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from attnkit.config import from_dict
+from attnkit.config import family_dict, family_output_dir, from_dict
 from attnkit.data.babi import BabiConfig
-from attnkit.errors import ConfigError
 from attnkit.models.memn2n import MemN2NConfig
 from attnkit.train_config import MEMNET, train_config_class
 
@@ -36,32 +35,15 @@ class MemnetConfig:
     output_dir: str = "runs/memnet"  # run directory (best/ and last/) when the caller gives none
 
     def to_dict(self) -> dict:
-        return {
-            "family": FAMILY,
-            "output_dir": self.output_dir,
-            "data": asdict(self.data),
-            "model": asdict(self.model),
-            "train": asdict(self.train),
-        }
+        return family_dict(
+            FAMILY, self.output_dir, data=self.data, model=self.model, train=self.train
+        )
 
 
 def parse_config(data: dict, source: str = "config") -> MemnetConfig:
     """A parsed YAML mapping -> :class:`MemnetConfig`; ConfigError naming ``source`` and the
     key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping of sections")
-    valid = ("family", "output_dir", "data", "model", "train")
-    unknown = sorted(set(data) - set(valid), key=repr)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}"
-        )
-    if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(f"{source}: family: {data.get('family')!r} is not {FAMILY!r}")
-    output_dir = data.get("output_dir") or MemnetConfig.output_dir
-    if not isinstance(output_dir, str):
-        raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
+    output_dir = family_output_dir(data, source, FAMILY, MemnetConfig.output_dir)
     return MemnetConfig(
         data=from_dict(BabiConfig, data.get("data"), f"{source}: data"),
         model=from_dict(MemN2NConfig, data.get("model"), f"{source}: model"),

@@ -9,7 +9,9 @@ score is the callable the caller hands in (``training/`` imports nothing of ``ev
 ``OUT/best`` keeps the best dev score, ``OUT/last`` the latest evaluation's weights.
 
 Checkpoints are the family ``pointer`` of :mod:`attnkit.checkpoint`: weights, the resolved
-config and the trainer counters; :func:`load_pointer` reads one back.
+config and the trainer counters; ``OUT/last`` also the optimizer and the RNG, from which
+``--resume`` goes on (:mod:`attnkit.training.resumable`), with the config saved there.
+:func:`load_pointer` reads a checkpoint back.
 """
 
 from __future__ import annotations
@@ -29,15 +31,16 @@ from attnkit.checkpoint.validate import build_checked
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.pointer import PointerData, PointerSplit, make_split
 from attnkit.device import resolve_device
-from attnkit.errors import ConfigError
 from attnkit.models.pointer import PointerNet
+from attnkit.training import resumable as resumable_run
+from attnkit.training import resume_config as rules
 from attnkit.training import rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import check_weights
 from attnkit.training.loop import LoopSettings, TrainingLoop, Update
 from attnkit.training.pointer_config import FAMILY, PointerExperiment, parse_config
 from attnkit.training.run_log import bar_disabled
-from attnkit.training.state import VISION, TrainerState, state_to_json
+from attnkit.training.state import VISION, TrainerState
 
 __all__ = ["build_model", "load_pointer", "nll", "train_pointer"]
 
@@ -77,13 +80,19 @@ class PointerAdapter:
         self.inputs = torch.as_tensor(train.inputs, device=self.device)  # (N, n, d)
         self.targets = torch.as_tensor(train.targets, device=self.device)  # (N, L)
         self.generator = torch.Generator().manual_seed(cfg.train.seed)
+        self.drawn = 0  # the epochs whose order the generator has drawn
 
     def parameters(self):
         return self.model.parameters()
 
     def epoch_batches(self, state: TrainerState) -> list[Tensor]:
-        order = torch.randperm(len(self.inputs), generator=self.generator)
-        return list(order.split(self.cfg.train.batch_size))
+        """Epoch ``state.epoch``'s batches: the generator's draw for that epoch (a resumed run
+        draws the epochs before it again first, so its orders are the first run's)."""
+        while True:
+            order = torch.randperm(len(self.inputs), generator=self.generator)
+            self.drawn += 1
+            if self.drawn > state.epoch:
+                return list(order.split(self.cfg.train.batch_size))
 
     def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
         self.model.train()
@@ -144,9 +153,10 @@ class PointerAdapter:
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         directory = self.out / name
         check_weights(self.model, f"update {state.step}: {directory} not written")
-        trainer = state_to_json(state, VISION)
+        optimizer = self.optimizer if resumable else None
+        trainer, tensors = resumable_run.trainer_files(state, VISION, optimizer)
         ckpt.write_checkpoint(
-            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer
+            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
         )
 
     def saved(self, state: TrainerState, reason: str) -> None:
@@ -170,22 +180,22 @@ def train_pointer(
     ``OUT/best``. A fresh run refuses an OUT holding checkpoints unless ``overwrite``.
     ``dev_figures``: pictures of dev instances for TensorBoard after each evaluation."""
     cfg = parse_config(apply_overrides(config, overrides or ()), source)
-    if resume:
-        raise ConfigError(
-            f"{source}: pointer runs do not resume; train afresh (--overwrite) or longer "
-            "(train.epochs, train.max_minutes)"
-        )
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = resumable_run.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, rules.POINTER
+        )
     say = lambda m: tqdm.write(m, file=sys.stderr)  # noqa: E731
     with (
-        rundir.claim_run_dir(out, False, overwrite, say),
+        rundir.claim_run_dir(out, resume, overwrite, say),
         rundir.StopSignals() as signals,
         tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "instances") as board,
     ):
-        return _train(cfg, out, (dev_scorer, dev_figures), signals, board, say)
+        return _train(cfg, out, (dev_scorer, dev_figures), (resume, signals), board, say)
 
 
-def _train(cfg: PointerExperiment, out: Path, scorers, signals, board, say) -> Path:
+def _train(cfg: PointerExperiment, out: Path, scorers, run, board, say) -> Path:
+    resume, signals = run
     t_cfg = cfg.train
     if t_cfg.threads:
         torch.set_num_threads(t_cfg.threads)
@@ -196,6 +206,9 @@ def _train(cfg: PointerExperiment, out: Path, scorers, signals, board, say) -> P
     model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr)
     state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = resumable_run.restore(out / "last", FAMILY, model, optimizer, VISION)
+        state.stopped, state.planned_epochs = "", t_cfg.epochs
     board.start(state.step)
     parameters = sum(p.numel() for p in model.parameters())
     say(

@@ -16,9 +16,9 @@ same there.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
-from attnkit.config import from_dict
+from attnkit.config import FAMILY_SECTIONS, family_dict, family_output_dir, from_dict
 from attnkit.data.tasks.pointer import PointerData
 from attnkit.errors import ConfigError
 from attnkit.models.pointer import PointerConfig
@@ -50,38 +50,23 @@ class PointerExperiment:
     output_dir: str = "runs/pointer"  # run directory (best/ and last/) when the caller gives none
 
     def to_dict(self) -> dict:
-        return {
-            "family": FAMILY,
-            "output_dir": self.output_dir,
-            "data": asdict(self.data),
-            "model": asdict(self.model),
-            "train": asdict(self.train),
-            "decode": asdict(self.decode),
-        }
+        return family_dict(
+            FAMILY,
+            self.output_dir,
+            data=self.data,
+            model=self.model,
+            train=self.train,
+            decode=self.decode,
+        )
 
 
-SECTIONS = ("family", "output_dir", "data", "model", "train", "decode")
+SECTIONS = (*FAMILY_SECTIONS, "decode")
 
 
 def parse_config(data: dict, source: str = "config") -> PointerExperiment:
     """A parsed YAML mapping -> :class:`PointerExperiment`; ConfigError naming ``source`` and the
     key."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping of sections")
-    unknown = sorted(set(data) - set(SECTIONS), key=repr)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(SECTIONS)}"
-        )
-    if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(
-            f"{source}: family: {data.get('family')!r} is not a pointer config (family: pointer)"
-        )
-    output_dir = data.get("output_dir")
-    output_dir = PointerExperiment.output_dir if output_dir is None else output_dir
-    if not isinstance(output_dir, str) or not output_dir:
-        raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
+    output_dir = family_output_dir(data, source, FAMILY, PointerExperiment.output_dir, SECTIONS)
     return PointerExperiment(
         data=from_dict(PointerData, data.get("data"), f"{source}: data"),
         model=from_dict(PointerConfig, data.get("model"), f"{source}: model"),

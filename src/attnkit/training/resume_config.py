@@ -68,6 +68,10 @@ TEXT = Rules(
     honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
     locating=("output_dir",),
 )
+MEMNET = TEXT
+POINTER = Rules(
+    honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "decode"), locating=("output_dir",)
+)
 
 
 @dataclass(frozen=True)

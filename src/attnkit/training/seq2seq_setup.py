@@ -18,6 +18,7 @@ import torch
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import encode_pairs
+from attnkit.data.copy_ids import joint_vocab
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tasks.registry import task_metric
@@ -37,17 +38,28 @@ SIMPLE_LEVELS = {"char": CharTokenizer, "word": MosesTokenizer, "whitespace": Wh
 
 
 def make_tokenizer(
-    level: str, lowercase: bool, texts: list[str], directory: Path, name: str, vocab_size: int
+    level: str,
+    lowercase: bool,
+    texts: list[str],
+    directory: Path,
+    name: str,
+    vocab_size: int,
+    normalize: str | None = None,
 ) -> Tokenizer:
-    """The tokenizer of ``level`` (:data:`attnkit.data.tokenizers` explains each); a
-    sentencepiece model is trained on ``texts`` in ``directory``."""
+    """The tokenizer of ``level`` (:data:`attnkit.data.tokenizers` explains each) that brings
+    text to the Unicode form ``normalize`` first; a sentencepiece model is trained on ``texts``
+    in ``directory``."""
     if level in SIMPLE_LEVELS:
-        return SIMPLE_LEVELS[level](lowercase)
+        return SIMPLE_LEVELS[level](lowercase, normalize)
     from attnkit.data.subword import SentencePieceTokenizer
 
     directory.mkdir(parents=True, exist_ok=True)
     return SentencePieceTokenizer.train(
-        (t.lower() if lowercase else t for t in texts), directory, name, vocab_size
+        (t.lower() if lowercase else t for t in texts),
+        directory,
+        name,
+        vocab_size,
+        normalize=normalize,
     )
 
 
@@ -75,14 +87,20 @@ def new_bundle(
         if not is_main:  # only rank 0 writes into the run directory
             tok_dir = Path(scratch.enter_context(tempfile.TemporaryDirectory()))
         sources, targets = zip(*splits.train)
+        form = None if d.normalize == "none" else d.normalize
         src_tok = make_tokenizer(
-            d.src_level, d.lowercase, list(sources), tok_dir, "source", d.vocab_size
+            d.src_level, d.lowercase, list(sources), tok_dir, "source", d.vocab_size, form
         )
         tgt_tok = make_tokenizer(
-            d.tgt_level, d.lowercase, list(targets), tok_dir, "target", d.vocab_size
+            d.tgt_level, d.lowercase, list(targets), tok_dir, "target", d.vocab_size, form
         )
     src_vocab = Vocab.build(src_tok.tokenize(s) for s, _ in splits.train)
     tgt_vocab = Vocab.build(tgt_tok.tokenize(t) for _, t in splits.train)
+    if copies(cfg):  # one vocabulary, so that a source id is the target id of the same word
+        src_vocab = tgt_vocab = joint_vocab(
+            (src_tok.tokenize(s) for s, _ in splits.train),
+            (tgt_tok.tokenize(t) for _, t in splits.train),
+        )
     model = build_model(cfg.model, len(src_vocab), len(tgt_vocab)).to(device)
     return Seq2SeqBundle(model, cfg, TextSides(src_tok, tgt_tok, src_vocab, tgt_vocab))
 
@@ -183,7 +201,13 @@ def training_examples(sides: TextSides, splits: Splits, cfg: ExperimentConfig) -
         d.max_tgt_len,
         d.overlong,
         source_name=f"{d.task} train",
+        copy=copies(cfg),
     )
+
+
+def copies(cfg: ExperimentConfig) -> bool:
+    """Whether the model of ``cfg`` copies source words (``model.copy``, RNN models only)."""
+    return bool(getattr(cfg.model, "copy", False))
 
 
 def checkpoint_bytes(model: torch.nn.Module) -> int:

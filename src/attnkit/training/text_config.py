@@ -15,13 +15,12 @@ once for every family (:mod:`attnkit.train_config`).
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from attnkit.config import from_dict
+from attnkit.config import family_dict, family_output_dir, from_dict
 from attnkit.data.tasks.paths import resolve_data_paths
 from attnkit.data.tasks.text import TextDataConfig
-from attnkit.errors import ConfigError
 from attnkit.models.text_classifier import TextModelConfig
 from attnkit.train_config import TEXT, train_config_class
 
@@ -39,13 +38,9 @@ class TextConfig:
     output_dir: str = "runs/text"  # run directory (best/ and last/) when the caller gives none
 
     def to_dict(self) -> dict:
-        return {
-            "family": FAMILY,
-            "output_dir": self.output_dir,
-            "data": asdict(self.data),
-            "model": asdict(self.model),
-            "train": asdict(self.train),
-        }
+        return family_dict(
+            FAMILY, self.output_dir, data=self.data, model=self.model, train=self.train
+        )
 
 
 def parse_config(
@@ -59,23 +54,7 @@ def parse_config(
     Relative data paths are read from ``config_dir`` (the experiment file's directory; those
     ``--set`` gave, named in ``command_line``, from the current directory) and made absolute.
     """
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping of sections")
-    valid = ("family", "output_dir", "data", "model", "train")
-    unknown = sorted(set(data) - set(valid), key=repr)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} "
-            f"{', '.join(map(repr, unknown))}; valid keys: {', '.join(valid)}"
-        )
-    if data.get("family", FAMILY) != FAMILY:
-        raise ConfigError(
-            f"{source}: family: {data.get('family')!r} is not a text config (family: text)"
-        )
-    output_dir = data.get("output_dir")
-    output_dir = TextConfig.output_dir if output_dir is None else output_dir
-    if not isinstance(output_dir, str) or not output_dir:
-        raise ConfigError(f"{source}: output_dir: expected a directory name, got {output_dir!r}")
+    output_dir = family_output_dir(data, source, FAMILY, TextConfig.output_dir)
     cfg = TextConfig(
         data=from_dict(TextDataConfig, data.get("data"), f"{source}: data"),
         model=from_dict(TextModelConfig, data.get("model"), f"{source}: model"),

@@ -78,7 +78,9 @@ def plot_heatmap(
     else:
         fig = ax.figure
     image = _draw(ax, weights, src, out, cmap=cmap, annotate=annotate)
-    colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03)
+    switch = getattr(record_or_weights, "p_gen", None)
+    pad = 0.03 if switch is None else 0.02 + _draw_switch(ax, switch, cmap)
+    colorbar = fig.colorbar(image, ax=ax, fraction=0.046, pad=pad)
     colorbar.set_label(value_label)
     if title:
         ax.set_title(title, fontsize=11, pad=8)
@@ -242,6 +244,32 @@ def _draw(ax: Axes, weights, src, out, *, cmap, annotate, vmax=None, aspect="aut
     if annotate:
         _annotate(ax, weights, image)
     return image
+
+
+def _draw_switch(ax: Axes, p_gen: np.ndarray, cmap: str) -> float:
+    """A copying model's p_gen (T,), one cell per output row, in a column right of the map
+    (1: the word was written from the vocabulary, 0: copied from the source). Returns the
+    column's width, as a fraction of the map's."""
+    rows, cols = len(p_gen), len(ax.get_xticks())
+    width = min(1.0 / max(cols, 1), 0.2)
+    strip = ax.inset_axes((1.03, 0.0, width, 1.0))
+    image = strip.imshow(
+        np.asarray(p_gen, dtype=np.float64)[:, None],
+        cmap=cmap,
+        vmin=0.0,
+        vmax=1.0,
+        aspect="auto",
+        interpolation="nearest",
+    )
+    strip.set_xticks([0], ["p_gen"], fontsize=label_fontsize(cols))
+    strip.xaxis.tick_top()
+    strip.set_yticks([])
+    strip.tick_params(length=0)
+    for spine in strip.spines.values():
+        spine.set_visible(False)
+    if rows <= 40:
+        _annotate(strip, np.asarray(p_gen, dtype=np.float64)[:, None], image)
+    return width
 
 
 def _labels_collide(ax: Axes, labels: list[str]) -> bool:

@@ -76,6 +76,9 @@ class AttentionRecord:
     #: same output (:mod:`attnkit.explain.rollout`), where computed; else None
     rollout: np.ndarray | None = None
     flow: np.ndarray | None = None
+    #: (T,) a copying model's p_gen at every output step (1: written from the vocabulary, 0:
+    #: copied from the source), drawn beside the map; None for other models
+    p_gen: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.source_tokens = [str(t) for t in self.source_tokens]
@@ -109,6 +112,10 @@ class AttentionRecord:
                         f"{name} has shape {getattr(self, name).shape}, expected {expected} (the "
                         "weights')"
                     )
+        if self.p_gen is not None:
+            self.p_gen = np.asarray(self.p_gen, dtype=np.float64)
+            if self.p_gen.shape != expected[:1]:
+                raise ValueError(f"p_gen has shape {self.p_gen.shape}, expected ({expected[0]},)")
         if self.heads is not None:
             self.heads = np.asarray(self.heads, dtype=np.float64)
             t, s = expected
@@ -162,6 +169,8 @@ class AttentionRecord:
         for name in MAPS:
             if getattr(self, name) is not None:
                 obj[name] = np.round(getattr(self, name), 5).tolist()
+        if self.p_gen is not None:
+            obj["p_gen"] = np.round(self.p_gen, 5).tolist()
         return obj
 
     @classmethod
@@ -183,6 +192,7 @@ class AttentionRecord:
             chrf=_optional(obj, "chrf", (int, float)),
             gold=_gold(obj),
             **{k: None if obj.get(k) is None else np.asarray(obj[k], float) for k in MAPS},
+            p_gen=None if obj.get("p_gen") is None else np.asarray(obj["p_gen"], float),
         )
 
 
@@ -293,7 +303,7 @@ def save_records_npz(records: list[AttentionRecord], path: str | Path) -> None:
     arrays: dict[str, np.ndarray] = {
         f"weights_{i}": r.weights.astype(np.float32) for i, r in enumerate(records)
     }
-    for name in ("heads", *MAPS):  # optional arrays, where a record has them
+    for name in ("heads", *MAPS, "p_gen"):  # optional arrays, where a record has them
         for i, r in enumerate(records):
             if getattr(r, name) is not None:
                 arrays[f"{name}_{i}"] = getattr(r, name).astype(np.float32)
@@ -320,7 +330,7 @@ def load_records_npz(path: str | Path) -> list[AttentionRecord]:
                 if key not in npz.files:
                     raise RecordsFileError(f"record {i}: missing array '{key}'", path)
                 m["weights"] = npz[key]
-                for name in ("heads", *MAPS):
+                for name in ("heads", *MAPS, "p_gen"):
                     if f"{name}_{i}" in npz.files:
                         m[name] = npz[f"{name}_{i}"]
     except FileNotFoundError:

@@ -12,6 +12,7 @@ from attnkit.data.location import dataset_dir
 from attnkit.data.tasks.base import Pair, Splits
 from attnkit.data.tasks.settings import (
     FLAT_DEFAULTS,
+    CopyRareData,
     DatesData,
     G2PData,
     Multi30kData,
@@ -43,6 +44,12 @@ def _dates(cfg: DatesData) -> Splits:
     return dates.generate(
         seed=cfg.seed, n_train=cfg.train_size, n_dev=cfg.dev_size, n_test=cfg.test_size
     )
+
+
+def _copyrare(cfg: CopyRareData) -> Splits:
+    from attnkit.data.tasks import copyrare
+
+    return copyrare.generate(cfg.seed, cfg.train_size, cfg.dev_size, cfg.test_size)
 
 
 def _phrases(cfg: PhrasesData) -> Splits:
@@ -121,6 +128,7 @@ TASK_REGISTRY: dict[str, Task] = {
     "numbers": Task(NumbersData, _numbers, Metric("exact", "exact_match", True)),
     "dates": Task(DatesData, _dates, Metric("exact", "exact_match", True)),
     "phrases": Task(PhrasesData, _phrases, Metric("exact", "exact_match", True)),
+    "copyrare": Task(CopyRareData, _copyrare, Metric("exact", "exact_match", True)),
     "parallel": Task(ParallelData, _parallel, None, _parallel_split),
     "g2p": Task(G2PData, _g2p, Metric("g2p", "wer", False)),
     "multi30k": Task(Multi30kData, _multi30k, Metric("bleu", "bleu", True)),

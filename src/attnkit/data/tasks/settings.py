@@ -18,6 +18,8 @@ from attnkit.errors import ConfigError
 
 LEVELS = ("char", "word", "whitespace", "sentencepiece")
 """How ``src_level`` / ``tgt_level`` cut text into tokens."""
+NORMALIZE = ("NFC", "NFD", "NFKC", "NFKD", "none")
+"""The Unicode normal form text is brought to before it is cut (``none``: as it comes)."""
 OVERLONG = ("truncate", "skip", "error")
 """What happens to a pair longer than ``max_src_len`` / ``max_tgt_len``."""
 PARALLEL_METRICS = ("exact", "bleu", "chrf", "wer", "cer")
@@ -32,15 +34,21 @@ class TaskData:
     src_level: str = "char"
     tgt_level: str = "char"
     lowercase: bool = False
+    normalize: str = "NFC"  # Unicode normal form before tokenizing; "none" keeps text as it is
     vocab_size: int = 8000  # sentencepiece only
     max_src_len: int = 100  # tokens; longer inputs follow `overlong`
     max_tgt_len: int = 100
     overlong: str = "truncate"
 
-    CHOICES = {"src_level": LEVELS, "tgt_level": LEVELS, "overlong": OVERLONG}
+    CHOICES = {
+        "src_level": LEVELS,
+        "tgt_level": LEVELS,
+        "overlong": OVERLONG,
+        "normalize": NORMALIZE,
+    }
     # keys added to a task after checkpoints were written without them, and the value such a
     # checkpoint's saved config means (registry.data_from_dict fills it in)
-    ADDED_KEYS: ClassVar[dict] = {}
+    ADDED_KEYS: ClassVar[dict] = {"normalize": "none"}
     PATH_KEYS: ClassVar[tuple[str, ...]] = ()  # keys naming files or directories (data.tasks.paths)
 
     def validate(self, where: str) -> None:
@@ -98,6 +106,24 @@ class DatesData(GeneratedData):
 
 
 @dataclass
+class CopyRareData(GeneratedData):
+    """``copyrare``: requests whose names and numbers, mostly never seen in training, the target
+    repeats (:mod:`attnkit.data.tasks.copyrare`); the task of the copy switch, ``model.copy``."""
+
+    task: str = "copyrare"
+    train_size: int = 6000  # distinct generated training requests
+    dev_size: int = 300  # distinct dev requests
+    test_size: int = 500  # distinct test requests (almost all their names and numbers unseen)
+    src_level: str = "whitespace"  # names and numbers are single words
+    tgt_level: str = "whitespace"
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        sizes = ("train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in sizes})
+
+
+@dataclass
 class PhrasesData(GeneratedData):
     """``phrases``: phrase translation where adjectives move, English <-> Spanish or French,
     word level (:mod:`attnkit.data.tasks.phrases`)."""
@@ -142,7 +168,8 @@ class ParallelData(TaskData):
     metric: str | None = None
 
     CHOICES = {**TaskData.CHOICES, "metric": PARALLEL_METRICS}
-    ADDED_KEYS = {"metric": "exact"}  # what every parallel run was scored by before the key
+    # what every parallel run was scored by before the key
+    ADDED_KEYS = {**TaskData.ADDED_KEYS, "metric": "exact"}
     PATH_KEYS = ("train", "dev", "test")
 
     def validate(self, where: str) -> None:

@@ -50,6 +50,14 @@
       return send("v1/classify_text", {method: "POST",
         headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
     },
+    answer: function (body) {
+      return send("v1/answer", {method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify(body)});
+    },
+    solve: function (body) {
+      return send("v1/solve", {method: "POST", headers: {"Content-Type": "application/json"},
+        body: JSON.stringify(body)});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});

@@ -1,14 +1,16 @@
 /*
  * The explorer page's start: list the models (GET /v1/models), and show the text view for a
- * seq2seq model, the vision view for a vision model, the graph view for a graph model or the
- * sentence view for a text classifier.
+ * seq2seq model, the vision view for a vision model, the graph view for a graph model, the
+ * sentence view for a text classifier, the memory view for a memory network or the pointer view
+ * for a pointer network.
  */
 (function (root) {
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var models = [];
   var VIEWS = {
-    seq2seq: "text-view", vision: "vision-view", graph: "graph-view", text: "sentence-view"
+    seq2seq: "text-view", vision: "vision-view", graph: "graph-view", text: "sentence-view",
+    memnet: "memory-view", pointer: "pointer-view"
   };
 
   function choose(name) {
@@ -22,6 +24,8 @@
     if (m.family === "vision") root.AttnkitVision.start(name);
     else if (m.family === "graph") root.AttnkitGraph.start(name);
     else if (m.family === "text") root.AttnkitSentence.start(name);
+    else if (m.family === "memnet") root.AttnkitMemory.start(m);
+    else if (m.family === "pointer") root.AttnkitPointer.start(m);
     else root.AttnkitText.start(models, name);
   }
 
@@ -48,6 +52,8 @@
     root.AttnkitVision.wire();
     root.AttnkitGraph.wire();
     root.AttnkitSentence.wire();
+    root.AttnkitMemory.wire();
+    root.AttnkitPointer.wire();
     $("model").addEventListener("change", function () { choose($("model").value); });
     root.AttnkitApi.models().then(function (body) { fill(body.models); }, function (err) {
       $("error").textContent = (err.field ? err.field + ": " : "") + err.message;

@@ -174,6 +174,10 @@
       !(result.gold && result.gold.length));
     if (m && !m.has_attention) att.title = state.model + " has no attention";
     H.draw(box, att, opts);
+    if (hyp.p_gen) {  // a copying model: its switch at every output step, beside the map
+      H.draw(box, {rows: hyp.tokens, cols: ["p_gen"], title: "p_gen (1 write, 0 copy)",
+        weights: hyp.p_gen.map(function (p) { return [p]; })}, {tooltip: tip, float: true, vmax: 1});
+    }
     if (result.saliency && state.shown === 0) {
       var sal = mapOf(result, hyp, result.saliency, "saliency (gradient)");
       // saliency is another quantity: a scale of its own, labelled

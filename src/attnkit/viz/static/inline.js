@@ -1,7 +1,8 @@
 /*
  * One inline view of the Python API's results (attnkit.viz.inline wraps this file in a
  * function that defines `id`, the view's container): a seq2seq map with a choice of the mean or
- * any layer's head (a Transformer) and of attention or saliency (an explanation), or a
+ * any layer's head (a Transformer) and of attention or saliency (an explanation), a copying
+ * model's p_gen per output step beside its map, or a
  * classified image with a step slider. Drawing uses the shared renderer, window.AttnkitHeatmap.
  */
 var box = document.getElementById(id);
@@ -42,6 +43,11 @@ function seq2seq() {
     window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
       weights: pick(rec, choice), gold: rec.gold || null, title: data.title || null},
       {cell: 27, legend: true, legendLabel: choice === "saliency" ? "saliency" : "attention"});
+    if (rec.p_gen) {  // a copying model: p_gen of every output step, a column beside the map
+      window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: ["p_gen"],
+        weights: rec.p_gen.map(function (p) { return [p]; }), gold: null,
+        title: "p_gen (1 write, 0 copy)"}, {cell: 27, vmax: 1});
+    }
   }
   var options = choices(rec);
   if (options.length > 1) {

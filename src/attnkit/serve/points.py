@@ -1,0 +1,64 @@
+"""``POST /v1/solve``: a pointer network's answer for one point set (or list of numbers), and
+its attention over the inputs, which *is* the answer.
+
+:meth:`attnkit.api.PointerModel.solve` answers, as in Python: the order chosen (0-based
+indices of ``points``), the attention of each step over the slots (``end`` first, then the
+points) and, for hull and TSP, the area or tour length of the answer. Duplicate points and
+coordinates of the wrong width are 422 answers naming ``points``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnkit.data.tasks.pointer import check_points
+from attnkit.errors import InputError
+from attnkit.serve.models import ServedModel
+from attnkit.serve.problems import ApiError
+
+
+@dataclass(frozen=True)
+class SolveKey:
+    model: str
+    beam: int
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    points: tuple[tuple[float, ...], ...]
+
+
+def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
+    """The batch key and job of a request; ApiError 422 naming the field otherwise."""
+    if model.family != "pointer":
+        raise ApiError(422, "model", model.wrong_endpoint())
+    dims = model.loaded.config.data.dims
+    for i, point in enumerate(request.points):
+        if len(point) != dims:
+            raise ApiError(
+                422,
+                f"points[{i}]",
+                f"points[{i}]: a {model.loaded.task} model reads {dims} coordinate(s) per point, "
+                f"got {len(point)}",
+            )
+    try:
+        check_points(request.points)
+    except InputError as exc:  # equal points: no single answer
+        raise ApiError(422, "points", str(exc)) from None
+    return SolveKey(model.name, request.beam), SolveJob(tuple(map(tuple, request.points)))
+
+
+def run_batch(model: ServedModel, key: SolveKey, jobs: list[SolveJob]) -> list:
+    """One answer (a dict, or the exception it raised) per job, one at a time."""
+    answers = []
+    for job in jobs:
+        try:
+            answers.append(_solve(model, key, job))
+        except Exception as exc:
+            answers.append(exc)
+    return answers
+
+
+def _solve(model: ServedModel, key: SolveKey, job: SolveJob) -> dict:
+    solution = model.loaded.solve([list(p) for p in job.points], beam=key.beam)
+    return {"model": model.name, **solution.to_dict(), "record": solution.record().to_json()}

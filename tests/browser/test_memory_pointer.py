@@ -1,0 +1,125 @@
+"""The explorer's memory-network and pointer views in headless chromium, against a real
+``attnkit serve`` of two tiny untrained models: a story and a question give the hop-by-hop map
+(the supporting fact outlined), points give the chosen order over them and the pointer heatmap;
+what the page draws is what the API answers for the same request."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
+from conftest import find_browser, start_server  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+from test_explorer import set_value, severe, wait, wait_cells  # noqa: E402
+
+BABI = "1 Mary moved to the bathroom.\n2 John moved to the hallway.\n3 Where is Mary?\tbathroom\t1"
+POINTS = "0.1,0.1 0.9,0.2 0.5,0.9 0.5,0.5 0.3,0.4"
+
+
+def memnet_checkpoint(directory):
+    import torch
+
+    from attnkit.data.babi_vectors import BabiVocab
+    from attnkit.models.memn2n import MemN2N
+    from attnkit.training.memnet_adapter import save_checkpoint
+    from attnkit.training.memnet_config import parse_config
+    from attnkit.training.state import TrainerState
+
+    words = ["<empty>", "bathroom", "hallway", "is", "john", "mary", "moved", "the", "to", "where"]
+    model = {"memory": "adjacent", "dim": 6, "hops": 3}
+    cfg = parse_config({"family": "memnet", "data": {"memory_size": 4}, "model": model})
+    torch.manual_seed(0)
+    net = MemN2N(cfg.model, len(words), cfg.data.memory_size)
+    save_checkpoint(directory, net, cfg, BabiVocab(words, 6, 4, 4), TrainerState())
+    return directory
+
+
+def pointer_checkpoint(directory):
+    import torch
+
+    from attnkit.checkpoint import write_checkpoint
+    from attnkit.training.pointer import build_model
+    from attnkit.training.pointer_config import parse_config
+
+    model = {"hidden": 8, "attention_dim": 8}
+    cfg = parse_config({"family": "pointer", "data": {"task": "hull", "points": 5}, "model": model})
+    torch.manual_seed(0)
+    write_checkpoint(directory, "pointer", build_model(cfg).state_dict(), cfg.to_dict(), {})
+    return directory
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if find_browser() is None:
+        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    root = tmp_path_factory.mktemp("memory-pointer")
+    models = [
+        ("babi", memnet_checkpoint(root / "babi" / "best")),
+        ("hull", pointer_checkpoint(root / "hull" / "best")),
+    ]
+    srv = start_server(models, root / "serve.log")
+    yield srv
+    srv.process.terminate()
+
+
+@pytest.fixture
+def page(driver, server):
+    driver.get(server.url)
+    wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"), "list")
+    severe(driver)
+    yield driver
+    assert severe(driver) == []
+
+
+def test_a_story_and_its_question_draw_each_hops_attention(page, server):
+    assert page.find_element(By.ID, "memory-view").is_displayed()  # the first model's view
+    set_value(page, "story", BABI)
+    page.find_element(By.ID, "memory-ask").click()
+    answer = server.post("v1/answer", {"model": "babi", "story": BABI.split("\n")})
+    drawn = wait_cells(page, 2 * 3, "#memory-map td.hm-cell")  # 2 sentences x 3 hops
+    weights = [float(c.get_attribute("data-w")) for c in drawn]
+    expected = [w for row in answer["record"]["weights"] for w in row]
+    assert weights == pytest.approx(expected, abs=1e-4)
+    outlined = page.find_elements(By.CSS_SELECTOR, "#memory-map td.hm-gold")
+    assert {c.get_attribute("data-i") for c in outlined} == {"0"}  # the supporting fact
+    assert len(outlined) == 3  # at every hop
+    assert page.find_element(By.ID, "memory-answer").text == answer["answer"]
+    rows = page.find_elements(By.CSS_SELECTOR, "#memory-map tbody th")
+    assert rows[0].text == "* 1 Mary moved to the bathroom."
+    set_value(page, "memory-question", "")
+    set_value(page, "story", "Mary moved to the bathroom.")
+    page.find_element(By.ID, "memory-ask").click()  # no question: one line naming the field
+    error = page.find_element(By.ID, "error")
+    wait(page, lambda d: error.is_displayed(), "the error")
+    assert error.text.startswith("question: ") and len(error.text.splitlines()) == 1
+    assert all("status of 4" in m for m in severe(page))
+
+
+def test_points_draw_the_chosen_order_beside_the_pointer_heatmap(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("hull")
+    assert page.find_element(By.ID, "pointer-view").is_displayed()
+    assert not page.find_element(By.ID, "memory-view").is_displayed()
+    set_value(page, "pointer-points", POINTS)
+    page.find_element(By.ID, "pointer-solve").click()
+    points = [[float(v) for v in p.split(",")] for p in POINTS.split()]
+    answer = server.post("v1/solve", {"model": "hull", "points": points})
+    steps = len(answer["attention"])
+    drawn = wait_cells(page, steps * 6, "#pointer-map td.hm-cell")  # end + 5 points
+    weights = [float(c.get_attribute("data-w")) for c in drawn]
+    assert weights == pytest.approx([w for row in answer["attention"] for w in row], abs=1e-4)
+    dots = page.find_elements(By.CSS_SELECTOR, "#pointer-plane circle.pointer-point")
+    assert len(dots) == 5
+    path = page.find_elements(By.CSS_SELECTOR, "#pointer-plane polyline.pointer-path")
+    assert len(path) == (1 if answer["order"] else 0)
+    summary = page.find_element(By.ID, "pointer-summary").text
+    assert summary.startswith("order " + " ".join(map(str, answer["order"])))
+    plane = page.find_element(By.CSS_SELECTOR, "#pointer-plane svg")
+    page.execute_script(  # a click in the square adds a sixth point and solves again
+        "var r = arguments[0].getBoundingClientRect();"
+        "arguments[0].dispatchEvent(new MouseEvent('click', {clientX: r.left + 300,"
+        " clientY: r.top + 60, bubbles: true}));",
+        plane,
+    )
+    wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "circle.pointer-point")) == 6, "6")
+    assert len(page.find_element(By.ID, "pointer-points").get_attribute("value").split()) == 6
