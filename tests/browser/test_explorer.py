@@ -33,6 +33,7 @@ def body(model: str, text: str = SOURCE, **kw) -> dict:
         "prefix": None,
         "explain": False,
         "gold": False,
+        "rollout": False,
         **kw,
     }
 
@@ -365,6 +366,43 @@ def test_a_transformers_layers_and_heads_are_chosen_and_drawn(page, server):
     page.find_element(By.ID, "grid").click()
     grid = "#heatmap td.hm-cell"  # every layer and head: L x H maps of the same size
     wait_cells(page, n * len(layers[0]) * len(layers[0][0]), grid)
+
+
+def test_a_transformers_rollout_and_flow_are_chosen_and_drawn(page, server):
+    """The map selector's rollout and flow draw what the API answers for them, not the raw
+    attention; back on attention, the attention again."""
+    Select(page.find_element(By.ID, "model")).select_by_value("transformer")
+    wait(page, lambda d: d.find_element(By.ID, "layers-box").is_displayed(), "layer selectors")
+    type_source(page)
+    result = server.post("v1/translate", body("transformer", rollout=True))["results"][0]
+    hyp, cols = result["hypotheses"][0], len(result["source_tokens"])
+    n = len(hyp["tokens"]) * cols
+
+    def drawn(d):
+        return [float(c.get_attribute("data-w")) for c in cells(d)]
+
+    def shows(weights):
+        wanted = [weights[k // cols][k % cols] for k in range(n)]
+
+        def check(d):
+            got = drawn(d)
+            return len(got) == n and all(abs(a - b) < 1e-4 for a, b in zip(got, wanted))
+
+        return check
+
+    wait(page, shows(hyp["attention"]), "the attention first")
+    for kind in ("rollout", "flow"):
+        assert result[kind] is not None, result["flow_note"]
+        assert any(
+            abs(a - b) > 1e-3
+            for ra, rb in zip(result[kind], hyp["attention"])
+            for a, b in zip(ra, rb)
+        ), f"{kind} equals the attention: the test would not see the map change"
+        set_value(page, "map", kind)
+        wait(page, shows(result[kind]), f"the {kind} map the API answered")
+        assert page.find_element(By.ID, "layer").get_attribute("disabled")
+    set_value(page, "map", "attention")
+    wait(page, shows(hyp["attention"]), "the attention again")
 
 
 def test_a_text_classifier_shades_each_word_by_its_weight(page, server):

@@ -81,7 +81,7 @@ def test_a_transformers_report_chooses_among_its_layers_and_heads(driver, server
     from attnkit.viz import write_report
     from attnkit.viz.records import AttentionRecord
 
-    (r,) = server.post("v1/translate", body("transformer"))["results"]
+    (r,) = server.post("v1/translate", body("transformer", rollout=True))["results"]
     hyp = r["hypotheses"][0]
     rec = AttentionRecord(
         r["input"],
@@ -90,6 +90,8 @@ def test_a_transformers_report_chooses_among_its_layers_and_heads(driver, server
         hyp["tokens"],
         np.asarray(hyp["attention"]),
         heads=np.asarray(hyp["layers"]),
+        rollout=np.asarray(r["rollout"]),
+        flow=np.asarray(r["flow"]),
     )
     path = write_report(tmp_path / "report.html", "transformer", {}, [rec])
     driver.get(path.as_uri())
@@ -98,20 +100,27 @@ def test_a_transformers_report_chooses_among_its_layers_and_heads(driver, server
     wait_cells(driver, n, "li.ex td.hm-cell")
     choice = driver.find_element(By.CSS_SELECTOR, "li.ex select.heads")
     options = [o.text for o in choice.find_elements(By.TAG_NAME, "option")]
-    assert options[0] == "mean of all layers and heads" and len(options) == 1 + 2 * 2
-    driver.execute_script(
-        "arguments[0].value = '1,0'; arguments[0].dispatchEvent(new Event('change'));", choice
-    )
-    wanted = rec.heads[:, 1, 0].ravel()  # layer 2, head 1
+    assert options[0] == "mean of all layers and heads" and len(options) == 1 + 2 * 2 + 2
+    assert options[-2:] == ["attention rollout (all layers)", "attention flow (all layers)"]
+    for value, wanted, what in (
+        ("1,0", rec.heads[:, 1, 0].ravel(), "layer 2, head 1's map"),
+        ("rollout", rec.rollout.ravel(), "the rollout"),
+        ("flow", rec.flow.ravel(), "the flow"),
+    ):
+        driver.execute_script(
+            "arguments[0].value = arguments[1]; arguments[0].dispatchEvent(new Event('change'));",
+            choice,
+            value,
+        )
 
-    def drawn(d):
-        weights = [
-            float(c.get_attribute("data-w"))
-            for c in d.find_elements(By.CSS_SELECTOR, "li.ex td.hm-cell")
-        ]
-        return len(weights) == n and np.allclose(weights, wanted, atol=1e-4)
+        def drawn(d, wanted=wanted):
+            weights = [
+                float(c.get_attribute("data-w"))
+                for c in d.find_elements(By.CSS_SELECTOR, "li.ex td.hm-cell")
+            ]
+            return len(weights) == n and np.allclose(weights, wanted, atol=1e-4)
 
-    wait(driver, drawn, "layer 2, head 1's map")
+        wait(driver, drawn, what)
     assert severe(driver) == []
 
 

@@ -77,3 +77,37 @@ def test_alignment_misses_are_counted_by_distance_and_position(models):
     positions = report["by_output_position"].values()
     assert sum(linked for linked, _ in positions) == report["linked"]
     assert sum(missed for _, missed in positions) == report["misses"]
+
+
+def test_faithfulness_compares_saved_answers_by_accuracy_f1_and_seed_variance(tmp_path):
+    """benchmarks/faithfulness.py --maps: accuracy and F1 of the last class counted by hand, the
+    seed variance zero between identical maps and positive between different ones, and a model
+    without attention (the uniform baseline) left out of it."""
+
+    def answers(name: str, predicted: list[int], weights) -> Path:
+        gold = [1, 0, 1, 1]
+        items = [
+            {"words": ["a", "b"], "label": g, "probs": [1.0 - p, float(p)], "weights": w}
+            for g, p, w in zip(gold, predicted, weights)
+        ]
+        path = tmp_path / name / "test_maps.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(items), encoding="utf-8")
+        return path
+
+    peaked = [[0.9, 0.1]] * 4
+    paths = [
+        answers("seed0", [1, 0, 1, 0], peaked),  # 3 of 4 right; positives: tp 2, fn 1, fp 0
+        answers("seed1", [1, 1, 1, 1], peaked),  # 3 of 4; tp 3, fp 1: F1 6/7
+        answers("mean", [1, 0, 0, 0], [None] * 4),
+    ]
+    args = [a for p in paths for a in ("--maps", str(p))]
+    out = json.loads(_run("faithfulness.py", *args))
+    models = out["models"]
+    assert models["seed0"]["accuracy"] == 75.0 and models["seed0"]["f1_last_class"] == 0.8
+    assert models["seed1"]["f1_last_class"] == round(6 / 7, 4)
+    assert models["mean"]["accuracy"] == 50.0 and models["mean"]["attention"] == "none"
+    assert out["seed_variance"]["pairs"] == 1 and out["seed_variance"]["mean_jsd"] == 0.0
+    assert out["first_model_jsd_from_uniform"] > 0.1
+    paths[1].write_text(paths[1].read_text().replace("0.9, 0.1", "0.5, 0.5"), encoding="utf-8")
+    assert json.loads(_run("faithfulness.py", *args))["seed_variance"]["mean_jsd"] > 0.1

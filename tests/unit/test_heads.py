@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 import yaml
 from test_cli import _reversal_tsv
 
@@ -173,6 +174,25 @@ def test_evaluate_reports_the_transformer_and_its_backend(run, tmp_path, capsys)
     assert scores["attention"] == "transformer"
     assert scores["backend"].startswith("backend:") and "Transformer" in scores["backend"]
     assert scores["greedy"]["items"] == 10 and "beam2" in scores
+    # each example's rollout and flow, forced along its output, as explain/rollout.py makes them
+    from attnkit.data.vocab import BOS_ID, EOS
+    from attnkit.explain.rollout import transformer_maps
+
+    translator = Translator.load(run / "best")
+    records = load_records(tmp_path / "attention.json")
+    assert records and all(r.rollout is not None and r.flow is not None for r in records)
+    for rec in records[:3]:
+        (example,), _ = translator.encode_sources([rec.source], warn=False)
+        ended = rec.output_tokens[-1:] == [EOS]
+        ids = translator.tgt_vocab.encode(rec.output_tokens[:-1] if ended else rec.output_tokens)
+        src = torch.tensor([example.src])
+        tgt_in = torch.tensor([[BOS_ID, *ids][: len(rec.output_tokens)]])
+        want = transformer_maps(translator.model, src, tgt_in, encoder=False)
+        np.testing.assert_allclose(rec.rollout, want["rollout"].numpy(), atol=1e-4)
+        np.testing.assert_allclose(rec.flow, want["flow"].numpy(), atol=1e-4)
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert '"rollout": [[' in page and '"flow": [[' in page
+    assert "attention rollout and flow through the encoder" in page
 
 
 def test_per_head_metrics_rank_heads_by_their_own_alignment():

@@ -4,10 +4,13 @@ tiny Transformer."""
 import pytest
 import torch
 
+from attnkit.data.vocab import BOS_ID, EOS_ID
 from attnkit.explain.rollout import (
+    along_output,
     cross_flow,
     cross_rollout,
     flow,
+    flow_work,
     rollout,
     rollout_by_layer,
     transformer_maps,
@@ -85,3 +88,22 @@ def test_encoder_attention_rows_are_distributions_over_the_real_tokens(transform
     assert weights.shape == (2, 2, 2, 4, 4)
     torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 2, 4))
     assert (weights[1, ..., 2:] == 0).all()
+
+
+def test_along_an_output_flow_is_bounded_by_its_work(transformer):
+    """The maps of a source forced along an output (ended: "</s>" its last row) are
+    transformer_maps' of the same decoder inputs; above the bound of work flow is left out and a
+    line says why, with the numbers it compared."""
+    src, out = [4, 5, 6, 7, EOS_ID], [8, 9]
+    want = transformer_maps(transformer, torch.tensor([src]), torch.tensor([[BOS_ID, 8, 9]]))
+    work = flow_work(2, 5, 3)
+    assert work == 3 * 5 * 2 * 5 * 5
+    maps, note = along_output(transformer, src, out, ended=True, max_work=work)
+    assert note is None
+    for name in ("rollout", "flow"):
+        torch.testing.assert_close(torch.from_numpy(maps[name]), want[name])
+    maps, note = along_output(transformer, src, out, ended=True, max_work=work - 1)
+    assert "flow" not in maps and f"{work:,}" in note and f"{work - 1:,}" in note
+    torch.testing.assert_close(torch.from_numpy(maps["rollout"]), want["rollout"])
+    cut, _ = along_output(transformer, src, out, ended=False)  # no "</s>": two rows, <s> and 8 in
+    torch.testing.assert_close(torch.from_numpy(cut["rollout"]), want["rollout"][:2])

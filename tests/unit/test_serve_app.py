@@ -15,7 +15,7 @@ from attnkit.data.batching import Example, collate
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_splits
 from attnkit.data.tokenizers import CharTokenizer
-from attnkit.data.vocab import EOS, EOS_ID, Vocab
+from attnkit.data.vocab import BOS_ID, EOS, EOS_ID, Vocab
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.serve.app import ServeSettings, create_app
@@ -224,7 +224,8 @@ def test_serve_errors_are_one_line(capsys, tmp_path):
     assert "--max-chars must be > 0" in capsys.readouterr().err
 
 
-def test_a_transformer_sends_every_layer_and_head(tmp_path):
+def tiny_transformer(directory: Path, encoder_layers: int = 1) -> Path:
+    """An untrained two-layer, two-head Transformer over German number words, saved."""
     from attnkit.models.architectures import build_model
 
     cfg = experiment_from_dict(
@@ -233,7 +234,7 @@ def test_a_transformer_sends_every_layer_and_head(tmp_path):
             "model": {
                 "arch": "transformer",
                 "embedding_dim": 8,
-                "encoder_layers": 1,
+                "encoder_layers": encoder_layers,
                 "decoder_layers": 2,
                 "heads": 2,
                 "ff_dim": 8,
@@ -245,8 +246,12 @@ def test_a_transformer_sends_every_layer_and_head(tmp_path):
     tok, vocab = CharTokenizer(), Vocab.build([list("abcdefghijklmnopqrstuvwxyzäöüß0123456789")])
     torch.manual_seed(0)
     model = build_model(cfg.model, len(vocab), len(vocab)).eval()
-    directory = tmp_path / "tiny-transformer" / "best"
     Translator(model, cfg, tok, tok, vocab, vocab, torch.device("cpu")).save(directory)
+    return directory
+
+
+def test_a_transformer_sends_every_layer_and_head(tmp_path):
+    directory = tiny_transformer(tmp_path / "tiny-transformer" / "best")
     with TestClient(create_app(ServeSettings(models=[directory]))) as c:
         (info,) = c.get("/v1/models").json()["models"]
         assert (info["attention"], info["layers"], info["heads"]) == ("transformer", 2, 2)
@@ -256,6 +261,45 @@ def test_a_transformer_sends_every_layer_and_head(tmp_path):
             layers, attention = np.array(h["layers"]), np.array(h["attention"])
             assert layers.shape == (len(h["tokens"]), 2, 2, len(result["source_tokens"]))
             np.testing.assert_allclose(layers.mean(axis=(1, 2)), attention, atol=1e-5)
+            assert result["rollout"] is None and result["flow"] is None  # not asked
+
+
+def test_a_transformers_rollout_and_flow_are_explain_rollouts(tmp_path, numbers_model):
+    """rollout: true answers the maps explain/rollout.py makes of the first output, forced along
+    it; flow above --max-flow-work is left out with a line saying why; an RNN is refused."""
+    from attnkit.explain.rollout import transformer_maps
+    from attnkit.serve.limits import Limits
+
+    directory = tiny_transformer(tmp_path / "tiny-transformer" / "best", encoder_layers=2)
+    translator = Translator.load(directory)
+    body = {"inputs": ["dreiundzwanzig", "vier"], "beam": 2, "rollout": True}
+    with TestClient(create_app(ServeSettings(models=[directory]))) as c:
+        results = _translate(c, **body)["results"]
+    for text, result in zip(body["inputs"], results):
+        tokens = result["hypotheses"][0]["tokens"]  # "</s>" last when the output ended
+        ended = tokens[-1:] == [EOS]
+        src = torch.tensor(
+            [translator.src_vocab.encode(translator.src_tokenizer.tokenize(text)) + [EOS_ID]]
+        )
+        ids = translator.tgt_vocab.encode(tokens[:-1] if ended else tokens)
+        tgt_in = torch.tensor([[BOS_ID, *ids][: len(tokens)]])
+        want = transformer_maps(translator.model, src, tgt_in, encoder=False)
+        for name in ("rollout", "flow"):
+            got = np.array(result[name])
+            assert got.shape == (len(tokens), len(result["source_tokens"]))
+            np.testing.assert_allclose(got, want[name].numpy(), atol=1e-5)
+        assert result["flow_note"] is None
+        assert not np.allclose(result["rollout"], result["hypotheses"][0]["attention"], atol=1e-3)
+    settings = ServeSettings(models=[directory, numbers_model], limits=Limits(max_flow_work=10))
+    with TestClient(create_app(settings)) as c:
+        (result,) = _translate(c, inputs=["vier"], rollout=True)["results"]
+        assert result["flow"] is None and result["rollout"] is not None
+        assert "flow: not computed" in result["flow_note"] and "10" in result["flow_note"]
+        refused = c.post("/v1/translate", json={"model": "numbers", "inputs": ["vier"],
+                                                "rollout": True})  # fmt: skip
+        assert refused.status_code == 422
+        assert refused.json()["error"]["field"] == "rollout"
+        assert "Transformer" in refused.json()["error"]["message"]
 
 
 def test_each_input_is_tokenized_once_and_beam_top_k_decodes_once(client, monkeypatch):

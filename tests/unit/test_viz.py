@@ -576,18 +576,21 @@ def test_gold_links_round_trip_and_are_checked(tmp_path):
         AttentionRecord.from_json(bad)
 
 
-def test_saliency_beside_the_weights_round_trips_and_is_checked(tmp_path):
+@pytest.mark.parametrize("name", ["saliency", "rollout", "flow"])
+def test_maps_beside_the_weights_round_trip_and_are_checked(tmp_path, name):
     from attnkit.viz.records import AttentionRecord, load_records, save_records
 
     weights = np.full((2, 3), 1 / 3)
     rec = AttentionRecord("ab", ["a", "b", "</s>"], "x", ["x", "</s>"], weights)
-    rec.saliency = np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]])
+    setattr(rec, name, np.array([[0.5, 0.25, 0.25], [0.1, 0.1, 0.8]]))
     rec.__post_init__()
     for suffix in (".json", ".npz"):
         save_records([rec], tmp_path / f"r{suffix}")
         (back,) = load_records(tmp_path / f"r{suffix}")
-        np.testing.assert_allclose(back.saliency, rec.saliency, atol=1e-6)
-    with pytest.raises(ValueError, match=r"saliency has shape \(1, 3\), expected \(2, 3\)"):
+        np.testing.assert_allclose(getattr(back, name), getattr(rec, name), atol=1e-6)
+        others = {"saliency", "rollout", "flow"} - {name}
+        assert all(getattr(back, other) is None for other in others)
+    with pytest.raises(ValueError, match=rf"{name} has shape \(1, 3\), expected \(2, 3\)"):
         AttentionRecord(
-            "ab", ["a", "b", "</s>"], "x", ["x", "</s>"], weights, saliency=np.ones((1, 3))
+            "ab", ["a", "b", "</s>"], "x", ["x", "</s>"], weights, **{name: np.ones((1, 3))}
         )

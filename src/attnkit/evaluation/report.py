@@ -12,6 +12,11 @@ A model without attention (``model.attention: none``, or an ensemble of such mod
 attention to score or draw: ``scores.json`` has no ``alignment`` block, and ``saliency.json``
 and the report hold the gradient saliency of those examples' outputs instead
 (:mod:`attnkit.explain.no_attention`; an ensemble of them has no pictures).
+
+A Transformer's examples also carry their attention rollout and flow through the encoder
+(:mod:`attnkit.explain.rollout`, forced along each output), which the report's map menu offers
+beside the raw attention; flow, a max-flow per cell, only within a bound of work per example and
+per report (:data:`REPORT_FLOW_WORK`), the report's notes saying how many have it.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.translator import load_translator
 from attnkit.viz import Tally, save_records, write_report
 from attnkit.zoo import run_parent
+
+#: the most attention-flow work one report spends on its examples (about 10 s of CPU)
+REPORT_FLOW_WORK = 1_000_000
 
 
 def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
@@ -76,7 +84,7 @@ def evaluate_model(
     out.mkdir(parents=True, exist_ok=True)
     scores = _header(dirs, translator, split, files)
     attends = translator.model.has_attention
-    records, counts = [], None
+    records, counts, flow_note = [], None, None
     for k in [1] if beam == 1 else [1, beam]:
         name = "greedy" if k == 1 else f"beam{k}"
         t0 = time.time()
@@ -104,12 +112,13 @@ def evaluate_model(
             _add_heads(translator, [sources[i] for i in chosen], shown)
             chrf = is_translation(cfg.data)
             records = [judged_record(t, refs[i], i, chrf) for t, i in zip(shown, chosen)]
+            flow_note = _add_rollout(translator, [sources[i] for i in chosen], records)
             if aligner is not None:
                 mark_gold(aligner, records)
             counts = tally(right)
     (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
     title = f"attnkit evaluate: {cfg.name} ({cfg.data.task}, {set_name})"
-    _write_examples(out, title, translator, scores, records, counts)
+    _write_examples(out, title, translator, scores, records, counts, flow_note)
     scores["out"] = str(out)
     return scores
 
@@ -127,6 +136,37 @@ def _add_heads(translator, sources: list[str], shown: list) -> None:
     for t, kept in zip(shown, again):
         if kept.heads is not None and kept.output_tokens == t.output_tokens:
             t.heads = kept.heads
+
+
+def _add_rollout(translator, sources: list[str], records: list) -> str | None:
+    """Give a Transformer's example records their attention rollout and, within the bounds of
+    work, their flow; the line the report's notes say of them (None for other models)."""
+    model = translator.model
+    if not hasattr(model, "encoder_attention") or not records:
+        return None  # an RNN, or an ensemble (no one encoder to roll out)
+    from attnkit.evaluation.faithfulness_seq2seq import plain
+    from attnkit.explain.rollout import FLOW_WORK, along_tokens, flow_work
+
+    examples, _ = translator.encode_sources(sources, warn_unknown=False, warn=False)
+    left, with_flow = REPORT_FLOW_WORK, 0
+    with plain(model):
+        for record, example in zip(records, examples):
+            bound = min(FLOW_WORK, left)
+            maps, _ = along_tokens(translator, example.src, record.output_tokens, bound)
+            record.rollout, record.flow = maps["rollout"], maps.get("flow")
+            if record.flow is not None:
+                with_flow += 1
+                left -= flow_work(len(model.encoder.layers), len(example.src), len(record.weights))
+    note = (
+        "Each example's map menu also offers the attention rollout and flow through the encoder "
+        "(Abnar & Zuidema 2020)"
+    )
+    if with_flow < len(records):
+        return (
+            f"{note}; flow, a max-flow per cell, is drawn for {with_flow} of the "
+            f"{len(records)} examples (the others are past the report's bound of work)."
+        )
+    return note + "."
 
 
 def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -> dict:
@@ -151,14 +191,20 @@ def _header(dirs: list[Path], translator, split: str, files: EvalFiles | None) -
 
 
 def _write_examples(
-    out: Path, title: str, translator, scores: dict, records: list, counts: Tally | None
+    out: Path,
+    title: str,
+    translator,
+    scores: dict,
+    records: list,
+    counts: Tally | None,
+    notes: str | None = None,
 ) -> None:
     """The chosen examples' maps as records and report.html: their attention (attention.json),
     or for a model without attention their saliency (saliency.json), the report saying so and
-    counting the errors of the whole evaluation (``counts``)."""
+    counting the errors of the whole evaluation (``counts``); ``notes`` a line for the page."""
     attends = translator.model.has_attention
     save_records(records, out / ("attention.json" if attends else "saliency.json"))
-    notes = None if attends else NOTE
+    notes = notes if attends else NOTE
     if not attends and not can_explain(translator):
         notes = "These models have no attention, and saliency is drawn for one model alone."
     write_report(

@@ -19,6 +19,13 @@ C[t] (the mean over decoder layers and heads), so its rollout over the source is
 flow is the maximum flow from a node for step t, joined to the top encoder layer with
 capacities C[t], down to each input token.
 
+Flow costs a max-flow per cell of the map, each on a graph of L x S x S edges: about
+:func:`flow_work` = T x S x L x S x S edge visits, some 10 microseconds each in networkx on a
+laptop CPU (2 layers, 20 x 20 tokens: 3 s). Where maps are drawn for whoever asks (the explorer,
+a report's examples), :func:`along_output` computes flow only up to a bound of that work
+(:data:`FLOW_WORK`, about 2 s) and says why it did not beyond it; rollout is a few matrix
+products and is always computed.
+
 Shapes: L layers, H heads, S source positions, T output steps.
 """
 
@@ -29,6 +36,11 @@ import numpy as np
 import torch
 from networkx.algorithms.flow import build_residual_network, preflow_push
 from torch import Tensor
+
+from attnkit.data.vocab import BOS_ID, EOS
+
+#: the most :func:`flow_work` spent on one map's attention flow where maps are drawn on demand
+FLOW_WORK = 200_000
 
 
 def with_residual(attention: Tensor) -> Tensor:
@@ -117,12 +129,14 @@ def cross_flow(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tensor:
     return torch.from_numpy(_flows(graph, steps, [(0, j) for j in range(s)])).float()
 
 
-def transformer_maps(model, src: Tensor, tgt_in: Tensor, encoder: bool = True) -> dict[str, Tensor]:
+def transformer_maps(
+    model, src: Tensor, tgt_in: Tensor, encoder: bool = True, with_flow: bool = True
+) -> dict[str, Tensor]:
     """One source (1, S) and its forced output's decoder inputs (1, T) through a Transformer ->
     {"attention": the cross-attention (T, S) (mean over decoder layers and heads),
-    "rollout": (T, S), "flow": (T, S), "encoder_attention": (L, S, S) heads averaged,
-    "cross_by_layer": (Ld, T, S) each decoder layer's cross-attention, heads averaged} and, with
-    ``encoder``, "encoder_rollout": (S, S), "encoder_flow": (S, S)."""
+    "rollout": (T, S), "flow": (T, S) (unless not ``with_flow``), "encoder_attention": (L, S, S)
+    heads averaged, "cross_by_layer": (Ld, T, S) each decoder layer's cross-attention, heads
+    averaged} and, with ``encoder``, "encoder_rollout": (S, S), "encoder_flow": (S, S)."""
     with torch.no_grad():
         lengths = torch.tensor([src.size(1)])
         _, cross = model(src, lengths, tgt_in, need_weights=True)  # (1, L, H, T, S)
@@ -132,11 +146,56 @@ def transformer_maps(model, src: Tensor, tgt_in: Tensor, encoder: bool = True) -
     maps = {
         "attention": cross,
         "rollout": cross_rollout(cross, layers),
-        "flow": cross_flow(cross, layers),
         "encoder_attention": layers,
         "cross_by_layer": by_layer,
     }
+    if with_flow:
+        maps["flow"] = cross_flow(cross, layers)
     if encoder:
         maps["encoder_rollout"] = rollout(layers)
         maps["encoder_flow"] = flow(layers)
     return maps
+
+
+def flow_work(layers: int, source: int, steps: int) -> int:
+    """What the attention flow of a (steps x source) map through ``layers`` encoder layers costs:
+    a max-flow per cell, each on a graph of layers x source x source edges."""
+    return steps * source * layers * source * source
+
+
+def along_output(
+    model, src_ids: list[int], output_ids: list[int], ended: bool, max_work: int = FLOW_WORK
+) -> tuple[dict[str, np.ndarray], str | None]:
+    """A Transformer's rollout and flow of one source (token ids, "</s>" included) forced along
+    an output it wrote (target ids, "</s>" left out; ``ended``: the output ended with it) ->
+    ({"rollout": (T, S), "flow": (T, S)}, None), T = len(output_ids) + ended, the rows of the
+    output's attention. Flow is left out when its :func:`flow_work` is above ``max_work``, and
+    the second item says so in a line. Call it with the model in eval mode."""
+    steps = len(output_ids) + int(ended)  # T
+    if steps == 0:
+        return {"rollout": np.zeros((0, len(src_ids))), "flow": np.zeros((0, len(src_ids)))}, None
+    tgt_in = [BOS_ID, *output_ids][:steps]  # (T,): the decoder's inputs, teacher-forced
+    device = next(model.parameters()).device
+    src = torch.tensor([src_ids], dtype=torch.long, device=device)  # (1, S)
+    tgt = torch.tensor([tgt_in], dtype=torch.long, device=device)  # (1, T)
+    layers = len(model.encoder.layers)
+    work = flow_work(layers, len(src_ids), steps)
+    maps = transformer_maps(model, src, tgt, encoder=False, with_flow=work <= max_work)
+    note = None
+    if "flow" not in maps:
+        note = (
+            f"flow: not computed: it takes a max-flow for each of the map's {steps} x "
+            f"{len(src_ids)} cells through {layers} layers ({work:,} steps of work), more than "
+            f"the bound of {max_work:,}; rollout is shown, and a shorter input gets flow too"
+        )
+    return {k: maps[k].numpy() for k in ("rollout", "flow") if k in maps}, note
+
+
+def along_tokens(
+    translator, src_ids: list[int], output_tokens: list[str], max_work: int = FLOW_WORK
+):
+    """:func:`along_output` for an output as a translator writes it (its tokens, "</s>" last
+    when it ended)."""
+    ended = output_tokens[-1:] == [EOS]
+    ids = translator.tgt_vocab.encode(output_tokens[:-1] if ended else output_tokens)
+    return along_output(translator.model, src_ids, ids, ended, max_work)

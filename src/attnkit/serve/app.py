@@ -178,7 +178,7 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
     @app.post("/v1/translate", response_model=TranslateResponse, responses=ERRORS)
     async def translate_(request: TranslateRequest):  # type: ignore[valid-type]
         model = pick_model(served, request.model, "seq2seq")
-        key, job = translate.check_request(model, request, limits.max_explain_inputs)
+        key, job = translate.check_request(model, request, limits)
         results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
         return JSONResponse({"model": model.name, "results": results})
 

@@ -25,6 +25,12 @@ class Limits:
     max_top_k: int = _limit(20, "top_k: tokens shown per output step")
     max_explain_inputs: int = _limit(8, "inputs of a request with explain (saliency)")
     max_prefix: int = _limit(100, "tokens of a forced target prefix")
+    max_flow_work: int = _limit(
+        200_000,
+        "work of a Transformer map's attention flow (output x source cells x the encoder's "
+        "layers x source x source edges: a max-flow per cell; 200,000 is about 2 s of CPU); "
+        "above it a rollout request gets rollout alone, and a line saying why",
+    )
     max_story_lines: int = _limit(100, "sentences of a memory network's story")
     max_words: int = _limit(50, "words of a story's sentence or of a question")
     max_points: int = _limit(100, "points (or numbers) of a pointer network's instance")

@@ -63,6 +63,15 @@ class TranslateResult(BaseModel):
     reference: Reference | None = Field(
         None, description="reference given: the model forced to write it, with its gold links"
     )
+    rollout: list[list[float]] | None = Field(
+        None,
+        description="rollout: true (a Transformer): the first hypothesis' attention rollout "
+        "through the encoder, the shape of its attention",
+    )
+    flow: list[list[float]] | None = Field(
+        None, description="rollout: true: its attention flow, where the work is within the bound"
+    )
+    flow_note: str | None = Field(None, description="why flow is null when rollout is not")
 
 
 class TranslateResponse(BaseModel):
@@ -192,6 +201,14 @@ def request_models(limits: Limits) -> RequestModels:
                 None,
                 description="the right output of the one input: the model is forced to write it "
                 "(teacher forcing) and its attention and gold links come back as `reference`",
+            ),
+        ),
+        rollout=(
+            bool,
+            Field(
+                False,
+                description="a Transformer: add the first output's attention rollout and flow "
+                "(Abnar & Zuidema 2020)",
             ),
         ),
     )

@@ -7,6 +7,11 @@ tokenizes them (:meth:`attnkit.translator.Translator.prepare`, as ``attnkit tran
 once. The worker thread calls :func:`run_batch` with every waiting request of one
 :class:`DecodeKey`: their prepared inputs decode together, and each request gets its own results
 back.
+
+A request with ``rollout`` (a Transformer's) also gets the first hypothesis' attention rollout
+and flow through the encoder (:func:`attnkit.explain.rollout.along_tokens`, forced along that
+output), computed in the worker; flow only up to ``--max-flow-work`` (a max-flow per cell of the
+map), and above it a line saying why it is missing.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import numpy as np
 
 from attnkit.decoding.topk import top_k_steps
 from attnkit.errors import AttnkitError, InputError
+from attnkit.serve.limits import Limits
 from attnkit.serve.models import ServedModel, layer_shape
 from attnkit.serve.problems import ApiError
 from attnkit.translator import Prepared, target_prefix_ids
@@ -46,11 +52,10 @@ class TranslateJob:
     explain: bool
     gold: bool
     reference: str | None = None
+    flow_work: int | None = None  # rollout asked: the bound of flow's work; None: not asked
 
 
-def check_request(
-    model: ServedModel, request, explain_inputs: int
-) -> tuple[DecodeKey, TranslateJob]:
+def check_request(model: ServedModel, request, limits: Limits) -> tuple[DecodeKey, TranslateJob]:
     """The request's batch key and job, or ApiError (422) naming the field at fault.
 
     It runs on the event loop while the worker decodes, so it warns about nothing (catching
@@ -64,6 +69,7 @@ def check_request(
         )
     if request.explain and not model.can_explain:
         raise ApiError(422, "explain", f"explain: saliency is not available for {model.name!r}")
+    explain_inputs = limits.max_explain_inputs
     if request.explain and len(request.inputs) > explain_inputs:
         raise ApiError(
             422,
@@ -78,6 +84,7 @@ def check_request(
             "reference",
             f"reference: the right output of one input; got {len(request.inputs)} inputs",
         )
+    _check_rollout(model, request, explain_inputs)
     prefix = tuple(request.prefix or ())
     try:
         target_prefix_ids(translator.tgt_vocab, prefix)
@@ -89,7 +96,27 @@ def check_request(
     except InputError as exc:
         raise ApiError(422, exc.name, str(exc)) from None
     key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
-    return key, TranslateJob(prepared, request.explain, request.gold, request.reference)
+    flow_work = limits.max_flow_work if request.rollout else None
+    return key, TranslateJob(prepared, request.explain, request.gold, request.reference, flow_work)
+
+
+def _check_rollout(model: ServedModel, request, most: int) -> None:
+    if not request.rollout:
+        return
+    if not hasattr(model.translator.model, "encoder_attention"):
+        raise ApiError(
+            422,
+            "rollout",
+            f"rollout: attention rollout and flow are for Transformer models, and "
+            f"{model.name!r} is not one",
+        )
+    if len(request.inputs) > most:
+        raise ApiError(
+            422,
+            "rollout",
+            f"rollout: at most {most} inputs per request with rollout (--max-explain-inputs), "
+            f"got {len(request.inputs)}",
+        )
 
 
 def run_batch(model: ServedModel, key: DecodeKey, jobs: list[TranslateJob]) -> list:
@@ -155,8 +182,9 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
         from attnkit.data.tasks.gold import gold_aligner
 
         aligner = gold_aligner(translator.config.data)
+    rolled = _rollouts(model, job, translations)
     results = []
-    for t, top, sal in zip(translations, tops, saliency):
+    for t, top, sal, maps in zip(translations, tops, saliency, rolled):
         gold = _gold_links(aligner, t.source, t.output) if job.gold else None
         results.append(
             {
@@ -168,6 +196,7 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
                 "reference": None
                 if job.reference is None
                 else _reference(translator, aligner, t.source, job.reference),
+                **maps,
             }
         )
     return results
@@ -191,6 +220,28 @@ def _reference(translator, aligner, source: str, reference: str) -> dict:
         "attention": _matrix(forced.weights),
         "gold": _gold_links(aligner, source, reference),
     }
+def _rollouts(model: ServedModel, job: TranslateJob, translations) -> list[dict]:
+    """Per translation, its first hypothesis' {"rollout", "flow", "flow_note"} when the job asked
+    for them, else those keys null."""
+    if job.flow_work is None:
+        return [dict.fromkeys(("rollout", "flow", "flow_note")) for _ in translations]
+    from attnkit.evaluation.faithfulness_seq2seq import plain
+    from attnkit.explain.rollout import along_tokens
+
+    translator, out = model.translator, []
+    sources = {e.index: e.src for e in job.inputs.examples}
+    with plain(translator.model):
+        for i, t in enumerate(translations):
+            maps, note = along_tokens(translator, sources[i], t.output_tokens, job.flow_work)
+            flow = maps.get("flow")
+            out.append(
+                {
+                    "rollout": _matrix(maps["rollout"]),
+                    "flow": None if flow is None else _matrix(flow),
+                    "flow_note": note,
+                }
+            )
+    return out
 
 
 def _hypothesis(h, top) -> dict:

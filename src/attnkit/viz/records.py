@@ -3,10 +3,12 @@
 An :class:`AttentionRecord` holds what a picture of attention needs: the
 source and output text, their tokens (the axis labels) and the weights
 ``(T, S)``, rows = output tokens, columns = source tokens; for a Transformer also
-``heads`` ``(T, L, H, S)``, every layer's and head's attention (``weights`` is their mean).
-A record of an evaluation also says where it came from (``index``), whether it is ``right``
-(judged against all of its references) and, for a translation task, its sentence ``chrf``;
-files without these keys (older ones) load with them unset.
+``heads`` ``(T, L, H, S)``, every layer's and head's attention (``weights`` is their mean),
+and, where computed, its attention ``rollout`` and ``flow`` ``(T, S)``; beside any model's, its
+gradient ``saliency`` ``(T, S)`` (``attnkit explain``). A record of an evaluation also says
+where it came from (``index``), whether it is ``right`` (judged against all of its references)
+and, for a translation task, its sentence ``chrf``; files without these keys (older ones) load
+with them unset.
 
 Two file formats, neither of which ever unpickles anything:
 
@@ -32,6 +34,8 @@ from attnkit.errors import DataError
 
 FORMAT = "attnkit-attention"
 VERSION = 1
+#: the optional maps of a record the shape of its weights (drawn instead of them on a choice)
+MAPS = ("saliency", "rollout", "flow")
 
 
 class RecordsFileError(DataError, ValueError):
@@ -68,6 +72,10 @@ class AttentionRecord:
     #: (T, S) the gradient saliency of the same outputs (``attnkit explain``), shown beside the
     #: attention; None elsewhere
     saliency: np.ndarray | None = None
+    #: (T, S) a Transformer's attention rollout and flow through its encoder, forced along the
+    #: same output (:mod:`attnkit.explain.rollout`), where computed; else None
+    rollout: np.ndarray | None = None
+    flow: np.ndarray | None = None
     #: (T,) a copying model's p_gen at every output step (1: written from the vocabulary, 0:
     #: copied from the source), drawn beside the map; None for other models
     p_gen: np.ndarray | None = None
@@ -96,12 +104,14 @@ class AttentionRecord:
             outside = [(j, i) for j, i in self.gold if not (0 <= j < rows and 0 <= i < cols)]
             if outside:
                 raise ValueError(f"gold link {outside[0]} is outside the {rows} x {cols} map")
-        if self.saliency is not None:
-            self.saliency = np.asarray(self.saliency, dtype=np.float64)
-            if self.saliency.shape != expected:
-                raise ValueError(
-                    f"saliency has shape {self.saliency.shape}, expected {expected} (the weights')"
-                )
+        for name in MAPS:
+            if getattr(self, name) is not None:
+                setattr(self, name, np.asarray(getattr(self, name), dtype=np.float64))
+                if getattr(self, name).shape != expected:
+                    raise ValueError(
+                        f"{name} has shape {getattr(self, name).shape}, expected {expected} (the "
+                        "weights')"
+                    )
         if self.p_gen is not None:
             self.p_gen = np.asarray(self.p_gen, dtype=np.float64)
             if self.p_gen.shape != expected[:1]:
@@ -156,8 +166,9 @@ class AttentionRecord:
         obj["weights"] = np.round(self.weights, 5).tolist()
         if self.heads is not None:
             obj["heads"] = np.round(self.heads, 5).tolist()
-        if self.saliency is not None:
-            obj["saliency"] = np.round(self.saliency, 5).tolist()
+        for name in MAPS:
+            if getattr(self, name) is not None:
+                obj[name] = np.round(getattr(self, name), 5).tolist()
         if self.p_gen is not None:
             obj["p_gen"] = np.round(self.p_gen, 5).tolist()
         return obj
@@ -180,7 +191,7 @@ class AttentionRecord:
             right=_optional_bool(obj, "right"),
             chrf=_optional(obj, "chrf", (int, float)),
             gold=_gold(obj),
-            saliency=None if obj.get("saliency") is None else np.asarray(obj["saliency"], float),
+            **{k: None if obj.get(k) is None else np.asarray(obj[k], float) for k in MAPS},
             p_gen=None if obj.get("p_gen") is None else np.asarray(obj["p_gen"], float),
         )
 
@@ -292,7 +303,7 @@ def save_records_npz(records: list[AttentionRecord], path: str | Path) -> None:
     arrays: dict[str, np.ndarray] = {
         f"weights_{i}": r.weights.astype(np.float32) for i, r in enumerate(records)
     }
-    for name in ("heads", "saliency", "p_gen"):  # optional arrays, where a record has them
+    for name in ("heads", *MAPS, "p_gen"):  # optional arrays, where a record has them
         for i, r in enumerate(records):
             if getattr(r, name) is not None:
                 arrays[f"{name}_{i}"] = getattr(r, name).astype(np.float32)
@@ -319,7 +330,7 @@ def load_records_npz(path: str | Path) -> list[AttentionRecord]:
                 if key not in npz.files:
                     raise RecordsFileError(f"record {i}: missing array '{key}'", path)
                 m["weights"] = npz[key]
-                for name in ("heads", "saliency", "p_gen"):
+                for name in ("heads", *MAPS, "p_gen"):
                     if f"{name}_{i}" in npz.files:
                         m[name] = npz[f"{name}_{i}"]
     except FileNotFoundError:

@@ -5,8 +5,8 @@ The page needs nothing but itself: inline CSS, a small vanilla-JS script
 ``<script type="application/json">`` and, for the first few examples, static PNG heatmaps
 as ``data:`` URIs so pictures show even with scripts off. Clicking an example draws its
 attention as a table of coloured cells; hovering a cell reads ``output <- source: weight``.
-A Transformer's example (a record with ``heads``) gets a choice of the map: the mean, or any
-layer's head.
+A Transformer's example (a record with ``heads``) gets a choice of the map: the mean, any
+layer's head, or its attention rollout and flow (a record with ``rollout`` and ``flow``).
 
 The wrong examples come first, each with its reference beside its output (and beside its
 map); controls filter the list (all / wrong / right) and sort it (as decoded, model score,

@@ -2,7 +2,9 @@
  * The text view: type a source, see the translation and where each output token looked
  * (debounced, ~250 ms), the n-best list and its beam tree, the top-k candidates of every step
  * (click one: decode again forced through it, the what-if), a second model side by side on
- * shared axes, saliency, gold links, and a Transformer's layers and heads.
+ * shared axes, saliency, gold links, and a Transformer's layers and heads, or its attention
+ * rollout or flow through the encoder (the "map" selector; the server computes them, for the
+ * best output, when asked: flow only up to its bound, and a line says why beyond it).
  */
 (function (root) {
   "use strict";
@@ -53,7 +55,8 @@
       prefix: withPrefix ? state.prefix : null,
       explain: Boolean($("saliency").checked && m && m.explain),
       gold: Boolean($("gold").checked && m && m.has_gold),
-      reference: withPrefix && state.reference && $("gold").checked ? state.reference : null
+      reference: withPrefix && state.reference && $("gold").checked ? state.reference : null,
+      rollout: model === state.model && mapKind() !== "attention"
     };
   }
 
@@ -102,6 +105,19 @@
     });
   }
 
+  /** "attention", or "rollout" / "flow" where the model is a Transformer and they are chosen. */
+  function mapKind() {
+    var m = info(state.model);
+    return m && m.layers ? $("map").value : "attention";
+  }
+
+  /** The rollout or flow map chosen, or a line saying why there is none ({weights, note}). */
+  function derived(result, kind) {
+    if (state.shown !== 0) return {note: kind + " is drawn for the best output: choose it"};
+    if (result[kind]) return {weights: result[kind]};
+    return {note: result.flow_note || kind + ": not computed for this answer"};
+  }
+
   function mapOf(result, hyp, weights, title) {
     return {rows: hyp.tokens, cols: result.source_tokens, weights: weights, title: title};
   }
@@ -139,8 +155,21 @@
     opts.legendLabel = "attention";
     // beside a second model, the attention here is on the side-by-side maps' one scale
     if (state.secondResult) opts.vmax = sharedTop(result, state.secondResult);
+    var kind = mapKind(), note = $("map-note");
+    note.hidden = true;
+    $("layer").disabled = $("head").disabled = kind !== "attention";
     if ($("grid").checked && hyp.layers && m && m.layers) return renderGrid(box, result, hyp);
     var att = mapOf(result, hyp, weightsOf(hyp), "attention: " + state.model);
+    if (kind !== "attention") {
+      var got = derived(result, kind);
+      note.textContent = got.note || "";
+      note.hidden = !got.note;
+      if (got.weights) {  // its own scale: not the side-by-side attention's
+        att = mapOf(result, hyp, got.weights, "attention " + kind + ": " + state.model);
+        opts.legendLabel = kind;
+        delete opts.vmax;
+      }
+    }
     if (state.shown === 0 && result.gold) att.gold = result.gold;
     $("gold-note").hidden = !($("gold").checked && m && m.has_gold && state.shown === 0 &&
       !(result.gold && result.gold.length));
@@ -350,6 +379,11 @@
       if (e.key === "Enter") { e.preventDefault(); askReference(); }
     });
     ["layer", "head", "grid"].forEach(function (id) { $(id).addEventListener("change", render); });
+    // rollout and flow come from the server: asked for once, then kept with the answer
+    $("map").addEventListener("change", function () {
+      if (mapKind() !== "attention" && state.result && !state.result.rollout) decode();
+      else render();
+    });
     $("second").addEventListener("change", function () {
       state.second = $("second").value || null;
       decode();

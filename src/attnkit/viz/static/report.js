@@ -9,10 +9,14 @@
   var data = JSON.parse(document.getElementById("attnkit-data").textContent);
 
   // the map to draw: "" = the attention (a Transformer's: the mean of its heads), "l,h" = one
-  // head of heads[t][layer][head][s], "saliency" = the record's gradient saliency (explain)
+  // head of heads[t][layer][head][s], "saliency" = the record's gradient saliency (explain),
+  // "rollout" / "flow" = a Transformer's attention rollout / flow through its encoder
+  var DERIVED = [["saliency", "saliency (implicit attention)"],
+    ["rollout", "attention rollout (all layers)"], ["flow", "attention flow (all layers)"]];
+
   function pick(rec, choice) {
     if (!choice) return rec.weights;
-    if (choice === "saliency") return rec.saliency;
+    if (rec[choice] && choice.indexOf(",") < 0) return rec[choice];
     var lh = choice.split(",");
     return rec.heads.map(function (step) { return step[+lh[0]][+lh[1]]; });
   }
@@ -26,7 +30,7 @@
         options.push([l + "," + h, "layer " + (l + 1) + ", head " + (h + 1)]);
       });
     });
-    if (rec.saliency) options.push(["saliency", "saliency (implicit attention)"]);
+    DERIVED.forEach(function (d) { if (rec[d[0]]) options.push(d); });
     options.forEach(function (o) {
       var option = document.createElement("option");
       option.value = o[0];
@@ -63,7 +67,8 @@
       window.AttnkitHeatmap.draw(map, {rows: rec.output_tokens, cols: rec.source_tokens,
         weights: pick(rec, choice), gold: rec.gold || null}, {cell: 27, legend: true});
     }
-    if (rec.heads || rec.saliency) figure.appendChild(mapChoice(rec, draw));
+    var choices = rec.heads || DERIVED.some(function (d) { return rec[d[0]]; });
+    if (choices) figure.appendChild(mapChoice(rec, draw));
     figure.appendChild(map);
     box.appendChild(figure);
     if (wrong && rec.reference !== null) box.appendChild(beside(rec));
