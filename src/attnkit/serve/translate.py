@@ -220,6 +220,8 @@ def _reference(translator, aligner, source: str, reference: str) -> dict:
         "attention": _matrix(forced.weights),
         "gold": _gold_links(aligner, source, reference),
     }
+
+
 def _rollouts(model: ServedModel, job: TranslateJob, translations) -> list[dict]:
     """Per translation, its first hypothesis' {"rollout", "flow", "flow_note"} when the job asked
     for them, else those keys null."""
