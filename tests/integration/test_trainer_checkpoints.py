@@ -216,7 +216,11 @@ def test_sentencepiece_checkpoint_works_after_the_run_directory_is_gone(tmp_path
     best = Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
     assert {"source.model", "target.model"} <= {p.name for p in best.iterdir()}
     tokenizers = json.loads((best / "tokenizers.json").read_text())
-    assert tokenizers["source"] == {"kind": "sentencepiece", "model_file": "source.model"}
+    assert tokenizers["source"] == {
+        "kind": "sentencepiece",
+        "model_file": "source.model",
+        "normalize": "NFC",  # data.normalize's default, recorded
+    }
 
     moved = tmp_path / "elsewhere" / "model"
     shutil.copytree(best, moved)
