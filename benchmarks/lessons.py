@@ -63,6 +63,12 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
+def cell_timeout() -> int:
+    """Seconds one cell may run: 15 minutes in quick mode; in full mode an hour, since a cell may
+    train shipped configs one after the other (lesson 9: two SST models of 14 minutes each)."""
+    return 900 if os.environ.get("QUICK", "1") != "0" else 3600
+
+
 def run_lesson(path: Path, scratch: Path) -> tuple[object, dict]:
     """(the executed notebook, its timing and outcome)."""
     import jupytext
@@ -76,7 +82,8 @@ def run_lesson(path: Path, scratch: Path) -> tuple[object, dict]:
     start = time.perf_counter()
     outcome = {"lesson": path.name, "passed": True}
     try:
-        nbclient.NotebookClient(nb, timeout=900, kernel_name="python3").execute(cwd=str(cwd))
+        client = nbclient.NotebookClient(nb, timeout=cell_timeout(), kernel_name="python3")
+        client.execute(cwd=str(cwd))
     except nbclient.exceptions.CellExecutionError as exc:
         lines = [line for line in str(exc).splitlines() if line.strip()]
         failing = [line for line in lines if "assert" in line] or lines[-1:]
