@@ -161,7 +161,8 @@ def test_positions_are_sinusoids_and_grow_past_the_table():
 
 
 def test_tied_output_reads_the_target_embeddings_and_its_checkpoint_round_trips(tmp_path):
-    from attnkit import checkpoint as ckpt
+    from attnkit.checkpoint import write_checkpoint
+    from attnkit.checkpoint.weights import load_model_state
 
     model = _model(10, tie_output=True)
     untied = _model(10)
@@ -173,9 +174,9 @@ def test_tied_output_reads_the_target_embeddings_and_its_checkpoint_round_trips(
         model.decoder.embeddings.embed.weight[6] += torch.linspace(-1, 1, 32)  # moves its logit
     after, _ = model(src, lengths, tgt_in)
     assert not torch.allclose(before[..., 6], after[..., 6])
-    ckpt.write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
+    write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
     again = _model(11, tie_output=True)
-    ckpt.load_model_state(again, tmp_path / "c")
+    load_model_state(again, tmp_path / "c")
     torch.testing.assert_close(again(src, lengths, tgt_in)[0], after)
 
 
@@ -243,11 +244,12 @@ REPO = Path(__file__).resolve().parents[2]
     "config", sorted(p.name for p in (REPO / "configs").glob("*transformer*.yaml"))
 )
 def test_every_shipped_transformer_config_builds_and_checkpoints(config, tmp_path):
-    from attnkit import checkpoint as ckpt
+    from attnkit.checkpoint import write_checkpoint
+    from attnkit.checkpoint.weights import load_model_state
     from attnkit.experiment import load_experiment
 
     cfg = load_experiment(REPO / "configs" / config)
     assert isinstance(cfg.model, TransformerConfig)
     model = build_model(cfg.model, 40, 30)
-    ckpt.write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
-    ckpt.load_model_state(build_model(cfg.model, 40, 30), tmp_path / "c")
+    write_checkpoint(tmp_path / "c", "seq2seq", model.state_dict(), {}, None, None, None)
+    load_model_state(build_model(cfg.model, 40, 30), tmp_path / "c")

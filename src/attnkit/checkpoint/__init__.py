@@ -18,7 +18,7 @@ start, puts a complete checkpoint back if a crash fell between the two
 renames, and removes leftover temporaries. A save that fails (a full disk, a
 read-only directory) keeps the previous checkpoint and raises a
 :class:`CheckpointError`. Loading reads tensors with safetensors and text with json/yaml:
-nothing is ever unpickled (float16-stored weights are upcast: :mod:`attnkit.checkpoint.half`).
+nothing is ever unpickled (weights go into a model through :mod:`attnkit.checkpoint.weights`).
 
 Files and directories get the modes the user's umask gives any other file (0644 and 0755 under
 umask 022), so a teammate can read a shared run; the temporaries are made with
@@ -371,29 +371,6 @@ def read_config(directory: str | Path) -> dict:
 
     check_sizes(data, str(path))
     return data
-
-
-def load_model_state(model: torch.nn.Module, directory: str | Path) -> None:
-    """Load ``model.safetensors`` (float16-stored: upcast) into ``model``; refuse a foreign one."""
-    path = Path(directory) / "model.safetensors"
-    state = read_tensors(path)
-    own = model.state_dict()
-    from attnkit.checkpoint.half import stored_as_half, upcast_half
-
-    state = upcast_half(state, own) if stored_as_half(path) else state
-    missing = sorted(set(own) - set(state))
-    unexpected = sorted(set(state) - set(own))
-    if missing or unexpected:
-        detail = []
-        if missing:
-            detail.append(f"missing {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''}")
-        if unexpected:
-            detail.append(
-                f"unexpected {', '.join(unexpected[:3])}{' ...' if len(unexpected) > 3 else ''}"
-            )
-        raise CheckpointError(f"{path}: parameters do not match this model ({'; '.join(detail)})")
-    check_model_tensors(state, own, str(path))
-    model.load_state_dict(state)
 
 
 def check_model_tensors(

@@ -1,7 +1,8 @@
 """Float32 weights stored as float16: half the bytes of a checkpoint (the model zoo's).
 
 :func:`write_half` rewrites a checkpoint's ``model.safetensors`` with its float32 tensors as
-float16 and the metadata ``stored_as: float16``; :func:`attnkit.checkpoint.load_model_state` and
+float16 and the metadata ``stored_as: float16``;
+:func:`attnkit.checkpoint.weights.load_model_state` and
 :func:`attnkit.checkpoint.validate.build_checked` accept such a file's float16 tensors where the
 model holds float32 ones and upcast them (:func:`upcast_half`). A float16 tensor in a file
 without that mark is refused as any other dtype mismatch is.

@@ -28,8 +28,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnkit.checkpoint import load_model_state
 from attnkit.checkpoint.half import stored_as_half
+from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
 from attnkit.size_caps import (  # noqa: F401 (the caps are part of this module's checks)
     CAPS,

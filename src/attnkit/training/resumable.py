@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
 from attnkit.training import resume, resume_config
 from attnkit.training.state import Layout, TrainerState, state_from_json, state_to_json
@@ -60,7 +61,7 @@ def restore(
     checked before it is loaded; a damaged part is one CheckpointError naming file and key."""
     generators = generators or {}
     ckpt.read_meta(directory, family)
-    ckpt.load_model_state(model, directory)
+    load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
     trainer = resume.check_sections(
         ckpt.read_json(json_path), json_path, ("optimizer",), tuple(layout)

@@ -20,6 +20,7 @@ from torch import nn
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
+from attnkit.checkpoint.weights import load_model_state
 from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
@@ -80,7 +81,7 @@ def save(
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
     ckpt.read_meta(directory, FAMILY)
-    ckpt.load_model_state(model, directory)
+    load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
     trainer = resume.check_sections(
         ckpt.read_json(json_path), json_path, ("optimizer",), tuple(TEXT)

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.vision import VisionBundle, load_vision
+from attnkit.checkpoint.weights import load_model_state
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.training import resume
@@ -62,7 +63,7 @@ def save(
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
     ckpt.read_meta(directory, FAMILY)
-    ckpt.load_model_state(model, directory)
+    load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
     trainer = resume.check_sections(
         ckpt.read_json(json_path),
