@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnkit.errors import AttnkitError
+from attnkit.serve.batching import one_at_a_time
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
 
@@ -79,13 +80,7 @@ def vision_model(model: ServedModel):
 
 def run_batch(model: ServedModel, key: ClassifyKey, jobs: list[ClassifyJob]) -> list:
     """One answer per job (a dict, or the exception it raised); images run one at a time."""
-    answers = []
-    for job in jobs:
-        try:
-            answers.append(_classify(model, job))
-        except Exception as exc:
-            answers.append(exc)
-    return answers
+    return one_at_a_time(lambda job: _classify(model, job), jobs)
 
 
 def _classify(model: ServedModel, job: ClassifyJob) -> dict:

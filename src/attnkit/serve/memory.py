@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from attnkit.data.babi import parse_stories, words
 from attnkit.errors import AttnkitError
+from attnkit.serve.batching import one_at_a_time
 from attnkit.serve.limits import Limits
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
@@ -95,13 +96,7 @@ def _babi_job(request, memory_size: int) -> MemoryJob | None:
 
 def run_batch(model: ServedModel, key: MemoryKey, jobs: list[MemoryJob]) -> list:
     """One answer (a dict, or the exception it raised) per job, one at a time."""
-    answers = []
-    for job in jobs:
-        try:
-            answers.append(_answer(model, key, job))
-        except Exception as exc:
-            answers.append(exc)
-    return answers
+    return one_at_a_time(lambda job: _answer(model, key, job), jobs)
 
 
 def _answer(model: ServedModel, key: MemoryKey, job: MemoryJob) -> dict:

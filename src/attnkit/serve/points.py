@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from attnkit.data.tasks.pointer import check_points
 from attnkit.errors import InputError
+from attnkit.serve.batching import one_at_a_time
 from attnkit.serve.models import ServedModel
 from attnkit.serve.problems import ApiError
 
@@ -50,13 +51,7 @@ def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
 
 def run_batch(model: ServedModel, key: SolveKey, jobs: list[SolveJob]) -> list:
     """One answer (a dict, or the exception it raised) per job, one at a time."""
-    answers = []
-    for job in jobs:
-        try:
-            answers.append(_solve(model, key, job))
-        except Exception as exc:
-            answers.append(exc)
-    return answers
+    return one_at_a_time(lambda job: _solve(model, key, job), jobs)
 
 
 def _solve(model: ServedModel, key: SolveKey, job: SolveJob) -> dict:
