@@ -17,15 +17,15 @@ from torch import nn
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
-from attnkit.checkpoint.weights import load_model_state
 from attnkit.data.graph.graph_data import Graph
 from attnkit.data.graph.sources import load_graph
 from attnkit.device import resolve_device
 from attnkit.models.graph import GraphNet
-from attnkit.training import resume
+from attnkit.training import resumable
 from attnkit.training.graph_config import FAMILY, GraphConfig, parse_config
 from attnkit.training.guard import check_weights
-from attnkit.training.state import GRAPH, TrainerState, state_from_json, state_to_json
+from attnkit.training.resumable import trainer_files
+from attnkit.training.state import GRAPH, TrainerState, state_to_json
 
 
 def save(
@@ -33,15 +33,7 @@ def save(
 ) -> None:
     """Write a checkpoint; ``full`` adds the optimizer and the RNG that ``--resume`` needs."""
     check_weights(model, f"epoch {state.epoch}: {directory} not written")
-    trainer = state_to_json(state, GRAPH)
-    if not full:
-        ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer)
-        return
-    info, tensors = resume.optimizer_to_tensors(optimizer)
-    tensors["rng.torch"] = torch.get_rng_state()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        tensors["rng.cuda"] = torch.cuda.get_rng_state()
-    trainer["optimizer"] = info
+    trainer, tensors = trainer_files(state, GRAPH, optimizer if full else None)
     ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
 
 
@@ -53,19 +45,7 @@ def save_weights(directory: Path, weights: dict, cfg: GraphConfig, state: Traine
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
-    ckpt.read_meta(directory, FAMILY)
-    load_model_state(model, directory)
-    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
-    trainer = resume.check_sections(
-        ckpt.read_json(json_path), json_path, ("optimizer",), tuple(GRAPH)
-    )
-    tensors = ckpt.read_tensors(tensors_path)
-    resume.check_tensor_names(tensors, tensors_path)
-    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
-    state = state_from_json(counters, GRAPH, str(json_path))
-    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
-    resume.restore_rng(tensors, tensors_path)
-    return state
+    return resumable.restore(directory, FAMILY, model, optimizer, GRAPH)
 
 
 def build_model(cfg: GraphConfig, graph: Graph) -> GraphNet:

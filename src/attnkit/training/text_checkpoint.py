@@ -20,14 +20,14 @@ from torch import nn
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint import checkpoint_dir
 from attnkit.checkpoint.validate import build_checked
-from attnkit.checkpoint.weights import load_model_state
 from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.models.text_classifier import TextClassifier
-from attnkit.training import resume
 from attnkit.training.guard import check_weights
-from attnkit.training.state import TEXT, TrainerState, state_from_json, state_to_json
+from attnkit.training.resumable import restore as restore_resumable
+from attnkit.training.resumable import trainer_files
+from attnkit.training.state import TEXT, TrainerState
 from attnkit.training.text_config import FAMILY, TextConfig, parse_config
 
 VOCAB_FILE, LABELS_FILE = "vocab.json", "labels.json"
@@ -58,41 +58,26 @@ def save(
     """Write a checkpoint; ``resumable`` adds the optimizer and the RNG (``last``)."""
     model = bundle.model
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
-    trainer = state_to_json(state, TEXT)
 
     def extra(tmp: Path) -> None:
         bundle.vocab.save(tmp / VOCAB_FILE)
         (tmp / LABELS_FILE).write_text(json.dumps(bundle.labels, ensure_ascii=False), "utf-8")
 
-    config = bundle.config.to_dict()
-    if not resumable:
-        ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), config, trainer, extra=extra)
-        return
-    info, tensors = resume.optimizer_to_tensors(optimizer)
-    tensors["rng.torch"] = torch.get_rng_state()
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        tensors["rng.cuda"] = torch.cuda.get_rng_state()
-    trainer["optimizer"] = info
+    trainer, tensors = trainer_files(state, TEXT, optimizer if resumable else None)
     ckpt.write_checkpoint(
-        directory, FAMILY, model.state_dict(), config, trainer, tensors, extra=extra
+        directory,
+        FAMILY,
+        model.state_dict(),
+        bundle.config.to_dict(),
+        trainer,
+        tensors,
+        extra=extra,
     )
 
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
-    ckpt.read_meta(directory, FAMILY)
-    load_model_state(model, directory)
-    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
-    trainer = resume.check_sections(
-        ckpt.read_json(json_path), json_path, ("optimizer",), tuple(TEXT)
-    )
-    tensors = ckpt.read_tensors(tensors_path)
-    resume.check_tensor_names(tensors, tensors_path)
-    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
-    state = state_from_json(counters, TEXT, str(json_path))
-    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
-    resume.restore_rng(tensors, tensors_path)
-    return state
+    return restore_resumable(directory, FAMILY, model, optimizer, TEXT)
 
 
 def read_labels(directory: Path) -> list[str]:
