@@ -16,12 +16,11 @@ from pathlib import Path
 
 import torch
 
-from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
 from attnkit.data.graph.sources import load_graph
 from attnkit.device import resolve_device
-from attnkit.errors import CheckpointError, ConfigError
-from attnkit.training import distributed, resume_config, rundir
+from attnkit.errors import ConfigError
+from attnkit.training import distributed, resumable, resume_config, rundir
 from attnkit.training import graph_checkpoint as gckpt
 from attnkit.training import tensorboard as tb
 from attnkit.training.graph_adapter import DeviceGraph, GraphAdapter
@@ -58,7 +57,9 @@ def train_graph(
         raise ConfigError(f"{source}: a graph model trains in one process (no torchrun)")
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
     if resume:
-        cfg = _config_to_resume(cfg, out / "last", overrides or (), source)
+        cfg = resumable.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, resume_config.GRAPH
+        )
     say = _say(cfg)
     with (
         rundir.claim_run_dir(out, resume, overwrite, say),
@@ -100,18 +101,3 @@ def _train(cfg: GraphConfig, out: Path, resume: bool, signals, board, figures) -
         f"best dev score {best} (accuracy %) at epoch {state.best_epoch}; checkpoints in {out}"
     )
     return out / "best"
-
-
-def _config_to_resume(
-    asked: GraphConfig, last: Path, overrides: Sequence[str], source: str
-) -> GraphConfig:
-    """The config saved in ``last`` with the keys ``overrides`` name taken from ``asked``."""
-    if not last.is_dir():
-        raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
-    saved = parse_config(ckpt.read_config(last), str(last))
-    merged, note = resume_config.request(
-        saved.to_dict(), asked.to_dict(), overrides, resume_config.GRAPH, last, source
-    )
-    if note:
-        print(note, file=sys.stderr)
-    return parse_config(merged, f"{last} with --set")

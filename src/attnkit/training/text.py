@@ -10,20 +10,18 @@ keeps ``OUT/best`` (the highest dev accuracy) and ``OUT/last``; ``--resume`` goe
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 import torch
 
-from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.paths import command_line_data_keys
 from attnkit.data.tasks.text import TextData, build_vocab
 from attnkit.data.vocab import Vocab
 from attnkit.device import resolve_device
-from attnkit.errors import CheckpointError, ConfigError
-from attnkit.training import distributed, resume_config, rundir
+from attnkit.errors import ConfigError
+from attnkit.training import distributed, resumable, resume_config, rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training import text_checkpoint as tckpt
 from attnkit.training.loop import LoopSettings, TrainingLoop
@@ -58,7 +56,9 @@ def train_text(
         raise ConfigError(f"{source}: data-parallel training is for seq2seq experiments")
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
     if resume:
-        cfg = _config_to_resume(cfg, out / "last", overrides or (), source)
+        cfg = resumable.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, resume_config.TEXT
+        )
     say = lambda m: log(cfg.train.verbose, m)  # noqa: E731
     with (
         rundir.claim_run_dir(out, resume, overwrite, say),
@@ -111,24 +111,3 @@ def _train(cfg: TextConfig, out: Path, resume: bool, signals, board) -> Path:
         f"checkpoints in {out}"
     )
     return out / "best"
-
-
-def _config_to_resume(
-    asked: TextConfig, last: Path, overrides: Sequence[str], source: str
-) -> TextConfig:
-    """The config saved in ``last`` with the keys ``overrides`` name taken from ``asked``; a
-    change a resumed run cannot honour is a ConfigError."""
-    if not last.is_dir():
-        raise CheckpointError(f"{last}: nothing to resume (train without --resume first)")
-    saved = ckpt.read_config(last)
-    merged, note = resume_config.request(
-        parse_config(saved, str(last)).to_dict(),
-        asked.to_dict(),
-        overrides,
-        resume_config.TEXT,
-        last,
-        source,
-    )
-    if note:
-        print(note, file=sys.stderr)
-    return parse_config(merged, f"{last} with --set")
