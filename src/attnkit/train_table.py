@@ -73,6 +73,7 @@ RUNNING: dict[str, Key] = {
         _rows(
             pointer=(0, "updates between dev evaluations (0 = once per epoch)"),
             seq2seq=(0, "updates between dev evaluations (0 = once per epoch)"),
+            text=(0, "updates between dev evaluations (0 = once per epoch)"),
         ),
     ),
     "max_minutes": Key(

@@ -245,3 +245,17 @@ def test_a_resumed_run_goes_on_from_last(tmp_path):
         attnkit.train(config, {"model.hidden": 8}, output_dir=tmp_path / "run", resume=True)
     with pytest.raises(CheckpointError, match="overwrite"):
         attnkit.train(config, output_dir=tmp_path / "run")  # a fresh run keeps the checkpoints
+
+
+def test_eval_every_evaluates_inside_an_epoch(tmp_path):
+    import yaml
+
+    experiment = _experiment(tmp_path)  # 320 sentences in batches of 16: 20 updates an epoch
+    experiment["train"].update(epochs=1, patience=None, eval_every=5)
+    config = tmp_path / "exp.yaml"
+    config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
+    run = attnkit.train(config, output_dir=tmp_path / "run")
+    history = json.loads((run.last / "trainer.json").read_text())["history"]
+    assert [h["step"] for h in history] == [5, 10, 15, 20]  # once at step 20: the epoch's end
+    assert [h["epoch"] for h in history] == [0, 0, 0, 1]
+    assert all(0 <= h["dev_accuracy"] <= 1 for h in history)

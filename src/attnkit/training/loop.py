@@ -196,6 +196,8 @@ class TrainingLoop:
                 adapter.end_epoch(state)
                 return False, True  # the budget ends the epoch here; its evaluation follows
             due = settings.eval_every and state.step % settings.eval_every == 0
+            if adapter.counts_epoch_first and index == len(batches) - 1:
+                due = False  # the epoch's own evaluation follows at once, once it is counted
             if due or out_of_time:
                 if self._evaluate(state, out_of_time):
                     adapter.end_epoch(state)

@@ -64,11 +64,11 @@ VISION = Rules(
     locating=("output_dir",),
 )
 GRAPH = Rules(honoured=(*_HOW_AND_WHEN, "train.verbose"), locating=("output_dir",))
-TEXT = Rules(
+MEMNET = Rules(
     honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
     locating=("output_dir",),
 )
-MEMNET = TEXT
+TEXT = Rules(honoured=(*MEMNET.honoured, "train.eval_every"), locating=("output_dir",))
 POINTER = Rules(
     honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "decode"), locating=("output_dir",)
 )

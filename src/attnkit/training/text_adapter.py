@@ -5,7 +5,8 @@ order drawn from ``train.seed`` and the epoch alone, so a run resumed in the mid
 trains the rest of that epoch's batches as the first run would have. The loss is the
 cross-entropy of the labels, plus ``model.penalty`` x Lin et al.'s ``||AA^T - I||_F^2`` for
 structured self-attention. Each epoch is counted, then scored on dev (the callable the adapter
-is given: the dev accuracy, higher is better).
+is given: the dev accuracy, higher is better); ``train.eval_every`` N > 0 scores it every N
+updates inside the epoch too.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ class TextAdapter:
         self.bar.close()
         if self.board.window.pending:
             self.board.train(state.step, self.lr, state.skipped_updates)
-        self.stats = {
+
+    def _train_stats(self, state: TrainerState) -> dict:
+        """The training figures of the epoch so far (all of it, once it is counted)."""
+        return {
             "train_loss": self.loss_sum / max(self.seen, 1),
             "train_accuracy": self.right / max(self.seen, 1),
             "sentences": self.seen,
@@ -123,7 +127,8 @@ class TextAdapter:
         }
 
     def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
-        """The dev accuracy of the epoch just counted: logged, in TensorBoard and the history."""
+        """The dev accuracy after the epoch just counted, or inside an epoch every
+        ``train.eval_every`` updates: logged, in TensorBoard and the history."""
         dev_stats = self.dev_score()
         self.board.scalars(state.step, dev_stats, "dev")
         bundle = self.bundle
@@ -132,10 +137,11 @@ class TextAdapter:
         seconds = time.perf_counter() - self.began
         state.elapsed_s = elapsed()
         improved = state.count_evaluation(dev_stats["accuracy"], higher_is_better=True)
-        stats = self.stats
+        stats = self._train_stats(state)
         state.history.append(
             {
                 "epoch": state.epoch,
+                "step": state.step,
                 **stats,
                 "dev_accuracy": dev_stats["accuracy"],
                 "seconds": round(seconds, 3),
@@ -144,12 +150,21 @@ class TextAdapter:
         skipped = stats["skipped_updates"]
         log(
             self.t_cfg.verbose,
-            f"epoch {state.epoch}/{state.planned_epochs}  loss {stats['train_loss']:.4f}  "
+            f"{self._when(state)}  loss {stats['train_loss']:.4f}  "
             f"train acc {100 * stats['train_accuracy']:.2f}%  dev acc "
             f"{100 * dev_stats['accuracy']:.2f}%{' *' if improved else ''}  lr {stats['lr']:.2e}  "
             f"{seconds:.1f}s{f'  {skipped} updates skipped' if skipped else ''}",
         )
         return improved
+
+    def _when(self, state: TrainerState) -> str:
+        """ "epoch 2/6" after an epoch is counted; "epoch 3/6, batch 300/1207" inside one."""
+        if 0 < state.batches_done < self.n_batches:
+            return (
+                f"epoch {state.epoch + 1}/{state.planned_epochs}, "
+                f"batch {state.batches_done}/{self.n_batches}"
+            )
+        return f"epoch {state.epoch}/{state.planned_epochs}"
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         tckpt.save(self.out / name, self.bundle, self.optimizer, state, resumable)
