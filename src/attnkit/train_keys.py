@@ -105,7 +105,19 @@ OPTIMISATION: dict[str, Key] = {
             text=(5.0, "Clip the global gradient norm to this value (0 or null: no clipping)."),
             memnet=(
                 40.0,
-                "Clip the global gradient norm to this value (the paper: 40; 0 or null: off).",
+                "Clip the gradient norm to this value (the paper: 40; 0 or null: off): all the "
+                "weights' together, or each weight's own with clip_each.",
+            ),
+        ),
+    ),
+    "clip_each": Key(
+        bool,
+        None,
+        _rows(
+            memnet=(
+                False,
+                "Clip each weight matrix's gradient to train.clip apart (its largest singular "
+                "value, as the paper's reference code does) instead of all of them together.",
             ),
         ),
     ),

@@ -46,8 +46,8 @@ RUNNING: dict[str, Key] = {
             ),
             text=(
                 3,
-                "Early stopping: stop after this many epochs without a higher dev accuracy "
-                "(null: never).",
+                "Early stopping: stop after this many evaluations (epochs, or every eval_every "
+                "updates) without a higher dev accuracy (null: never).",
             ),
             memnet=(
                 None,
@@ -211,6 +211,18 @@ RUNNING: dict[str, Key] = {
                 20,
                 "Linear start: the first N epochs train without the softmax of the memory hops "
                 "(the paper's LS; 0: off).",
+            )
+        ),
+    ),
+    "restart_after_linear_start": Key(
+        bool,
+        None,
+        _rows(
+            memnet=(
+                False,
+                "Keep train.lr constant through linear start and count the step decay from its "
+                "end (the paper's reference code: 20 linear epochs at 0.005, then 100 more "
+                "halving every 25); false: one step decay from epoch 0.",
             )
         ),
     ),

@@ -63,7 +63,8 @@ class LoopSettings:
             eval_every=getattr(train, "eval_every", 0),
             budget_s=train.max_minutes * 60 if train.max_minutes else None,
             patience=train.patience,
-            clip=train.clip,
+            # a family that clips each weight apart (``clip_each``) does so in its step
+            clip=None if getattr(train, "clip_each", False) else train.clip,
             max_bad_updates=train.max_bad_updates,
         )
 

@@ -6,6 +6,9 @@ the summed cross-entropy of its answers (the reference code's loss, which its le
 0.01 is tuned for). The first ``train.linear_start`` epochs train without the softmax of the
 hops (*linear start*); the model's ``linear`` buffer says which, and is saved with it. Each
 epoch is counted, then scored on the validation questions (the callable the adapter is given).
+``train.restart_after_linear_start`` and ``train.clip_each`` follow the paper's reference code
+where it differs from one step decay and one global clip: a constant rate through linear start
+with the decay counted from its end, and each weight matrix's gradient clipped apart.
 """
 
 from __future__ import annotations
@@ -93,9 +96,10 @@ class MemnetAdapter:
         )
 
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float:
-        self.lr = schedules.learning_rate(
-            self.t_cfg, state.step, 0.0, state.epoch + index / n_batches
-        )
+        epochs_done = state.epoch + index / n_batches
+        if self.t_cfg.restart_after_linear_start:  # constant through LS, then decay from its end
+            epochs_done = max(0.0, epochs_done - self.t_cfg.linear_start)
+        self.lr = schedules.learning_rate(self.t_cfg, state.step, 0.0, epochs_done)
         return self.lr
 
     def step(self, batch: Tensor, update: int) -> Update:
@@ -105,6 +109,8 @@ class MemnetAdapter:
         loss = F.cross_entropy(out.logits, b.answers, reduction="sum")
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        if self.t_cfg.clip_each and self.t_cfg.clip:
+            clip_each_weight(self.model.parameters(), self.t_cfg.clip)
         correct = int((out.logits.argmax(-1) == b.answers).sum())
         loss = loss.detach()
         return Update(loss, float(loss) / len(b), correct, len(b))
@@ -186,3 +192,17 @@ def save_checkpoint(
     ckpt.write_checkpoint(
         directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors, extra
     )
+
+
+@torch.no_grad()
+def clip_each_weight(parameters, limit: float) -> None:
+    """Scale each parameter's gradient down to norm ``limit`` where it is above: a matrix's
+    spectral norm (its largest singular value, MATLAB's ``norm`` in the paper's reference code),
+    a vector's length. A gradient that is not finite is left for the loop's guard to skip."""
+    for p in parameters:
+        if p.grad is None or not bool(torch.isfinite(p.grad).all()):
+            continue
+        g = p.grad
+        norm = torch.linalg.matrix_norm(g, ord=2) if g.dim() == 2 else torch.linalg.vector_norm(g)
+        if norm > limit:
+            g.mul_(limit / norm)
