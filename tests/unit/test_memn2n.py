@@ -19,7 +19,7 @@ def _batch(b=3, m=6, length=4, vocab=12):
 
 
 @pytest.mark.parametrize("memory", list(MEMORIES))
-@pytest.mark.parametrize("encoding", ["position", "bow"])
+@pytest.mark.parametrize("encoding", ["position", "position_centred", "bow"])
 def test_every_variant_answers_with_attention_over_its_memories(memory, encoding):
     torch.manual_seed(0)
     cfg = MemN2NConfig(hops=3, dim=8, memory=memory, encoding=encoding)

@@ -16,6 +16,17 @@ def test_position_encoding_is_the_papers_formula():
     assert torch.allclose(got, expected)
 
 
+def test_the_centred_position_encoding_is_the_reference_codes_formula():
+    # l_kj = 1 + 4 (k - (d+1)/2)(j - (J+1)/2) / (dJ), by hand for J = 3, d = 2:
+    # k - 3/2 = -1/2, +1/2; j - 2 = -1, 0, 1; 4 / (dJ) = 2/3
+    expected = torch.tensor([[4 / 3, 2 / 3], [1.0, 1.0], [2 / 3, 4 / 3], [0.0, 0.0]])
+    got = position_encoding(torch.tensor([3]), width=4, dim=2, centred=True)[0]
+    assert torch.allclose(got, expected)
+    paper = position_encoding(torch.tensor([3]), width=4, dim=2)[0]
+    # a word's weights average 1 where the paper's average about 1/2
+    assert torch.allclose(got[:3].mean(-1), torch.ones(3)) and paper[:3].mean() < 0.7
+
+
 def test_position_encoding_uses_each_sentences_own_length():
     enc = position_encoding(torch.tensor([[1, 2]]), width=2, dim=2)  # (1, 2, L, D)
     # J = 1: l_k1 = 0 - (k/2)(1 - 2) = k/2

@@ -9,9 +9,10 @@ the vocabulary of the last state::
     answer = softmax(W u_{K+1})
 
 A sentence ``x_i`` becomes a vector as the sum of its word embeddings weighted by the position
-encoding (``encoding: position``) or not (``bow``); ``T(i)`` is the temporal encoding, a learned
-vector per memory age (the latest fact is age 0). How the matrices are shared is
-``memory:`` (:data:`MEMORIES`):
+encoding (``encoding: position``, the paper's formula; ``position_centred``, its reference
+code's, :func:`~attnkit.attention.memory.position_encoding`) or not (``bow``); ``T(i)`` is
+the temporal encoding, a learned vector per memory age (the latest fact is age 0). How the
+matrices are shared is ``memory:`` (:data:`MEMORIES`):
 
 - ``adjacent``: A^{k+1} = C^k, B = A^1, W^T = C^K (K + 1 embeddings in all);
 - ``layerwise``: one A and one C for every hop, and ``u_{k+1} = H u_k + o_k``;
@@ -42,13 +43,18 @@ class MemN2NConfig:
 
     hops: int = 3  # K: reads of the memory
     dim: int = 20  # D: embedding width (the paper: 20 per task, 50 jointly)
-    encoding: str = "position"  # position | bow: how words add up to a sentence
+    # how words add up to a sentence: position (the paper's formula), position_centred (its
+    # reference code's), bow
+    encoding: str = "position"
     temporal: bool = True  # a learned vector per memory age
     memory: str = "adjacent"  # how hops share matrices: adjacent | layerwise | key_value
     noise: float = 0.1  # random noise: empty memories added in training, per fact
     init_std: float = 0.1  # the weights' initial normal deviation
 
-    CHOICES = {"encoding": ("position", "bow"), "memory": ("adjacent", "layerwise", "key_value")}
+    CHOICES = {
+        "encoding": ("position", "position_centred", "bow"),
+        "memory": ("adjacent", "layerwise", "key_value"),
+    }
 
     def validate(self, where: str) -> None:
         if not 1 <= self.hops <= 20:
@@ -72,11 +78,12 @@ class Words(NamedTuple):
 
 
 def words_of(ids: Tensor, encoding: str, dim: int, gates: Tensor | None = None) -> Words:
-    """``ids`` (..., L) with the weights of ``encoding`` (position | bow), computed once for
-    every hop."""
+    """``ids`` (..., L) with the weights of ``encoding`` (position | position_centred | bow),
+    computed once for every hop."""
     if encoding == "bow":
         return Words(ids, None, gates)
-    return Words(ids, position_encoding((ids != 0).sum(-1), ids.size(-1), dim), gates)
+    centred = encoding == "position_centred"
+    return Words(ids, position_encoding((ids != 0).sum(-1), ids.size(-1), dim, centred), gates)
 
 
 class MemOutput(NamedTuple):
