@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from attnkit.errors import ConfigError
-from attnkit.models.memn2n import MEMORIES, MemN2N, MemN2NConfig
+from attnkit.models.memn2n import MEMORIES, MemN2N, MemN2NConfig, _ages, words_of
 
 
 def _batch(b=3, m=6, length=4, vocab=12):
@@ -80,3 +80,32 @@ def test_config_refuses_bad_values():
         MemN2NConfig(hops=0).validate("model")
     with pytest.raises(ConfigError, match="noise"):
         MemN2NConfig(noise=2.0).validate("model")
+
+
+def test_zero_empty_slots_take_weight_as_zero_vectors():
+    torch.manual_seed(0)
+    cfg = MemN2NConfig(hops=2, dim=8, empty_slots="zero")
+    model = MemN2N(cfg, vocab=12, memory_size=6)
+    stories, counts, queries = _batch()
+    out = model(stories, counts, queries)
+    assert torch.allclose(out.attention.sum(-1), torch.ones(3, 2))  # over all 6 slots
+    assert torch.all(out.attention[0, :, 2:] > 0)  # question 0's 4 empty slots take weight
+    # an empty slot scores exactly 0 at the first hop: its weight is exp(0) / the sum
+    u = model.weights.query(words_of(queries, "position", 8))
+    keys = model.weights.memories(words_of(stories, "position", 8), _ages(counts, 6))[0][0]
+    scores = torch.einsum("bd,bmd->bm", u, keys)[0, :2]
+    expected = 1 / (torch.exp(scores).sum() + 4)
+    assert torch.allclose(out.attention[0, 0, 2:], expected.expand(4))
+    # what a slot past the count holds changes nothing: it is read as nothing
+    noisy = stories.clone()
+    noisy[0, 2:] = 5
+    assert torch.allclose(model(noisy, counts, queries).logits, out.logits)
+    # a slot inside the count with no words (random noise's) is read as nothing too
+    gap = stories.clone()
+    gap[2, 1] = 0  # question 2 holds 4 facts: slot 1 emptied, slots 4 and 5 past its count
+    weights = model(gap, counts, queries).attention[2, 0]
+    assert torch.allclose(weights[1], weights[4]) and torch.allclose(weights[4], weights[5])
+    with pytest.raises(ConfigError, match="empty_slots"):
+        from attnkit.config import from_dict
+
+        from_dict(MemN2NConfig, {"empty_slots": "sink"}, "model")

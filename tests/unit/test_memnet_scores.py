@@ -19,6 +19,10 @@ def test_support_attention_counts_the_top_memory_of_each_hop():
     )
     supporting = torch.tensor([[True, False, False], [False, True, False]])
     assert support_hits(attention, supporting).tolist() == [[True, False], [True, True]]
+    # question 0 holds 2 facts: its hop 2's weight on the empty slot 2 (a model that weighs
+    # empty slots) does not count; its top fact is memory 0 or 1 (0.1 each: the first)
+    counts = torch.tensor([2, 3])
+    assert support_hits(attention, supporting, counts).tolist() == [[True, True], [True, True]]
 
 
 def test_task_scores_mean_error_and_failed_tasks():

@@ -61,9 +61,15 @@ def dev_score(model, batch: QABatch, batch_size: int = 1000) -> dict:
     }
 
 
-def support_hits(attention: torch.Tensor, supporting: torch.Tensor) -> torch.Tensor:
+def support_hits(
+    attention: torch.Tensor, supporting: torch.Tensor, counts: torch.Tensor | None = None
+) -> torch.Tensor:
     """(N, K) True where hop k's most attended memory is a supporting fact; ``attention``
-    (N, K, M), ``supporting`` (N, M)."""
+    (N, K, M), ``supporting`` (N, M). ``counts`` (N,): the facts of each question, the only slots
+    that count (a model with ``empty_slots: zero`` also weighs the empty ones)."""
+    if counts is not None:
+        facts = torch.arange(attention.size(-1), device=counts.device)[None, :] < counts[:, None]
+        attention = attention.masked_fill(~facts[:, None, :], -1.0)
     top = attention.argmax(-1)  # (N, K)
     return supporting.gather(1, top)
 
@@ -101,7 +107,7 @@ def score_questions(model, vocab: BabiVocab, questions: list[Question], batch_si
     batch = vocab.encode(questions).to(next(model.parameters()).device)
     answers, _, attention = predict(model, batch, batch_size)
     right = (answers == batch.answers).cpu()
-    hits = support_hits(attention, batch.supporting).cpu()
+    hits = support_hits(attention, batch.supporting, batch.counts).cpu()
     has_support = batch.supporting.any(1).cpu()
     scores = task_scores([q.task for q in questions], right, hits, has_support)
     words = [vocab.tokens[int(a)] for a in answers.cpu()]

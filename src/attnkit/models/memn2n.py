@@ -21,7 +21,11 @@ matrices are shared is ``memory:`` (:data:`MEMORIES`):
   with a query, keys and values, as in a Transformer.
 
 *Linear start* (the buffer ``linear``: True) leaves the softmax out of every hop; training
-turns it on after a few epochs. Shapes: B batch, M memories, L words a memory, Lq words a
+turns it on after a few epochs. ``empty_slots``: the slots of a batch's M that hold no sentence
+(past a question's facts, or inserted by random noise) are masked out of each hop's softmax, or
+(``zero``, the paper's reference code) scored as zero vectors with no temporal vector: the weight
+they take is the hop's way of reading nothing, and the weights over the facts then sum to less
+than 1. Shapes: B batch, M memories, L words a memory, Lq words a
 question, D width, V vocabulary, K hops.
 """
 
@@ -50,10 +54,14 @@ class MemN2NConfig:
     memory: str = "adjacent"  # how hops share matrices: adjacent | layerwise | key_value
     noise: float = 0.1  # random noise: empty memories added in training, per fact
     init_std: float = 0.1  # the weights' initial normal deviation
+    # memory slots holding no sentence: masked (out of every hop's softmax) or zero (in it, as
+    # zero vectors scored 0, as in the paper's reference code: a hop can rest on nothing)
+    empty_slots: str = "masked"
 
     CHOICES = {
         "encoding": ("position", "position_centred", "bow"),
         "memory": ("adjacent", "layerwise", "key_value"),
+        "empty_slots": ("masked", "zero"),
     }
 
     def validate(self, where: str) -> None:
@@ -243,10 +251,16 @@ class MemN2N(nn.Module):
         mask = torch.arange(m, device=counts.device)[None, :] < counts[:, None]  # (B, M)
         ages = _ages(counts, m)
         linear = bool(self.linear)
+        held = None
+        if self.cfg.empty_slots == "zero":  # every slot is scored; the empty ones read as 0
+            held = (mask & (stories != 0).any(-1)).unsqueeze(-1)  # (B, M, 1)
+            mask = torch.ones_like(mask)
         stories = words_of(stories, self.cfg.encoding, self.cfg.dim, gates)  # (B, M, L[, D])
         u = w.query(words_of(queries, self.cfg.encoding, self.cfg.dim))  # (B, D)
         weights = []
         for hop, (keys, values) in enumerate(w.memories(stories, ages)):  # (B, M, D) each
+            if held is not None:  # no temporal vector either: a slot of nothing
+                keys, values = keys * held, values * held
             p = address(u, keys, mask, linear)  # (B, M)
             u = w.update(hop, u, read(p, values))
             weights.append(p)
