@@ -58,8 +58,8 @@ run = attnkit.train(
     CONFIGS["babi_memn2n"],
     overrides={
         "data.task": 1,
-        "train.epochs": pick(30, 100),
-        "train.linear_start": pick(0, 20),  # quick: the softmax from the start (see RESULTS)
+        # quick: 30 epochs at twice the shipped rate, the softmax from the start (see RESULTS)
+        **pick({"train.epochs": 30, "train.linear_start": 0, "train.lr": 0.01}, {}),
         "train.lr_step_epochs": pick(7, 25),
         "train.seed": 0,
         "train.verbose": False,

@@ -25,7 +25,8 @@ MEMNET = {
     "train.epochs": 3,
     "train.batch_size": 32,  # 180 training questions: 6 updates an epoch
     "train.linear_start": 1,
-    "train.lr_step_epochs": 2,  # the step schedule halves the rate within the run
+    "train.lr_step_epochs": 1,  # the step schedule halves the rate within the run (counted
+    # from the end of linear start, as the shipped config does)
     "model.hops": 2,
     "model.noise": 0.2,  # the random-noise stream must go on where it stopped
 }
