@@ -189,6 +189,11 @@ OPTIMISATION: dict[str, Key] = {
                 "step: multiply by lr_gamma every lr_step_epochs (the paper halves it every 25); "
                 "constant.",
             ),
+            pointer=(
+                "constant",
+                "constant; cosine: decay to min_lr by the end of the planned epochs or of "
+                "max_minutes, whichever comes first",
+            ),
         ),
     ),
     "lr_factor": Key(
@@ -208,6 +213,7 @@ OPTIMISATION: dict[str, Key] = {
             seq2seq=(1.0e-5, "plateau: never below this; cosine: where it ends"),
             vision=(1e-5, "Cosine: where the rate ends."),
             text=(1e-5, "Cosine: where the rate ends."),
+            pointer=(1e-5, "cosine: where the rate ends"),
         ),
     ),
     "lr_step_epochs": Key(

@@ -270,7 +270,7 @@ CHOICES: dict[str, dict[str, tuple]] = {
         "device": ("auto", "cpu", "cuda"),
         "backend": BACKENDS,
     },
-    POINTER: {"device": ("auto", "cpu", "cuda")},
+    POINTER: {"scheduler": ("constant", "cosine"), "device": ("auto", "cpu", "cuda")},
     GRAPH: {"device": ("auto", "cpu", "cuda")},
     VISION: {
         "scheduler": ("cosine", "step", "noam", "constant"),

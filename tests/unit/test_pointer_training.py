@@ -85,3 +85,27 @@ def test_cli_trains_evaluates_and_plots_a_tiny_hull_model(tmp_path, capsys):
 
     (served,) = load_models([run / "best"], device="cpu").values()  # the explorer's pointer view
     assert served.family == "pointer" and served.wrong_endpoint().endswith("use /v1/solve")
+
+
+def test_the_cosine_ends_with_the_epochs_or_the_time_budget():
+    from types import SimpleNamespace
+
+    from attnkit.training.pointer import PointerAdapter
+    from attnkit.training.state import TrainerState
+
+    def rates(**train):
+        cfg = parse_config(
+            {"family": "pointer", "train": {"lr": 0.01, "min_lr": 0.0, "epochs": 4, **train}}
+        )
+        adapter = SimpleNamespace(cfg=cfg)
+        state = TrainerState(epoch=1, planned_epochs=4)  # a quarter of the epochs done
+        return [PointerAdapter.rate(adapter, state, 0, 10, seconds) for seconds in (0, 30, 60)]
+
+    assert rates() == [None, None, None]  # constant: the optimizer's own rate
+    by_epochs = rates(scheduler="cosine")  # no budget: the epochs alone
+    assert by_epochs[0] == by_epochs[2] == pytest.approx(0.01 * (1 + 0.5**0.5) / 2)
+    by_clock = rates(scheduler="cosine", max_minutes=1)  # half the minute: half the cosine
+    assert by_clock[0] == by_epochs[0] and by_clock[1] == pytest.approx(0.005)
+    assert by_clock[2] == pytest.approx(0.0)
+    with pytest.raises(ConfigError, match="scheduler"):
+        parse_config({"family": "pointer", "train": {"scheduler": "step"}})

@@ -34,7 +34,7 @@ from attnkit.device import resolve_device
 from attnkit.models.pointer import PointerNet
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
-from attnkit.training import rundir
+from attnkit.training import rundir, schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import check_weights
 from attnkit.training.loop import LoopSettings, TrainingLoop, Update
@@ -107,7 +107,15 @@ class PointerAdapter:
         )
 
     def rate(self, state, index, n_batches, elapsed):
-        return None  # a constant learning rate
+        """None (the optimizer's constant rate), or the cosine's rate at the run's progress:
+        the larger of the planned epochs' share done and the time budget's share spent."""
+        t_cfg = self.cfg.train
+        if t_cfg.scheduler == "constant":
+            return None
+        progress = (state.epoch + index / max(n_batches, 1)) / max(state.planned_epochs, 1)
+        if t_cfg.max_minutes:
+            progress = max(progress, elapsed / (60 * t_cfg.max_minutes))
+        return schedules.cosine(t_cfg.lr, t_cfg.min_lr, progress)
 
     def step(self, batch: Tensor, update: int) -> Update:
         batch = batch.to(self.device)
@@ -146,6 +154,7 @@ class PointerAdapter:
         self.say(
             f"epoch {state.epoch} ({state.step} updates): loss {train['train_loss']:.4f}, dev "
             f"{metric} {dev[metric]}{' (best)' if improved else ''}; "
+            f"lr {self.optimizer.param_groups[0]['lr']:.1e}; "
             f"{time.perf_counter() - self.began:.1f}s"
         )
         return improved
