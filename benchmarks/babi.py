@@ -141,8 +141,8 @@ def joint(args, work: Path) -> dict:
     config = ROOT / "configs" / "babi_memn2n_joint.yaml"
     began = time.time()
     done = []
-    for seed in range(args.seeds):
-        if seed and time.time() - began > args.budget_minutes * 60:
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
+        if done and time.time() - began > args.budget_minutes * 60:
             break
         overrides = {"train.seed": seed, **_common(args)}
         done.append(_run(config, overrides, work / f"joint-seed{seed}"))
