@@ -28,7 +28,8 @@ def position_encoding(lengths: Tensor, width: int, dim: int, centred: bool = Fal
     1/2 over a word's components and the centred one exactly 1, so sentence vectors start twice
     as long, and the scores of the hops four times as large. On bAbI that decides tasks: basic
     induction (task 16) is learnt in 4 seeds of 5 with the centred form and the rest of the
-    reference recipe, in none of 3 with the paper's form (docs/RESULTS.md).
+    reference recipe, and in none of 3 with the paper's form and the same recipe
+    (docs/RESULTS.md).
 
     ``lengths`` (...) words of each sentence; returns (..., width, dim): row j-1 weighs word j,
     rows past a sentence's length are 0 (its padding)."""
