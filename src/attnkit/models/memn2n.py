@@ -25,8 +25,8 @@ turns it on after a few epochs. ``empty_slots``: the slots of a batch's M that h
 (past a question's facts, or inserted by random noise) are masked out of each hop's softmax, or
 (``zero``, the paper's reference code) scored as zero vectors with no temporal vector: the weight
 they take is the hop's way of reading nothing, and the weights over the facts then sum to less
-than 1. Shapes: B batch, M memories, L words a memory, Lq words a
-question, D width, V vocabulary, K hops.
+than 1. Shapes: B batch, M memories, L words a memory, Lq words a question, D width,
+V vocabulary, K hops.
 """
 
 from __future__ import annotations
