@@ -22,6 +22,7 @@ from attnkit.training.text_config import parse_config
 REPO = Path(__file__).resolve().parents[2]
 FILLERS = [f"w{i}" for i in range(24)]
 KEYWORDS = {"good": "pos", "bad": "neg", "dull": "bored", "scary": "afraid"}
+SPLITS = ("train", "dev", "test")
 
 
 def _write(path, n, seed):
@@ -39,7 +40,7 @@ def _write(path, n, seed):
 
 def _experiment(tmp_path, seed=0, **model):
     for name, n in (("train", 320), ("dev", 60), ("test", 60)):
-        _write(tmp_path / f"{name}.tsv", n, hash((name, seed)) % 1000)
+        _write(tmp_path / f"{name}.tsv", n, 1000 * seed + SPLITS.index(name))  # not hash(): salted
     return {
         "family": "text",
         "data": {"task": "tsv", "train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
@@ -89,8 +90,9 @@ def _test_sentences(tmp_path):
 )
 def test_attention_finds_the_one_word_that_decides(tmp_path, seed):
     """Four keywords, four labels, filler words around: test accuracy >= 95%, and the keyword
-    gets at least 3x its uniform share of attention on average (seeds 0-4 gave 4.4-6.9x; with a
-    BiLSTM, which can carry the keyword to its neighbours, 3.6-6.1x)."""
+    gets at least 3x its uniform share of attention on average (seeds 0-7, each with its own
+    data, gave 5.4-6.5x, at 100% accuracy). The data of a seed are the same in every process:
+    they once came from ``hash()``, salted per process, and one draw fell to 2.9993x."""
     run = _train(tmp_path, seed, encoder="bag")
     model = run.load("cpu")
     assert model.evaluate("test", out=tmp_path / "ev").value >= 0.95
