@@ -24,7 +24,6 @@ from attnkit.models.graph import GraphNet
 from attnkit.training import resumable
 from attnkit.training.graph_config import FAMILY, GraphConfig, parse_config
 from attnkit.training.guard import check_weights
-from attnkit.training.resumable import trainer_files
 from attnkit.training.state import GRAPH, TrainerState, state_to_json
 
 
@@ -33,7 +32,7 @@ def save(
 ) -> None:
     """Write a checkpoint; ``full`` adds the optimizer and the RNG that ``--resume`` needs."""
     check_weights(model, f"epoch {state.epoch}: {directory} not written")
-    trainer, tensors = trainer_files(state, GRAPH, optimizer if full else None)
+    trainer, tensors = resumable.trainer_files(state, GRAPH, optimizer if full else None)
     ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
 
 
