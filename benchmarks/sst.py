@@ -12,7 +12,9 @@ label, predicted probabilities and attention weights, what the seed-variance com
 Wiegreffe & Pinter (2019) reads.
 
 Each run trains one config (a single model, on the CPU unless ``--device``), keeps the
-checkpoint of the best dev accuracy, and scores it on the test sentences. One JSON line per
+checkpoint of the best dev accuracy, and scores it on the test sentences; with
+``train.average_checkpoints`` it scores ``averaged`` instead (the best on dev of the best
+checkpoint and the means of the N best). One JSON line per
 run on stdout::
 
     {"config": "sst2_bilstm_attention", "task": "SST-2 (phrases)", "test_accuracy": 0.85,
@@ -67,7 +69,9 @@ def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = Fa
     began = time.time()
     run = train(config, overrides=sets, output_dir=out, overwrite=True)
     wall = time.time() - began
-    bundle = load_text_model(run.best, "auto")
+    # with train.average_checkpoints, the run's chosen mean (or best single) checkpoint
+    scored = run.directory / "averaged" if (run.directory / "averaged").is_dir() else run.best
+    bundle = load_text_model(scored, "auto")
     test = TextData(bundle.config.data).split("test")
     answers = predict(bundle.model, [e.words for e in test], bundle.vocab)
     acc = accuracy(answers, [e.label for e in test])
@@ -84,7 +88,11 @@ def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = Fa
         "test_sentences": len(test),
         "target": TARGETS[classes],
         "meets_target": acc >= TARGETS[classes],
+        "checkpoint": scored.name,
         "best_dev_accuracy": trainer.get("best_dev_accuracy"),
+        "scored_dev_accuracy": read_json(scored / "trainer.json")
+        .get("dev", {})
+        .get("accuracy", trainer.get("best_dev_accuracy")),
         "best_epoch": trainer.get("best_epoch"),
         "epochs": trainer.get("epoch"),
         "stopped": trainer.get("stopped"),

@@ -64,7 +64,12 @@ RUNNING: dict[str, Key] = {
                 0,
                 "N >= 2: keep the N best evaluations in run_dir/top, average them into "
                 "run_dir/averaged",
-            )
+            ),
+            text=(
+                0,
+                "N >= 2: keep the N best dev evaluations in output_dir/top; at the end the best "
+                "of their means (or the best single one) is output_dir/averaged",
+            ),
         ),
     ),
     "eval_every": Key(

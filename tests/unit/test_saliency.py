@@ -219,3 +219,17 @@ def test_integrated_gradients_are_the_same_whatever_steps_share_a_pass(monkeypat
     monkeypatch.setattr(module, "MAX_IG_ROWS", 1)  # one step per pass
     for a, b in zip(together, saliency_maps(*args)):
         torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("method", ["gradient", "input_x_gradient"])
+@pytest.mark.parametrize("rows", [1, 3, 4096])
+def test_gradient_maps_are_the_same_whatever_steps_share_a_pass(monkeypatch, method, rows):
+    from attnkit.explain import saliency as module
+
+    model, batch = _random_model("bahdanau"), _batch()
+    args = (model, batch.src, batch.src_lengths, _targets(batch), method)
+    monkeypatch.setattr(module, "MAX_GRADIENT_ROWS", 4096)  # every step of both inputs at once
+    together = saliency_maps(*args)
+    monkeypatch.setattr(module, "MAX_GRADIENT_ROWS", rows)  # 1: one step per pass; 3: a ragged cut
+    for a, b in zip(together, saliency_maps(*args), strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)

@@ -261,3 +261,37 @@ def test_eval_every_evaluates_inside_an_epoch(tmp_path):
     assert [h["step"] for h in history] == [5, 10, 15, 20]  # once at step 20: the epoch's end
     assert [h["epoch"] for h in history] == [0, 0, 0, 1]
     assert all(0 <= h["dev_accuracy"] <= 1 for h in history)
+
+
+def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
+    import yaml
+    from safetensors.torch import load_file
+
+    experiment = _experiment(tmp_path)  # 20 updates an epoch: 8 evaluations in 2 epochs
+    experiment["train"].update(epochs=2, patience=None, eval_every=5, average_checkpoints=3)
+    config = tmp_path / "exp.yaml"
+    config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
+    run = attnkit.train(config, output_dir=tmp_path / "run")
+    history = json.loads((run.last / "trainer.json").read_text())["history"]
+    assert [h["step"] for h in history] == [5, 10, 15, 20, 25, 30, 35, 40]
+    # the 3 best evaluations (the later one on a tie) are the ones kept in top/
+    ranked = sorted(history, key=lambda h: (-h["dev_accuracy"], -h["step"]))[:3]
+    kept = sorted(int(p.name.split("-")[1]) for p in (run.directory / "top").iterdir())
+    assert kept == sorted(h["step"] for h in ranked)
+    averaged = run.directory / "averaged"
+    trainer = json.loads((averaged / "trainer.json").read_text())
+    assert [len(c["steps"]) for c in trainer["candidates"]] == [1, 2, 3]
+    # its weights are the mean of the checkpoints it names, tensor by tensor
+    steps = trainer["averaged_steps"]
+    parts = [load_file(run.directory / "top" / f"step-{s:07d}" / "model.safetensors") for s in steps]
+    weights = load_file(averaged / "model.safetensors")
+    for name, tensor in weights.items():
+        if tensor.is_floating_point():
+            expected = torch.stack([p[name].double() for p in parts]).mean(0).to(tensor.dtype)
+            torch.testing.assert_close(tensor, expected)
+    # and the dev accuracy it records is the loaded model's own
+    model = attnkit.load(averaged)
+    dev = [line.split("\t") for line in (tmp_path / "dev.tsv").read_text().splitlines()]
+    right = sum(model.classify(text).label == label for label, text in dev)
+    assert trainer["dev"]["accuracy"] == pytest.approx(right / len(dev))
+    assert trainer["dev"]["accuracy"] >= trainer["best_single"]

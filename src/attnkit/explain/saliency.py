@@ -15,6 +15,11 @@ output:
   scaled copies of the inputs go through the model together, as many steps per pass as fit in
   ``MAX_IG_ROWS`` rows (and at least one step per pass).
 
+The gradient methods differentiate many output steps in one pass: the batch is repeated once per
+step, and each copy differentiates only its own step's log-probability (the copies do not
+interact in eval mode), ``MAX_GRADIENT_ROWS`` rows a pass; a pass costs about what one step's
+pass did, so a map of T rows takes about T / (MAX_GRADIENT_ROWS / B) passes instead of T.
+
 Each row is normalised to sum to 1, so a map reads like an attention matrix and the two can be
 compared cell by cell. A model without attention has a saliency map all the same.
 """
@@ -33,6 +38,8 @@ from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 METHODS = ("gradient", "input_x_gradient", "integrated_gradients")
 #: integrated gradients: (input x step) rows per forward pass, unless one step needs more
 MAX_IG_ROWS = 1024
+#: gradient and input x gradient: (input x output step) rows per forward pass (at least B)
+MAX_GRADIENT_ROWS = 512
 
 
 def _forced_log_probs(model) -> Callable[[Tensor, Tensor, Tensor, Tensor], Tensor]:
@@ -81,14 +88,26 @@ def saliency_maps(
         # cuDNN's RNNs have no backward pass in eval mode; the model is explained in eval mode
         # (no dropout), so on a GPU its RNNs run torch's own kernels for the call
         with torch.backends.cudnn.flags(enabled=False):
-            rows = [
-                _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps)
-                for j in range(steps_out)
-            ]  # each (B, S)
+            if method == "integrated_gradients":
+                rows = [
+                    _integrated_step(model, src, src_lengths, tgt_in, tgt_out, j, steps)
+                    for j in range(steps_out)
+                ]  # each (B, S)
+                maps = torch.stack(rows, 1)  # (B, T, S)
+            else:
+                per_pass = max(1, MAX_GRADIENT_ROWS // b)
+                maps = torch.cat(
+                    [
+                        _attribute_steps(
+                            model, src, src_lengths, tgt_in, tgt_out, range(j, j + per_pass), method
+                        )
+                        for j in range(0, steps_out, per_pass)
+                    ],
+                    1,
+                )[:, :steps_out]  # (B, T, S)
     finally:
         model.set_backend(backend)
         model.train(was_training)
-    maps = torch.stack(rows, 1)  # (B, T, S)
     maps = maps / maps.sum(-1, keepdim=True).clamp_min(1e-30)
     return [
         maps[row, : len(t) + 1, : int(src_lengths[row])].detach().cpu()
@@ -96,30 +115,49 @@ def saliency_maps(
     ]
 
 
-def _attribute_step(model, src, src_lengths, tgt_in, tgt_out, j, method, steps) -> Tensor:
-    """(B, S) non-negative attribution of output step ``j`` to each source token."""
+def _attribute_steps(model, src, src_lengths, tgt_in, tgt_out, js: range, method) -> Tensor:
+    """(B, J, S) gradient or input x gradient of output steps ``js`` (those past the last step
+    give zeros), in one forward and backward pass over the batch repeated J times."""
+    b, k = src.size(0), len(js)
+    last = tgt_out.size(1) - 1
+    # row i * k + n is a copy of example i that differentiates step js[n]
+    picks = torch.tensor([min(j, last) for j in js], device=src.device).repeat(b)
+    copies = [t.repeat_interleave(k, 0) for t in (src, src_lengths, tgt_in, tgt_out)]
+    forced = _forced_log_probs(model)
+
+    def forward(src, src_lengths, tgt_in, tgt_out, picks):
+        logp = forced(src, src_lengths, tgt_in, tgt_out)  # (B * J, T)
+        return logp.gather(1, picks.unsqueeze(1)).squeeze(1)  # (B * J,)
+
+    with torch.enable_grad():
+        explainer = LayerGradientXActivation(
+            forward, model.encoder.embed, multiply_by_inputs=method == "input_x_gradient"
+        )
+        attr = explainer.attribute(copies[0], additional_forward_args=(*copies[1:], picks))
+    attr = attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
+    attr = attr.view(b, k, -1)  # (B, J, S)
+    return attr * (torch.tensor(list(js), device=attr.device) <= last).view(1, k, 1)
+
+
+def _integrated_step(model, src, src_lengths, tgt_in, tgt_out, j, steps) -> Tensor:
+    """(B, S) non-negative integrated-gradients attribution of output step ``j`` to each source
+    token (the gradient methods: :func:`_attribute_steps`)."""
     forward = _forced_log_probs(model)
     layer = model.encoder.embed
     extra = (src_lengths, tgt_in, tgt_out)
     with torch.enable_grad():
-        if method == "integrated_gradients":
-            explainer = LayerIntegratedGradients(forward, layer)
-            attr = explainer.attribute(
-                src,
-                baselines=torch.full_like(src, PAD_ID),  # the padding embedding is zero
-                target=j,
-                additional_forward_args=extra,
-                n_steps=steps,
-                # the steps' scaled copies go through the model together, MAX_IG_ROWS at most
-                # (but always one step's B rows)
-                internal_batch_size=src.size(0) * max(1, min(steps, MAX_IG_ROWS // src.size(0))),
-            )
-            return attr.sum(-1).abs()
-        explainer = LayerGradientXActivation(
-            forward, layer, multiply_by_inputs=method == "input_x_gradient"
+        explainer = LayerIntegratedGradients(forward, layer)
+        attr = explainer.attribute(
+            src,
+            baselines=torch.full_like(src, PAD_ID),  # the padding embedding is zero
+            target=j,
+            additional_forward_args=extra,
+            n_steps=steps,
+            # the steps' scaled copies go through the model together, MAX_IG_ROWS at most
+            # (but always one step's B rows)
+            internal_batch_size=src.size(0) * max(1, min(steps, MAX_IG_ROWS // src.size(0))),
         )
-        attr = explainer.attribute(src, target=j, additional_forward_args=extra)  # (B, S, E)
-        return attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
+    return attr.sum(-1).abs()
 
 
 def _gradient_norm(forward, embedded, unit, steps):

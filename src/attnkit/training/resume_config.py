@@ -68,7 +68,10 @@ MEMNET = Rules(
     honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
     locating=("output_dir",),
 )
-TEXT = Rules(honoured=(*MEMNET.honoured, "train.eval_every"), locating=("output_dir",))
+TEXT = Rules(
+    honoured=(*MEMNET.honoured, "train.eval_every", "train.average_checkpoints"),
+    locating=("output_dir",),
+)
 POINTER = Rules(
     honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "decode"), locating=("output_dir",)
 )

@@ -6,7 +6,9 @@ trains the rest of that epoch's batches as the first run would have. The loss is
 cross-entropy of the labels, plus ``model.penalty`` x Lin et al.'s ``||AA^T - I||_F^2`` for
 structured self-attention. Each epoch is counted, then scored on dev (the callable the adapter
 is given: the dev accuracy, higher is better); ``train.eval_every`` N > 0 scores it every N
-updates inside the epoch too.
+updates inside the epoch too. ``train.average_checkpoints`` N >= 2 keeps the N best
+evaluations' weights and saves the best of their means (or the best single one) as ``averaged``
+at the end (:mod:`attnkit.training.averaging`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from attnkit.models.text_classifier import structured_penalty
 from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training import text_checkpoint as tckpt
+from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.loop import Update
 from attnkit.training.run_log import bar_disabled
 from attnkit.training.state import TrainerState
@@ -170,7 +173,21 @@ class TextAdapter:
         tckpt.save(self.out / name, self.bundle, self.optimizer, state, resumable)
 
     def saved(self, state: TrainerState, reason: str) -> None:
-        """Nothing more: the run's last line says why it stopped."""
+        """With ``train.average_checkpoints`` N >= 2: this evaluation's weights kept if they are
+        among the N best (``OUT/top``), and after the run's last evaluation (``reason``: why
+        it stops) the best of their means saved as ``OUT/averaged``."""
+        n = self.t_cfg.average_checkpoints
+        if n < 2:
+            return
+        say = lambda m: log(self.t_cfg.verbose, m)  # noqa: E731
+        averager = CheckpointAverager(self.out, n, "accuracy", True, say)
+        history = [
+            {"step": h["step"], "dev": {"accuracy": h["dev_accuracy"]}} for h in state.history
+        ]
+        view = tckpt.AveragingView(self.bundle)
+        averager.keep(view, state.step, history)
+        if reason:
+            averager.average(view, history, self.dev_score)
 
     def where(self, state: TrainerState) -> str:
         return f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"

@@ -58,21 +58,41 @@ def save(
     """Write a checkpoint; ``resumable`` adds the optimizer and the RNG (``last``)."""
     model = bundle.model
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
+    trainer, tensors = trainer_files(state, TEXT, optimizer if resumable else None)
+    _write(directory, bundle, trainer, tensors)
 
+
+def _write(directory: Path, bundle: TextBundle, trainer: dict, tensors: dict | None) -> Path:
     def extra(tmp: Path) -> None:
         bundle.vocab.save(tmp / VOCAB_FILE)
         (tmp / LABELS_FILE).write_text(json.dumps(bundle.labels, ensure_ascii=False), "utf-8")
 
-    trainer, tensors = trainer_files(state, TEXT, optimizer if resumable else None)
     ckpt.write_checkpoint(
         directory,
         FAMILY,
-        model.state_dict(),
+        bundle.model.state_dict(),
         bundle.config.to_dict(),
         trainer,
         tensors,
         extra=extra,
     )
+    return Path(directory)
+
+
+class AveragingView:
+    """A bundle as checkpoint averaging (:class:`~attnkit.training.averaging.CheckpointAverager`)
+    keeps it: ``model``, and ``save(directory, meta)`` writing the weights, config, vocabulary
+    and labels with ``meta`` as the ``trainer.json`` (no optimizer: these are not resumed)."""
+
+    def __init__(self, bundle: TextBundle):
+        self.bundle = bundle
+
+    @property
+    def model(self) -> TextClassifier:
+        return self.bundle.model
+
+    def save(self, directory: Path, meta: dict) -> Path:
+        return _write(directory, self.bundle, meta, None)
 
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
