@@ -23,6 +23,9 @@ on the first ``--count`` test items:
   methods (Abnar & Zuidema 2020, Table 1's shape);
 * the seconds each test took per decision.
 
+``--transformer-set KEY=VALUE`` changes the Transformer's config, e.g. ``model.encoder_layers=6
+model.decoder_layers=6`` for Abnar & Zuidema's depth.
+
 With ``--model`` it runs the faithfulness tests of that checkpoint alone (any family with a
 ``faithfulness`` method: seq2seq, vision, text). Several ``--model`` (text classifiers of one
 task, e.g. seeds of one config) add, on the whole test split: each model's accuracy and F1 of
@@ -152,8 +155,12 @@ def task_benchmark(args) -> dict:
              for s in range(1, args.seeds + 1)]  # fmt: skip
     uniform = train(rnn_cfg, {"model.attention": "uniform", "model.decoder": "bahdanau"},
                     tmp / "uniform", args.minutes)  # fmt: skip
-    transformer = train(tf_cfg, {}, tmp / "transformer", args.minutes)
-    out = {"task": task, "count": len(sources), "models": {}}
+    bad = [item for item in args.transformer_set if "=" not in item]
+    if bad:
+        raise SystemExit(f"--transformer-set {bad[0]!r}: give KEY=VALUE")
+    tf_sets = dict(item.split("=", 1) for item in args.transformer_set)
+    transformer = train(tf_cfg, tf_sets, tmp / "transformer", args.minutes)
+    out = {"task": task, "count": len(sources), "transformer_overrides": tf_sets, "models": {}}
     for name, model in [*((f"bahdanau seed {i + 1}", m) for i, m in enumerate(seeds)),
                         ("uniform", uniform), ("transformer", transformer)]:  # fmt: skip
         out["models"][name] = {"exact_match": exact_match(model, sources, refs),
@@ -297,6 +304,9 @@ def main() -> None:
                    help="text: instead of checkpoints, compare saved test answers (repeatable): a "
                    "JSON list per model, one {words, label, probs, weights} per test sentence; "
                    "accuracy, F1, seed variance")  # fmt: skip
+    p.add_argument("--transformer-set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override of the task's Transformer config (repeatable), e.g. "
+                   "model.encoder_layers=6")  # fmt: skip
     p.add_argument("--runs", type=Path, default=None, help="where to train (default: a temp dir)")
     p.add_argument("--out", type=Path, default=None, help="write the JSON here too")
     p.add_argument("--report-dir", type=Path, default=None,
