@@ -220,7 +220,7 @@ if not quick():  # full mode: the same questions on real sentences (needs $ATTNK
             output_dir=f"runs/lesson09/{name}",
             overwrite=True,
         )
-        sst[name] = attnkit.load(run.best)
+        sst[name] = attnkit.load(run.averaged or run.best)  # averaged where the config asks
         print(name, sst[name].evaluate(split="test"))
     sst["sst2_bilstm_attention"].classify("a gripping , moving film , if a little too long").show()
     real = sst["sst2_bilstm_attention"].faithfulness(split="test", count=50)

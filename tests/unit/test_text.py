@@ -261,6 +261,7 @@ def test_eval_every_evaluates_inside_an_epoch(tmp_path):
     assert [h["step"] for h in history] == [5, 10, 15, 20]  # once at step 20: the epoch's end
     assert [h["epoch"] for h in history] == [0, 0, 0, 1]
     assert all(0 <= h["dev_accuracy"] <= 1 for h in history)
+    assert run.averaged is None and not (run.directory / "top").exists()  # not asked for
 
 
 def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
@@ -278,7 +279,8 @@ def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
     ranked = sorted(history, key=lambda h: (-h["dev_accuracy"], -h["step"]))[:3]
     kept = sorted(int(p.name.split("-")[1]) for p in (run.directory / "top").iterdir())
     assert kept == sorted(h["step"] for h in ranked)
-    averaged = run.directory / "averaged"
+    averaged = run.averaged
+    assert averaged == run.directory / "averaged"
     trainer = json.loads((averaged / "trainer.json").read_text())
     assert [len(c["steps"]) for c in trainer["candidates"]] == [1, 2, 3]
     # its weights are the mean of the checkpoints it names, tensor by tensor

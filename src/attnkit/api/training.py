@@ -99,6 +99,13 @@ class Run:
         return self.directory / "last"
 
     @property
+    def averaged(self) -> Path | None:
+        """``averaged`` (``train.average_checkpoints``): the best on dev of the best checkpoint
+        and the means of the N best evaluations; None where the run wrote none."""
+        path = self.directory / "averaged"
+        return path if (path / "meta.json").is_file() else None
+
+    @property
     def history(self) -> list[dict[str, Any]]:
         """Every line of ``metrics.jsonl`` (train and dev records, in order); empty where the
         run wrote none (vision runs log to ``train.log``)."""
