@@ -50,6 +50,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -158,7 +159,8 @@ def task_benchmark(args) -> dict:
     bad = [item for item in args.transformer_set if "=" not in item]
     if bad:
         raise SystemExit(f"--transformer-set {bad[0]!r}: give KEY=VALUE")
-    tf_sets = dict(item.split("=", 1) for item in args.transformer_set)
+    # typed as the command line's --set types them: "6" is an integer
+    tf_sets = {k: yaml.safe_load(v) for k, v in (i.split("=", 1) for i in args.transformer_set)}
     transformer = train(tf_cfg, tf_sets, tmp / "transformer", args.minutes)
     out = {"task": task, "count": len(sources), "transformer_overrides": tf_sets, "models": {}}
     for name, model in [*((f"bahdanau seed {i + 1}", m) for i, m in enumerate(seeds)),
