@@ -70,7 +70,7 @@ def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = Fa
     run = train(config, overrides=sets, output_dir=out, overwrite=True)
     wall = time.time() - began
     # with train.average_checkpoints, the run's chosen mean (or best single) checkpoint
-    scored = run.directory / "averaged" if (run.directory / "averaged").is_dir() else run.best
+    scored = run.averaged or run.best
     bundle = load_text_model(scored, "auto")
     test = TextData(bundle.config.data).split("test")
     answers = predict(bundle.model, [e.words for e in test], bundle.vocab)
