@@ -130,12 +130,13 @@ class CopyingDecoder(RNNDecoder):
         """prev_tokens (B,) (extended ids allowed) -> log P (B, Vx), the new state (carrying
         this step's p_gen (B,)), weights (B, S)."""
         prev = self._known(prev_tokens)
-        logits, state, att = super().step(prev, state, memory)
         with self.backend.scope():
-            emb = self.dropout(self.embed(prev))  # (B, E)
+            emb, x_proj = self.step_input(prev, memory)  # the switch reads what the step read
+            pre, state, att = self._step(emb, state, memory, x_proj)
+            # c_t again from the weights: the styles' steps return h~_t, not the context
             context = torch.bmm(att.unsqueeze(1), memory.states).squeeze(1)  # (B, Dk)
             p_gen = self.p_gen(context, _top_layer(state.rnn), emb)  # (B,)
-            logp = self._log_mixture(logits, att, p_gen, memory)
+            logp = self._log_mixture(self.output(pre), att, p_gen, memory)
         return logp, replace(state, p_gen=p_gen), att
 
 

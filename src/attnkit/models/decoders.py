@@ -246,12 +246,17 @@ class RNNDecoder(nn.Module):
     ) -> tuple[Tensor, DecoderState, Tensor]:
         """prev_tokens (B,) -> logits (B, V), new state, weights (B, S)."""
         with self.backend.scope():
-            emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
-            x_proj_t = None
-            if memory.input_table is not None:  # (B, G*H): a lookup, not a matmul
-                x_proj_t = memory.input_table.index_select(0, prev_tokens)
+            emb_t, x_proj_t = self.step_input(prev_tokens, memory)
             pre, state, weights = self._step(emb_t, state, memory, x_proj_t)
             return self.output(pre), state, weights
+
+    def step_input(self, prev_tokens: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
+        """prev_tokens (B,) -> the step's input: the embedding (B, E), and where decoding built
+        ``memory.input_table``, its projection by layer 0's input weights (B, G*H), else None."""
+        emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
+        if memory.input_table is None:
+            return emb_t, None
+        return emb_t, memory.input_table.index_select(0, prev_tokens)  # a lookup, not a matmul
 
     def input_table(self, rows: int) -> Tensor | None:
         """(V, G*H): every token's embedding through layer 0's input weights, or None where it
