@@ -285,7 +285,8 @@ def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
     assert [len(c["steps"]) for c in trainer["candidates"]] == [1, 2, 3]
     # its weights are the mean of the checkpoints it names, tensor by tensor
     steps = trainer["averaged_steps"]
-    parts = [load_file(run.directory / "top" / f"step-{s:07d}" / "model.safetensors") for s in steps]
+    top = run.directory / "top"
+    parts = [load_file(top / f"step-{s:07d}" / "model.safetensors") for s in steps]
     weights = load_file(averaged / "model.safetensors")
     for name, tensor in weights.items():
         if tensor.is_floating_point():
