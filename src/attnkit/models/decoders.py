@@ -251,16 +251,13 @@ class RNNDecoder(nn.Module):
             return self.output(pre), state, weights
 
     def step_input(self, prev_tokens: Tensor, memory: Memory) -> tuple[Tensor, Tensor | None]:
-        """prev_tokens (B,) -> the step's input: the embedding (B, E), and where decoding built
-        ``memory.input_table``, its projection by layer 0's input weights (B, G*H), else None."""
-        emb_t = self.dropout(self.embed(prev_tokens))  # (B, E)
-        if memory.input_table is None:
-            return emb_t, None
-        return emb_t, memory.input_table.index_select(0, prev_tokens)  # a lookup, not a matmul
+        """prev_tokens (B,) -> embedding (B, E), its layer-0 input projection (B, G*H) or None."""
+        table = memory.input_table  # (V, G*H) where decoding built it: a lookup, not a matmul
+        x_proj_t = None if table is None else table.index_select(0, prev_tokens)
+        return self.dropout(self.embed(prev_tokens)), x_proj_t
 
     def input_table(self, rows: int) -> Tensor | None:
-        """(V, G*H): every token's embedding through layer 0's input weights, or None where it
-        does not pay.
+        """(V, G*H): every token's embedding through layer 0's input weights (None: no gain).
 
         Decoding without dropout or gradients makes the projection a function of the token
         alone, so a step can look it up. It is built per decoding call (``rows`` = batch x source
