@@ -96,15 +96,11 @@ def saliency_maps(
                 maps = torch.stack(rows, 1)  # (B, T, S)
             else:
                 per_pass = max(1, MAX_GRADIENT_ROWS // b)
-                maps = torch.cat(
-                    [
-                        _attribute_steps(
-                            model, src, src_lengths, tgt_in, tgt_out, range(j, j + per_pass), method
-                        )
-                        for j in range(0, steps_out, per_pass)
-                    ],
-                    1,
-                )[:, :steps_out]  # (B, T, S)
+                chunks = [
+                    range(j, min(j + per_pass, steps_out)) for j in range(0, steps_out, per_pass)
+                ]
+                forced = (model, src, src_lengths, tgt_in, tgt_out)
+                maps = torch.cat([_attribute_steps(*forced, js, method) for js in chunks], 1)
     finally:
         model.set_backend(backend)
         model.train(was_training)
@@ -116,12 +112,11 @@ def saliency_maps(
 
 
 def _attribute_steps(model, src, src_lengths, tgt_in, tgt_out, js: range, method) -> Tensor:
-    """(B, J, S) gradient or input x gradient of output steps ``js`` (those past the last step
-    give zeros), in one forward and backward pass over the batch repeated J times."""
+    """(B, J, S) gradient or input x gradient of output steps ``js``, in one forward and
+    backward pass over the batch repeated J times."""
     b, k = src.size(0), len(js)
-    last = tgt_out.size(1) - 1
     # row i * k + n is a copy of example i that differentiates step js[n]
-    picks = torch.tensor([min(j, last) for j in js], device=src.device).repeat(b)
+    picks = torch.tensor(list(js), device=src.device).repeat(b)
     copies = [t.repeat_interleave(k, 0) for t in (src, src_lengths, tgt_in, tgt_out)]
     forced = _forced_log_probs(model)
 
@@ -135,8 +130,7 @@ def _attribute_steps(model, src, src_lengths, tgt_in, tgt_out, js: range, method
         )
         attr = explainer.attribute(copies[0], additional_forward_args=(*copies[1:], picks))
     attr = attr.sum(-1).abs() if method == "input_x_gradient" else attr.norm(dim=-1)
-    attr = attr.view(b, k, -1)  # (B, J, S)
-    return attr * (torch.tensor(list(js), device=attr.device) <= last).view(1, k, 1)
+    return attr.view(b, k, -1)  # (B, J, S)
 
 
 def _integrated_step(model, src, src_lengths, tgt_in, tgt_out, j, steps) -> Tensor:
