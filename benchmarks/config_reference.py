@@ -46,7 +46,7 @@ VISION_TRAIN_CONFIG = [
 ]
 VISION_MODEL_TYPES = [
     ("attnkit.models.vision", "VISION_MODELS"),
-    ("attnkit.training.vision_families", "MODEL_TYPES"),
+    ("attnkit.families.vision.kinds", "MODEL_TYPES"),
     ("attnkit.vision.families", "MODEL_TYPES"),
 ]
 VISION_DATA_CONFIG = [("attnkit.data.tasks.vision", "DataConfig")]
@@ -386,8 +386,8 @@ def vision_sections() -> list[str]:
 
 def pointer_sections() -> list[str]:
     from attnkit.data.tasks.pointer import PointerData
+    from attnkit.families.pointer.config import DecodeSettings, PointerExperiment, TrainConfig
     from attnkit.models.pointer import PointerConfig
-    from attnkit.training.pointer_config import DecodeSettings, PointerExperiment, TrainConfig
 
     out = ["## Pointer-network experiments (`family: pointer`)", "", "### Top level", ""]
     out += ["`family: pointer` marks the file as a pointer-network experiment.", ""]
@@ -400,8 +400,8 @@ def pointer_sections() -> list[str]:
 
 def graph_sections() -> list[str]:
     from attnkit.data.graph.sources import GraphDataConfig
+    from attnkit.families.graph.config import GraphConfig, TrainConfig
     from attnkit.models.graph import GraphModelConfig
-    from attnkit.training.graph_config import GraphConfig, TrainConfig
 
     out = ["## Graph experiments (`family: graph`)", "", "### Top level", ""]
     out += ["`family: graph` marks the file as a graph (node classification) experiment.", ""]
@@ -414,8 +414,8 @@ def graph_sections() -> list[str]:
 
 def text_sections() -> list[str]:
     from attnkit.data.tasks.text import TextDataConfig
+    from attnkit.families.text.config import TextConfig, TrainConfig
     from attnkit.models.text_classifier import TextModelConfig
-    from attnkit.training.text_config import TextConfig, TrainConfig
 
     out = ["## Text-classification experiments (`family: text`)", "", "### Top level", ""]
     out += ["`family: text` marks the file as a text-classification experiment.", ""]
@@ -428,8 +428,8 @@ def text_sections() -> list[str]:
 
 def memnet_sections() -> list[str]:
     from attnkit.data.babi import BabiConfig
+    from attnkit.families.memnet.config import MemnetConfig, TrainConfig
     from attnkit.models.memn2n import MemN2NConfig
-    from attnkit.training.memnet_config import MemnetConfig, TrainConfig
 
     out = ["## Memory-network experiments (`family: memnet`)", "", "### Top level", ""]
     out += ["`family: memnet` marks the file as a memory-network (bAbI) experiment.", ""]

@@ -235,7 +235,7 @@ def text_models(paths: list[Path]) -> dict:
     """Several text classifiers on the whole test split: accuracy, F1 of the last class, and
     the seed variance of the attention of those that have one."""
     from attnkit.data.tasks.text import TextData
-    from attnkit.training.text_scoring import predict
+    from attnkit.families.text.scoring import predict
 
     models = [attnkit.load(p) for p in paths]
     if any(m.family != "text" for m in models):

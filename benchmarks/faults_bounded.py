@@ -170,7 +170,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             "import sys, dataclasses\n"
             "from attnkit.checkpoint import write_checkpoint\n"
             "from attnkit.config import from_dict\n"
-            "from attnkit.training.vision_families import MODEL_TYPES\n"
+            "from attnkit.families.vision.kinds import MODEL_TYPES\n"
             "f = MODEL_TYPES['attention_pooling']\n"
             "m = from_dict(f.config_cls, {}, 'model')\n"
             "cfg = {'family': 'vision', 'data': {'task': 'mnist'},"
@@ -385,10 +385,10 @@ def register(h) -> None:  # noqa: C901 - one list of cases
         )
         script = (
             "import sys\n"
-            "from attnkit.serve.classify import _image_size\n"
-            "from attnkit.serve.problems import ApiError\n"
+            "from attnkit.families.vision.endpoint import _image_size\n"
+            "from attnkit.errors import RequestError\n"
             "try:\n    _image_size(open(sys.argv[1], 'rb').read(), 1024)\n"
-            "except ApiError as e:\n    print(e.status, e.message)\n"
+            "except RequestError as e:\n    print(e.status, e.message)\n"
         )
         (folder / "big.png").write_bytes(png)
         done = subprocess.run(

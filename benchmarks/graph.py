@@ -42,8 +42,8 @@ import torch.nn.functional as F  # noqa: E402
 
 import attnkit  # noqa: E402
 from attnkit.data.graph.sources import GraphDataConfig, load_graph  # noqa: E402
+from attnkit.families.graph.adapter import DeviceGraph  # noqa: E402
 from attnkit.models.graph import GraphModelConfig, GraphNet  # noqa: E402
-from attnkit.training.graph_adapter import DeviceGraph  # noqa: E402
 
 QUIET = {"train.verbose": False, "train.tensorboard": False, "train.threads": 1}
 

@@ -45,8 +45,8 @@ from machine_info import describe  # noqa: E402
 from attnkit.api.training import train  # noqa: E402
 from attnkit.checkpoint import read_json  # noqa: E402
 from attnkit.data.tasks.text import TextData, task_name  # noqa: E402
-from attnkit.training.text_checkpoint import load_text_model  # noqa: E402
-from attnkit.training.text_scoring import accuracy, predict  # noqa: E402
+from attnkit.families.text.bundle import load_text_model  # noqa: E402
+from attnkit.families.text.scoring import accuracy, predict  # noqa: E402
 
 ALL = (
     "sst2_bilstm_attention",

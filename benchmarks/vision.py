@@ -37,8 +37,8 @@ import torch  # noqa: E402
 from attnkit.checkpoint import read_json  # noqa: E402
 from attnkit.config import apply_overrides, read_yaml  # noqa: E402
 from attnkit.device import resolve_device  # noqa: E402
-from attnkit.evaluation.vision import evaluate_vision  # noqa: E402
-from attnkit.training.vision import train_vision  # noqa: E402
+from attnkit.families.vision.evaluate import evaluate_vision  # noqa: E402
+from attnkit.families.vision.train import train_vision  # noqa: E402
 
 ALL = (
     "ram_mnist28",

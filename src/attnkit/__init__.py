@@ -16,28 +16,22 @@ K beam, R image regions, C channels, G glimpses; graphs: N nodes, E edges.
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Answer",
-    "Classification",
-    "ConfigInfo",
-    "Explanation",
-    "PointerModel",
-    "PointerSolution",
-    "GraphModel",
-    "NodeExplanation",
-    "FaithfulnessScores",
-    "MemoryModel",
-    "Run",
-    "Scores",
-    "Seq2SeqModel",
-    "TextClassification",
-    "TextModel",
-    "Translation",
-    "VisionModel",
-    "configs",
-    "load",
-    "train",
-]
+
+#: the API's names that every family shares (:mod:`attnkit.api` defines them)
+GENERIC_API = ["ConfigInfo", "Explanation", "FaithfulnessScores", "Run", "Scores"]
+GENERIC_API += ["configs", "load", "train"]
+
+
+def _public() -> list[str]:
+    """The API's names: the generic ones and each family's (its ``public``), read from the
+    registry without importing torch."""
+    from attnkit.families import FAMILIES
+
+    own = [name for family in FAMILIES.values() for name in family.public_names()]
+    return sorted({*GENERIC_API, *own})
+
+
+__all__ = _public()
 
 
 def __getattr__(name: str):

@@ -42,6 +42,16 @@ class InputError(AttnkitError):
         self.name = name
 
 
+class RequestError(AttnkitError):
+    """A request the server answers with ``status`` (422 a field that breaks the schema or a
+    limit, 404 an unknown model, 413 too large, 503 a full queue, 504 too slow); ``field`` names
+    the request's field at fault (``inputs[3]``, ``image``), or is None."""
+
+    def __init__(self, status: int, field: str | None, message: str):
+        super().__init__(message)
+        self.status, self.field, self.message = status, field, message
+
+
 class ConfigError(AttnkitError):
     """An unknown key or a bad value in a configuration."""
 

@@ -107,9 +107,9 @@ def text_checkpoint(directory: Path) -> Path:
     import torch
 
     from attnkit.data.vocab import Vocab
-    from attnkit.training import text_checkpoint as tckpt
+    from attnkit.families.text import bundle as tckpt
+    from attnkit.families.text.config import parse_config
     from attnkit.training.state import TrainerState
-    from attnkit.training.text_config import parse_config
 
     cfg = parse_config(
         {
@@ -160,7 +160,7 @@ def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
     import torch
 
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.vision_families import MODEL_TYPES
+    from attnkit.families.vision.kinds import MODEL_TYPES
     from attnkit.vision_experiment import parse_config
 
     config = {

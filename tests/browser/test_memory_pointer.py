@@ -21,9 +21,9 @@ def memnet_checkpoint(directory):
     import torch
 
     from attnkit.data.babi_vectors import BabiVocab
+    from attnkit.families.memnet.adapter import save_checkpoint
+    from attnkit.families.memnet.config import parse_config
     from attnkit.models.memn2n import MemN2N
-    from attnkit.training.memnet_adapter import save_checkpoint
-    from attnkit.training.memnet_config import parse_config
     from attnkit.training.state import TrainerState
 
     words = ["<empty>", "bathroom", "hallway", "is", "john", "mary", "moved", "the", "to", "where"]
@@ -39,8 +39,8 @@ def pointer_checkpoint(directory):
     import torch
 
     from attnkit.checkpoint import write_checkpoint
-    from attnkit.training.pointer import build_model
-    from attnkit.training.pointer_config import parse_config
+    from attnkit.families.pointer.config import parse_config
+    from attnkit.families.pointer.train import build_model
 
     model = {"hidden": 8, "attention_dim": 8}
     cfg = parse_config({"family": "pointer", "data": {"task": "hull", "points": 5}, "model": model})

@@ -61,7 +61,7 @@ def test_report_draws_its_heatmap_with_the_shared_renderer(driver, report):
 
 
 def test_vision_report_draws_every_step_with_the_shared_renderer(driver, checkpoints, tmp_path):
-    from attnkit.evaluation.vision import evaluate_to_dir
+    from attnkit.families.vision.evaluate import evaluate_to_dir
 
     directory = dict(checkpoints)["digits"]
     out = tmp_path / "eval"

@@ -8,9 +8,9 @@ import json
 import pytest
 
 import attnkit
-from attnkit.api.memnet import Answer, BabiScores, story_sentences
 from attnkit.cli import main
 from attnkit.errors import CheckpointError, ConfigError, InputError
+from attnkit.families.memnet.model import Answer, BabiScores, story_sentences
 
 CONFIG = "configs/babi_memn2n.yaml"
 QUICK = {"train.tensorboard": False, "train.verbose": False, "train.threads": 1}

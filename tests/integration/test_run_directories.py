@@ -160,7 +160,7 @@ def test_ctrl_c_saves_last_and_resume_equals_a_straight_run(tmp_path, monkeypatc
 
 @pytest.mark.skipif(not MNIST.is_dir(), reason=f"MNIST copy not found: {MNIST} is missing")
 def test_vision_sigterm_mid_epoch_then_resume_equals_a_straight_run(tmp_path, monkeypatch):
-    from attnkit.training.vision import train_vision
+    from attnkit.families.vision.train import train_vision
 
     config = {
         "family": "vision",

@@ -14,7 +14,7 @@ from tensorboard.backend.event_processing import event_accumulator
 
 from attnkit import checkpoint as ckpt
 from attnkit.cli import main
-from attnkit.training.vision import train_vision
+from attnkit.families.vision.train import train_vision
 
 pytestmark = pytest.mark.slow
 

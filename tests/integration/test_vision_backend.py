@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from attnkit.accel import native
-from attnkit.training.vision import train_vision
+from attnkit.families.vision.train import train_vision
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -738,10 +738,10 @@ def test_every_shipped_config_loads(path):
 #: a config family other than seq2seq -> (module, function) that parses its experiment file
 FAMILY_PARSERS = {
     "vision": ("attnkit.vision_experiment", "parse_config"),
-    "pointer": ("attnkit.training.pointer_config", "parse_config"),
-    "graph": ("attnkit.training.graph_config", "parse_config"),
-    "text": ("attnkit.training.text_config", "parse_config"),
-    "memnet": ("attnkit.training.memnet_config", "parse_config"),
+    "pointer": ("attnkit.families.pointer.config", "parse_config"),
+    "graph": ("attnkit.families.graph.config", "parse_config"),
+    "text": ("attnkit.families.text.config", "parse_config"),
+    "memnet": ("attnkit.families.memnet.config", "parse_config"),
 }
 
 

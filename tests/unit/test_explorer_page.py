@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from attnkit.serve.limits import Limits
+from attnkit.families.serving import Limits
 
 STATIC = Path(__file__).resolve().parents[2] / "src" / "attnkit" / "serve" / "static"
 NODE = shutil.which("node")

@@ -14,7 +14,7 @@ import pytest
 
 import attnkit
 from attnkit.errors import ConfigError
-from attnkit.training.graph_config import parse_config
+from attnkit.families.graph.config import parse_config
 
 
 def _communities(directory, seed: int, per_class: int = 30, classes: int = 3):

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
+from attnkit.families.memnet.adapter import MemnetAdapter, clip_each_weight
+from attnkit.families.memnet.config import parse_config
 from attnkit.training.loop import LoopSettings
-from attnkit.training.memnet_adapter import MemnetAdapter, clip_each_weight
-from attnkit.training.memnet_config import parse_config
 from attnkit.training.state import TrainerState
 
 

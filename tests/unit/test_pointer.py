@@ -1,6 +1,6 @@
 """Pointer networks: the tasks' exact solvers against brute force, the one-line errors, the mask,
 greedy and beam decoding, the scores (data/tasks/pointer.py, models/pointer.py,
-decoding/pointer.py, evaluation/pointer.py, viz/pointer.py)."""
+decoding/pointer.py, families/pointer/evaluate.py, viz/pointer.py)."""
 
 import itertools
 
@@ -24,7 +24,7 @@ from attnkit.data.tasks.pointer import (
 )
 from attnkit.decoding.pointer import beam_pointer, greedy_pointer
 from attnkit.errors import ConfigError, InputError
-from attnkit.evaluation.pointer import same_answer, score_outputs, simple_polygon
+from attnkit.families.pointer.evaluate import same_answer, score_outputs, simple_polygon
 from attnkit.models.pointer import PointerConfig, PointerNet, allowed_slots
 
 

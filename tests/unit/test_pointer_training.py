@@ -1,6 +1,6 @@
-"""The pointer family end to end: it learns to sort (training/pointer.py on the shared loop), its
-config errors are one line (training/pointer_config.py), and ``attnkit train/evaluate/plot`` and
-the API (api/pointer.py) serve its checkpoints."""
+"""The pointer family end to end: it learns to sort (families/pointer/train.py on the shared
+loop), its config errors are one line (families/pointer/config.py), and ``attnkit
+train/evaluate/plot`` and the API (families/pointer/model.py) serve its checkpoints."""
 
 import json
 
@@ -10,7 +10,7 @@ import yaml
 import attnkit
 from attnkit.cli import main
 from attnkit.errors import ConfigError, InputError
-from attnkit.training.pointer_config import parse_config
+from attnkit.families.pointer.config import parse_config
 
 SMALL = {
     "data.points": 5,
@@ -90,7 +90,7 @@ def test_cli_trains_evaluates_and_plots_a_tiny_hull_model(tmp_path, capsys):
 def test_the_cosine_ends_with_the_epochs_or_the_time_budget():
     from types import SimpleNamespace
 
-    from attnkit.training.pointer import PointerAdapter
+    from attnkit.families.pointer.train import PointerAdapter
     from attnkit.training.state import TrainerState
 
     def rates(**train):

@@ -15,8 +15,8 @@ from safetensors.torch import load_file, save_file
 
 import attnkit
 from attnkit.errors import CheckpointError, ConfigError, TrainingInterrupted
-from attnkit.training.memnet_adapter import MemnetAdapter
-from attnkit.training.pointer import PointerAdapter
+from attnkit.families.memnet.adapter import MemnetAdapter
+from attnkit.families.pointer.train import PointerAdapter
 
 QUIET = {"train.tensorboard": False, "train.threads": 1, "train.progress": False}
 MEMNET = {

@@ -12,11 +12,11 @@ from fastapi.testclient import TestClient
 
 from attnkit.api import TextModel
 from attnkit.data.vocab import Vocab
+from attnkit.families.serving import Limits
+from attnkit.families.text import bundle as tckpt
+from attnkit.families.text.config import parse_config
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.serve.limits import Limits
-from attnkit.training import text_checkpoint as tckpt
 from attnkit.training.state import TrainerState
-from attnkit.training.text_config import parse_config
 
 WORDS = ["a", "gripping", "film", "dull", "plot", "."]
 

@@ -268,7 +268,7 @@ def test_a_transformers_rollout_and_flow_are_explain_rollouts(tmp_path, numbers_
     """rollout: true answers the maps explain/rollout.py makes of the first output, forced along
     it; flow above --max-flow-work is left out with a line saying why; an RNN is refused."""
     from attnkit.explain.rollout import transformer_maps
-    from attnkit.serve.limits import Limits
+    from attnkit.families.serving import Limits
 
     directory = tiny_transformer(tmp_path / "tiny-transformer" / "best", encoder_layers=2)
     translator = Translator.load(directory)

@@ -12,9 +12,9 @@ import pytest
 from fastapi.testclient import TestClient
 from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 
+from attnkit.errors import RequestError
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.batching import MicroBatcher
-from attnkit.serve.problems import ApiError
 
 
 class Recorder:
@@ -77,9 +77,9 @@ def test_a_full_queue_and_a_timeout_are_api_errors():
     async def scenario():
         first = asyncio.create_task(batcher.submit("a", 1, 1, 0.3))
         await asyncio.sleep(0.01)
-        with pytest.raises(ApiError) as full:
+        with pytest.raises(RequestError) as full:
             await batcher.submit("a", 2, 1, 0.3)
-        with pytest.raises(ApiError) as late:
+        with pytest.raises(RequestError) as late:
             await first
         return full.value.status, late.value.status
 

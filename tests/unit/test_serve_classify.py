@@ -16,12 +16,12 @@ from PIL import Image
 from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 from test_vision_evaluation import MODELS, N_TEST, _write_idx
 
-from attnkit.api import vision as vision_api
 from attnkit.checkpoint import write_checkpoint
+from attnkit.families.serving import Limits
+from attnkit.families.vision import model as vision_api
+from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models import show_attend_tell as sat
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.serve.limits import Limits
-from attnkit.training.vision_families import MODEL_TYPES
 from attnkit.vision_experiment import parse_config
 
 

@@ -10,9 +10,9 @@ from fastapi.testclient import TestClient
 
 from attnkit.checkpoint import write_checkpoint
 from attnkit.data.graph.sources import load_graph
+from attnkit.families.graph.bundle import build_model
+from attnkit.families.graph.config import parse_config
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.training.graph_checkpoint import build_model
-from attnkit.training.graph_config import parse_config
 
 
 @pytest.fixture(scope="module")

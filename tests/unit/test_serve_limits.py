@@ -11,9 +11,9 @@ from fastapi.testclient import TestClient
 from test_serve_app import numbers_model  # noqa: F401  (trained once per test run)
 
 from attnkit.errors import ConfigError
-from attnkit.serve import translate
+from attnkit.families.seq2seq import endpoint as translate
+from attnkit.families.serving import Limits
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.serve.limits import Limits
 
 SMALL = Limits(
     max_chars=20, max_inputs=3, max_beam=4, max_top_k=6, max_prefix=2, max_explain_inputs=2

@@ -12,11 +12,11 @@ from fastapi.testclient import TestClient
 
 import attnkit
 from attnkit.data.babi_vectors import BabiVocab
+from attnkit.families.memnet.adapter import save_checkpoint
+from attnkit.families.memnet.config import parse_config
+from attnkit.families.serving import Limits
 from attnkit.models.memn2n import MemN2N
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.serve.limits import Limits
-from attnkit.training.memnet_adapter import save_checkpoint
-from attnkit.training.memnet_config import parse_config
 from attnkit.training.state import TrainerState
 
 WORDS = ["<empty>", "bathroom", "hallway", "is", "john", "mary", "moved", "the", "to", "where"]

@@ -12,10 +12,10 @@ from fastapi.testclient import TestClient
 
 import attnkit
 from attnkit.checkpoint import write_checkpoint
+from attnkit.families.pointer.config import parse_config
+from attnkit.families.pointer.train import build_model
+from attnkit.families.serving import Limits
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.serve.limits import Limits
-from attnkit.training.pointer import build_model
-from attnkit.training.pointer_config import parse_config
 
 POINTS = [[0.1, 0.1], [0.9, 0.2], [0.5, 0.9], [0.5, 0.5], [0.3, 0.4]]
 

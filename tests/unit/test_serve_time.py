@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 
 from attnkit.errors import AttnkitError
-from attnkit.serve.limits import Limits
+from attnkit.families.serving import Limits
 from attnkit.serve.middleware import MAX_JSON_DEPTH, BodyLimit
 from attnkit.serve.server import TimedH11, listen
 

@@ -17,7 +17,7 @@ from attnkit.cli import main
 from attnkit.data.tasks.text import TextDataConfig, encode, length_batches
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError, ConfigError, InputError
-from attnkit.training.text_config import parse_config
+from attnkit.families.text.config import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 FILLERS = [f"w{i}" for i in range(24)]

@@ -27,8 +27,8 @@ from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError
 from attnkit.experiment import experiment_from_dict
+from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models.architectures import ARCHITECTURES, build_model
-from attnkit.training.vision_families import MODEL_TYPES
 from attnkit.translator import Translator
 
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
@@ -67,8 +67,8 @@ def _vision(model_type: str):
 
 
 def _pointer(directory: Path) -> Path:
-    from attnkit.training.pointer import build_model as build_pointer
-    from attnkit.training.pointer_config import parse_config as pointer_config
+    from attnkit.families.pointer.config import parse_config as pointer_config
+    from attnkit.families.pointer.train import build_model as build_pointer
 
     cfg = pointer_config({"family": "pointer", "model": {"hidden": 8, "attention_dim": 8}})
     write_checkpoint(directory, "pointer", build_pointer(cfg).state_dict(), cfg.to_dict(), {})
@@ -78,8 +78,8 @@ def _pointer(directory: Path) -> Path:
 def _graph(model_type: str):
     def make(directory: Path) -> Path:
         from attnkit.data.graph.sources import load_graph
-        from attnkit.training.graph_checkpoint import build_model as build_graph
-        from attnkit.training.graph_config import parse_config as graph_config
+        from attnkit.families.graph.bundle import build_model as build_graph
+        from attnkit.families.graph.config import parse_config as graph_config
 
         data = {"name": "dictionary_lookup", "k": 3, "graphs": 10}
         model = {"type": model_type, "hidden": 4, "heads": 2}
@@ -93,9 +93,9 @@ def _graph(model_type: str):
 
 def _text(attention: str):
     def make(directory: Path) -> Path:
-        from attnkit.training import text_checkpoint as tckpt
+        from attnkit.families.text import bundle as tckpt
+        from attnkit.families.text.config import parse_config as text_config
         from attnkit.training.state import TrainerState
-        from attnkit.training.text_config import parse_config as text_config
 
         data = {"task": "tsv", "train": "t", "dev": "d", "test": "e", "labels": ["neg", "pos"]}
         model = {"attention": attention, "embedding_dim": 8, "hidden": 6}
@@ -112,9 +112,9 @@ def _text(attention: str):
 def _memnet(memory: str):
     def make(directory: Path) -> Path:
         from attnkit.data.babi_vectors import BabiVocab
+        from attnkit.families.memnet.adapter import save_checkpoint
+        from attnkit.families.memnet.config import parse_config as memnet_config
         from attnkit.models.memn2n import MemN2N
-        from attnkit.training.memnet_adapter import save_checkpoint
-        from attnkit.training.memnet_config import parse_config as memnet_config
         from attnkit.training.state import TrainerState
 
         model = {"memory": memory, "dim": 4, "hops": 2}

@@ -21,8 +21,8 @@ from PIL import Image
 
 from attnkit.checkpoint import write_checkpoint
 from attnkit.cli import main
-from attnkit.evaluation.vision import evaluate_vision
-from attnkit.training.vision_families import MODEL_TYPES
+from attnkit.families.vision.evaluate import evaluate_vision
+from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.vision_experiment import parse_config
 
 N_TEST = 12
@@ -241,7 +241,7 @@ def test_the_report_embeds_each_examples_steps_for_the_shared_renderer(checkpoin
 
 def test_ram_steps_put_the_glimpse_centres_where_the_picture_draws_them(tmp_path, digits):
     """The steps' centres (-1..1) are the glimpse path's pixel centres of the PNG's figure."""
-    from attnkit.training.vision_checkpoint import load_vision_model
+    from attnkit.families.vision.bundle import load_vision_model
 
     _, family, model = load_vision_model(_checkpoint(tmp_path, digits, "ram"), "cpu")
     image = (np.random.default_rng(1).random((28, 28)) > 0.7).astype(np.uint8) * 255

@@ -1,5 +1,5 @@
-"""Implicit attention of the vision models (:mod:`attnkit.explain.vision`): the saliency and
-Grad-CAM maps of each model type, checked against finite differences and a Grad-CAM written
+"""Implicit attention of the vision models (:mod:`attnkit.families.vision.explain`): the saliency
+and Grad-CAM maps of each model type, checked against finite differences and a Grad-CAM written
 out by hand; ``attnkit plot --explain`` and the vision report's saliency pictures.
 
 The models are tiny and untrained (the maps are whatever they are: the tests check what the maps
@@ -19,7 +19,7 @@ from test_vision_evaluation import _checkpoint, digits  # noqa: F401  (a synthet
 from attnkit.attention.hard import glimpse_boxes
 from attnkit.checkpoint import write_checkpoint
 from attnkit.cli import main
-from attnkit.explain import vision as ev
+from attnkit.families.vision import explain as ev
 from attnkit.models import show_attend_tell as sat
 from attnkit.models.attention_pooling import AttentionPoolingClassifier
 from attnkit.models.ram import RecurrentAttentionModel

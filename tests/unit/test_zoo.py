@@ -46,7 +46,7 @@ def _seq2seq_score(model, shared_data) -> tuple[str, int, float]:
 
 
 def _vision_score(model, shared_data) -> tuple[str, int, float]:
-    from attnkit.evaluation.vision import score_vision
+    from attnkit.families.vision.evaluate import score_vision
 
     shared_data("mnist")  # skips, saying so, without $ATTNKIT_DATA_DIR/mnist
     loaded = (model.config, model.kind, model.net)

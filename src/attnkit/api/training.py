@@ -12,7 +12,6 @@ refuses a directory holding checkpoints unless ``overwrite``), the same lock and
 
 from __future__ import annotations
 
-import argparse
 import copy
 import json
 from collections.abc import Mapping, Sequence
@@ -24,8 +23,8 @@ import yaml
 
 from attnkit.config import read_yaml
 from attnkit.errors import ConfigError
+from attnkit.families import DEFAULT_FAMILY, TrainRequest, family_of
 
-DEFAULT_FAMILY = "seq2seq"  # an experiment file without ``family:`` is a seq2seq one
 #: where the shipped configs are: an installed attnkit's own copy (the wheel's build puts
 #: ``configs/`` there, see setup.py), else the ``configs/`` of attnkit's source checkout
 PACKAGED_CONFIGS = Path(__file__).resolve().parents[1] / "configs"
@@ -60,30 +59,13 @@ def configs(directory: str | Path | None = None) -> list[ConfigInfo]:
     found = []
     for path in sorted(folder.glob("*.yaml")):
         data = read_yaml(path)
-        model = data.get("model") or {}
-        if data.get("family") == "pointer":
-            model = {"type": "pointer network"}
-        section = data.get("data") or {}
-        kind = model.get("type") or (
-            "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
-        )
-        if kind == "gat":  # a graph attention network: which attention
-            kind = {"none": "const-gat"}.get(model.get("attention"), model.get("attention", "gat"))
-        if data.get("family") == "memnet":
-            kind = f"memn2n-{model.get('memory', 'adjacent')}"
+        name = data.get("family", DEFAULT_FAMILY)
+        family = family_of(name, f"{path}: family")
+        summary = family.summary(data)
         first = next(
             (line.lstrip("# ").strip() for line in path.read_text("utf-8").splitlines()), ""
         )
-        found.append(
-            ConfigInfo(
-                path.stem,
-                path,
-                str(data.get("family", DEFAULT_FAMILY)),
-                str(section.get("task") or section.get("name", "")),  # graphs: data.name
-                str(kind or "bahdanau"),
-                first,
-            )
-        )
+        found.append(ConfigInfo(path.stem, path, family.name, summary.task, summary.model, first))
     return found
 
 
@@ -167,124 +149,13 @@ def train(
     else:
         source = Path(config)
         data = read_yaml(source)
-    args = argparse.Namespace(
+    request = TrainRequest(
         config=source,
         overrides=_override_lines(overrides),
         output_dir=None if output_dir is None else Path(output_dir),
         resume=resume,
         overwrite=overwrite,
     )
-    family = data.get("family", DEFAULT_FAMILY)
-    # a family this registry does not know goes to seq2seq, whose config check names the family
-    trainer = TRAINERS[family if isinstance(family, str) and family in TRAINERS else DEFAULT_FAMILY]
-    best = Path(trainer(data, args))
+    family = family_of(data.get("family", DEFAULT_FAMILY), f"{source}: family")
+    best = Path(family.resolve(family.train)(data, request))
     return Run(best.parent, best)
-
-
-def _train_seq2seq(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.evaluation.evaluate import evaluate_translator
-    from attnkit.experiment import experiment_from_dict
-    from attnkit.training.trainer import train_experiment
-
-    cfg = experiment_from_dict(
-        data, args.overrides, source=str(args.config), user=True, config_dir=args.config.parent
-    )
-    if args.output_dir is not None:  # a path, never parsed as YAML
-        cfg.output_dir = str(args.output_dir)
-    if args.resume:  # the run's own config, changed where this call's --set asks
-        from attnkit.training.distributed import rank
-        from attnkit.training.seq2seq_setup import config_to_resume
-
-        cfg, note = config_to_resume(cfg, args.overrides, str(args.config))
-        if note and rank() == 0:
-            print(note)
-    # the dev scorer is handed in: training/ imports nothing of evaluation/
-    return train_experiment(
-        cfg, resume=args.resume, overwrite=args.overwrite, dev_scorer=evaluate_translator
-    )
-
-
-def _train_vision(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.training.vision import train_vision
-
-    return train_vision(
-        data,
-        output_dir=args.output_dir,
-        resume=args.resume,
-        source=str(args.config),
-        overwrite=args.overwrite,
-        overrides=args.overrides,
-    )
-
-
-def _train_pointer(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.evaluation.pointer import dev_figures, dev_scorer
-    from attnkit.training.pointer import train_pointer
-
-    return train_pointer(
-        data,
-        dev_scorer,  # handed in: training/ imports nothing of evaluation/
-        output_dir=args.output_dir,
-        source=str(args.config),
-        overwrite=args.overwrite,
-        overrides=args.overrides,
-        resume=args.resume,
-        dev_figures=dev_figures,
-    )
-
-
-def _train_graph(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.explain.graph import training_figures
-    from attnkit.training.graph import train_graph
-
-    return train_graph(
-        data,
-        output_dir=args.output_dir,
-        resume=args.resume,
-        source=str(args.config),
-        overwrite=args.overwrite,
-        overrides=args.overrides,
-        figures=training_figures,
-    )
-
-
-def _train_text(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.training.text import train_text
-
-    source = Path(args.config)
-    return train_text(
-        data,
-        output_dir=args.output_dir,
-        resume=args.resume,
-        source=str(args.config),
-        overwrite=args.overwrite,
-        overrides=args.overrides,
-        config_dir=source.parent if source.is_file() else None,
-    )
-
-
-def _train_memnet(data: dict, args: argparse.Namespace) -> Path:
-    from attnkit.evaluation.babi import dev_score
-    from attnkit.training.memnet import train_memnet
-
-    # the validation scorer is handed in: training/ imports nothing of evaluation/
-    return train_memnet(
-        data,
-        dev_score,
-        output_dir=args.output_dir,
-        resume=args.resume,
-        source=str(args.config),
-        overwrite=args.overwrite,
-        overrides=args.overrides,
-    )
-
-
-#: an experiment's ``family:`` -> (experiment mapping, arguments) -> its best checkpoint
-TRAINERS = {
-    "seq2seq": _train_seq2seq,
-    "vision": _train_vision,
-    "pointer": _train_pointer,
-    "graph": _train_graph,
-    "text": _train_text,
-    "memnet": _train_memnet,
-}

@@ -4,7 +4,7 @@ written and read as one directory of the common format (:mod:`attnkit.checkpoint
 :func:`load_vision` reads a checkpoint (or a run directory holding ``best/``), checks its files,
 builds the model its config names (:data:`attnkit.models.vision.VISION_MODELS`) and loads its
 weights. The trainer's counters, optimizer and RNG that ``last`` also holds are the training
-package's (:mod:`attnkit.training.vision_checkpoint`).
+package's (:mod:`attnkit.families.vision.bundle`).
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ from pathlib import Path
 
 from attnkit.cli.options import (
     add_command,
-    check_decode_args,
     device_option,
     model_option,
+    run_hook,
     threads_option,
 )
-from attnkit.errors import AttnkitError, writing
+from attnkit.errors import writing
 
 
 def add_parser(sub) -> None:
@@ -88,121 +88,6 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> None:
-    from attnkit.api.loading import checkpoint_family
-
-    family = checkpoint_family(args.model[0])
-    given = [f"--{name}" for name in ("src", "ref", "tsv") if getattr(args, name) is not None]
-    if args.stories is not None and family != "memnet":
-        raise AttnkitError("--stories: bAbI stories are for memory-network checkpoints")
-    if given and family != "seq2seq":
-        raise AttnkitError(f"{' '.join(given)}: files of text are for seq2seq checkpoints")
     with writing(args.out or "the evaluation directory (--out)", ""):
-        scores = EVALUATORS[family](args)
+        scores = run_hook("evaluate", args, args.model[0])
     print(json.dumps(scores.to_dict()) if args.json else scores.table())
-
-
-def _seq2seq(args):
-    from attnkit.api import Seq2SeqModel
-    from attnkit.evaluation.inputs import EvalFiles
-
-    check_decode_args(args)
-    EvalFiles(args.src, args.ref, args.tsv)  # --src without --ref and the like: before loading
-    model = Seq2SeqModel.load(args.model, args.device)
-    return model.evaluate(
-        args.split,
-        src=args.src,
-        ref=args.ref,
-        tsv=args.tsv,
-        beam=args.beam,
-        alpha=args.alpha,
-        out=args.out,
-    )
-
-
-def _vision(args):
-    from attnkit.api import VisionModel
-
-    if len(args.model) > 1:
-        raise AttnkitError(
-            "--model: ensembles are for seq2seq checkpoints; give one vision checkpoint"
-        )
-    refuse_decoding_options(args)
-    model = VisionModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.mc_samples, args.out)
-
-
-def _pointer(args):
-    from attnkit.api import PointerModel
-
-    if len(args.model) > 1:
-        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one pointer model")
-    if args.alpha is not None:
-        raise AttnkitError(
-            f"--alpha {args.alpha}: a pointer network's outputs have no length penalty"
-        )
-    model = PointerModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.beam, args.out)
-
-
-def _graph(args):
-    from attnkit.api import GraphModel
-
-    if len(args.model) > 1:
-        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
-    refuse_decoding_options(args)
-    if args.mc_samples is not None:
-        raise AttnkitError("--mc-samples is for vision RAM models")
-    return GraphModel.load(args.model[0], args.device).evaluate(args.split, args.out)
-
-
-def _text(args):
-    from attnkit.api import TextModel
-
-    if len(args.model) > 1:
-        raise AttnkitError(
-            "--model: ensembles are for seq2seq checkpoints; give one text checkpoint"
-        )
-    refuse_decoding_options(args)
-    if args.mc_samples is not None:
-        raise AttnkitError("--mc-samples is for vision RAM models")
-    return TextModel.load(args.model[0], args.device).evaluate(args.split, args.out)
-
-
-def _memnet(args):
-    from attnkit.api import MemoryModel
-
-    if len(args.model) > 1:
-        raise AttnkitError("--model: ensembles are for seq2seq checkpoints; give one checkpoint")
-    if args.beam not in (1, 5) or args.alpha is not None or args.mc_samples is not None:
-        raise AttnkitError(
-            "--beam/--alpha/--mc-samples: a memory network answers each question in one pass; "
-            "leave them out"
-        )
-    model = MemoryModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.out, stories=args.stories)
-
-
-#: a checkpoint's family -> how ``evaluate`` scores it
-EVALUATORS = {
-    "seq2seq": _seq2seq,
-    "vision": _vision,
-    "pointer": _pointer,
-    "graph": _graph,
-    "text": _text,
-    "memnet": _memnet,
-}
-
-
-def refuse_decoding_options(args) -> None:
-    """A vision model answers each image in one pass: no beam search, no length penalty.
-
-    ``--beam`` left at the command's default (5) or 1 passes; anything else is refused rather
-    than ignored, so that a user never believes a beam ran."""
-    beam, alpha = getattr(args, "beam", None), getattr(args, "alpha", None)
-    if beam not in (None, 1, 5):
-        raise AttnkitError(
-            f"--beam {beam}: a vision model answers each image in one pass, without beam search; "
-            "leave --beam out (RAM: --mc-samples sets the glimpse paths averaged per image)"
-        )
-    if alpha is not None:
-        raise AttnkitError(f"--alpha {alpha}: a length penalty is for seq2seq decoding")

@@ -3,17 +3,17 @@ items (:meth:`attnkit.api.Seq2SeqModel.explain_report`)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from attnkit.cli.options import (
     add_command,
     device_option,
     model_option,
+    run_hook,
     saliency_method,
     threads_option,
 )
-from attnkit.errors import AttnkitError, writing
+from attnkit.errors import writing
 
 
 def add_parser(sub) -> None:
@@ -83,120 +83,6 @@ def add_parser(sub) -> None:
     threads_option(p)
 
 
-_ALONG = {"own output": "the model's own output", "reference": "the reference"}
-#: the alignment measures the table shows, with the words it shows them by
-MEASURES = {
-    "aer": "alignment error rate vs gold (lower is better)",
-    "argmax_in_span": "% of steps whose top source token is a gold one",
-    "entropy_normalised": "entropy, normalised (0 sharp .. 1 flat)",
-}
-
-
-def table(scores: dict) -> str:
-    """The scores of ``attnkit explain`` as a few lines: what was explained, the agreement of the
-    two maps, each map against the gold links (where the task has them), and what was written."""
-    lines = [
-        f"explained {scores['examples']} input(s), forced along "
-        f"{_ALONG[scores['explained']]}, saliency by {scores['method'].replace('_', ' ')}"
-    ]
-    if "argmax_agreement" in scores:
-        lines.append(
-            f"attention and saliency agree on the top source token at "
-            f"{scores['argmax_agreement']:.2f}% of steps; rank correlation "
-            f"{scores['rank_correlation']:.2f}"
-        )
-    maps = [m for m in ("attention", "saliency") if isinstance(scores.get(m), dict)]
-    if maps:
-        width = max(len(text) for text in MEASURES.values())
-        lines.append(f"{'against the gold links':{width}s} " + "".join(f"{m:>11s}" for m in maps))
-        for key, text in MEASURES.items():
-            values = "".join(f"{scores[m].get(key, float('nan')):11.2f}" for m in maps)
-            lines.append(f"{text:{width}s} {values}")
-    if scores.get("attention") == "none":
-        lines.append("the model has no attention: saliency alone")
-    if "picture" in scores:
-        lines.append(f"picture: {scores['picture']}")
-    if "out" in scores:
-        out = scores["out"]
-        lines.append(f"written to {out}/: report.html, scores.json, the maps as data and pictures")
-    return "\n".join(lines)
-
-
 def run(args) -> None:
-    from attnkit.api.loading import checkpoint_family
-
-    family = checkpoint_family(args.model)
-    if family not in EXPLAINERS:
-        raise AttnkitError(
-            f"--model {args.model}: explain is for {', '.join(EXPLAINERS)} checkpoints"
-        )
     with writing(args.out or args.output or "the explain directory", ""):
-        print(EXPLAINERS[family](args))
-
-
-def _seq2seq(args) -> str:
-    from attnkit.api import Seq2SeqModel
-
-    model = Seq2SeqModel.load(args.model, args.device)
-    scores = model.explain_report(
-        args.texts or None,
-        split=args.split,
-        count=args.count,
-        method=args.method,
-        reference=args.reference,
-        out=args.out,
-        image_format=args.format,
-        pictures=args.pictures,
-        picture=args.output,
-    )
-    return json.dumps(scores, indent=1) if args.json else table(scores)
-
-
-def _graph(args) -> str:
-    """Each --node's attention beside its saliency, as JSON; -o draws the first one's."""
-    from attnkit.api import GraphModel
-
-    if not args.node:
-        raise AttnkitError("graph models: give --node N (repeatable)")
-    if args.texts or args.split:
-        raise AttnkitError("graph models: explain nodes with --node N, not TEXT or --split")
-    model = GraphModel.load(args.model, args.device)
-    found = [model.explain_node(node) for node in args.node]
-    if args.output is not None:
-        found[0].plot(args.output)
-    keep = ("node", "label", "prediction", "agreement", "neighbours", "saliency")
-    return json.dumps([{k: v for k, v in e.to_dict().items() if k in keep} for e in found])
-
-
-def _text(args) -> str:
-    from attnkit.api import TextModel
-
-    if args.reference or args.format is not None or args.pictures is not None:
-        raise AttnkitError("--reference/--format/--pictures are for seq2seq checkpoints")
-    model = TextModel.load(args.model, args.device)
-    scores = model.explain_report(
-        args.texts or None,
-        split=args.split,
-        count=args.count,
-        method=args.method,
-        out=args.out,
-        picture=args.output,
-    )
-    return json.dumps(scores, indent=1)
-
-
-def _memnet(args) -> str:
-    from attnkit.api import MemoryModel
-
-    if args.texts or args.reference or args.output is not None:
-        raise AttnkitError(
-            "memory networks explain the questions of --split (TEXT, --reference and -o are "
-            "for seq2seq models; one story of yours: MemoryModel.explain in Python)"
-        )
-    model = MemoryModel.load(args.model, args.device)
-    scores = model.explain_split(args.split or "test", args.count, args.method, args.out)
-    return json.dumps(scores, indent=1)
-
-
-#: a checkpoint's family -> what explain does with it (the parsed arguments -> what it prints)
-EXPLAINERS = {"seq2seq": _seq2seq, "text": _text, "graph": _graph, "memnet": _memnet}
+        print(run_hook("explain", args, args.model))

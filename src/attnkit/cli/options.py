@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import math
 
 from attnkit import zoo
 from attnkit.errors import AttnkitError
+from attnkit.families.commands import check_decode_args as check_decode_args
 
 
 def formatter(prog):
@@ -105,12 +105,26 @@ def saliency_method(name: str) -> str:
     return method
 
 
-def check_decode_args(args: argparse.Namespace) -> None:
-    """``--beam``, ``--alpha`` and ``--n-best`` of a decoding command, or one-line errors."""
-    if args.beam < 1:
-        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
-    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
-        raise AttnkitError(f"--alpha must be a finite number >= 0, got {args.alpha}")
-    n_best = getattr(args, "n_best", 1)
-    if not 1 <= n_best <= max(args.beam, 1):
-        raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
+def run_hook(command: str, args: argparse.Namespace, model):
+    """Run ``command``'s hook of the family of the checkpoint ``model`` (the registry's): a
+    one-line error where the command does not apply to it, where an option given is another
+    family's own, or where several checkpoints are given to a family that does not ensemble."""
+    from attnkit.families import FAMILIES, checkpoint_family
+
+    family = checkpoint_family(model)
+    hook = family.hook(command)
+    if hook is None:
+        takers = [name for name, f in FAMILIES.items() if f.hook(command) is not None]
+        raise AttnkitError(f"--model {model}: {command} is for {', '.join(takers)} checkpoints")
+    mine = family.own_options.get(command, ())
+    for name, other in FAMILIES.items():
+        for option in other.own_options.get(command, ()):
+            if option not in mine and getattr(args, option, None) is not None:
+                raise AttnkitError(f"--{option.replace('_', '-')} is for {name} checkpoints")
+    models = getattr(args, "model", None)
+    if isinstance(models, list) and len(models) > 1 and not family.ensembles:
+        ensembling = [name for name, f in FAMILIES.items() if f.ensembles]
+        raise AttnkitError(
+            f"--model: ensembles are for {', '.join(ensembling)} checkpoints; give one checkpoint"
+        )
+    return hook(args)

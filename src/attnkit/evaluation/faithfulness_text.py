@@ -17,8 +17,9 @@ The family's API object joins it in a few lines: its ``faithfulness(texts, split
 out=, permutations=, adversarial_steps=, ig_steps=, seed=)`` (the signature of
 :meth:`attnkit.api.Seq2SeqModel.faithfulness`) turns the texts or the split's first sentences
 into word lists and calls :func:`text_faithfulness`, wrapping the result in
-:class:`attnkit.api.results.FaithfulnessScores`; ``attnkit faithfulness`` reaches it through an
-entry ``"text"`` in :data:`attnkit.cli.faithfulness.RUNNERS` (the seq2seq runner fits it).
+:class:`attnkit.evaluation.scores.FaithfulnessScores`; ``attnkit faithfulness`` reaches it
+through an entry ``"text"`` in :data:`attnkit.cli.faithfulness.RUNNERS` (the seq2seq runner
+fits it).
 
 Shapes: S words, N rows, C classes, R heads, D embedding width.
 """

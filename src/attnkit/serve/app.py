@@ -2,9 +2,9 @@
 
 Routes: ``/`` and ``/static/...`` the explorer page (this package's ``static/`` directory, and
 the heatmap renderer it shares with the reports, ``attnkit/viz/static/heatmap.js``),
-``/healthz``, ``/v1/models``, ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``,
-``/v1/graph/node``, ``/v1/answer`` (memory networks), ``/v1/solve`` (pointer networks), and
-FastAPI's ``/docs``.
+``/healthz``, ``/v1/models``, each family's route (its endpoint, ``attnkit.families.<name>.
+endpoint``: ``/v1/translate``, ``/v1/classify``, ``/v1/classify_text``, ``/v1/graph/node``,
+``/v1/answer``, ``/v1/solve``), and FastAPI's ``/docs``.
 Decoding happens in the :class:`~attnkit.serve.batching.MicroBatcher`'s worker thread; the
 handlers only check requests and wait for answers, so the event loop stays free.
 """
@@ -12,36 +12,24 @@ handlers only check requests and wait for answers, so the event loop stays free.
 # no "from __future__ import annotations": FastAPI reads the request models built in
 # create_app from the handlers' annotations at runtime
 import contextlib
-import json
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from attnkit import __version__
-from attnkit.errors import ConfigError
-from attnkit.serve import classify, memory, points, sentences, translate
+from attnkit.errors import RequestError
+from attnkit.families import FAMILIES
+from attnkit.families.schemas import ErrorResponse, request_models
+from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel
 from attnkit.serve.batching import MicroBatcher
-from attnkit.serve.limits import Limits
 from attnkit.serve.middleware import BodyLimit
-from attnkit.serve.models import ServedModel, load_models
-from attnkit.serve.problems import ApiError, install_handlers
-from attnkit.serve.schemas import (
-    AnswerResponse,
-    ClassifyResponse,
-    ErrorResponse,
-    SolveResponse,
-    TextResponse,
-    TranslateResponse,
-    request_models,
-)
+from attnkit.serve.models import describe, load_models
+from attnkit.serve.problems import install_handlers
 
 STATIC = Path(str(resources.files("attnkit.serve") / "static"))
 #: the heatmap renderer: viz/ owns it (report.html inlines it), the page loads it from /static
@@ -86,13 +74,7 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
     limits = settings.limits
 
     # a batch key's type says which endpoint's jobs it groups
-    runners = {
-        translate.DecodeKey: translate.run_batch,
-        classify.ClassifyKey: classify.run_batch,
-        sentences.SentenceKey: sentences.run_batch,
-        memory.MemoryKey: memory.run_batch,
-        points.SolveKey: points.run_batch,
-    }
+    runners = {kind: run for e in endpoints().values() for kind, run in e.runners.items()}
 
     def run(key, jobs):
         return runners[type(key)](served[key.model], key, jobs)
@@ -131,7 +113,7 @@ def _page_routes(app: FastAPI) -> None:
     async def page():
         index = STATIC / "index.html"
         if not index.is_file():
-            raise ApiError(404, None, "the explorer page is not installed (serve/static)")
+            raise RequestError(404, None, "the explorer page is not installed (serve/static)")
         return FileResponse(index)
 
     @app.get("/static/heatmap.js", include_in_schema=False)
@@ -143,29 +125,24 @@ def _page_routes(app: FastAPI) -> None:
 
 
 def pick_model(served: dict[str, ServedModel], name: str | None, family: str) -> ServedModel:
-    """The model a request names (404 listing the names), or the first of ``family``."""
+    """The model a request names (404 listing the names; 422 when it is of another family than
+    the route answers), or the first of ``family``."""
     if name is None:
         for model in served.values():
             if model.family == family:
                 return model
-        raise ApiError(422, "model", f"model: no {family} model is served")
+        raise RequestError(422, "model", f"model: no {family} model is served")
     if name not in served:
-        raise ApiError(404, "model", f"model: no model named {name!r}; served: {', '.join(served)}")
+        raise RequestError(
+            404, "model", f"model: no model named {name!r}; served: {', '.join(served)}"
+        )
+    if served[name].family != family:
+        raise RequestError(422, "model", served[name].wrong_endpoint())
     return served[name]
 
 
-class GraphNodeRequest(BaseModel):
-    """``POST /v1/graph/node``: one node of a graph model's graph (its index or its name)."""
-
-    model: str | None = None
-    node: int | str = Field(..., description="an index, or a node id of the data")
-
-
 def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
-    bodies = request_models(limits)
-    TranslateRequest = bodies.translate
-    ClassifyTextRequest = bodies.classify_text
-    AnswerRequest, SolveRequest = bodies.answer, bodies.solve
+    """``/healthz``, ``/v1/models``, and each served family's route (its endpoint adds it)."""
 
     @app.get("/healthz")
     async def healthz():
@@ -173,118 +150,27 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
 
     @app.get("/v1/models")
     async def models():
-        return {"models": [m.info(limits) for m in served.values()]}
+        return {"models": [describe(m, limits) for m in served.values()]}
 
-    @app.post("/v1/translate", response_model=TranslateResponse, responses=ERRORS)
-    async def translate_(request: TranslateRequest):  # type: ignore[valid-type]
-        model = pick_model(served, request.model, "seq2seq")
-        key, job = translate.check_request(model, request, limits)
-        results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
-        return JSONResponse({"model": model.name, "results": results})
+    async def submit(key, job, size: int):
+        return await batcher.submit(key, job, size, limits.decode_seconds)
 
-    @app.post("/v1/graph/node", responses=ERRORS)
-    async def graph_node(request: GraphNodeRequest):
-        model = pick_model(served, request.model, "graph")
-        explained = await run_in_threadpool(_explain_node, model, request.node)
-        return JSONResponse({"model": model.name, **explained})
-
-    @app.post("/v1/classify_text", response_model=TextResponse, responses=ERRORS)
-    async def classify_text(request: ClassifyTextRequest):  # type: ignore[valid-type]
-        model = pick_model(served, request.model, "text")
-        key, job = sentences.check_request(model, request, limits.max_explain_inputs)
-        results = await batcher.submit(key, job, len(job.inputs), limits.decode_seconds)
-        return JSONResponse({"model": model.name, "results": results})
-
-    @app.post("/v1/answer", response_model=AnswerResponse, responses=ERRORS)
-    async def answer(request: AnswerRequest):  # type: ignore[valid-type]
-        model = pick_model(served, request.model, "memnet")
-        key, job = memory.check_request(model, request, limits)
-        return JSONResponse(await batcher.submit(key, job, 1, limits.decode_seconds))
-
-    @app.post("/v1/solve", response_model=SolveResponse, responses=ERRORS)
-    async def solve(request: SolveRequest):  # type: ignore[valid-type]
-        model = pick_model(served, request.model, "pointer")
-        key, job = points.check_request(model, request)
-        return JSONResponse(await batcher.submit(key, job, 1, limits.decode_seconds))
-
-    @app.post(
-        "/v1/classify",
-        response_model=ClassifyResponse,
-        responses=ERRORS,
-        openapi_extra=_classify_body(bodies.classify),
+    routes = Routes(
+        served=served,
+        limits=limits,
+        pick=lambda name, family: pick_model(served, name, family),
+        submit=submit,
+        errors=ERRORS,
+        bodies=request_models(limits),
     )
-    async def classify_(request: Request):
-        data, index, name = await _classify_input(request, bodies.classify, limits)
-        model = pick_model(served, name, "vision")
-        classify.vision_model(model)
-        pixels = None if data is None else classify.check_upload(model, data, limits.max_image_side)
-        job = classify.ClassifyJob(pixels, index)
-        return JSONResponse(
-            await batcher.submit(classify.ClassifyKey(model.name), job, 1, limits.decode_seconds)
-        )
+    for endpoint in endpoints().values():
+        endpoint.add_route(app, routes)
 
 
-def _explain_node(model: ServedModel, node: int | str) -> dict:
-    """A node's neighbourhood, attention per layer and head, and saliency (``to_dict``), with
-    each neighbour's class; a node that is none of the graph's is a 422 naming ``node``."""
-    try:
-        explained = model.loaded.explain_node(node)
-    except ConfigError as exc:
-        raise ApiError(422, "node", str(exc)) from None
-    graph = model.loaded.graph
-    index = {name: i for i, name in enumerate(graph.nodes)}
-    classes = [int(graph.y[index[name]]) for name in explained.neighbours]
+def endpoints() -> dict[str, Endpoint]:
+    """Family name -> its server endpoint, for every family that has one."""
     return {
-        **explained.to_dict(),
-        "classes": [graph.classes[c] if c >= 0 else None for c in classes],
-        "class_names": graph.classes,
-    }
-
-
-async def _classify_input(request: Request, body_model, limits: Limits):
-    """(the upload's bytes or None, a test index or None, the model name or None)."""
-    kind = request.headers.get("content-type", "")
-    if kind.startswith("multipart/form-data"):
-        form = await request.form(max_files=1, max_fields=4, max_part_size=limits.max_image_bytes)
-        upload = form.get("image")
-        name = form.get("model")
-        if upload is None or isinstance(upload, str):
-            raise ApiError(422, "image", "image: upload a PNG or JPEG file in the field 'image'")
-        data = await upload.read()
-        if len(data) > limits.max_image_bytes:
-            raise ApiError(
-                413,
-                "image",
-                f"image: {len(data):,} bytes, above the limit of {limits.max_image_bytes:,} "
-                "(--max-image-bytes)",
-            )
-        return data, None, (name if isinstance(name, str) else None)
-    try:
-        parsed = body_model.model_validate_json(await request.body())
-    except ValidationError as exc:
-        raise RequestValidationError(
-            [{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]
-        ) from None
-    return None, parsed.index, parsed.model
-
-
-def _classify_body(body_model) -> dict:
-    """The classify route's two request bodies, for the OpenAPI page."""
-    schema = body_model.model_json_schema()
-    upload = {
-        "type": "object",
-        "properties": {
-            "image": {"type": "string", "format": "binary", "description": "a PNG or JPEG"},
-            "model": {"type": "string"},
-        },
-        "required": ["image"],
-    }
-    return {
-        "requestBody": {
-            "required": True,
-            "content": {
-                "multipart/form-data": {"schema": upload},
-                "application/json": {"schema": json.loads(json.dumps(schema))},
-            },
-        }
+        name: family.resolve(family.endpoint)
+        for name, family in FAMILIES.items()
+        if family.endpoint is not None
     }

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from attnkit.serve.problems import ApiError
+from attnkit.errors import RequestError
 
 #: run(key, payloads) -> one result (or exception) per payload, in order
 Runner = Callable[[Hashable, list], list]
@@ -70,20 +70,20 @@ class MicroBatcher:
             self._thread = None
 
     async def submit(self, key: Hashable, payload, size: int, timeout_s: float):
-        """The answer to ``payload``; ApiError 503 when the queue is full, 504 after
+        """The answer to ``payload``; RequestError 503 when the queue is full, 504 after
         ``timeout_s`` seconds of waiting and decoding."""
         loop = asyncio.get_running_loop()
         job = Job(key, payload, size, loop, loop.create_future(), time.monotonic() + timeout_s)
         try:
             self._queue.put_nowait(job)
         except queue.Full:
-            raise ApiError(
+            raise RequestError(
                 503, None, f"the server is busy: {self._queue.maxsize} requests wait (--queue-size)"
             ) from None
         try:
             return await asyncio.wait_for(job.future, timeout_s)
         except asyncio.TimeoutError:
-            raise ApiError(
+            raise RequestError(
                 504, None, f"decoding took longer than {timeout_s:g} s (--decode-seconds)"
             ) from None
 

@@ -16,7 +16,7 @@ import asyncio
 import json
 import re
 
-from attnkit.serve.limits import Limits
+from attnkit.families.serving import Limits
 
 #: the deepest a JSON body may nest (a request is two or three levels deep)
 MAX_JSON_DEPTH = 64

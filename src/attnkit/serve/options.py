@@ -9,7 +9,7 @@ import argparse
 from dataclasses import fields
 
 from attnkit import zoo
-from attnkit.serve.limits import Limits
+from attnkit.families.serving import Limits
 
 DESCRIPTION = (
     "Serve trained checkpoints over HTTP: a JSON API (/v1/translate for seq2seq models, "

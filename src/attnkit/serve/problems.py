@@ -15,15 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from attnkit.errors import RequestError
+
 log = logging.getLogger("attnkit.serve")
-
-
-class ApiError(Exception):
-    """An answer other than 200, raised anywhere a request is handled."""
-
-    def __init__(self, status: int, field: str | None, message: str):
-        super().__init__(message)
-        self.status, self.field, self.message = status, field, message
 
 
 def error_response(status: int, field: str | None, message: str) -> JSONResponse:
@@ -64,8 +58,8 @@ def validation_problem(exc: RequestValidationError) -> tuple[str | None, str]:
 def install_handlers(app: FastAPI) -> None:
     """Answer every error in the API's shape."""
 
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Request, exc: ApiError):
+    @app.exception_handler(RequestError)
+    async def _api_error(request: Request, exc: RequestError):
         return error_response(exc.status, exc.field, exc.message)
 
     @app.exception_handler(RequestValidationError)

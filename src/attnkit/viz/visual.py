@@ -12,7 +12,7 @@ assembled with Pillow from rendered frames.
   (or frame) per glimpse, the path so far and the squares of every scale of
   the current glimpse.
 * :func:`panel_grid` -- any rows of such panels, side by side (the attention beside the
-  gradient saliency and Grad-CAM of the same image, :mod:`attnkit.explain.vision`).
+  gradient saliency and Grad-CAM of the same image, :mod:`attnkit.families.vision.explain`).
 * :func:`save_figure` -- a figure as PNG or SVG.
 
 Images are ``(H, W)`` arrays (uint8 0-255 or float 0-1), shown in grey.

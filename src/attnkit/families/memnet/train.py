@@ -1,0 +1,176 @@
+"""Training for the memory-network family (end-to-end memory networks on bAbI).
+
+An experiment file has ``family: memnet`` (:mod:`attnkit.families.memnet.config`).
+:func:`train_memnet` (``attnkit train`` and ``attnkit.train`` call it) reads the task's
+questions, holds ``data.valid_fraction`` of the training ones out for validation, builds the
+vocabulary of the rest, and trains in the training loop (:mod:`attnkit.training.loop`) with the
+family's adapter (:mod:`attnkit.families.memnet.adapter`), keeping ``OUT/best`` (lowest
+validation error) and ``OUT/last``; TensorBoard event files in ``OUT/tensorboard``.
+:func:`load_memnet_model` reads a checkpoint back.
+
+The validation scorer is handed in (``dev_scorer(model, batch, eval_batch_size) -> dict``):
+``training/`` imports nothing of ``evaluation/``. ``--resume`` goes on from ``OUT/last`` (the
+weights, the vocabulary, the optimizer, torch's RNG and the random-noise stream, the counters;
+:mod:`attnkit.training.resumable`), with the config saved there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+
+from attnkit import checkpoint as ckpt
+from attnkit.checkpoint import checkpoint_dir
+from attnkit.checkpoint.validate import build_checked
+from attnkit.config import apply_overrides
+from attnkit.data.babi import load_splits
+from attnkit.data.babi_vectors import BabiVocab
+from attnkit.device import resolve_device
+from attnkit.errors import ConfigError
+from attnkit.families.base import TrainRequest
+from attnkit.families.memnet.adapter import VOCAB_FILE, MemnetAdapter, say
+from attnkit.families.memnet.config import FAMILY, MemnetConfig, parse_config
+from attnkit.models.memn2n import MemN2N
+from attnkit.training import resumable, rundir
+from attnkit.training import tensorboard as tb
+from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.training.resume_config import MEMNET
+from attnkit.training.state import VISION, TrainerState
+
+__all__ = ["train_memnet", "load_memnet_model"]
+
+
+def train_memnet(
+    config: dict,
+    dev_scorer: Callable,
+    output_dir: Path | None = None,
+    resume: bool = False,
+    source: str = "config",
+    overwrite: bool = False,
+    overrides: Sequence[str] | None = None,
+) -> Path:
+    """Train the memory network of ``config`` (the parsed YAML, ``overrides`` applied: the
+    command line's ``--set KEY=VALUE``); returns the best checkpoint directory.
+
+    ``resume=True`` goes on from ``OUT/last`` with the config saved there (the keys
+    ``overrides`` name taken from ``config``, where a resumed run can honour them); a fresh run
+    refuses an OUT holding checkpoints unless ``overwrite``. SIGINT/SIGTERM save ``OUT/last``
+    after the current update and raise TrainingInterrupted."""
+    cfg = parse_config(apply_overrides(config, overrides or ()), source)
+    out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = resumable.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, MEMNET
+        )
+    log = lambda m: say(cfg, m)  # noqa: E731
+    with (
+        rundir.claim_run_dir(out, resume, overwrite, log),
+        rundir.StopSignals() as signals,
+        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "updates") as board,
+    ):
+        return _train(cfg, out, dev_scorer, resume, signals, board)
+
+
+def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, board) -> Path:
+    t_cfg = cfg.train
+    if t_cfg.threads:
+        torch.set_num_threads(t_cfg.threads)
+    device = resolve_device(t_cfg.device)
+    torch.manual_seed(t_cfg.seed)
+    splits = load_splits(cfg.data)
+    if resume:  # the run's own words: its answers' ids are the vocabulary's
+        vocab = _read_vocab(out / "last", cfg)
+    else:
+        vocab = BabiVocab.build(splits.train, cfg.data.memory_size)
+    train, valid = vocab.encode(splits.train).to(device), vocab.encode(splits.valid).to(device)
+    model = MemN2N(cfg.model, len(vocab), cfg.data.memory_size).to(device)
+    parameters = sum(p.numel() for p in model.parameters())
+    say(
+        cfg,
+        f"training MemN2N ({cfg.model.hops} hops, {cfg.model.memory}, {cfg.model.encoding}) on "
+        f"bAbI task {cfg.data.task} ({device}), {parameters:,} parameters, {len(vocab)} words, "
+        f"{len(train)} training and {len(valid)} validation questions",
+    )
+
+    def pictures():
+        from attnkit.viz.memory import hops_figure
+
+        with torch.no_grad():
+            model.eval()
+            out_ = model(valid.stories[:1], valid.counts[:1], valid.queries[:1])
+            model.train()
+        question = splits.valid[0]
+        weights = out_.attention[0, :, : len(question.memories[-cfg.data.memory_size :])]
+        return [("hops", hops_figure(question, weights.cpu().numpy(), vocab))]
+
+    adapter = MemnetAdapter(
+        cfg,
+        out,
+        model,
+        vocab,
+        train,
+        lambda: dev_scorer(model, valid, t_cfg.eval_batch_size),
+        pictures,
+        board,
+    )
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = resumable.restore(
+            out / "last", FAMILY, model, adapter.optimizer, VISION, {"noise": adapter.noise}
+        )
+        state.stopped, state.planned_epochs = "", t_cfg.epochs
+    board.start(state.step)
+    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, lambda m: say(cfg, m)).run(
+        state
+    )
+    best = float("inf") if state.best is None else state.best
+    say(
+        cfg,
+        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; "
+        f"best validation error {best:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
+    )
+    return out / "best"
+
+
+def load_memnet_model(
+    path: str | Path, device: str | torch.device = "cpu"
+) -> tuple[MemnetConfig, BabiVocab, MemN2N]:
+    """(config, vocabulary, model in eval mode) of a memory-network checkpoint (or a run
+    directory holding ``best/``); every part checked before the weights are allocated."""
+    directory = checkpoint_dir(path)
+    ckpt.read_meta(directory, FAMILY)
+    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
+    vocab = _read_vocab(directory, cfg)
+    # the file's shapes checked before any memory is allocated
+    model = build_checked(directory, lambda: MemN2N(cfg.model, len(vocab), cfg.data.memory_size))
+    device = resolve_device(device) if isinstance(device, str) else device
+    return cfg, vocab, model.to(device).eval()
+
+
+def _read_vocab(directory: Path, cfg: MemnetConfig) -> BabiVocab:
+    """A checkpoint's ``vocab.json``, checked against its config's memory size."""
+    vocab_path = directory / VOCAB_FILE
+    vocab = BabiVocab.from_json(ckpt.read_json(vocab_path), str(vocab_path))
+    if vocab.memory_size != cfg.data.memory_size:
+        raise ConfigError(
+            f"{vocab_path}: memory_size {vocab.memory_size} is not the config's "
+            f"{cfg.data.memory_size}"
+        )
+    return vocab
+
+
+def train(data: dict, request: TrainRequest) -> Path:
+    """``attnkit.train`` of a memory-network (bAbI) experiment: its best checkpoint."""
+    from attnkit.evaluation.babi import dev_score
+
+    return train_memnet(
+        data,
+        dev_score,  # handed in: the loop scores dev through bAbI's evaluation
+        output_dir=request.output_dir,
+        resume=request.resume,
+        source=str(request.config),
+        overwrite=request.overwrite,
+        overrides=request.overrides,
+    )

@@ -1,0 +1,89 @@
+"""``POST /v1/solve``: a pointer network's answer for one point set (or list of numbers), and
+its attention over the inputs, which *is* the answer.
+
+:meth:`attnkit.api.PointerModel.solve` answers, as in Python: the order chosen (0-based
+indices of ``points``), the attention of each step over the slots (``end`` first, then the
+points) and, for hull and TSP, the area or tour length of the answer. Duplicate points and
+coordinates of the wrong width are 422 answers naming ``points``.
+"""
+
+# no "from __future__ import annotations": FastAPI reads the route's request model (built
+# from the limits, local to add_route) from the handler's annotation at runtime
+
+from dataclasses import dataclass
+
+from attnkit.data.tasks.pointer import check_points
+from attnkit.errors import InputError, RequestError
+from attnkit.families.schemas import SolveResponse
+from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
+
+
+@dataclass(frozen=True)
+class SolveKey:
+    model: str
+    beam: int
+
+
+@dataclass(frozen=True)
+class SolveJob:
+    points: tuple[tuple[float, ...], ...]
+
+
+def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
+    """The batch key and job of a request; RequestError 422 naming the field otherwise."""
+    dims = model.loaded.config.data.dims
+    for i, point in enumerate(request.points):
+        if len(point) != dims:
+            raise RequestError(
+                422,
+                f"points[{i}]",
+                f"points[{i}]: a {model.loaded.task} model reads {dims} coordinate(s) per point, "
+                f"got {len(point)}",
+            )
+    try:
+        check_points(request.points)
+    except InputError as exc:  # equal points: no single answer
+        raise RequestError(422, "points", str(exc)) from None
+    return SolveKey(model.name, request.beam), SolveJob(tuple(map(tuple, request.points)))
+
+
+def run_batch(model: ServedModel, key: SolveKey, jobs: list[SolveJob]) -> list:
+    """One answer (a dict, or the exception it raised) per job, one at a time."""
+    return one_at_a_time(lambda job: _solve(model, key, job), jobs)
+
+
+def _solve(model: ServedModel, key: SolveKey, job: SolveJob) -> dict:
+    solution = model.loaded.solve([list(p) for p in job.points], beam=key.beam)
+    return {"model": model.name, **solution.to_dict(), "record": solution.record().to_json()}
+
+
+def add_route(app, routes: Routes) -> None:
+    """``POST /v1/solve``."""
+    from fastapi.responses import JSONResponse
+
+    SolveRequest = routes.bodies.solve
+
+    @app.post("/v1/solve", response_model=SolveResponse, responses=routes.errors)
+    async def solve(request: SolveRequest):  # type: ignore[valid-type]
+        model = routes.pick(request.model, "pointer")
+        key, job = check_request(model, request)
+        return JSONResponse(await routes.submit(key, job, 1))
+
+
+def info(loaded) -> dict:
+    """What ``GET /v1/models`` says of a pointer network."""
+    data = loaded.config.data
+    return {
+        "task": data.task,
+        "attention": "pointer (additive)",
+        "has_attention": True,
+        "layers": None,
+        "heads": None,
+        "points": data.points,
+        "dims": data.dims,
+        "has_gold": False,
+        "explain": False,
+    }
+
+
+ENDPOINT = Endpoint("/v1/solve", add_route, {SolveKey: run_batch}, info)

@@ -1,0 +1,266 @@
+"""Training for the pointer-network family (``family: pointer``).
+
+:func:`train_pointer` draws the task's splits (:mod:`attnkit.data.tasks.pointer`, exact
+solutions), builds the model (:mod:`attnkit.models.pointer`) and trains it with teacher forcing
+(the negative log-likelihood of every reference pointer) in the shared training loop
+(:mod:`attnkit.training.loop`) through :class:`PointerAdapter`: epochs of shuffled instances,
+the time budget, signals, skipped non-finite updates, patience, TensorBoard scalars. The dev
+score is the callable the caller hands in (``training/`` imports nothing of ``evaluation/``);
+``OUT/best`` keeps the best dev score, ``OUT/last`` the latest evaluation's weights.
+
+Checkpoints are the family ``pointer`` of :mod:`attnkit.checkpoint`: weights, the resolved
+config and the trainer counters; ``OUT/last`` also the optimizer and the RNG, from which
+``--resume`` goes on (:mod:`attnkit.training.resumable`), with the config saved there.
+:func:`load_pointer` reads a checkpoint back.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.validate import build_checked
+from attnkit.config import apply_overrides
+from attnkit.data.tasks.pointer import PointerData, PointerSplit, make_split
+from attnkit.device import resolve_device
+from attnkit.families.base import TrainRequest
+from attnkit.families.pointer.config import FAMILY, PointerExperiment, parse_config
+from attnkit.models.pointer import PointerNet
+from attnkit.training import resumable as resumable_run
+from attnkit.training import resume_config as rules
+from attnkit.training import rundir, schedules
+from attnkit.training import tensorboard as tb
+from attnkit.training.guard import check_weights
+from attnkit.training.loop import LoopSettings, TrainingLoop, Update
+from attnkit.training.run_log import bar_disabled
+from attnkit.training.state import VISION, TrainerState
+
+__all__ = ["build_model", "load_pointer", "nll", "train_pointer"]
+
+#: a dev scorer: (model, split, data config) -> scores with ``metric`` and ``higher_is_better``
+DevScorer = Callable[[PointerNet, PointerSplit, PointerData], dict]
+#: dev pictures: (model, split, data config) -> (tag, matplotlib figure) pairs, made lazily
+DevFigures = Callable[[PointerNet, PointerSplit, PointerData], Iterable[tuple[str, Any]]]
+
+
+def build_model(cfg: PointerExperiment) -> PointerNet:
+    """The pointer network ``cfg`` describes (untrained)."""
+    return PointerNet(cfg.model, cfg.data.dims, cfg.data.permutation)
+
+
+def nll(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, int]:
+    """Mean negative log-likelihood of the reference slots: log_probs (B, T, S), targets (B, T)
+    (-1: padding) -> loss, correct argmax pointers, counted steps."""
+    keep = targets >= 0
+    picked = log_probs.gather(-1, targets.clamp_min(0).unsqueeze(-1)).squeeze(-1)  # (B, T)
+    count = int(keep.sum())
+    loss = -(picked * keep).sum() / max(count, 1)
+    correct = ((log_probs.argmax(-1) == targets) & keep).sum()
+    return loss, correct, count
+
+
+class PointerAdapter:
+    """The pointer family's part of the training loop (see :class:`FamilyAdapter`)."""
+
+    unit = "update"
+    counts_epoch_first = True
+
+    def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev, board, say):
+        """``dev``: (model -> dev scores, model -> (tag, figure) pairs or None)."""
+        self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
+        (self.dev_score, self.dev_figures), self.board, self.say = dev, board, say
+        self.device = next(model.parameters()).device
+        self.inputs = torch.as_tensor(train.inputs, device=self.device)  # (N, n, d)
+        self.targets = torch.as_tensor(train.targets, device=self.device)  # (N, L)
+        self.generator = torch.Generator().manual_seed(cfg.train.seed)
+        self.drawn = 0  # the epochs whose order the generator has drawn
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def epoch_batches(self, state: TrainerState) -> list[Tensor]:
+        """Epoch ``state.epoch``'s batches: the generator's draw for that epoch (a resumed run
+        draws the epochs before it again first, so its orders are the first run's)."""
+        while True:
+            order = torch.randperm(len(self.inputs), generator=self.generator)
+            self.drawn += 1
+            if self.drawn > state.epoch:
+                return list(order.split(self.cfg.train.batch_size))
+
+    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
+        self.model.train()
+        self.began, self.loss_sum, self.correct, self.seen = time.perf_counter(), 0.0, 0, 0
+        self.bar = tqdm(
+            total=n_batches - state.batches_done,
+            desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
+            unit="batch",
+            leave=False,
+            disable=bar_disabled(self.cfg.train.progress),
+            file=sys.stderr,
+        )
+
+    def rate(self, state, index, n_batches, elapsed):
+        """None (the optimizer's constant rate), or the cosine's rate at the run's progress:
+        the larger of the planned epochs' share done and the time budget's share spent."""
+        t_cfg = self.cfg.train
+        if t_cfg.scheduler == "constant":
+            return None
+        progress = (state.epoch + index / max(n_batches, 1)) / max(state.planned_epochs, 1)
+        if t_cfg.max_minutes:
+            progress = max(progress, elapsed / (60 * t_cfg.max_minutes))
+        return schedules.cosine(t_cfg.lr, t_cfg.min_lr, progress)
+
+    def step(self, batch: Tensor, update: int) -> Update:
+        batch = batch.to(self.device)
+        targets = self.targets[batch]
+        longest = int((targets >= 0).sum(1).max())  # the batch's longest output
+        log_probs = self.model(self.inputs[batch], targets[:, :longest])
+        loss, correct, count = nll(log_probs, targets[:, :longest])
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        loss = loss.detach()
+        return Update(loss, float(loss), int(correct), count)
+
+    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
+        self.bar.update(1)
+        if applied:
+            self.loss_sum += update.reported * update.count
+            self.correct += update.correct
+            self.seen += update.count
+
+    def end_epoch(self, state: TrainerState) -> None:
+        self.bar.close()
+
+    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
+        self.model.eval()
+        dev = self.dev_score(self.model)
+        metric, higher = dev["metric"], dev["higher_is_better"]
+        figures = {k: v for k, v in dev.items() if isinstance(v, int | float) and k != "items"}
+        self.board.scalars(state.step, figures, "dev")
+        if self.dev_figures is not None:
+            self.board.pictures(state.step, self.dev_figures(self.model))
+        state.elapsed_s = elapsed()
+        improved = state.count_evaluation(dev[metric], higher_is_better=higher)
+        seen = max(self.seen, 1)
+        train = {"train_loss": self.loss_sum / seen, "train_pointer_accuracy": self.correct / seen}
+        state.history.append({"epoch": state.epoch, "step": state.step, **train, "dev": figures})
+        self.say(
+            f"epoch {state.epoch} ({state.step} updates): loss {train['train_loss']:.4f}, dev "
+            f"{metric} {dev[metric]}{' (best)' if improved else ''}; "
+            f"lr {self.optimizer.param_groups[0]['lr']:.1e}; "
+            f"{time.perf_counter() - self.began:.1f}s"
+        )
+        return improved
+
+    def save(self, name: str, state: TrainerState, resumable: bool) -> None:
+        directory = self.out / name
+        check_weights(self.model, f"update {state.step}: {directory} not written")
+        optimizer = self.optimizer if resumable else None
+        trainer, tensors = resumable_run.trainer_files(state, VISION, optimizer)
+        ckpt.write_checkpoint(
+            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
+        )
+
+    def saved(self, state: TrainerState, reason: str) -> None:
+        """Nothing more: the run's last line says why it stopped."""
+
+    def where(self, state: TrainerState) -> str:
+        return f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
+
+
+def train_pointer(
+    config: dict,
+    dev_scorer: DevScorer,
+    output_dir: Path | None = None,
+    source: str = "config",
+    overwrite: bool = False,
+    overrides: Sequence[str] | None = None,
+    resume: bool = False,
+    dev_figures: DevFigures | None = None,
+) -> Path:
+    """Train the experiment ``config`` (the parsed YAML, ``overrides`` applied); returns
+    ``OUT/best``. A fresh run refuses an OUT holding checkpoints unless ``overwrite``.
+    ``dev_figures``: pictures of dev instances for TensorBoard after each evaluation."""
+    cfg = parse_config(apply_overrides(config, overrides or ()), source)
+    out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = resumable_run.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, rules.POINTER
+        )
+    say = lambda m: tqdm.write(m, file=sys.stderr)  # noqa: E731
+    with (
+        rundir.claim_run_dir(out, resume, overwrite, say),
+        rundir.StopSignals() as signals,
+        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "instances") as board,
+    ):
+        return _train(cfg, out, (dev_scorer, dev_figures), (resume, signals), board, say)
+
+
+def _train(cfg: PointerExperiment, out: Path, scorers, run, board, say) -> Path:
+    resume, signals = run
+    t_cfg = cfg.train
+    if t_cfg.threads:
+        torch.set_num_threads(t_cfg.threads)
+    device = resolve_device(t_cfg.device)
+    torch.manual_seed(t_cfg.seed)
+    began = time.perf_counter()
+    train, dev = make_split(cfg.data, "train"), make_split(cfg.data, "dev")
+    model = build_model(cfg).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr)
+    state = TrainerState(planned_epochs=t_cfg.epochs)
+    if resume:
+        state = resumable_run.restore(out / "last", FAMILY, model, optimizer, VISION)
+        state.stopped, state.planned_epochs = "", t_cfg.epochs
+    board.start(state.step)
+    parameters = sum(p.numel() for p in model.parameters())
+    say(
+        f"pointer {cfg.data.task} n={cfg.data.points}: {len(train)} train / {len(dev)} dev "
+        f"instances (solved in {time.perf_counter() - began:.1f}s); {parameters:,} parameters; "
+        f"device {device}"
+    )
+    dev_scorer, dev_figures = scorers
+    score = lambda m: dev_scorer(m, dev, cfg.data)  # noqa: E731
+    figures = None if dev_figures is None else lambda m: dev_figures(m, dev, cfg.data)  # noqa: E731
+    adapter = PointerAdapter(cfg, out, model, optimizer, train, (score, figures), board, say)
+    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, say).run(state)
+    say(
+        f"done ({state.stopped or 'epochs'}): best dev {state.best} at update {state.best_step}; "
+        f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {out}"
+    )
+    return out / "best"
+
+
+def load_pointer(
+    directory: str | Path, device: str = "cpu"
+) -> tuple[PointerExperiment, PointerNet]:
+    """(config, model in eval mode) of a pointer checkpoint (or a run directory holding
+    ``best/``)."""
+    directory = ckpt.checkpoint_dir(directory)
+    ckpt.read_meta(directory, FAMILY)
+    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
+    model = build_checked(directory, lambda: build_model(cfg))  # shapes checked before allocating
+    return cfg, model.to(resolve_device(device)).eval()
+
+
+def train(data: dict, request: TrainRequest) -> Path:
+    """``attnkit.train`` of a pointer-network experiment: its best checkpoint."""
+    from attnkit.families.pointer.evaluate import dev_figures, dev_scorer
+
+    return train_pointer(
+        data,
+        dev_scorer,  # handed in: the loop scores dev through the family's evaluation
+        output_dir=request.output_dir,
+        source=str(request.config),
+        overwrite=request.overwrite,
+        overrides=request.overrides,
+        resume=request.resume,
+        dev_figures=dev_figures,
+    )

@@ -1,0 +1,16 @@
+"""Sequence to sequence: an RNN encoder-decoder with any classic attention (or none), or a
+Transformer; translation, transliteration, G2P."""
+
+from attnkit.families.base import Family
+
+FAMILY = Family(
+    name="seq2seq",
+    package=__name__,
+    model="model:Seq2SeqModel",
+    train="train:train",
+    endpoint="endpoint:ENDPOINT",
+    public=("model:Seq2SeqModel", "attnkit.translator:Translation"),
+    describe="train:describe",
+    ensembles=True,
+    own_options={"evaluate": ("src", "ref", "tsv")},
+)

@@ -1,0 +1,269 @@
+"""A seq2seq checkpoint in Python: translate, explain, evaluate.
+
+Used by ``attnkit translate``, ``plot``, ``explain`` and ``evaluate``, by ``attnkit serve`` and by
+notebooks::
+
+    model = attnkit.load("runs/demo/model/best")
+    t = model.translate("siebenundneunzig")[0]
+    t.output, t.weights              # "97", (T, S) attention
+    t.show()                         # the interactive heatmap inline
+    model.explain("dreiundzwanzig").show()   # attention beside gradient saliency
+    model.evaluate(split="test")["greedy"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.data.tasks.gold import gold_aligner
+from attnkit.errors import AttnkitError
+from attnkit.evaluation.scores import Scores
+from attnkit.explain.explanation import Explanation
+from attnkit.translator import Translation, Translator, load_translator
+
+
+class Seq2SeqModel:
+    """A loaded seq2seq checkpoint (RNN encoder-decoder or Transformer), or several decoding as
+    an ensemble. ``translator`` is the inference object underneath (vocabularies, tokenizers,
+    ``model``: the torch module); ``config`` the run's resolved experiment config."""
+
+    family = "seq2seq"
+
+    def __init__(self, translator: Translator, paths: Sequence[Path] = ()):
+        self.translator = translator
+        self.paths = [Path(p) for p in paths]
+
+    @classmethod
+    def load(cls, directories: str | Path | Sequence[str | Path], device="auto") -> Seq2SeqModel:
+        """One checkpoint directory, or several that decode as one ensemble."""
+        dirs = [directories] if isinstance(directories, str | Path) else list(directories)
+        return cls(load_translator(dirs, device), dirs)
+
+    @property
+    def config(self):
+        return self.translator.config
+
+    @property
+    def path(self) -> Path | None:
+        return self.paths[0] if self.paths else None
+
+    @property
+    def has_attention(self) -> bool:
+        return bool(self.translator.model.has_attention)
+
+    def __repr__(self) -> str:
+        m = self.config.model
+        kind = "transformer" if getattr(m, "arch", "rnn") == "transformer" else m.attention
+        return f"Seq2SeqModel({kind}, task={self.config.data.task}, {self.path})"
+
+    def translate(
+        self,
+        texts: str | Sequence[str],
+        beam: int = 1,
+        n_best: int = 1,
+        alpha: float | None = None,
+        prefix: Sequence[str] | None = None,
+        top_k: int = 0,
+        heads: bool = True,
+        progress: bool = False,
+    ) -> list[Translation]:
+        """One :class:`Translation` per input (a string is one input), in order: the output, its
+        log-probability ``score``, the attention ``weights`` (T, S) and, for a Transformer with
+        ``heads``, every layer's and head's map. ``beam`` 1 is greedy; ``n_best`` outputs per
+        input (``Translation.nbest``); ``alpha`` the length penalty (default: the checkpoint's);
+        ``prefix``: target tokens every output begins with; ``top_k``: keep the k most likely
+        tokens of every greedy step (``Translation.top``). A blank input gives a blank output."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        if beam < 1:
+            raise AttnkitError(f"beam must be at least 1, got {beam}")
+        if not 1 <= n_best <= beam:
+            raise AttnkitError(f"n_best must be between 1 and beam ({beam}), got {n_best}")
+        results = self.translator.translate(
+            texts,
+            beam_size=beam,
+            alpha=alpha,
+            n_best=n_best,
+            progress=progress,
+            heads=heads,
+            prefix=prefix,
+            top_k=top_k,
+        )
+        self._mark_gold(results)
+        return results
+
+    def _mark_gold(self, translations: Sequence[Translation]) -> None:
+        """Give each output the task's gold links (numbers, dates) so that pictures outline
+        them; none where the generator cannot align the output (a wrong one)."""
+        from attnkit.evaluation.alignment import mark_gold
+
+        aligner = gold_aligner(self.config.data)
+        if aligner is not None:
+            mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])
+
+    def explain(self, text: str, method: str = "gradient", reference: str | None = None):
+        """The attention of one input's output beside the gradient saliency of the same output
+        (``method``: gradient, input-x-gradient, integrated-gradients; captum computes them), and
+        their agreement. ``reference``: explain that output instead of the model's own."""
+        from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+        from attnkit.explain.saliency import METHODS
+
+        method = method.replace("-", "_")
+        if method not in METHODS:
+            raise AttnkitError(f"method: unknown saliency method {method!r}; valid: {METHODS}")
+        if not isinstance(text, str) or not text.strip():
+            raise AttnkitError("explain: give one non-blank input text")
+        (own,) = self.translate(text, heads=False)
+        output = own.output if reference is None else reference
+        (forced,) = self.translator.teacher_forced([text], [output])
+        from attnkit.explain.no_attention import saliency_translations
+
+        (salient,) = saliency_translations(self.translator, [forced], method)
+        scores = {}
+        if self.has_attention:
+            pair = [(forced.weights, salient.weights)]
+            scores = {
+                "argmax_agreement": argmax_agreement(pair),
+                "rank_correlation": rank_correlation(pair),
+            }
+        self._mark_gold([forced])
+        return Explanation(
+            forced.source,
+            forced.source_tokens,
+            forced.output,
+            forced.output_tokens,
+            forced.weights if self.has_attention else None,
+            salient.weights,
+            method,
+            scores,
+            forced.gold,
+        )
+
+    def explain_report(
+        self,
+        texts: Sequence[str] | None = None,
+        *,
+        split: str | None = None,
+        count: int = 10,
+        method: str = "gradient",
+        reference: bool = False,
+        out: str | Path | None = None,
+        image_format: str | None = None,
+        pictures: int | None = None,
+        picture: str | Path | None = None,
+    ) -> dict:
+        """What ``attnkit explain`` writes: ``texts`` (or the first ``count`` items of
+        ``split``, their own outputs or with ``reference`` the references) explained, scored
+        (agreement of attention and saliency; both against gold links where the task has them)
+        and drawn (the first ``pictures``, as ``image_format``) into ``out`` with
+        attention.json, saliency.json, scores.json and report.html (default
+        ``RUN/explain/CHECKPOINT``); with ``picture``, one input drawn to that file alone.
+        Returns the scores."""
+        from attnkit.evaluation.explain_report import explain_model
+
+        if not self.paths:
+            raise AttnkitError("explain_report: this model was not loaded from a checkpoint")
+        return explain_model(
+            self.paths[0],
+            texts=None if texts is None else ([texts] if isinstance(texts, str) else list(texts)),
+            split=split,
+            count=count,
+            method=method.replace("-", "_"),
+            reference=reference,
+            out_dir=None if out is None else Path(out),
+            image_format=image_format,
+            pictures=pictures,
+            picture=None if picture is None else Path(picture),
+            translator=self.translator,
+        )
+
+    def faithfulness(
+        self,
+        texts: str | Sequence[str] | None = None,
+        *,
+        split: str | None = None,
+        count: int = 10,
+        out: str | Path | None = None,
+        permutations: int = 100,
+        adversarial_steps: int = 100,
+        ig_steps: int = 16,
+        seed: int = 0,
+    ):
+        """Is the attention an explanation? ``texts`` (or the first ``count`` items of ``split``,
+        test by default) questioned at every step of the model's own output: erasure
+        (comprehensiveness, sufficiency, AOPC) by attention, rollout and flow (a Transformer),
+        gradients, leave-one-out and random; rank agreement; the permutation test and the
+        adversarial search (RNN attention). Writes scores.json and report.html to ``out``
+        (default ``RUN/faithfulness/CHECKPOINT``). Returns :class:`FaithfulnessScores`."""
+        from attnkit.evaluation.faithfulness import Options
+        from attnkit.evaluation.faithfulness_seq2seq import seq2seq_faithfulness
+        from attnkit.evaluation.scores import FaithfulnessScores
+
+        texts = [texts] if isinstance(texts, str) else texts
+        options = Options(
+            ig_steps=ig_steps,
+            permutations=permutations,
+            adversarial_steps=adversarial_steps,
+            seed=seed,
+        )
+        out = _default_out(self.path, "faithfulness") if out is None else Path(out)
+        scores = seq2seq_faithfulness(
+            self.translator, texts, split, count, out, options, str(self.path or "")
+        )
+        return FaithfulnessScores(scores)
+
+    def rollout(self, text: str) -> dict:
+        """A Transformer's attention rollout and flow (Abnar & Zuidema 2020) of one input, forced
+        along its own output: {"source_tokens", "output_tokens", and arrays "attention",
+        "rollout", "flow" ((T, S): each output step over the source), "encoder_rollout",
+        "encoder_flow" ((S, S): each top encoder position over the source), "cross_by_layer"
+        ((L, T, S): each decoder layer's cross-attention, heads averaged)}."""
+        from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
+        from attnkit.explain.rollout import transformer_maps
+
+        if not hasattr(self.translator.model, "encoder_attention"):
+            raise AttnkitError("rollout: attention rollout and flow are for Transformer models")
+        if not isinstance(text, str) or not text.strip():
+            raise AttnkitError("rollout: give one non-blank input text")
+        with plain(self.translator.model):
+            subject = Seq2SeqSubject(self.translator, text)
+            maps = transformer_maps(self.translator.model, subject.src, subject.tgt_in)
+        return {
+            "source_tokens": subject.positions,
+            "output_tokens": subject.units,
+            **{k: v.numpy() for k, v in maps.items() if not k.endswith("_attention")},
+        }
+
+    def evaluate(
+        self,
+        split: str = "test",
+        *,
+        src: str | Path | None = None,
+        ref: str | Path | None = None,
+        tsv: str | Path | None = None,
+        beam: int = 5,
+        alpha: float | None = None,
+        out: str | Path | None = None,
+    ) -> Scores:
+        """Decode ``split`` (or the files ``src`` + ``ref``, or one ``tsv`` of source, tab,
+        reference) greedily and with beam search, score with the task's metric, and write the
+        hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
+        beside the checkpoint)."""
+        from attnkit.evaluation.inputs import EvalFiles
+        from attnkit.evaluation.report import evaluate_model
+
+        if beam < 1:
+            raise AttnkitError(f"beam must be at least 1, got {beam}")
+        if not self.paths:
+            raise AttnkitError("evaluate: this model was not loaded from a checkpoint directory")
+        files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
+        out_dir = None if out is None else Path(out)
+        scores = evaluate_model(
+            self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
+        )
+        return Scores(scores)
+
+
+def _default_out(path: Path | None, name: str) -> Path | None:
+    """``RUN/NAME/CHECKPOINT`` beside a checkpoint; None for a model not loaded from one."""
+    return None if path is None else path.parent / name / path.name

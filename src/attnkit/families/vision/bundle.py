@@ -1,0 +1,110 @@
+"""A vision run's checkpoints: weights and config (the bundle,
+:class:`~attnkit.checkpoint.vision.VisionBundle`), trainer counters, optimizer and RNG; and
+:func:`load_vision_model`, a checkpoint's model ready to use with its training family.
+
+``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
+written with :func:`save`; :func:`restore` loads ``last``
+back into a fresh model and optimizer for ``--resume``, each part checked first
+(:mod:`attnkit.training.resume`); the counters are the run's
+:class:`~attnkit.training.state.TrainerState` under the names of
+:data:`~attnkit.training.state.VISION`. An epoch a signal interrupted is saved with its image order
+(``epoch_order``), so the resumed run trains the rest of that epoch in the same order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.vision import VisionBundle, load_vision
+from attnkit.checkpoint.weights import load_model_state
+from attnkit.device import resolve_device
+from attnkit.errors import CheckpointError
+from attnkit.families.vision.kinds import MODEL_TYPES, Family
+from attnkit.training import resume
+from attnkit.training.guard import check_weights
+from attnkit.training.state import VISION, TrainerState, state_from_json, state_to_json
+from attnkit.vision_experiment import FAMILY, VisionConfig
+
+
+def save(
+    directory: Path,
+    model: nn.Module,
+    optimizer,
+    cfg: VisionConfig,
+    state: TrainerState,
+    epoch_order: Tensor | None = None,
+    resumable: bool = True,
+) -> None:
+    """Write a checkpoint; ``epoch_order`` (N,): the image order of an interrupted epoch.
+
+    ``resumable`` adds the optimizer and the RNG that ``--resume`` needs (``last``); without it
+    (``best``) the checkpoint holds what evaluating and plotting read, a third of the size.
+    """
+    check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
+    trainer = state_to_json(state, VISION)  # best_dev_error: null until an epoch is scored
+    bundle = VisionBundle(model, cfg)
+    if not resumable:
+        bundle.save(directory, trainer)
+        return
+    info, tensors = resume.optimizer_to_tensors(optimizer)
+    if epoch_order is not None:  # an interrupted epoch: its image order, to go on with
+        tensors["epoch_order"] = epoch_order
+    tensors["rng.torch"] = torch.get_rng_state()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        tensors["rng.cuda"] = torch.cuda.get_rng_state()
+    trainer["optimizer"] = info
+    bundle.save(directory, trainer, tensors)
+
+
+def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
+    """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
+    ckpt.read_meta(directory, FAMILY)
+    load_model_state(model, directory)
+    json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
+    trainer = resume.check_sections(
+        ckpt.read_json(json_path),
+        json_path,
+        ("optimizer",),
+        tuple(VISION),
+    )
+    tensors = ckpt.read_tensors(tensors_path)
+    resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
+    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
+    state = state_from_json(counters, VISION, str(json_path))
+    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_rng(tensors, tensors_path)
+    return state
+
+
+def interrupted_order(directory: Path, device: torch.device) -> Tensor:
+    """The image order (N,) of the epoch a signal interrupted, saved with ``last``."""
+    path = directory / "trainer.safetensors"
+    order = (ckpt.read_tensors(path) or {}).get("epoch_order")
+    if order is None:
+        raise CheckpointError(f"{path}: an interrupted epoch without its epoch_order")
+    if (
+        order.dtype != torch.int64
+        or order.dim() != 1
+        or bool((order < 0).any())
+        or order.unique().numel() != order.numel()
+    ):
+        raise CheckpointError(
+            f"{path}: epoch_order must be distinct image indices (int64, 1-D), "
+            f"got {order.dtype} {tuple(order.shape)}"
+        )
+    return order.to(device)
+
+
+def load_vision_model(
+    model_dir: str | Path, device: str | torch.device = "cpu"
+) -> tuple[VisionConfig, Family, nn.Module]:
+    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
+    the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the training family of
+    its model type (what scoring and pictures need)."""
+    device = resolve_device(device) if isinstance(device, str) else device
+    bundle = load_vision(model_dir, device)
+    return bundle.config, MODEL_TYPES[bundle.config.model_type], bundle.model
