@@ -86,6 +86,7 @@ FENCE = re.compile(r"^\s*```")
 
 def _documents() -> list[Path]:
     docs = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    docs += sorted((REPO_ROOT / "docs" / "results").glob("*.md"))
     return docs + [p for p in [REPO_ROOT / "CHANGELOG.md"] if p.exists()]
 
 
@@ -216,3 +217,127 @@ def test_every_summary_figure_is_a_measured_one():
 
 def test_the_figure_check_finds_a_figure_the_details_lack():
     assert unmeasured_figures("| 99.25% | 2.46x | 7.1 min |", "99.25 and 2.46x in 7.10") == ["7.1"]
+
+
+# ---- text spliced in twice ----------------------------------------------------------------------
+
+MIN_PROSE_LINE = 60  # characters: shorter lines ("See above.") may well stand twice
+MIN_RUN_WORDS = 8  # words: a run this long said twice in one paragraph is a splice
+INLINE_CODE = re.compile(r"`[^`]*`")
+
+
+def _splice_documents() -> list[Path]:
+    docs = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
+    docs += sorted((REPO_ROOT / "docs" / "results").glob("*.md"))
+    extra = [REPO_ROOT / "notebooks" / "README.md", REPO_ROOT / "CHANGELOG.md"]
+    return docs + [p for p in extra if p.exists()]
+
+
+def _blocks(text: str) -> list[tuple[str, list[tuple[int, str]]]]:
+    """The text as blocks of consecutive non-blank lines outside fenced code, each
+    ``("table", rows)`` or ``("prose", lines)`` with (line number, stripped line) pairs."""
+    blocks: list[tuple[str, list[tuple[int, str]]]] = []
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if FENCE.match(line):
+            fenced = not fenced
+            kind = None
+        else:
+            stripped = line.strip()
+            kind = None if fenced or not stripped else "table" if stripped[0] == "|" else "prose"
+        if kind is None:
+            continue
+        if blocks and blocks[-1][0] == kind and blocks[-1][1][-1][0] == number - 1:
+            blocks[-1][1].append((number, line.strip()))
+        else:
+            blocks.append((kind, [(number, line.strip())]))
+    return blocks
+
+
+def _first_repeated_run(words: list[str], size: int) -> str | None:
+    """The first run of ``size`` words that ``words`` holds twice (overlapping allowed), or None."""
+    seen = set()
+    for i in range(len(words) - size + 1):
+        run = tuple(words[i : i + size])
+        if run in seen:
+            return " ".join(run)
+        seen.add(run)
+    return None
+
+
+def splices(path: Path) -> list[str]:
+    """One ``FILE:LINE: ...`` line for each table row standing twice in one table, each prose line
+    (``MIN_PROSE_LINE`` characters or more, not a heading) standing twice in the file, and each
+    paragraph that says a run of ``MIN_RUN_WORDS`` words twice (inline code aside). Fenced code is
+    not looked at."""
+    name = path.relative_to(REPO_ROOT).as_posix() if path.is_relative_to(REPO_ROOT) else str(path)
+    problems: list[str] = []
+    first_seen: dict[str, int] = {}
+    for kind, lines in _blocks(path.read_text(encoding="utf-8")):
+        if kind == "table":
+            rows: dict[str, int] = {}
+            for number, row in lines:
+                if set(row) <= set("|-: "):  # the header's separator row
+                    continue
+                if row in rows:
+                    problems.append(
+                        f"{name}:{number}: table row already at line {rows[row]}: {row[:80]}"
+                    )
+                rows.setdefault(row, number)
+            continue
+        for number, line in lines:
+            if len(line) < MIN_PROSE_LINE or line.startswith("#"):
+                continue
+            if line in first_seen:
+                problems.append(
+                    f"{name}:{number}: line already at line {first_seen[line]}: {line[:80]}"
+                )
+            first_seen.setdefault(line, number)
+        prose = INLINE_CODE.sub(" ", " ".join(line for _, line in lines))  # a command may recur
+        words = [word for word in prose.split() if re.search(r"\w", word)]
+        run = _first_repeated_run(words, MIN_RUN_WORDS)
+        if run is not None:
+            problems.append(f"{name}:{lines[0][0]}: paragraph says twice: {run!r}")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "doc", _splice_documents(), ids=lambda p: p.relative_to(REPO_ROOT).as_posix()
+)
+def test_no_text_stands_twice(doc):
+    assert splices(doc) == []
+
+
+def test_the_splice_check_finds_each_kind_of_repeat(tmp_path):
+    line = "A prose line long enough to count, sixty characters or more in all."
+    doc = tmp_path / "spliced.md"
+    doc.write_text(
+        "# Title\n\n"
+        "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 1 | 2 |\n\n"
+        f"{line}\n\n"
+        "```\n"
+        f"{line}\n"  # in code: not counted
+        "```\n\n"
+        f"Another paragraph.\n{line}\n\n"
+        "the model looks back at the source while it writes each word, and\n"
+        "the model looks back at the source while it writes each word again.\n"
+    )
+    assert splices(doc) == [
+        f"{doc}:7: table row already at line 5: | 1 | 2 |",
+        f"{doc}:16: line already at line 9: {line}",
+        f"{doc}:18: paragraph says twice: 'the model looks back at the source while'",
+    ]
+
+
+def test_the_splice_check_passes_clean_text(tmp_path):
+    doc = tmp_path / "clean.md"
+    doc.write_text(
+        "# Results\n\n## Numbers\n\n| task | score |\n|---|---|\n| numbers | 99% |\n\n"
+        # the same row again, in another table
+        "## Dates\n\n| task | score |\n|---|---|\n| numbers | 99% |\n\n"
+        "Short line.\n\nShort line.\n\n"
+        "```\nthe same code line, long enough to count if it were prose text\n"
+        "the same code line, long enough to count if it were prose text\n```\n\n"
+        "Seven words said twice are allowed here: seven words said twice are allowed.\n"
+    )
+    assert splices(doc) == []
