@@ -375,3 +375,145 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path):
         "attnkit.viz.visual",
         "attnkit.errors",
     }
+
+
+# ---- one home per family ------------------------------------------------------------------------
+FAMILIES_DIR = SRC / "families"
+#: the families, as the registry's folders name them
+FAMILY_NAMES = sorted(
+    p.name for p in FAMILIES_DIR.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+)
+#: modules outside families/ that still name a family, each waiting for a move into its family
+#: (or for the generic mechanism that makes the name unnecessary); delete an entry when its module
+#: no longer names one (test_pending_family_names_still_exist says which)
+PENDING_FAMILY_NAMES: dict[str, str] = {
+    "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
+    "attnkit.cli.faithfulness": "RUNNERS: a faithfulness hook per family",
+    "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
+    "attnkit.evaluation.babi": "bAbI scores say their family",
+    "attnkit.evaluation.evaluate": "the seq2seq evaluation: to families/seq2seq/",
+    "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
+    "attnkit.evaluation.faithfulness_text": "faithfulness scores say their family",
+    "attnkit.evaluation.faithfulness_vision": "faithfulness scores say their family",
+    "attnkit.experiment": "the seq2seq experiment config: to families/seq2seq/config.py",
+    "attnkit.models.pointer": "a model's family attribute",
+    "attnkit.models.seq2seq": "a model's family attribute",
+    "attnkit.models.transformer": "a model's family attribute",
+    "attnkit.train_keys": "the train: keys table, a row per family: to each family's TrainConfig",
+    "attnkit.zoo": "the zoo's greedy/test-set column by family",
+}
+
+
+def _names_a_family(node: ast.AST) -> str | None:
+    """The family a node names, where it is about families: ``family == "x"``, ``family = "x"``,
+    ``{"family": "x"}``, ``family="x"``, a mapping with two or more families as keys, or an
+    import of a family's module."""
+
+    def family_constant(value) -> str | None:
+        is_name = isinstance(value, ast.Constant) and value.value in FAMILY_NAMES
+        return value.value if is_name else None
+
+    def about_family(target) -> bool:  # family, families, or a constant named after one
+        text = ast.unparse(target).lower()
+        return "famil" in text or any(n in re.split(r"\W+", text) for n in FAMILY_NAMES)
+
+    if isinstance(node, ast.ImportFrom | ast.Import):
+        modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        modules += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        for module in modules:
+            parts = module.split(".")
+            if parts[:2] == ["attnkit", "families"] and len(parts) > 2 and parts[2] in FAMILY_NAMES:
+                return parts[2]
+    if isinstance(node, ast.Compare) and about_family(node.left):
+        for right in node.comparators:
+            items = right.elts if isinstance(right, ast.Tuple | ast.List | ast.Set) else [right]
+            for item in items:
+                if found := family_constant(item):
+                    return found
+    if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        if any(about_family(t) for t in targets):
+            for item in ast.walk(node.value):
+                if found := family_constant(item):
+                    return found
+    if isinstance(node, ast.keyword) and node.arg and "famil" in node.arg:
+        return family_constant(node.value)
+    if isinstance(node, ast.Dict):
+        for key, value in zip(node.keys, node.values):
+            if isinstance(key, ast.Constant) and key.value == "family":
+                if found := family_constant(value):
+                    return found
+        keys = [family_constant(k) for k in node.keys if k is not None]
+        if sum(k is not None for k in keys) >= 2:
+            return next(k for k in keys if k)
+    return None
+
+
+def _family_names_outside() -> dict[str, list[str]]:
+    """Module -> 'line: family' for every place outside families/ that names a family (the
+    registry, ``families/__init__.py``, aside)."""
+    found: dict[str, list[str]] = {}
+    for name, path in MODULES.items():
+        if name == "attnkit.families" or name.startswith("attnkit.families."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if family := _names_a_family(node):
+                found.setdefault(name, []).append(f"{node.lineno}: {family}")
+    return found
+
+
+def test_no_module_outside_families_names_a_family():
+    named = {m: lines for m, lines in _family_names_outside().items()}
+    new = {m: lines for m, lines in named.items() if m not in PENDING_FAMILY_NAMES}
+    assert not new, (
+        "a family is named outside families/ (give the generic layer a registry lookup, or move "
+        f"the code into the family's folder): {new}"
+    )
+
+
+def test_pending_family_names_still_exist():
+    gone = sorted(set(PENDING_FAMILY_NAMES) - set(_family_names_outside()))
+    assert not gone, f"these modules name no family now: delete them from PENDING: {gone}"
+
+
+def test_no_family_imports_another():
+    crossing = []
+    for name, imported in IMPORTS.items():
+        parts = name.split(".")
+        if parts[:2] != ["attnkit", "families"] or len(parts) < 3 or parts[2] not in FAMILY_NAMES:
+            continue
+        for target in imported:
+            other = target.split(".")
+            if other[:2] == ["attnkit", "families"] and len(other) > 2 and other[2] != parts[2]:
+                if other[2] in FAMILY_NAMES:
+                    crossing.append(f"{name} imports {target}")
+    assert not crossing, "a family imports another:\n" + "\n".join(crossing)
+
+
+def test_the_family_finder_finds_each_way_of_naming_one(tmp_path):
+    source = (
+        'if family == "graph": pass\n'
+        'FAMILY = "text"\n'
+        'MEMNET = "memnet"\n'
+        'meta = {"family": "memnet"}\n'
+        'load(family="pointer")\n'
+        'TABLE = {"seq2seq": 1, "vision": 2}\n'
+        "from attnkit.families.graph import model\n"
+        'x = {"text": 1}\n'  # one key alone: a word, not a list of families
+        'if kind == "graph": pass\n'  # not about families
+    )
+    nodes = ast.walk(ast.parse(source))
+    found = sorted(f for node in nodes if (f := _names_a_family(node)))
+    assert found == ["graph", "graph", "memnet", "memnet", "pointer", "seq2seq", "text"]
+
+
+def test_inference_imports_nothing_of_training():
+    inference = ("api", "evaluation", "explain", "serve")
+    found = [
+        f"{name} imports {target}"
+        for name, imported in IMPORTS.items()
+        if _unit(name) in inference
+        for target in imported
+        if _unit(target) == "training"
+    ]
+    assert not found, "inference code imports training/:\n" + "\n".join(found)

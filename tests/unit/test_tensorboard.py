@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import pytest
 import torch
@@ -86,6 +87,10 @@ def test_a_resumed_run_drops_what_the_stopped_run_logged_after_its_checkpoint(tm
         board.start(0)
         for step in (2, 4, 6, 8):  # the run stopped at 8, its last checkpoint was at 4
             board.scalars(step, {"exact_match": float(step)}, "dev")
+    # TensorBoard reads a directory's event files in name order, and a name is the second it was
+    # opened, then a counter of this process's writers: within one second ".10" would sort before
+    # ".9". A resumed run starts in a later second, as a real one does.
+    time.sleep(1.01 - time.time() % 1)
     with tb.Board(tmp_path / "tb", True, print, "tokens") as board:
         board.start(4)  # resumed from the checkpoint of update 4
         board.scalars(10, {"exact_match": 10.0}, "dev")

@@ -1,6 +1,6 @@
 """A checkpoint is checked before anything of its size is allocated, for every family.
 
-The tests iterate the registries (``api.loading.LOADERS`` for the checkpoint families, the
+The tests iterate the registries (``families.FAMILIES`` for the checkpoint families, the
 seq2seq ``ARCHITECTURES`` and the vision ``MODEL_TYPES`` for their models): a family registered
 without a tiny checkpoint maker here fails :func:`test_every_loader_family_has_a_maker`, and each
 one registered with a maker gets every check below the day it is added.
@@ -19,7 +19,7 @@ import pytest
 import torch
 import yaml
 
-from attnkit.api.loading import LOADERS
+from attnkit.families import FAMILIES
 from attnkit.checkpoint import read_config, validate, write_checkpoint
 from attnkit.checkpoint.validate import WIDTH_CAP, cap_of, check_sizes, read_header
 from attnkit.config import from_dict
@@ -127,7 +127,7 @@ def _memnet(memory: str):
     return make
 
 
-#: each checkpoint family of LOADERS -> {model name: writer of a tiny checkpoint of it}
+#: each family of FAMILIES -> {model name: writer of a tiny checkpoint of it}
 MAKERS = {
     "memnet": {name: _memnet(name) for name in ("adjacent", "key_value")},
     "text": {name: _text(name) for name in ("additive", "none")},
@@ -140,8 +140,8 @@ CASES = [(family, name) for family, models in MAKERS.items() for name in models]
 
 
 def test_every_loader_family_has_a_maker():
-    assert set(LOADERS) <= set(MAKERS), (
-        f"add a tiny checkpoint maker for {sorted(set(LOADERS) - set(MAKERS))} to MAKERS"
+    assert set(FAMILIES) <= set(MAKERS), (
+        f"add a tiny checkpoint maker for {sorted(set(FAMILIES) - set(MAKERS))} to MAKERS"
     )
 
 
@@ -172,7 +172,7 @@ def test_every_family_loads_through_the_checked_path(checkpoints, monkeypatch, f
     seen = []
     real = validate.read_header
     monkeypatch.setattr(validate, "read_header", lambda p: seen.append(p) or real(p))
-    LOADERS[family](checkpoints[family, name], "cpu")
+    FAMILIES[family].model_class().load(checkpoints[family, name], "cpu")
     assert seen == [checkpoints[family, name] / "model.safetensors"]
 
 
@@ -184,7 +184,7 @@ def test_every_size_key_above_its_cap_is_refused_naming_it(checkpoints, tmp_path
     for i, key in enumerate(keys):
         bad = _with_config(src, tmp_path / str(i), lambda c, k=key: c["model"].update({k: 10**12}))
         with pytest.raises(CheckpointError) as err:
-            LOADERS[family](bad, "cpu")
+            FAMILIES[family].model_class().load(bad, "cpu")
         msg = str(err.value)
         assert f"model.{key}: 1000000000000 is above the cap of {cap_of(key):,}" in msg, msg
 
@@ -208,7 +208,9 @@ def test_a_config_that_does_not_describe_the_tensors_is_refused(
         )
         before = len(real_builds)
         try:
-            LOADERS[family](bad, "cpu")  # a key that shapes no tensor (heads of bahdanau) loads
+            FAMILIES[family].model_class().load(
+                bad, "cpu"
+            )  # a key that shapes no tensor (heads of bahdanau) loads
         except CheckpointError as exc:
             if "model.safetensors" in str(exc):
                 mismatched += 1

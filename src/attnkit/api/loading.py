@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit import zoo
+from attnkit.checkpoint import checkpoint_dir
 from attnkit.errors import CheckpointError
 from attnkit.families import FAMILIES
 from attnkit.families import checkpoint_family as family_of_checkpoint
@@ -21,7 +22,7 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     as one ensemble. A run directory holding ``best/`` loads its best checkpoint.
     ``zoo:NAME`` loads a model of the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
-    paths = [zoo.resolve(p) for p in paths]
+    paths = [checkpoint_dir(zoo.resolve(p)) for p in paths]  # a run directory: its best/
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
     family = family_of_checkpoint(Path(paths[0]))

@@ -53,11 +53,9 @@ def family_of(name: object, where: str = "family") -> Family:
 def checkpoint_family(directory: str | Path) -> Family:
     """The family of the checkpoint in ``directory`` (its ``meta.json``; a run directory: its
     ``best/``)."""
-    from attnkit.checkpoint import read_meta
+    from attnkit.checkpoint import checkpoint_dir, read_meta
 
-    directory = Path(directory)
-    if not (directory / "meta.json").exists() and (directory / "best" / "meta.json").exists():
-        directory = directory / "best"
+    directory = checkpoint_dir(directory)
     name = read_meta(directory)["family"]
     if name not in FAMILIES:
         raise CheckpointError(
