@@ -19,7 +19,6 @@ import pytest
 import torch
 import yaml
 
-from attnkit.families import FAMILIES
 from attnkit.checkpoint import read_config, validate, write_checkpoint
 from attnkit.checkpoint.validate import WIDTH_CAP, cap_of, check_sizes, read_header
 from attnkit.config import from_dict
@@ -27,6 +26,7 @@ from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError
 from attnkit.experiment import experiment_from_dict
+from attnkit.families import FAMILIES
 from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models.architectures import ARCHITECTURES, build_model
 from attnkit.translator import Translator

@@ -5,7 +5,8 @@ The memory-network and pointer families use it (:mod:`attnkit.families.memnet.tr
 :mod:`attnkit.families.pointer.train`); their checkpoints are laid out as the text and graph
 families' are: ``trainer.json`` holds the counters of a
 :class:`~attnkit.training.state.TrainerState` under a :data:`~attnkit.training.state.Layout`'s
-names and, in ``last/``, the optimizer's ``param_groups``; ``trainer.safetensors`` holds the optimizer's tensors, torch's RNG state
+names and, in ``last/``, the optimizer's ``param_groups``; ``trainer.safetensors`` holds the
+optimizer's tensors, torch's RNG state
 (``rng.torch``, ``rng.cuda`` where a GPU trained) and a family's own generators (``rng.<name>``:
 the memory network's random-noise stream, for one). A learning-rate schedule that is a function
 of the update and the epoch (all these families have) needs nothing saved.

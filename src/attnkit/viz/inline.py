@@ -65,7 +65,7 @@ def vision_html(
     image: np.ndarray, steps: list[dict], prediction: str, label: str | None = None
 ) -> str:
     """A classified image (``(H, W)`` in 0..1) with where the model looked, step by step (the
-    ``steps`` of :meth:`attnkit.families.vision.kinds.Family.steps`), and a step slider."""
+    ``steps`` of :meth:`attnkit.families.vision.kinds.ModelKind.steps`), and a step slider."""
     payload = {
         "image": np.round(np.asarray(image, dtype=np.float64), 4).tolist(),
         "steps": steps,

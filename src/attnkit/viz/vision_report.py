@@ -64,7 +64,7 @@ class VisionExample:
     answer: str
     right: bool
     picture: bytes | None = None  # PNG: where the model looked
-    # {"image": (H, W) grey 0..1 nested lists, "steps": Family.steps()}: drawn in the page
+    # {"image": (H, W) grey 0..1 nested lists, "steps": ModelKind.steps()}: drawn in the page
     view: dict | None = None
     implicit: bytes | None = None  # PNG: where the answer depends on the image (saliency)
 

@@ -23,7 +23,7 @@ from tqdm import tqdm
 
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.families.vision import bundle as vckpt
-from attnkit.families.vision.kinds import DeviceSplit, Family
+from attnkit.families.vision.kinds import DeviceSplit, ModelKind
 from attnkit.families.vision.scoring import batches, dev_figures, log
 from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
@@ -93,7 +93,7 @@ class VisionAdapter:
         self,
         cfg: VisionConfig,
         out: Path,
-        family: Family,
+        family: ModelKind,
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
         data: VisionData,

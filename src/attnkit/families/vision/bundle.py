@@ -23,7 +23,7 @@ from attnkit.checkpoint.vision import VisionBundle, load_vision
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
-from attnkit.families.vision.kinds import MODEL_TYPES, Family
+from attnkit.families.vision.kinds import MODEL_TYPES, ModelKind
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
 from attnkit.training.state import VISION, TrainerState, state_from_json, state_to_json
@@ -101,7 +101,7 @@ def interrupted_order(directory: Path, device: torch.device) -> Tensor:
 
 def load_vision_model(
     model_dir: str | Path, device: str | torch.device = "cpu"
-) -> tuple[VisionConfig, Family, nn.Module]:
+) -> tuple[VisionConfig, ModelKind, nn.Module]:
     """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
     the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the training family of
     its model type (what scoring and pictures need)."""

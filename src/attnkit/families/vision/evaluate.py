@@ -35,7 +35,7 @@ from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir
 from attnkit.families.vision import explain as implicit
 from attnkit.families.vision.bundle import load_vision_model
-from attnkit.families.vision.kinds import Family
+from attnkit.families.vision.kinds import ModelKind
 from attnkit.families.vision.scoring import error_scores, predict_split
 from attnkit.vision_experiment import VisionConfig
 from attnkit.viz import visual
@@ -50,7 +50,7 @@ class Scored:
     """A checkpoint scored on a split: what :func:`evaluate_vision` returns and a report shows."""
 
     cfg: VisionConfig
-    family: Family
+    family: ModelKind
     model: nn.Module
     images: Split  # the split as generated (uint8 (N, H, W) and labels)
     answers: list[str]  # the model's answer to each image, as text

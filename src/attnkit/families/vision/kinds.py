@@ -1,7 +1,7 @@
 """The vision model types: how each is trained, scored and pictured.
 
 :data:`MODEL_TYPES` maps ``model.type`` in a ``family: vision`` experiment
-to a :class:`Family`, which owns what training and pictures need of it: its training loss, its
+to a :class:`ModelKind`, which owns what training and pictures need of it: its training loss, its
 count of correct predictions and its attention pictures (its config class, tasks and builder are
 the model registry's, :data:`attnkit.models.vision.VISION_MODELS`, which checkpoints are built
 from). :mod:`attnkit.families.vision.train` starts a run, which the training loop
@@ -51,7 +51,7 @@ class DeviceSplit:
 # ---------------------------------------------------------------- model families
 
 
-class Family:
+class ModelKind:
     """How to train, score and picture one model type (the registry's entries); its config class,
     tasks and builder are the model registry's (:data:`attnkit.models.vision.VISION_MODELS`)."""
 
@@ -124,7 +124,7 @@ class Family:
 
 
 def _step(attention=None, glimpse=None, token=None) -> dict:
-    """One step of :meth:`Family.steps`, numbers rounded for JSON."""
+    """One step of :meth:`ModelKind.steps`, numbers rounded for JSON."""
     att = None if attention is None else np.round(np.asarray(attention, np.float64), 5).tolist()
     return {"attention": att, "glimpse": glimpse, "token": token}
 
@@ -141,7 +141,7 @@ def _pred_title(pred, label) -> str:
     return f"pred {pred} ({'right' if str(pred) == str(label) else f'true {label}'})"
 
 
-class RAMFamily(Family):
+class RAMKind(ModelKind):
     model_type = "ram"
 
     def train_step(self, model, batch, m):
@@ -197,7 +197,7 @@ class RAMFamily(Family):
         return list(paths)
 
 
-class SoftFamily(Family):
+class SoftKind(ModelKind):
     """A model whose pictures are attention maps over the image, one per output step."""
 
     def maps(self, model, image, label) -> tuple[np.ndarray, list[str], str]:
@@ -218,7 +218,7 @@ class SoftFamily(Family):
         return list(paths)
 
 
-class ReaderFamily(SoftFamily):
+class ReaderKind(SoftKind):
     model_type = "show_attend_tell"
 
     def label_tensors(self, labels):
@@ -271,7 +271,7 @@ def _picture_steps(label: str | None) -> int:
     return max(len(label) if label is not None else 0, 5) + 1
 
 
-class PoolingFamily(SoftFamily):
+class PoolingKind(SoftKind):
     model_type = "attention_pooling"
 
     def train_step(self, model, batch, m):
@@ -294,8 +294,8 @@ class PoolingFamily(SoftFamily):
 
 
 #: model.type -> how to build / train / evaluate / picture it
-MODEL_TYPES: dict[str, Family] = {
-    "ram": RAMFamily(),
-    "show_attend_tell": ReaderFamily(),
-    "attention_pooling": PoolingFamily(),
+MODEL_TYPES: dict[str, ModelKind] = {
+    "ram": RAMKind(),
+    "show_attend_tell": ReaderKind(),
+    "attention_pooling": PoolingKind(),
 }

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from attnkit.data.tasks.vision import Split
 from attnkit.errors import CheckpointError
-from attnkit.families.vision.kinds import DeviceSplit, Family
+from attnkit.families.vision.kinds import DeviceSplit, ModelKind
 from attnkit.training import tensorboard as tb
 from attnkit.vision_experiment import TrainConfig
 
@@ -52,7 +52,7 @@ def batches(
 
 
 def evaluate_split(
-    family: Family,
+    family: ModelKind,
     model: nn.Module,
     split: DeviceSplit,
     model_cfg,
@@ -69,7 +69,7 @@ def evaluate_split(
 
 
 def predict_split(
-    family: Family,
+    family: ModelKind,
     model: nn.Module,
     split: DeviceSplit,
     model_cfg,
@@ -101,7 +101,7 @@ def error_scores(images: int, right: float) -> dict:
     }
 
 
-def dev_figures(family: Family, model: nn.Module, dev: Split, model_cfg):
+def dev_figures(family: ModelKind, model: nn.Module, dev: Split, model_cfg):
     """(tag, figure) of where the model looks on each of the first dev images."""
     model.eval()
     with tb.forked_rng(next(model.parameters()).device):
