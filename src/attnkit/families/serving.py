@@ -13,7 +13,13 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from pydantic import ConfigDict
+
 from attnkit.errors import ConfigError
+
+#: every request body: a string where a number belongs, or a field the API does not know, is an
+#: error naming the field, never a guess
+STRICT = ConfigDict(strict=True, extra="forbid")
 
 
 def _limit(default, help_text: str):
@@ -92,7 +98,6 @@ class Routes:
     #: (batch key, job, inputs) -> the answer, awaited: the micro-batcher's queue, bounded in time
     submit: Callable[[Hashable, object, int], Awaitable[Any]]
     errors: dict  # the OpenAPI ``responses`` of every route (404, 413, 422, 503, 504)
-    bodies: Any  # the request bodies, constrained by the limits (families.schemas.RequestModels)
 
 
 @dataclass(frozen=True)

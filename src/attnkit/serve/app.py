@@ -24,12 +24,11 @@ from fastapi.staticfiles import StaticFiles
 from attnkit import __version__
 from attnkit.errors import RequestError
 from attnkit.families import FAMILIES
-from attnkit.families.schemas import ErrorResponse, request_models
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel
 from attnkit.serve.batching import MicroBatcher
 from attnkit.serve.middleware import BodyLimit
 from attnkit.serve.models import describe, load_models
-from attnkit.serve.problems import install_handlers
+from attnkit.serve.problems import ErrorResponse, install_handlers
 
 STATIC = Path(str(resources.files("attnkit.serve") / "static"))
 #: the heatmap renderer: viz/ owns it (report.html inlines it), the page loads it from /static
@@ -161,7 +160,6 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
         pick=lambda name, family: pick_model(served, name, family),
         submit=submit,
         errors=ERRORS,
-        bodies=request_models(limits),
     )
     for endpoint in endpoints().values():
         endpoint.add_route(app, routes)

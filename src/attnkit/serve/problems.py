@@ -13,6 +13,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from attnkit.errors import RequestError
@@ -79,3 +80,12 @@ def install_handlers(app: FastAPI) -> None:
         log.exception("error answering %s", request.url.path)  # the whole story goes to the log
         first = (str(exc).strip().splitlines() or [""])[0][:200]
         return error_response(500, None, f"internal error: {type(exc).__name__}: {first}")
+
+
+class ErrorDetail(BaseModel):
+    field: str | None
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from attnkit.data.babi import parse_stories, words
 from attnkit.errors import AttnkitError, RequestError
-from attnkit.families.schemas import AnswerResponse
+from attnkit.families.memnet.schemas import AnswerResponse, request_model
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel, one_at_a_time
 
 
@@ -116,7 +116,7 @@ def add_route(app, routes: Routes) -> None:
     """``POST /v1/answer``."""
     from fastapi.responses import JSONResponse
 
-    AnswerRequest = routes.bodies.answer
+    AnswerRequest = request_model(routes.limits)
 
     @app.post("/v1/answer", response_model=AnswerResponse, responses=routes.errors)
     async def answer(request: AnswerRequest):  # type: ignore[valid-type]

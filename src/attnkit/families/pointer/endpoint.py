@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from attnkit.data.tasks.pointer import check_points
 from attnkit.errors import InputError, RequestError
-from attnkit.families.schemas import SolveResponse
+from attnkit.families.pointer.schemas import SolveResponse, request_model
 from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
 
 
@@ -61,7 +61,7 @@ def add_route(app, routes: Routes) -> None:
     """``POST /v1/solve``."""
     from fastapi.responses import JSONResponse
 
-    SolveRequest = routes.bodies.solve
+    SolveRequest = request_model(routes.limits)
 
     @app.post("/v1/solve", response_model=SolveResponse, responses=routes.errors)
     async def solve(request: SolveRequest):  # type: ignore[valid-type]

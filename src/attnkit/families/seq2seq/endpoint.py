@@ -24,7 +24,7 @@ import numpy as np
 
 from attnkit.decoding.topk import top_k_steps
 from attnkit.errors import AttnkitError, InputError, RequestError
-from attnkit.families.schemas import TranslateResponse
+from attnkit.families.seq2seq.schemas import TranslateResponse, request_model
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel
 from attnkit.translator import Prepared, target_prefix_ids
 
@@ -267,7 +267,7 @@ def add_route(app, routes: Routes) -> None:
     """``POST /v1/translate``."""
     from fastapi.responses import JSONResponse
 
-    TranslateRequest = routes.bodies.translate
+    TranslateRequest = request_model(routes.limits)
     limits = routes.limits
 
     @app.post("/v1/translate", response_model=TranslateResponse, responses=routes.errors)

@@ -12,8 +12,8 @@ Python; the requests of one model that wait together are answered in one batch.
 from dataclasses import dataclass
 
 from attnkit.errors import AttnkitError, RequestError
-from attnkit.families.schemas import TextResponse
 from attnkit.families.serving import Endpoint, Routes, ServedModel
+from attnkit.families.text.schemas import TextResponse, request_model
 
 DIGITS = 6
 
@@ -74,7 +74,7 @@ def add_route(app, routes: Routes) -> None:
     """``POST /v1/classify_text``."""
     from fastapi.responses import JSONResponse
 
-    ClassifyTextRequest = routes.bodies.classify_text
+    ClassifyTextRequest = request_model(routes.limits)
 
     @app.post("/v1/classify_text", response_model=TextResponse, responses=routes.errors)
     async def classify_text(request: ClassifyTextRequest):  # type: ignore[valid-type]

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnkit.errors import AttnkitError, RequestError
-from attnkit.families.schemas import ClassifyResponse
 from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
+from attnkit.families.vision.schemas import ClassifyResponse, request_model
 
 DIGITS = 6
 
@@ -114,7 +114,7 @@ def add_route(app, routes: Routes) -> None:
     from fastapi import Request
     from fastapi.responses import JSONResponse
 
-    body = routes.bodies.classify
+    body = request_model(routes.limits)
 
     @app.post(
         "/v1/classify",
