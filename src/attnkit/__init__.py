@@ -35,7 +35,10 @@ __all__ = _public()
 
 
 def __getattr__(name: str):
-    if name in __all__:
+    from attnkit.families import FAMILIES
+
+    own = {n for family in FAMILIES.values() for n in family.public_names()}
+    if name in GENERIC_API or name in own:  # the registry as it is now: a family added later too
         from attnkit import api
 
         return getattr(api, name)

@@ -42,10 +42,12 @@ class InputError(AttnkitError):
         self.name = name
 
 
-class RequestError(AttnkitError):
+class RequestError(Exception):
     """A request the server answers with ``status`` (422 a field that breaks the schema or a
     limit, 404 an unknown model, 413 too large, 503 a full queue, 504 too slow); ``field`` names
-    the request's field at fault (``inputs[3]``, ``image``), or is None."""
+    the request's field at fault (``inputs[3]``, ``image``), or is None. Not an
+    :class:`AttnkitError`, so that an endpoint's ``except AttnkitError`` (a bad input, made a 422)
+    never catches a 413, 503 or 504 raised inside it."""
 
     def __init__(self, status: int, field: str | None, message: str):
         super().__init__(message)

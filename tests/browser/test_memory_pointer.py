@@ -39,8 +39,8 @@ def pointer_checkpoint(directory):
     import torch
 
     from attnkit.checkpoint import write_checkpoint
+    from attnkit.families.pointer.bundle import build_model
     from attnkit.families.pointer.config import parse_config
-    from attnkit.families.pointer.train import build_model
 
     model = {"hidden": 8, "attention_dim": 8}
     cfg = parse_config({"family": "pointer", "data": {"task": "hull", "points": 5}, "model": model})

@@ -19,6 +19,12 @@ from attnkit.families.base import Family
 from attnkit.serve.app import ServeSettings, create_app
 
 
+@pytest.fixture(autouse=True)
+def _toy_importable(monkeypatch):
+    """``toyfamily`` (beside this file) importable, whatever pytest's import mode."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parent))
+
+
 @pytest.fixture
 def toy():
     from toyfamily import FAMILY
@@ -62,7 +68,10 @@ def test_the_commands_run_a_registered_family_through_its_hooks(toy, tmp_path, c
     # a command the family has no hook for, and another family's own option: one line each
     for argv, needle in (
         (["explain", "--model", best, "x"], "explain is for seq2seq"),
-        (["evaluate", "--model", best, "--stories", "s.txt"], "--stories is for memnet"),
+        (
+            ["evaluate", "--model", best, "--stories", "s.txt"],
+            "--stories: for memnet checkpoints, not a toy one",
+        ),
         (["evaluate", "--model", best, "--model", best], "ensembles are for seq2seq"),
     ):
         assert main([str(a) for a in argv]) == 2
@@ -126,7 +135,16 @@ def test_the_families_share_no_route_and_no_public_name():
     assert len(paths) == len(set(paths)), paths
     names = [n for f in FAMILIES.values() for n in f.public_names()]
     assert len(names) == len(set(names)), names
-    assert set(names) <= set(attnkit.__all__) and set(names) <= set(dir(attnkit.api))
+    assert not set(names) & set(attnkit.GENERIC_API)
+
+
+def test_a_family_public_names_are_attnkit_names(toy):
+    for family in FAMILIES.values():
+        for name, ref in family.public_names().items():
+            assert getattr(attnkit, name) is family.resolve(ref) is getattr(attnkit.api, name)
+    assert attnkit.ToyModel.__module__ == "toyfamily.model"  # registered after import
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        attnkit.Nothing  # noqa: B018
 
 
 def test_the_checkpoint_family_is_read_from_meta_json(tmp_path):

@@ -13,8 +13,9 @@ or below:
        experiment file), checkpoint (the file format, and each
        family's bundle: a checkpoint's model built from its config, with its vocabularies)
     5  training, evaluation, explain, viz, translator (the seq2seq inference object)
-    6  api, the package itself (attnkit/__init__.py: the public API)
-    7  serve, cli, demo, __main__
+    6  families (one folder per family, and the registry: docs/FAMILIES.md)
+    7  api, lessons, the package itself (attnkit/__init__.py: the public API)
+    8  serve, cli, demo, __main__
 
 Within a floor packages may import each other, but never round a cycle: on floor 5 the order
 is viz < translator < training < explain < evaluation (the trainer is given its dev scorer;
@@ -388,7 +389,6 @@ FAMILY_NAMES = sorted(
 #: no longer names one (test_pending_family_names_still_exist says which)
 PENDING_FAMILY_NAMES: dict[str, str] = {
     "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
-    "attnkit.cli.faithfulness": "RUNNERS: a faithfulness hook per family",
     "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
     "attnkit.evaluation.babi": "bAbI scores say their family",
     "attnkit.evaluation.evaluate": "the seq2seq evaluation: to families/seq2seq/",

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 import attnkit
 from attnkit.checkpoint import write_checkpoint
+from attnkit.families.pointer.bundle import build_model
 from attnkit.families.pointer.config import parse_config
-from attnkit.families.pointer.train import build_model
 from attnkit.families.serving import Limits
 from attnkit.serve.app import ServeSettings, create_app
 

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit import zoo
-from attnkit.checkpoint import checkpoint_dir
 from attnkit.errors import CheckpointError
 from attnkit.families import FAMILIES
 from attnkit.families import checkpoint_family as family_of_checkpoint
@@ -22,7 +21,7 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     as one ensemble. A run directory holding ``best/`` loads its best checkpoint.
     ``zoo:NAME`` loads a model of the zoo (:func:`attnkit.zoo.names`)."""
     paths = [path] if isinstance(path, str | Path) else list(path)
-    paths = [checkpoint_dir(zoo.resolve(p)) for p in paths]  # a run directory: its best/
+    paths = [zoo.resolve(p) for p in paths]
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
     family = family_of_checkpoint(Path(paths[0]))
@@ -30,9 +29,3 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
         ensembling = [name for name, f in FAMILIES.items() if f.ensembles]
         raise CheckpointError(f"{paths[0]}: ensembles are for {', '.join(ensembling)} checkpoints")
     return family.model_class().load(paths if len(paths) > 1 else paths[0], device)
-
-
-def checkpoint_family(directory: Path) -> str:
-    """The name of the family of the checkpoint in ``directory`` (a run directory: its
-    best/)."""
-    return family_of_checkpoint(directory).name

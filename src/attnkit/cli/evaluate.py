@@ -1,5 +1,5 @@
-"""``attnkit evaluate``: :meth:`Seq2SeqModel.evaluate` / :meth:`VisionModel.evaluate` /
-:meth:`TextModel.evaluate`."""
+"""``attnkit evaluate``: a checkpoint scored on a split (or files of text) by the ``evaluate``
+hook of its family (``attnkit.families.<name>.cli``), which calls its model's ``evaluate``."""
 
 from __future__ import annotations
 

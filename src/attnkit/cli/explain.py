@@ -1,5 +1,6 @@
 """``attnkit explain``: attention beside gradient saliency, for typed inputs or a split's first
-items (:meth:`attnkit.api.Seq2SeqModel.explain_report`)."""
+items, by the ``explain`` hook of the checkpoint's family (seq2seq, text, graph, memnet:
+``attnkit.families.<name>.cli``)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,16 @@
 """``attnkit faithfulness``: is the attention an explanation? Erasure, rank agreement,
 permutation and adversarial tests of a checkpoint's attention, on typed inputs or the first
-items of a split (:meth:`attnkit.api.Seq2SeqModel.faithfulness`,
+items of a split: the ``faithfulness`` hook of the checkpoint's family
+(:meth:`attnkit.api.Seq2SeqModel.faithfulness`, :meth:`attnkit.api.TextModel.faithfulness`,
 :meth:`attnkit.api.VisionModel.faithfulness`)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
-from attnkit.cli.options import add_command, device_option, model_option, threads_option
-from attnkit.errors import AttnkitError
+from attnkit.cli.options import add_command, device_option, model_option, run_hook, threads_option
+from attnkit.errors import writing
 
 
 def add_parser(sub) -> None:
@@ -76,52 +76,10 @@ def add_parser(sub) -> None:
     threads_option(p)
 
 
-def _options(args) -> dict:
-    for name in ("permutations", "adversarial_steps", "ig_steps"):
-        if getattr(args, name) < (1 if name == "ig_steps" else 0):
-            flag = "--" + name.replace("_", "-")
-            raise AttnkitError(f"{flag} must be at least {1 if name == 'ig_steps' else 0}")
-    return {
-        "count": args.count,
-        "out": args.out,
-        "permutations": args.permutations,
-        "adversarial_steps": args.adversarial_steps,
-        "ig_steps": args.ig_steps,
-        "seed": args.seed,
-    }
-
-
-def _seq2seq(model, args):
-    return model.faithfulness(args.inputs or None, split=args.split, **_options(args))
-
-
-def _image(text: str):
-    return int(text) if text.isdigit() else text
-
-
-def _vision(model, args):
-    if args.split not in (None, "test"):
-        raise AttnkitError("--split: a vision model is questioned on test images")
-    images = [_image(t) for t in args.inputs] or None
-    return model.faithfulness(images, **_options(args))
-
-
-#: a checkpoint's family -> how its model is questioned (a text classifier: as a seq2seq model,
-#: typed sentences or a split's first ones)
-RUNNERS: dict[str, Callable] = {"seq2seq": _seq2seq, "vision": _vision, "text": _seq2seq}
-
-
 def run(args) -> None:
-    import attnkit
-    from attnkit.api.loading import checkpoint_family
-
-    family = checkpoint_family(args.model)
-    if family not in RUNNERS:
-        raise AttnkitError(f"--model {args.model}: faithfulness has no tests for a {family} model")
-    scores = RUNNERS[family](attnkit.load(args.model, args.device), args)
+    with writing(args.out or "the faithfulness directory (--out)", ""):
+        scores = run_hook("faithfulness", args, args.model)
     if args.json:
         print(json.dumps(scores["summary"], indent=1))
     else:
         print(scores.table())
-        if scores.out is not None:
-            print(f"wrote {scores.out / 'scores.json'} and {scores.out / 'report.html'}")

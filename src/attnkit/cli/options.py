@@ -117,10 +117,15 @@ def run_hook(command: str, args: argparse.Namespace, model):
         takers = [name for name, f in FAMILIES.items() if f.hook(command) is not None]
         raise AttnkitError(f"--model {model}: {command} is for {', '.join(takers)} checkpoints")
     mine = family.own_options.get(command, ())
-    for name, other in FAMILIES.items():
-        for option in other.own_options.get(command, ()):
-            if option not in mine and getattr(args, option, None) is not None:
-                raise AttnkitError(f"--{option.replace('_', '-')} is for {name} checkpoints")
+    foreign = {
+        "--" + option.replace("_", "-"): name
+        for name, other in FAMILIES.items()
+        for option in other.own_options.get(command, ())
+        if option not in mine and getattr(args, option, None) is not None
+    }
+    if foreign:
+        given, owners = " ".join(foreign), ", ".join(dict.fromkeys(foreign.values()))
+        raise AttnkitError(f"{given}: for {owners} checkpoints, not a {family.name} one")
     models = getattr(args, "model", None)
     if isinstance(models, list) and len(models) > 1 and not family.ensembles:
         ensembling = [name for name, f in FAMILIES.items() if f.ensembles]

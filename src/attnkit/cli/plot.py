@@ -1,5 +1,5 @@
-"""``attnkit plot``: one input's map drawn to a file, through the Python API (a seq2seq
-model's :class:`~attnkit.translator.Translation`, a vision model's :meth:`VisionModel.draw`)."""
+"""``attnkit plot``: one input's map drawn to a file by the ``plot`` hook of the checkpoint's
+family (``attnkit.families.<name>.cli``), through its model object."""
 
 from __future__ import annotations
 

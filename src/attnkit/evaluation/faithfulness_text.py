@@ -18,8 +18,7 @@ out=, permutations=, adversarial_steps=, ig_steps=, seed=)`` (the signature of
 :meth:`attnkit.api.Seq2SeqModel.faithfulness`) turns the texts or the split's first sentences
 into word lists and calls :func:`text_faithfulness`, wrapping the result in
 :class:`attnkit.evaluation.scores.FaithfulnessScores`; ``attnkit faithfulness`` reaches it
-through an entry ``"text"`` in :data:`attnkit.cli.faithfulness.RUNNERS` (the seq2seq runner
-fits it).
+through the text family's ``faithfulness`` hook.
 
 Shapes: S words, N rows, C classes, R heads, D embedding width.
 """

@@ -3,7 +3,7 @@
 Each family lives in its own folder beside this file and gives one :class:`Family` record; the
 line below that lists it is the only place outside the folder that names it. ``api/``, ``serve/``
 and ``cli/`` iterate this registry: adding a family is one folder and one line here
-(DESIGN.md, "Adding a family"). No family imports another.
+(docs/FAMILIES.md). No family imports another.
 """
 
 from __future__ import annotations

@@ -80,7 +80,7 @@ class ServedModel:
     directory: Path
     family: str  # the registry's name of its family
     loaded: object  # the family's API object (attnkit.load)
-    path: str = ""  # the route that answers this family (``/v1/translate``)
+    path: str  # the route that answers this family (``/v1/translate``)
 
     def wrong_endpoint(self) -> str:
         """The message for a request this model's family is not answered at."""

@@ -156,15 +156,3 @@ def _settle(future: asyncio.Future, answer) -> None:
         future.set_exception(answer)
     else:
         future.set_result(answer)
-
-
-def one_at_a_time(answer: Callable, payloads: list) -> list:
-    """A :data:`Runner`'s answers for requests that do not batch: ``answer(payload)`` for each, or
-    the exception it raised (so only the request at fault hears of it)."""
-    answers = []
-    for payload in payloads:
-        try:
-            answers.append(answer(payload))
-        except Exception as exc:
-            answers.append(exc)
-    return answers

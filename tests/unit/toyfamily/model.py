@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.checkpoint import read_meta, read_tensors
+from attnkit.checkpoint import checkpoint_dir, read_meta, read_tensors
 from attnkit.errors import CheckpointError
 from attnkit.evaluation.scores import Scores
 
@@ -32,7 +32,7 @@ class ToyModel:
 
     @classmethod
     def load(cls, path, device: str = "auto") -> ToyModel:
-        path = Path(path)
+        path = checkpoint_dir(path)  # a run directory: its best/
         read_meta(path, FAMILY)
         tensors = read_tensors(path / "model.safetensors")
         if set(tensors) != {"sharpness"} or tensors["sharpness"].numel() != 1:

@@ -35,9 +35,7 @@ def plot(args) -> None:
 
 
 def evaluate(args):
-    refuse_decoding_options(args)
-    if args.mc_samples is not None:
-        raise AttnkitError("--mc-samples is for vision RAM models")
+    refuse_decoding_options(args, "a graph model answers each node")
     return GraphModel.load(args.model[0], args.device).evaluate(args.split, args.out)
 
 

@@ -1,8 +1,7 @@
 """The graph family's server endpoint, ``POST /v1/graph/node``: one node of a graph model's graph
 (its index or its name), its neighbourhood's attention per layer and head, and its saliency."""
 
-# no "from __future__ import annotations": FastAPI reads the route's request model (built
-# from the limits, local to add_route) from the handler's annotation at runtime
+# no "from __future__ import annotations": FastAPI reads the handler's annotations at runtime
 
 from pydantic import BaseModel, Field
 

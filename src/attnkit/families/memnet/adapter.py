@@ -25,6 +25,7 @@ from tqdm import tqdm
 
 from attnkit import checkpoint as ckpt
 from attnkit.data.babi_vectors import BabiVocab, QABatch, add_noise
+from attnkit.families.memnet.bundle import VOCAB_FILE
 from attnkit.families.memnet.config import FAMILY, MemnetConfig
 from attnkit.models.memn2n import MemN2N
 from attnkit.training import schedules
@@ -34,8 +35,6 @@ from attnkit.training.loop import Update
 from attnkit.training.resumable import trainer_files
 from attnkit.training.run_log import bar_disabled
 from attnkit.training.state import VISION, TrainerState
-
-VOCAB_FILE = "vocab.json"
 
 
 def say(cfg: MemnetConfig, line: str) -> None:

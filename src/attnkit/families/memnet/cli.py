@@ -27,10 +27,9 @@ def plot(args) -> None:
 
 
 def evaluate(args):
-    if args.beam not in (1, 5) or args.alpha is not None or args.mc_samples is not None:
+    if args.beam not in (1, 5) or args.alpha is not None:
         raise AttnkitError(
-            "--beam/--alpha/--mc-samples: a memory network answers each question in one pass; "
-            "leave them out"
+            "--beam/--alpha: a memory network answers each question in one pass; leave them out"
         )
     model = MemoryModel.load(args.model[0], args.device)
     return model.evaluate(args.split, args.out, stories=args.stories)

@@ -24,7 +24,7 @@ from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.babi import Question
 from attnkit.errors import InputError
 from attnkit.evaluation.scores import Scores
-from attnkit.families.memnet.train import load_memnet_model
+from attnkit.families.memnet.bundle import load_memnet_model
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.memory import hops_record, save_hops
 from attnkit.viz.records import AttentionRecord

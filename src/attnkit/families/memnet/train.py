@@ -6,7 +6,7 @@ questions, holds ``data.valid_fraction`` of the training ones out for validation
 vocabulary of the rest, and trains in the training loop (:mod:`attnkit.training.loop`) with the
 family's adapter (:mod:`attnkit.families.memnet.adapter`), keeping ``OUT/best`` (lowest
 validation error) and ``OUT/last``; TensorBoard event files in ``OUT/tensorboard``.
-:func:`load_memnet_model` reads a checkpoint back.
+:func:`attnkit.families.memnet.bundle.load_memnet_model` reads a checkpoint back.
 
 The validation scorer is handed in (``dev_scorer(model, batch, eval_batch_size) -> dict``):
 ``training/`` imports nothing of ``evaluation/``. ``--resume`` goes on from ``OUT/last`` (the
@@ -21,16 +21,13 @@ from pathlib import Path
 
 import torch
 
-from attnkit import checkpoint as ckpt
-from attnkit.checkpoint import checkpoint_dir
-from attnkit.checkpoint.validate import build_checked
 from attnkit.config import apply_overrides
 from attnkit.data.babi import load_splits
 from attnkit.data.babi_vectors import BabiVocab
 from attnkit.device import resolve_device
-from attnkit.errors import ConfigError
 from attnkit.families.base import TrainRequest
-from attnkit.families.memnet.adapter import VOCAB_FILE, MemnetAdapter, say
+from attnkit.families.memnet.adapter import MemnetAdapter, say
+from attnkit.families.memnet.bundle import read_vocab
 from attnkit.families.memnet.config import FAMILY, MemnetConfig, parse_config
 from attnkit.models.memn2n import MemN2N
 from attnkit.training import resumable, rundir
@@ -39,7 +36,7 @@ from attnkit.training.loop import LoopSettings, TrainingLoop
 from attnkit.training.resume_config import MEMNET
 from attnkit.training.state import VISION, TrainerState
 
-__all__ = ["train_memnet", "load_memnet_model"]
+__all__ = ["train", "train_memnet"]
 
 
 def train_memnet(
@@ -81,7 +78,7 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, 
     torch.manual_seed(t_cfg.seed)
     splits = load_splits(cfg.data)
     if resume:  # the run's own words: its answers' ids are the vocabulary's
-        vocab = _read_vocab(out / "last", cfg)
+        vocab = read_vocab(out / "last", cfg)
     else:
         vocab = BabiVocab.build(splits.train, cfg.data.memory_size)
     train, valid = vocab.encode(splits.train).to(device), vocab.encode(splits.valid).to(device)
@@ -132,33 +129,6 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, 
         f"best validation error {best:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
     )
     return out / "best"
-
-
-def load_memnet_model(
-    path: str | Path, device: str | torch.device = "cpu"
-) -> tuple[MemnetConfig, BabiVocab, MemN2N]:
-    """(config, vocabulary, model in eval mode) of a memory-network checkpoint (or a run
-    directory holding ``best/``); every part checked before the weights are allocated."""
-    directory = checkpoint_dir(path)
-    ckpt.read_meta(directory, FAMILY)
-    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
-    vocab = _read_vocab(directory, cfg)
-    # the file's shapes checked before any memory is allocated
-    model = build_checked(directory, lambda: MemN2N(cfg.model, len(vocab), cfg.data.memory_size))
-    device = resolve_device(device) if isinstance(device, str) else device
-    return cfg, vocab, model.to(device).eval()
-
-
-def _read_vocab(directory: Path, cfg: MemnetConfig) -> BabiVocab:
-    """A checkpoint's ``vocab.json``, checked against its config's memory size."""
-    vocab_path = directory / VOCAB_FILE
-    vocab = BabiVocab.from_json(ckpt.read_json(vocab_path), str(vocab_path))
-    if vocab.memory_size != cfg.data.memory_size:
-        raise ConfigError(
-            f"{vocab_path}: memory_size {vocab.memory_size} is not the config's "
-            f"{cfg.data.memory_size}"
-        )
-    return vocab
 
 
 def train(data: dict, request: TrainRequest) -> Path:

@@ -24,8 +24,8 @@ from attnkit.data.tasks.pointer import check_points, make_split, polygon_area, t
 from attnkit.decoding.pointer import beam_pointer
 from attnkit.errors import InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families.pointer.bundle import load_pointer
 from attnkit.families.pointer.evaluate import DECIDING, decode_split, score_outputs
-from attnkit.families.pointer.train import load_pointer
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.pointer import plot_solution, slot_labels, step_labels
 from attnkit.viz.records import AttentionRecord

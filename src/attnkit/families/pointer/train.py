@@ -11,7 +11,7 @@ score is the callable the caller hands in (``training/`` imports nothing of ``ev
 Checkpoints are the family ``pointer`` of :mod:`attnkit.checkpoint`: weights, the resolved
 config and the trainer counters; ``OUT/last`` also the optimizer and the RNG, from which
 ``--resume`` goes on (:mod:`attnkit.training.resumable`), with the config saved there.
-:func:`load_pointer` reads a checkpoint back.
+:func:`attnkit.families.pointer.bundle.load_pointer` reads a checkpoint back.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from torch import Tensor
 from tqdm import tqdm
 
 from attnkit import checkpoint as ckpt
-from attnkit.checkpoint.validate import build_checked
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.pointer import PointerData, PointerSplit, make_split
 from attnkit.device import resolve_device
 from attnkit.families.base import TrainRequest
+from attnkit.families.pointer.bundle import build_model
 from attnkit.families.pointer.config import FAMILY, PointerExperiment, parse_config
 from attnkit.models.pointer import PointerNet
 from attnkit.training import resumable as resumable_run
@@ -43,17 +43,12 @@ from attnkit.training.loop import LoopSettings, TrainingLoop, Update
 from attnkit.training.run_log import bar_disabled
 from attnkit.training.state import VISION, TrainerState
 
-__all__ = ["build_model", "load_pointer", "nll", "train_pointer"]
+__all__ = ["nll", "train", "train_pointer"]
 
 #: a dev scorer: (model, split, data config) -> scores with ``metric`` and ``higher_is_better``
 DevScorer = Callable[[PointerNet, PointerSplit, PointerData], dict]
 #: dev pictures: (model, split, data config) -> (tag, matplotlib figure) pairs, made lazily
 DevFigures = Callable[[PointerNet, PointerSplit, PointerData], Iterable[tuple[str, Any]]]
-
-
-def build_model(cfg: PointerExperiment) -> PointerNet:
-    """The pointer network ``cfg`` describes (untrained)."""
-    return PointerNet(cfg.model, cfg.data.dims, cfg.data.permutation)
 
 
 def nll(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, int]:
@@ -236,18 +231,6 @@ def _train(cfg: PointerExperiment, out: Path, scorers, run, board, say) -> Path:
         f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {out}"
     )
     return out / "best"
-
-
-def load_pointer(
-    directory: str | Path, device: str = "cpu"
-) -> tuple[PointerExperiment, PointerNet]:
-    """(config, model in eval mode) of a pointer checkpoint (or a run directory holding
-    ``best/``)."""
-    directory = ckpt.checkpoint_dir(directory)
-    ckpt.read_meta(directory, FAMILY)
-    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
-    model = build_checked(directory, lambda: build_model(cfg))  # shapes checked before allocating
-    return cfg, model.to(resolve_device(device)).eval()
 
 
 def train(data: dict, request: TrainRequest) -> Path:

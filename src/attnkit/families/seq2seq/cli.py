@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from attnkit.errors import AttnkitError
-from attnkit.families.commands import check_decode_args
+from attnkit.families.commands import check_decode_args, faithfulness_options
 from attnkit.families.seq2seq.model import Seq2SeqModel
 
 _ALONG = {"own output": "the model's own output", "reference": "the reference"}
@@ -21,7 +21,6 @@ MEASURES = {
 
 
 def plot(args) -> None:
-    from attnkit.families.seq2seq.model import Seq2SeqModel
     from attnkit.viz import save_heatmap
 
     output = Path(args.output)  # the command line gives a string (vision reads "dir/")
@@ -93,7 +92,6 @@ def _draw_attention(record, args, output: Path) -> None:
 
 def evaluate(args):
     from attnkit.evaluation.inputs import EvalFiles
-    from attnkit.families.seq2seq.model import Seq2SeqModel
 
     check_decode_args(args)
     EvalFiles(args.src, args.ref, args.tsv)  # --src without --ref and the like: before loading
@@ -153,3 +151,9 @@ def table(scores: dict) -> str:
         out = scores["out"]
         lines.append(f"written to {out}/: report.html, scores.json, the maps as data and pictures")
     return "\n".join(lines)
+
+
+def faithfulness(args):
+    """``attnkit faithfulness``: the tests on typed inputs, or the first items of ``--split``."""
+    model = Seq2SeqModel.load(args.model, args.device)
+    return model.faithfulness(args.inputs or None, split=args.split, **faithfulness_options(args))

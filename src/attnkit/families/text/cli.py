@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from attnkit.errors import AttnkitError
-from attnkit.families.commands import refuse_decoding_options
+from attnkit.families.commands import faithfulness_options, refuse_decoding_options
 from attnkit.families.text.model import TextModel
 
 
@@ -32,9 +32,7 @@ def plot(args) -> None:
 
 
 def evaluate(args):
-    refuse_decoding_options(args)
-    if args.mc_samples is not None:
-        raise AttnkitError("--mc-samples is for vision RAM models")
+    refuse_decoding_options(args, "a text classifier answers each sentence")
     return TextModel.load(args.model[0], args.device).evaluate(args.split, args.out)
 
 
@@ -51,3 +49,9 @@ def explain(args) -> str:
         picture=args.output,
     )
     return json.dumps(scores, indent=1)
+
+
+def faithfulness(args):
+    """``attnkit faithfulness``: the tests on typed inputs, or the first items of ``--split``."""
+    model = TextModel.load(args.model, args.device)
+    return model.faithfulness(args.inputs or None, split=args.split, **faithfulness_options(args))

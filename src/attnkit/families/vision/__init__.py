@@ -9,5 +9,6 @@ FAMILY = Family(
     model="model:VisionModel",
     train="train:train",
     endpoint="endpoint:ENDPOINT",
+    own_options={"evaluate": ("mc_samples",)},
     public=("model:VisionModel", "results:Classification"),
 )

@@ -93,7 +93,7 @@ class VisionAdapter:
         self,
         cfg: VisionConfig,
         out: Path,
-        family: ModelKind,
+        kind: ModelKind,
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
         data: VisionData,
@@ -104,10 +104,10 @@ class VisionAdapter:
         first_epoch: int,
     ):
         self.cfg, self.t_cfg, self.out = cfg, cfg.train, out
-        self.family, self.model, self.optimizer = family, model, optimizer
+        self.kind, self.model, self.optimizer = kind, model, optimizer
         self.data, self.dev_split, self.dev_score, self.board = data, dev_split, dev_score, board
         self.device = next(model.parameters()).device
-        step = family.train_step
+        step = kind.train_step
         self.train_step = torch.compile(step) if cfg.train.compiled else step
         self.resumed_order = resumed_order
         self.order: Tensor | None = None  # (N,) the image order of the epoch being trained
@@ -131,7 +131,7 @@ class VisionAdapter:
         self.began = time.perf_counter()
         if self.train is None or self.redraw:
             pending = self._pending or self._pool.submit(self.data.train_split, state.epoch)
-            self.train = self.family.to_device(pending.result(), self.device)
+            self.train = self.kind.to_device(pending.result(), self.device)
             more = self.redraw and state.epoch + 1 < state.planned_epochs
             # drawn while this epoch trains
             self._pending = None
@@ -198,7 +198,7 @@ class VisionAdapter:
         """The dev error of the epoch just counted: logged, in the history, and the plan."""
         dev_stats = self.dev_score()
         self.board.scalars(state.step, dev_stats, "dev")
-        figures = dev_figures(self.family, self.model, self.dev_split, self.cfg.model)
+        figures = dev_figures(self.kind, self.model, self.dev_split, self.cfg.model)
         self.board.pictures(state.step, figures)
         seconds = time.perf_counter() - self.began
         state.elapsed_s = elapsed()

@@ -1,6 +1,6 @@
 """A vision run's checkpoints: weights and config (the bundle,
 :class:`~attnkit.checkpoint.vision.VisionBundle`), trainer counters, optimizer and RNG; and
-:func:`load_vision_model`, a checkpoint's model ready to use with its training family.
+:func:`load_vision_model`, a checkpoint's model ready to use with its model kind.
 
 ``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
 written with :func:`save`; :func:`restore` loads ``last``
@@ -102,8 +102,8 @@ def interrupted_order(directory: Path, device: torch.device) -> Tensor:
 def load_vision_model(
     model_dir: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[VisionConfig, ModelKind, nn.Module]:
-    """(config, family, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
-    the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the training family of
+    """(config, kind, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
+    the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the model kind of
     its model type (what scoring and pictures need)."""
     device = resolve_device(device) if isinstance(device, str) else device
     bundle = load_vision(model_dir, device)

@@ -5,7 +5,7 @@ apply to the family."""
 from __future__ import annotations
 
 from attnkit.errors import AttnkitError
-from attnkit.families.commands import refuse_decoding_options
+from attnkit.families.commands import faithfulness_options, refuse_decoding_options
 from attnkit.families.vision.model import VisionModel
 
 
@@ -25,6 +25,19 @@ def plot(args) -> None:
 
 
 def evaluate(args):
-    refuse_decoding_options(args)
+    refuse_decoding_options(
+        args,
+        "a vision model answers each image",
+        " (RAM: --mc-samples sets the glimpse paths averaged per image)",
+    )
     model = VisionModel.load(args.model[0], args.device)
     return model.evaluate(args.split, args.mc_samples, args.out)
+
+
+def faithfulness(args):
+    """``attnkit faithfulness``: the tests on test images (indices) or image files."""
+    if args.split not in (None, "test"):
+        raise AttnkitError("--split: a vision model is questioned on test images")
+    images = [int(t) if t.isdigit() else t for t in args.inputs] or None
+    model = VisionModel.load(args.model, args.device)
+    return model.faithfulness(images, **faithfulness_options(args))

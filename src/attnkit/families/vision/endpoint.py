@@ -3,7 +3,7 @@
 The image is a test-set image (by index) or an upload (:func:`check_upload`: a PNG or JPEG
 within the server's limits, made into the model's input as ``attnkit plot --image FILE`` does).
 :meth:`attnkit.api.VisionModel.classify` answers it, as in Python: the prediction, and where the
-model looked from the model family's ``steps`` (:mod:`attnkit.families.vision.kinds`), the
+model looked from the model kind's ``steps`` (:mod:`attnkit.families.vision.kinds`), the
 same data ``report.html`` draws: soft attention maps over the image's regions, or the glimpses of
 the Recurrent Attention Model (centre in -1..1, the finest patch's side in pixels).
 """

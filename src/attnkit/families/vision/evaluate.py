@@ -50,7 +50,7 @@ class Scored:
     """A checkpoint scored on a split: what :func:`evaluate_vision` returns and a report shows."""
 
     cfg: VisionConfig
-    family: ModelKind
+    kind: ModelKind
     model: nn.Module
     images: Split  # the split as generated (uint8 (N, H, W) and labels)
     answers: list[str]  # the model's answer to each image, as text
@@ -66,26 +66,26 @@ def score_vision(
     loaded: tuple | None = None,
 ) -> Scored:
     """Score a checkpoint on ``split`` ("test" or "dev"), keeping every image's answer.
-    ``loaded``: its (config, family, model) already loaded (the Python API's model)."""
+    ``loaded``: its (config, kind, model) already loaded (the Python API's model)."""
     if split not in ("test", "dev"):
         raise ConfigError(f"split {split!r}: evaluate reads test or dev")
     if mc_samples is not None and mc_samples < 1:
         raise ConfigError(f"--mc-samples must be at least 1, got {mc_samples}")
-    cfg, family, model = loaded if loaded is not None else load_vision_model(model_dir, device)
+    cfg, kind, model = loaded if loaded is not None else load_vision_model(model_dir, device)
     dev = next(model.parameters()).device
     images = VisionData(cfg.data).split(split)
-    data = family.to_device(images, dev)
-    mc = mc_samples if mc_samples is not None else family.test_mc(cfg.model)
+    data = kind.to_device(images, dev)
+    mc = mc_samples if mc_samples is not None else kind.test_mc(cfg.model)
     with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
         torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
         answers, right = predict_split(
-            family, model, data, cfg.model, cfg.train.eval_batch_size, mc
+            kind, model, data, cfg.model, cfg.train.eval_batch_size, mc
         )
     scores = error_scores(len(right), float(right.sum()))
     scores = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **scores}
     if mc is not None:
         scores["mc_samples"] = mc
-    return Scored(cfg, family, model, images, answers, right, scores)
+    return Scored(cfg, kind, model, images, answers, right, scores)
 
 
 def evaluate_vision(
@@ -169,17 +169,17 @@ def _examples(scored: Scored) -> tuple[list[VisionExample], list[VisionExample]]
     """The first errors and right answers of the split, each with its picture."""
     wrong = np.flatnonzero(~scored.right)[:REPORT_ERRORS]
     right = np.flatnonzero(scored.right)[:REPORT_RIGHT]
-    family, model = scored.family, scored.model
+    kind, model = scored.kind, scored.model
     images, labels = scored.images.images, scored.images.labels
     torch.manual_seed(0)
 
     def example(i: int) -> VisionExample:
-        figure = family.figure(model, images[i], labels[i], scored.cfg.model)
+        figure = kind.figure(model, images[i], labels[i], scored.cfg.model)
         explained = implicit.explain_image(scored.cfg.model_type, model, images[i], labels[i])
         ok = bool(scored.right[i])
         view = {
             "image": np.round(images[i] / 255.0, 3).tolist(),  # (H, W) uint8 -> grey 0..1
-            "steps": family.steps(model, images[i], labels[i]),
+            "steps": kind.steps(model, images[i], labels[i]),
         }
         return VisionExample(
             int(i),

@@ -155,8 +155,8 @@ def _batch(model: nn.Module, image: np.ndarray) -> Tensor:
 
 
 def _explain_reader(model, image, label, method) -> Explanation:
-    family = MODEL_TYPES["show_attend_tell"]
-    maps, titles, top = family.maps(model, image, label)  # (T, h, w), "step t: token"
+    kind = MODEL_TYPES["show_attend_tell"]
+    maps, titles, top = kind.maps(model, image, label)  # (T, h, w), "step t: token"
     x = _batch(model, image)
     tokens, _, _ = model.greedy(x, len(maps))  # the answer the maps belong to, (1, T)
     implicit = reader_maps(model, x, tokens[0], method)
@@ -165,8 +165,8 @@ def _explain_reader(model, image, label, method) -> Explanation:
 
 
 def _explain_pooling(model, image, label, method) -> Explanation:
-    family = MODEL_TYPES["attention_pooling"]
-    maps, _, top = family.maps(model, image, label)  # (1, h, w)
+    kind = MODEL_TYPES["attention_pooling"]
+    maps, _, top = kind.maps(model, image, label)  # (1, h, w)
     x = _batch(model, image)
     with torch.no_grad():
         predicted = int(model(x).log_probs.argmax())

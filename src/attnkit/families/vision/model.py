@@ -52,7 +52,7 @@ ANSWERS: dict[str, Callable] = {
 
 class VisionModel:
     """A loaded vision checkpoint: ``config`` (the run's resolved config), ``kind`` (its model
-    type's family object: build, steps, figures), ``net`` (the torch module, in eval mode)."""
+    type's kind: build, steps, figures), ``net`` (the torch module, in eval mode)."""
 
     family = "vision"
 

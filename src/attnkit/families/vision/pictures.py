@@ -30,11 +30,11 @@ def plot_vision(model_dir: Path, image: int | str | Path, out: str | Path) -> li
     ``<type>-<name>.png`` and ``.gif``, ``<name>`` being ``test<N>`` or the image file's stem.
     Returns the written paths.
     """
-    cfg, family, model = load_vision_model(model_dir, "cpu")
+    cfg, kind, model = load_vision_model(model_dir, "cpu")
     pixels, label, name = plot_input(cfg, image)
     paths = picture_paths(out, f"{cfg.model_type}-{name}")
     torch.manual_seed(0)
-    return family.picture(model, pixels, label, paths, cfg.model)
+    return kind.picture(model, pixels, label, paths, cfg.model)
 
 
 def plot_input(cfg: VisionConfig, image: int | str | Path) -> tuple[np.ndarray, object, str]:

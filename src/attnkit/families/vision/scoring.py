@@ -52,7 +52,7 @@ def batches(
 
 
 def evaluate_split(
-    family: ModelKind,
+    kind: ModelKind,
     model: nn.Module,
     split: DeviceSplit,
     model_cfg,
@@ -64,12 +64,12 @@ def evaluate_split(
     correct = torch.zeros((), device=split.images.device)
     with torch.no_grad():
         for idx in batches(len(split), batch_size, split.images.device, shuffle=False):
-            correct += family.count_correct(model, split.batch(idx), model_cfg, mc_samples)
+            correct += kind.count_correct(model, split.batch(idx), model_cfg, mc_samples)
     return error_scores(len(split), float(correct))
 
 
 def predict_split(
-    family: ModelKind,
+    kind: ModelKind,
     model: nn.Module,
     split: DeviceSplit,
     model_cfg,
@@ -85,9 +85,9 @@ def predict_split(
     with torch.no_grad():
         for idx in batches(len(split), batch_size, split.images.device, shuffle=False):
             batch = split.batch(idx)
-            predictions = family.predict(model, batch, model_cfg, mc_samples)
-            answers += family.answers(predictions)
-            right.append(family.right(predictions, batch).cpu())
+            predictions = kind.predict(model, batch, model_cfg, mc_samples)
+            answers += kind.answers(predictions)
+            right.append(kind.right(predictions, batch).cpu())
     return answers, torch.cat(right).numpy() if right else np.zeros(0, dtype=bool)
 
 
@@ -101,9 +101,9 @@ def error_scores(images: int, right: float) -> dict:
     }
 
 
-def dev_figures(family: ModelKind, model: nn.Module, dev: Split, model_cfg):
+def dev_figures(kind: ModelKind, model: nn.Module, dev: Split, model_cfg):
     """(tag, figure) of where the model looks on each of the first dev images."""
     model.eval()
     with tb.forked_rng(next(model.parameters()).device):
         for i in range(min(tb.EXAMPLES, len(dev.images))):
-            yield f"attention/dev{i}", family.figure(model, dev.images[i], dev.labels[i], model_cfg)
+            yield f"attention/dev{i}", kind.figure(model, dev.images[i], dev.labels[i], model_cfg)
