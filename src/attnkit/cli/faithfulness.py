@@ -83,3 +83,5 @@ def run(args) -> None:
         print(json.dumps(scores["summary"], indent=1))
     else:
         print(scores.table())
+        if scores.out is not None:
+            print(f"wrote {scores.out / 'scores.json'} and {scores.out / 'report.html'}")

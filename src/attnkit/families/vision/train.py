@@ -98,8 +98,8 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
     torch.manual_seed(t_cfg.seed)
-    family = MODEL_TYPES[cfg.model_type]
-    model = family.build(cfg.model).to(device)
+    kind = MODEL_TYPES[cfg.model_type]
+    model = kind.build(cfg.model).to(device)
     # reference: plain torch; auto: the device's fastest (kernels on a CPU); compile: no kernels
     model.set_backend(resolve_backend(t_cfg.backend, device, next(model.parameters()).dtype))
     optimizer = torch.optim.Adam(
@@ -117,8 +117,8 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
     resumed = vckpt.interrupted_order(out / "last", device) if state.batches_done else None
     data = VisionData(cfg.data)
     dev_split = data.split("dev")
-    dev = family.to_device(dev_split, device)
-    mc_samples = family.dev_mc(cfg.model)
+    dev = kind.to_device(dev_split, device)
+    mc_samples = kind.dev_mc(cfg.model)
     parameters = sum(p.numel() for p in model.parameters())
     say = lambda m: log(t_cfg, m)  # noqa: E731
     say(
@@ -129,12 +129,12 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
     adapter = VisionAdapter(
         cfg,
         out,
-        family,
+        kind,
         model,
         optimizer,
         data,
         dev_split,
-        lambda: evaluate_split(family, model, dev, cfg.model, t_cfg.eval_batch_size, mc_samples),
+        lambda: evaluate_split(kind, model, dev, cfg.model, t_cfg.eval_batch_size, mc_samples),
         board,
         resumed,
         state.epoch,
