@@ -61,8 +61,9 @@ class Family:
       (None: :func:`describe_experiment`).
     - ``endpoint``: an :class:`~attnkit.families.serving.Endpoint` (the server's route), or None
       for a family the server does not answer.
-    - ``cli``: a module whose ``plot(args)``, ``evaluate(args)`` and ``explain(args)`` run those
-      commands for the family's checkpoints; a missing function means the command does not apply.
+    - ``cli``: a module whose ``plot(args)``, ``evaluate(args)``, ``explain(args)`` and
+      ``faithfulness(args)`` run those commands for the family's checkpoints; a missing function
+      means the command does not apply.
     - ``public``: the names the family adds to ``attnkit`` and ``attnkit.api`` (its API object,
       its result types); a module starting ``attnkit.`` is taken as it is.
     """
@@ -100,8 +101,8 @@ class Family:
         return self.resolve(self.model)
 
     def hook(self, command: str) -> Callable | None:
-        """The family's function for CLI ``command`` (``plot``, ``evaluate``, ``explain``), or
-        None where the command does not apply to it."""
+        """The family's function for CLI ``command`` (``plot``, ``evaluate``, ``explain``,
+        ``faithfulness``), or None where the command does not apply to it."""
         return getattr(self.resolve(self.cli), command, None)
 
     def public_names(self) -> Mapping[str, str]:
@@ -110,11 +111,11 @@ class Family:
 
 
 def describe_experiment(data: Mapping[str, Any]) -> ConfigSummary:
-    """An experiment's task (``data.task``, or a graph's ``data.name``) and model (``model.type``,
-    a Transformer, else the attention it uses)."""
+    """An experiment's task (``data.task``) and model (``model.type``, a Transformer, else the
+    attention it uses)."""
     model = data.get("model") or {}
     section = data.get("data") or {}
     kind = model.get("type") or (
         "transformer" if model.get("arch") == "transformer" else model.get("attention", "")
     )
-    return ConfigSummary(str(section.get("task") or section.get("name", "")), str(kind))
+    return ConfigSummary(str(section.get("task", "")), str(kind))

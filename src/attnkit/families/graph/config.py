@@ -53,11 +53,12 @@ def parse_config(data: dict, source: str = "config") -> GraphConfig:
 
 
 def describe(data: dict) -> ConfigSummary:
-    """A graph experiment's data set and model: a GAT by the attention it uses (``const-gat``
-    for none), else its type."""
+    """A graph experiment's data set (``data.name``) and model: a GAT by the attention it uses
+    (``const-gat`` for none), else its type."""
     found = describe_experiment(data)
+    task = str((data.get("data") or {}).get("name", ""))  # a graph data set has a name
     model = data.get("model") or {}
     if found.model == "gat":
         attention = model.get("attention", "gat")
-        return ConfigSummary(found.task, "const-gat" if attention == "none" else attention)
-    return found
+        return ConfigSummary(task, "const-gat" if attention == "none" else attention)
+    return ConfigSummary(task, found.model)

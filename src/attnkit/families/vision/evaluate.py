@@ -78,9 +78,7 @@ def score_vision(
     mc = mc_samples if mc_samples is not None else kind.test_mc(cfg.model)
     with torch.random.fork_rng(devices=[dev.index or 0] if dev.type == "cuda" else []):
         torch.manual_seed(0)  # reproducible Monte Carlo glimpse paths
-        answers, right = predict_split(
-            kind, model, data, cfg.model, cfg.train.eval_batch_size, mc
-        )
+        answers, right = predict_split(kind, model, data, cfg.model, cfg.train.eval_batch_size, mc)
     scores = error_scores(len(right), float(right.sum()))
     scores = {"split": split, "task": cfg.data.task, "model": cfg.model_type, **scores}
     if mc is not None:
