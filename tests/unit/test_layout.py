@@ -1,25 +1,23 @@
 """The shape of the source tree: import floors, no package cycles, every module has its tests,
 and no module, class or function outgrows the size limits.
 
-Floors, bottom up (DESIGN.md's, as the code has them); a module imports only from its own floor
-or below:
+Floors, bottom up (:data:`FLOOR_UNITS`, by name; at most eight); a module imports only from its
+own floor or below:
 
-    0  errors, config, device, renamed_keys
-    1  data
-    2  attention
-    3  models, accel
-    4  decoding, experiment (the seq2seq experiment file: data + model + train settings),
-       train_config (the train: keys of every family), vision_experiment (the vision
-       experiment file), checkpoint (the file format, and each
-       family's bundle: a checkpoint's model built from its config, with its vocabularies)
-    5  training, evaluation, explain, viz, translator (the seq2seq inference object)
-    6  families (one folder per family, and the registry: docs/FAMILIES.md)
-    7  api, lessons, the package itself (attnkit/__init__.py: the public API)
-    8  serve, cli, demo, __main__
+    core        errors, config, device, renamed_keys, size_caps
+    data        data, zoo
+    attention   attention
+    models      models, accel, decoding, checkpoint (the file format, and the seq2seq and vision
+                bundles), experiment and vision_experiment (the seq2seq and vision experiment
+                files), train_config, train_keys, train_table (the train: keys of every family)
+    training and inference   training, evaluation, explain, viz, translator (seq2seq inference)
+    families    one folder per family, and the registry (docs/FAMILIES.md)
+    api         api, lessons, the package itself (attnkit/__init__.py: the public API)
+    serve and cli   serve, cli, demo, __main__
 
-Within a floor packages may import each other, but never round a cycle: on floor 5 the order
-is viz < translator < training < explain < evaluation (the trainer is given its dev scorer;
-evaluation's reports draw explanations). Every ``import`` statement counts, at the top of a
+Within a floor packages may import each other, but never round a cycle: on the training and
+inference floor the order is viz < translator < training < explain < evaluation (the trainer
+is given its dev scorer; evaluation's reports draw explanations). Every ``import`` statement counts, at the top of a
 module or inside a function.
 
 A module ``src/attnkit/<package>/<module>.py`` is tested in ``test_<module>.py`` anywhere under
@@ -199,39 +197,38 @@ def test_no_module_class_or_function_outgrows_the_limits():
 
 
 # ---- import floors and package cycles ---------------------------------------------------------
-#: unit -> floor; a unit is a subpackage of attnkit or a module at its top level
-FLOORS = {
-    "errors": 0,
-    "config": 0,
-    "device": 0,
-    "renamed_keys": 0,
-    "size_caps": 0,
-    "data": 1,
-    "checkpoint": 4,
-    "zoo": 1,
-    "attention": 2,
-    "models": 3,
-    "accel": 3,
-    "decoding": 4,
-    "experiment": 4,
-    "train_config": 4,
-    "train_keys": 4,
-    "train_table": 4,
-    "vision_experiment": 4,
-    "training": 5,
-    "evaluation": 5,
-    "explain": 5,
-    "viz": 5,
-    "translator": 5,
-    "families": 6,
-    "api": 7,
-    "lessons": 7,
-    "__init__": 7,
-    "serve": 8,
-    "cli": 8,
-    "demo": 8,
-    "__main__": 8,
+#: the floors, bottom up, by name (DESIGN's picture): each a list of units, a unit being a
+#: subpackage of attnkit or a module at its top level
+FLOOR_UNITS: dict[str, tuple[str, ...]] = {
+    "core": ("errors", "config", "device", "renamed_keys", "size_caps"),
+    "data": ("data", "zoo"),
+    "attention": ("attention",),
+    "models": (
+        "models",
+        "accel",
+        "decoding",
+        "checkpoint",
+        "experiment",
+        "vision_experiment",
+        "train_config",
+        "train_keys",
+        "train_table",
+    ),  # fmt: skip
+    "training and inference": ("training", "evaluation", "explain", "viz", "translator"),
+    "families": ("families",),
+    "api": ("api", "lessons", "__init__"),
+    "serve and cli": ("serve", "cli", "demo", "__main__"),
 }
+#: unit -> its floor's number
+FLOORS = {unit: i for i, units in enumerate(FLOOR_UNITS.values()) for unit in units}
+MAX_FLOORS = 8  # from the core up to serve and cli
+
+
+def test_the_house_has_at_most_eight_floors_and_each_unit_one():
+    units = [unit for units in FLOOR_UNITS.values() for unit in units]
+    assert len(units) == len(set(units)), "a unit stands on two floors"
+    assert len(FLOOR_UNITS) <= MAX_FLOORS, list(FLOOR_UNITS)
+
 
 #: upward imports waiting for a move, each (importing module, imported unit); delete an entry when
 #: its import is gone (test_pending_entries_still_exist says which). None are left.
@@ -295,7 +292,8 @@ def test_no_module_imports_from_a_floor_above():
         for target in sorted(imported):
             other = _unit(target)
             if FLOORS.get(other, -1) > FLOORS.get(unit, 99) and (name, other) not in PENDING:
-                upward.append(f"{name} (floor {FLOORS[unit]}) imports {target} ({FLOORS[other]})")
+                below, above = (list(FLOOR_UNITS)[FLOORS[u]] for u in (unit, other))
+                upward.append(f"{name} (floor {below}) imports {target} (floor {above})")
     assert not upward, "imports from a floor above:\n" + "\n".join(upward)
 
 
