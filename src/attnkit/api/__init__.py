@@ -12,9 +12,7 @@ The names of the families' own objects come from the registry (each family's ``p
 imported on first use.
 """
 
-from attnkit import GENERIC_API
-
-# ``as`` re-exports: the names of GENERIC_API, which __all__ lists with the families' own
+# ``as`` re-exports: the names every family shares, which __all__ lists with the families' own
 from attnkit.api.loading import load as load
 from attnkit.api.training import ConfigInfo as ConfigInfo
 from attnkit.api.training import Run as Run
@@ -35,6 +33,18 @@ def family_names() -> dict[str, tuple]:
     }
 
 
+#: the names every family shares (``attnkit.GENERIC_API`` lists them too, without importing
+#: this package; test_api.py checks that the two agree)
+GENERIC_API = [
+    "ConfigInfo",
+    "Explanation",
+    "FaithfulnessScores",
+    "Run",
+    "Scores",
+    "configs",
+    "load",
+    "train",
+]
 __all__ = sorted([*GENERIC_API, *family_names()])
 
 

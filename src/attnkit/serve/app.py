@@ -141,7 +141,8 @@ def pick_model(served: dict[str, ServedModel], name: str | None, family: str) ->
 
 
 def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
-    """``/healthz``, ``/v1/models``, and each served family's route (its endpoint adds it)."""
+    """``/healthz``, ``/v1/models``, and the route of every family with an endpoint (the
+    endpoint adds it; a family with no model served answers its route with a 422)."""
 
     @app.get("/healthz")
     async def healthz():
