@@ -17,8 +17,8 @@ own floor or below:
 
 Within a floor packages may import each other, but never round a cycle: on the training and
 inference floor the order is viz < translator < training < explain < evaluation (the trainer
-is given its dev scorer; evaluation's reports draw explanations). Every ``import`` statement counts, at the top of a
-module or inside a function.
+is given its dev scorer; evaluation's reports draw explanations). Every ``import`` statement
+counts, at the top of a module or inside a function.
 
 A module ``src/attnkit/<package>/<module>.py`` is tested in ``test_<module>.py`` anywhere under
 ``tests/``, or in the test modules that ``tests/MODULES.md`` names for it.
