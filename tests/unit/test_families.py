@@ -124,14 +124,14 @@ def test_every_family_record_resolves_each_of_its_parts(name):
     for command in ("plot", "evaluate"):
         assert callable(family.hook(command)), f"{name} has no {command} hook"
     if family.endpoint is not None:
-        endpoint = family.resolve(family.endpoint)
+        endpoint = family.served()
         assert endpoint.path.startswith("/v1/") and callable(endpoint.add_route)
     for public, ref in family.public_names().items():
         assert family.resolve(ref).__name__ == public
 
 
 def test_the_families_share_no_route_and_no_public_name():
-    paths = [f.resolve(f.endpoint).path for f in FAMILIES.values() if f.endpoint is not None]
+    paths = [f.served().path for f in FAMILIES.values() if f.endpoint is not None]
     assert len(paths) == len(set(paths)), paths
     names = [n for f in FAMILIES.values() for n in f.public_names()]
     assert len(names) == len(set(names)), names

@@ -7,8 +7,7 @@ from pathlib import Path
 
 from attnkit import zoo
 from attnkit.errors import CheckpointError
-from attnkit.families import FAMILIES
-from attnkit.families import checkpoint_family as family_of_checkpoint
+from attnkit.families import FAMILIES, checkpoint_family
 
 
 def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
@@ -24,7 +23,7 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto"):
     paths = [zoo.resolve(p) for p in paths]
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
-    family = family_of_checkpoint(Path(paths[0]))
+    family = checkpoint_family(Path(paths[0]))
     if len(paths) > 1 and not family.ensembles:
         ensembling = [name for name, f in FAMILIES.items() if f.ensembles]
         raise CheckpointError(f"{paths[0]}: ensembles are for {', '.join(ensembling)} checkpoints")

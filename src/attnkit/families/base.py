@@ -97,6 +97,11 @@ class Family:
             else self.resolve(self.describe)(data)
         )
 
+    def served(self):
+        """The family's :class:`~attnkit.families.serving.Endpoint`, or None where the server
+        does not answer it."""
+        return None if self.endpoint is None else self.resolve(self.endpoint)
+
     def model_class(self) -> type:
         return self.resolve(self.model)
 

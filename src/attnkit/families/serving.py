@@ -13,13 +13,12 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict
-
 from attnkit.errors import ConfigError
 
-#: every request body: a string where a number belongs, or a field the API does not know, is an
-#: error naming the field, never a guess
-STRICT = ConfigDict(strict=True, extra="forbid")
+#: every request body's pydantic config: a string where a number belongs, or a field the API
+#: does not know, is an error naming the field, never a guess (a plain dict, as ConfigDict is a
+#: TypedDict: the command line's options import no pydantic)
+STRICT = {"strict": True, "extra": "forbid"}
 
 
 def _limit(default, help_text: str):

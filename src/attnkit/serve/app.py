@@ -168,8 +168,4 @@ def _api_routes(app, served, batcher: MicroBatcher, limits: Limits) -> None:
 
 def endpoints() -> dict[str, Endpoint]:
     """Family name -> its server endpoint, for every family that has one."""
-    return {
-        name: family.resolve(family.endpoint)
-        for name, family in FAMILIES.items()
-        if family.endpoint is not None
-    }
+    return {name: f.served() for name, f in FAMILIES.items() if f.endpoint is not None}

@@ -23,7 +23,7 @@ CHECKPOINT_PARTS = ("model", "best", "last", "averaged")
 def describe(model: ServedModel, limits: Limits) -> dict:
     """What ``GET /v1/models`` says of ``model``: its name, family and the limits, then what its
     family's endpoint says of it."""
-    endpoint = FAMILIES[model.family].resolve(FAMILIES[model.family].endpoint)
+    endpoint = FAMILIES[model.family].served()
     return {
         "name": model.name,
         "family": model.family,
@@ -77,6 +77,6 @@ def load_models(
                 f"--model {directory}: a {model.family} checkpoint; attnkit serve serves "
                 f"{', '.join(answered)} models"
             )
-        path = family.resolve(family.endpoint).path
+        path = family.served().path
         served[name] = ServedModel(name, Path(directory), model.family, model, path)
     return served
