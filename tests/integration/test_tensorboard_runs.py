@@ -152,7 +152,7 @@ def test_vision_logs_scalars_dev_error_and_glimpse_paths_without_changing_traini
     assert set(logged.Tags()["images"]) == PICTURES
     history = ckpt.read_json(tmp_path / "on" / "last" / "trainer.json")["history"]
     assert [e.value for e in logged.Scalars("dev/error_pct")] == pytest.approx(
-        [h["dev_error_pct"] for h in history]
+        [h["dev"]["error_pct"] for h in history]
     )
     assert [e.step for e in logged.Scalars("dev/error_pct")] == [24, 48]  # 96 images / 4 a step
     assert [e.step for e in logged.Scalars("train/loss")] == [20, 24, 40, 48]

@@ -41,8 +41,8 @@ def _experiment(tmp_path: Path, **train) -> Path:
     return path
 
 
-def test_a_registered_family_trains_loads_evaluates_and_is_listed(toy, tmp_path):
-    config = _experiment(tmp_path, steps=200)
+def test_a_registered_family_trains_loads_evaluates_and_is_listed(toy, tmp_path, capsys):
+    config = _experiment(tmp_path, epochs=25)
     (info,) = attnkit.configs(config.parent)
     assert (info.family, info.task, info.model) == ("toy", "max", "softmax pooling")
     assert info.about == "pool numbers to their largest"
@@ -52,7 +52,14 @@ def test_a_registered_family_trains_loads_evaluates_and_is_listed(toy, tmp_path)
     assert type(model).__name__ == "ToyModel" and model.sharpness > 5
     weights, value = model.attend([0.1, 0.9, 0.3])
     assert weights.index(max(weights)) == 1 and value > 0.5
-    untrained = attnkit.train(_experiment(tmp_path, steps=0), output_dir=tmp_path / "zero")
+    # the one driver's run: its lines on stderr in the one format, and the run's own files
+    err = capsys.readouterr().err
+    assert "update 8 (epoch 1/25): dev mean_abs_error " in err and "lists/s" in err
+    assert err.strip().splitlines()[-1].startswith("done (epochs): best dev mean_abs_error ")
+    logged = (run.directory / "train.log").read_text(encoding="utf-8")
+    assert "training the toy family" in logged and "update 200 (epoch 25/25)" in logged
+    assert [m["update"] for m in run.history if m["kind"] == "dev"][:2] == [8, 16]
+    untrained = attnkit.train(_experiment(tmp_path, epochs=1, lr=0.0), output_dir=tmp_path / "zero")
     scores, baseline = model.evaluate(), attnkit.load(untrained.best).evaluate()
     assert scores["mean_abs_error"] < baseline["mean_abs_error"] / 2
     assert "mean absolute error" in scores.table()  # the family's own table

@@ -14,6 +14,7 @@ from attnkit.errors import TrainingError, TrainingInterrupted
 from attnkit.training import rundir
 from attnkit.training import tensorboard as tb
 from attnkit.training.loop import LoopSettings, TrainingLoop, Update
+from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
 
 
@@ -21,7 +22,7 @@ class ToyAdapter:
     """Batches of numbers x; the loss of an update is (w * x - 1)^2, NaN where x is NaN. Each dev
     evaluation scores the next of ``dev_scores`` (lower is better)."""
 
-    unit = "update"
+    items = "items"
 
     def __init__(self, batches_per_epoch: int, dev_scores: list[float], counts_epoch_first=False):
         self.counts_epoch_first = counts_epoch_first
@@ -36,10 +37,8 @@ class ToyAdapter:
         return [self.weight]
 
     def epoch_batches(self, state):
-        return list(self.batches)
-
-    def begin_epoch(self, state, n_batches):
         self.events.append(("begin", state.epoch, state.batches_done))
+        return list(self.batches)
 
     def rate(self, state, index, n_batches, elapsed):
         return 0.1
@@ -51,18 +50,10 @@ class ToyAdapter:
         loss.backward()
         return Update(loss.detach(), float(loss.detach()), 1, 1)
 
-    def counted(self, state, update, applied, index):
-        if not applied:
-            self.events.append(("skipped", state.step))
-
-    def end_epoch(self, state):
-        self.events.append(("end", state.epoch, state.batches_done))
-
-    def score(self, state, elapsed):
+    def evaluate(self, state):
         value = self.dev_scores.pop(0)
-        improved = state.count_evaluation(value, higher_is_better=False)
         self.events.append(("score", state.epoch, state.step, value))
-        return improved
+        return DevScore({"loss": value}, "loss", higher_is_better=False)
 
     def save(self, name, state, resumable):
         self.events.append(("save", name, resumable, state.step, state.epoch, state.batches_done))
@@ -70,9 +61,6 @@ class ToyAdapter:
     def saved(self, state, reason):
         if reason:
             self.events.append(("stopped", reason))
-
-    def where(self, state):
-        return f"update {state.step}"
 
 
 def run(adapter, state=None, lines=None, **settings):
@@ -133,7 +121,6 @@ def test_a_non_finite_update_is_skipped_counted_and_logged_and_too_many_end_the_
     adapter.batches = [1.0, math.nan, 1.0]
     lines = []
     state = run(adapter, lines=lines, planned=1)
-    assert ("skipped", 2) in adapter.events
     assert state.skipped_updates == 1 and state.step == 3
     assert any(line.startswith("update 2: skipped, not finite (loss nan") for line in lines)
     adapter = ToyAdapter(3, [1.0])
@@ -155,7 +142,7 @@ def test_a_signal_saves_last_after_the_current_update_and_a_resumed_run_goes_on_
         run(adapter, state)
     assert stopped.value.exit_status == 128 + signal.SIGTERM
     assert "update 5" in str(stopped.value)
-    assert adapter.events[-2:] == [("end", 1, 2), ("save", "last", True, 5, 1, 2)]
+    assert adapter.events[-1] == ("save", "last", True, 5, 1, 2)
     resumed = ToyAdapter(3, [0.4])
     state = run(resumed, state)  # the same counters: as read back from last
     assert resumed.events[0] == ("begin", 1, 2)  # the rest of the interrupted epoch

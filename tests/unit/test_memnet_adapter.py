@@ -46,8 +46,7 @@ def _rates(**train) -> list[float]:
     adapter = SimpleNamespace(t_cfg=cfg.train)
     rates = []
     for epoch in range(120):
-        MemnetAdapter.rate(adapter, TrainerState(epoch=epoch), 0, 28, 0.0)
-        rates.append(adapter.lr)
+        rates.append(MemnetAdapter.rate(adapter, TrainerState(epoch=epoch), 0, 28, 0.0))
     return rates
 
 

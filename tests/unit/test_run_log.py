@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import time
-from types import SimpleNamespace
 
 import pytest
-from tqdm import tqdm
 
 from attnkit.errors import CheckpointError
 from attnkit.training import tensorboard as tb
-from attnkit.training.run_log import METRICS_NAME, TEXT_NAME, RunLog, bar_disabled
+from attnkit.training.run_log import METRICS_NAME, TEXT_NAME, RunLog
+from attnkit.training.state import TrainerState
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
 
@@ -28,7 +26,7 @@ def records(run_dir):
 
 def run(run_dir, resume, position, updates, echo=None, main=True):
     """A run that logs one line, then a train record at each of ``updates`` and a dev record
-    after the last; ``position`` holds step and epoch."""
+    after the last; ``position`` holds step and epoch (mid-epoch: some batches done)."""
     printed = [] if echo is None else echo
     with (
         RunLog(run_dir, printed.append, main, resume) as log,
@@ -45,14 +43,14 @@ def run(run_dir, resume, position, updates, echo=None, main=True):
 
 
 def test_every_line_is_printed_and_kept_with_its_time(tmp_path):
-    printed = run(tmp_path, False, SimpleNamespace(step=0, epoch=0), [20, 40])
+    printed = run(tmp_path, False, TrainerState(step=0, epoch=0, batches_done=1), [20, 40])
     assert printed == ["run from update 0"]
     (line,) = lines(tmp_path / TEXT_NAME)
     assert re.fullmatch(STAMP + "run from update 0", line)
 
 
 def test_metrics_hold_train_and_dev_records(tmp_path):
-    run(tmp_path, False, SimpleNamespace(step=0, epoch=2), [20, 40])
+    run(tmp_path, False, TrainerState(step=0, epoch=2, batches_done=1), [20, 40])
     first, second, dev = records(tmp_path)
     assert first["kind"] == "train" and (first["update"], first["epoch"]) == (20, 3)
     assert first["loss"] == pytest.approx(10.0) and first["accuracy"] == pytest.approx(5.0)
@@ -65,17 +63,19 @@ def test_metrics_hold_train_and_dev_records(tmp_path):
 
 
 def test_a_fresh_run_starts_both_files_afresh(tmp_path):
-    run(tmp_path, False, SimpleNamespace(step=0, epoch=0), [20, 40])
-    run(tmp_path, False, SimpleNamespace(step=0, epoch=0), [20])
+    run(tmp_path, False, TrainerState(step=0, epoch=0, batches_done=1), [20, 40])
+    run(tmp_path, False, TrainerState(step=0, epoch=0, batches_done=1), [20])
     assert len(lines(tmp_path / TEXT_NAME)) == 1
     assert [(r["kind"], r["update"]) for r in records(tmp_path)] == [("train", 20), ("dev", 20)]
 
 
 def test_a_resumed_run_appends_and_drops_what_came_after_its_checkpoint(tmp_path):
-    run(tmp_path, False, SimpleNamespace(step=0, epoch=0), [20, 40, 60])
+    run(tmp_path, False, TrainerState(step=0, epoch=0, batches_done=1), [20, 40, 60])
     with (tmp_path / METRICS_NAME).open("a", encoding="utf-8") as handle:
         handle.write('{"kind": "train", "upd')  # a line cut short when the run was killed
-    run(tmp_path, True, SimpleNamespace(step=40, epoch=1), [60, 80])  # resumed from update 40
+    run(
+        tmp_path, True, TrainerState(step=40, epoch=1, batches_done=1), [60, 80]
+    )  # resumed from update 40
     assert [line.split(" ", 2)[2] for line in lines(tmp_path / TEXT_NAME)] == [
         "run from update 0",
         "run from update 40",
@@ -87,7 +87,7 @@ def test_a_resumed_run_appends_and_drops_what_came_after_its_checkpoint(tmp_path
 
 
 def test_other_ranks_neither_print_nor_write(tmp_path):
-    printed = run(tmp_path, False, SimpleNamespace(step=0, epoch=0), [20], main=False)
+    printed = run(tmp_path, False, TrainerState(step=0, epoch=0, batches_done=1), [20], main=False)
     assert printed == [] and list(tmp_path.iterdir()) == []
 
 
@@ -120,21 +120,3 @@ def test_an_unwritable_directory_is_said_and_the_run_goes_on(tmp_path):
         log("still printed")
     assert printed[-1] == "still printed"
     assert any(str(missing / TEXT_NAME) in p and "cannot write" in p for p in printed)
-
-
-class Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
-
-
-@pytest.mark.parametrize(
-    "stream, progress, shown",
-    [(Terminal(), True, True), (io.StringIO(), True, False), (Terminal(), False, False)],
-    ids=["terminal", "file-or-pipe", "progress-off"],
-)
-def test_bars_are_drawn_only_on_a_terminal_when_asked(stream, progress, shown):
-    bar = tqdm(total=3, file=stream, disable=bar_disabled(progress))
-    assert bar.disable is not shown
-    bar.update(3)
-    bar.close()
-    assert (stream.getvalue() != "") is shown

@@ -259,8 +259,8 @@ def test_eval_every_evaluates_inside_an_epoch(tmp_path):
     run = attnkit.train(config, output_dir=tmp_path / "run")
     history = json.loads((run.last / "trainer.json").read_text())["history"]
     assert [h["step"] for h in history] == [5, 10, 15, 20]  # once at step 20: the epoch's end
-    assert [h["epoch"] for h in history] == [0, 0, 0, 1]
-    assert all(0 <= h["dev_accuracy"] <= 1 for h in history)
+    assert [h["epoch"] for h in history] == [1, 1, 1, 1]  # all in (1-based) epoch 1
+    assert all(0 <= h["dev"]["accuracy"] <= 1 for h in history)
     assert run.averaged is None and not (run.directory / "top").exists()  # not asked for
 
 
@@ -276,7 +276,7 @@ def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
     history = json.loads((run.last / "trainer.json").read_text())["history"]
     assert [h["step"] for h in history] == [5, 10, 15, 20, 25, 30, 35, 40]
     # the 3 best evaluations (the later one on a tie) are the ones kept in top/
-    ranked = sorted(history, key=lambda h: (-h["dev_accuracy"], -h["step"]))[:3]
+    ranked = sorted(history, key=lambda h: (-h["dev"]["accuracy"], -h["step"]))[:3]
     kept = sorted(int(p.name.split("-")[1]) for p in (run.directory / "top").iterdir())
     assert kept == sorted(h["step"] for h in ranked)
     averaged = run.averaged

@@ -4,13 +4,15 @@ The loop owns what every family's training shares: epochs of batches (resumed fr
 signal stopped at), SIGINT/SIGTERM (``last`` saved after the current update, then
 :class:`attnkit.errors.TrainingInterrupted`), the time budget, the update guard (an update whose
 loss or gradient norm is NaN or inf is skipped, :mod:`attnkit.training.guard`), the learning
-rate of each update, the training scalars of TensorBoard, dev evaluations (every
-``eval_every`` updates or once an epoch), patience, and ``best``/``last`` after each evaluation.
+rate of each update, the progress bar, the training scalars of TensorBoard, dev evaluations
+(every ``eval_every`` updates or once an epoch) with their one log line
+(:mod:`attnkit.training.report`), their TensorBoard scalars and pictures and their entry in the
+history, patience, and ``best``/``last`` after each evaluation.
 
 A family brings the rest as an adapter: its batches, the forward and backward pass of one
-update, its progress bar, its dev score (the adapter is given it as a callable, so
-``training/`` imports nothing of ``evaluation/``), and how its checkpoints are written. A new
-family is one more adapter.
+update, its dev score (:class:`~attnkit.training.report.DevScore`; the adapter is given its
+scorer as a callable, so ``training/`` imports nothing of ``evaluation/``), and how its
+checkpoints are written. The driver (:mod:`attnkit.training.run`) sets a run up around it.
 
 Under DistributedDataParallel (seq2seq) the loop is given ``sync`` (every rank agrees on a
 signal and on the clock), ``on_main`` (rank 0 alone evaluates and saves) and ``agree`` (every
@@ -27,10 +29,14 @@ from typing import Any, Protocol
 
 import torch
 
-from attnkit.training import rundir, schedules
+from attnkit.training import report, rundir, schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.guard import UpdateGuard
+from attnkit.training.progress import Progress
+from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
+
+POSTFIX_EVERY = 20  # updates between the progress bar's figures (each reads the device)
 
 
 @dataclass
@@ -53,12 +59,14 @@ class LoopSettings:
     patience: int | None = None  # evaluations without improvement that end the run
     clip: float | None = None  # the global gradient norm's limit (0 or None: no clipping)
     max_bad_updates: int = 20  # skipped updates in a row that end the run
+    show_every: int = 1  # evaluations between logged ones (a better one is always logged)
 
     @classmethod
-    def of(cls, train) -> LoopSettings:
+    def of(cls, train, show_every: int = 1) -> LoopSettings:
         """The settings of a family's ``train:`` section (a family without ``eval_every``
         evaluates once an epoch)."""
         return cls(
+            show_every=show_every,
             epochs=train.epochs,
             eval_every=getattr(train, "eval_every", 0),
             budget_s=train.max_minutes * 60 if train.max_minutes else None,
@@ -70,11 +78,13 @@ class LoopSettings:
 
 
 class FamilyAdapter(Protocol):
-    """What the loop asks of a family. ``state`` is the run's :class:`TrainerState`; its
-    ``planned_epochs`` is how many epochs the loop runs."""
+    """What the loop asks of a family: its batches, one update, a dev evaluation and its
+    checkpoints. ``state`` is the run's :class:`TrainerState`; its ``planned_epochs`` is how
+    many epochs the loop runs. The loop does the rest: counting, the log line, the progress
+    bar, TensorBoard, patience, ``best`` and ``last``."""
 
-    #: what log lines call an update ("update", "step")
-    unit: str
+    #: what an update's ``count`` counts ("tokens", "images", ...): the log's items per second
+    items: str
     #: True: an epoch is counted done before its dev evaluation (the evaluation belongs to the
     #: epochs completed; a budget spent mid-epoch ends the epoch there); False: an epoch's
     #: evaluation is counted in the epoch, as its last batch (``batches_done`` = all of them)
@@ -87,25 +97,16 @@ class FamilyAdapter(Protocol):
     def epoch_batches(self, state: TrainerState) -> Sequence:
         """Every batch of epoch ``state.epoch``, in training order (batches_done are skipped)."""
 
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        """Before the epoch's first batch (from ``state.batches_done``): a progress bar."""
-
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float | None:
         """The learning rate of the update on batch ``index`` of the epoch (None: the family's
         schedule sets it elsewhere)."""
 
     def step(self, batch, update: int) -> Update:
-        """Gradients of one update, number ``update`` (forward and backward, no optimizer step)."""
+        """Gradients of one update, number ``update`` (the model in training mode; forward and
+        backward, no optimizer step)."""
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        """After an update is counted: the family's own figures and progress bar."""
-
-    def end_epoch(self, state: TrainerState) -> None:
-        """After the epoch's last update, or where a signal or the budget cut it."""
-
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
-        """Score dev (the callable the adapter was given), count it into ``state``, log it;
-        True when it is the best so far. ``elapsed()``: the run's training seconds."""
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """Score dev with the weights as they are (the adapter was given its scorer)."""
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """Write checkpoint ``name`` (``best``, ``last``); ``resumable``: with what --resume
@@ -114,13 +115,15 @@ class FamilyAdapter(Protocol):
     def saved(self, state: TrainerState, reason: str) -> None:
         """After an evaluation's checkpoints; ``reason`` is why the run stops ("": it goes on)."""
 
-    def where(self, state: TrainerState) -> str:
-        """Where the run stands, for the line of an interrupted run."""
-
 
 class TrainingLoop:
     """Epochs of updates with dev evaluations in between, until the planned epochs, patience
-    or the time budget run out, or a signal stops them."""
+    or the time budget run out, or a signal stops them.
+
+    ``log`` takes every line of the run (a :class:`attnkit.training.run_log.RunLog`, or any
+    callable); an evaluation's line goes to ``log.status`` where it has one (in a notebook the
+    progress line shows it). ``progress`` draws the epochs' bar.
+    """
 
     def __init__(
         self,
@@ -131,16 +134,23 @@ class TrainingLoop:
         board: tb.Board,
         log: Callable[[str], None],
         *,
+        progress: Progress | None = None,
         sync: Callable[[float], tuple[bool, float]] | None = None,
         on_main: Callable[..., Any] | None = None,
         agree: Callable[[bool], bool] | None = None,
     ):
         self.adapter, self.settings, self.run_dir = adapter, settings, run_dir
         self.signals, self.board, self.log = signals, board, log
+        self.status = getattr(log, "status", log)
+        self.progress = progress or Progress(verbose=False)
         self._sync = sync or (lambda start: (signals.requested, time.time() - start))
         self._on_main = on_main or (lambda fn, default=None: fn())
         self._agree = agree or (lambda stop: stop)
         self._start = time.time()
+        self.since_evaluation = tb.Window(adapter.items)  # the training figures of the line
+        self.skipped_before = 0  # skipped updates before the window
+        self.evaluations = 0  # in this process
+        self.metric: str | None = None  # the deciding dev figure (once one is scored)
 
     def elapsed(self) -> float:
         """Training seconds of the run, those of the runs it resumes included."""
@@ -152,34 +162,39 @@ class TrainingLoop:
         self._start = time.time() - state.elapsed_s
         guard = UpdateGuard(self.settings.max_bad_updates)  # skipped in a row, across epochs
         self.board.window.restart()
+        self.since_evaluation.restart()
+        self.skipped_before = state.skipped_updates
         stop = False
-        while state.epoch < state.planned_epochs and not stop:
-            if self._sync(self._start)[0]:  # between epochs
-                self._interrupted(state)
-            batches = self.adapter.epoch_batches(state)
-            # resumed from an epoch's final checkpoint: its evaluation is done
-            evaluated_already = state.batches_done >= len(batches)
-            stop, cut = self._epoch(state, batches, guard)
-            if stop:
-                break
-            counts_first = self.adapter.counts_epoch_first
-            if counts_first:
-                state.epoch, state.batches_done = state.epoch + 1, 0
-            if counts_first or (not self.settings.eval_every and not evaluated_already):
-                stop = self._evaluate(state, cut)
-            if not counts_first:
-                state.epoch, state.batches_done = state.epoch + 1, 0
+        try:
+            while state.epoch < state.planned_epochs and not stop:
+                if self._sync(self._start)[0]:  # between epochs
+                    self._interrupted(state)
+                batches = self.adapter.epoch_batches(state)
+                # resumed from an epoch's final checkpoint: its evaluation is done
+                evaluated_already = state.batches_done >= len(batches)
+                stop, cut = self._epoch(state, batches, guard)
+                if stop:
+                    break
+                counts_first = self.adapter.counts_epoch_first
+                if counts_first:
+                    state.epoch, state.batches_done = state.epoch + 1, 0
+                if counts_first or (not self.settings.eval_every and not evaluated_already):
+                    stop = self._evaluate(state, cut)
+                if not counts_first:
+                    state.epoch, state.batches_done = state.epoch + 1, 0
+        finally:
+            self.progress.end()
         state.elapsed_s = self.elapsed()
 
     def _epoch(self, state: TrainerState, batches: Sequence, guard: UpdateGuard):
         """The updates of an epoch from ``state.batches_done``, each followed by an evaluation
         where one is due; (stop the run?, the budget cut the epoch?)."""
         adapter, settings = self.adapter, self.settings
-        adapter.begin_epoch(state, len(batches))
+        counts_first = adapter.counts_epoch_first
+        self.progress.begin(state.epoch + 1, state.planned_epochs, len(batches), state.batches_done)
         for index in range(state.batches_done, len(batches)):
             stop_now, elapsed = self._sync(self._start)
             if stop_now:
-                adapter.end_epoch(state)
                 self._interrupted(state)
             rate = adapter.rate(state, index, len(batches), elapsed)
             if rate is not None:
@@ -191,20 +206,32 @@ class TrainingLoop:
             )
             state.train_s += time.time() - began
             self._count(state, update, guard, skipped is None)
-            adapter.counted(state, update, skipped is None, index)
+            last = index == len(batches) - 1
+            self.progress.advance(self._postfix() if index % POSTFIX_EVERY == 0 or last else None)
             out_of_time = self._out_of_time()
-            if out_of_time and adapter.counts_epoch_first:
-                adapter.end_epoch(state)
+            if out_of_time and counts_first:
                 return False, True  # the budget ends the epoch here; its evaluation follows
             due = settings.eval_every and state.step % settings.eval_every == 0
-            if adapter.counts_epoch_first and index == len(batches) - 1:
+            if counts_first and last:
                 due = False  # the epoch's own evaluation follows at once, once it is counted
             if due or out_of_time:
                 if self._evaluate(state, out_of_time):
-                    adapter.end_epoch(state)
                     return True, out_of_time
-        adapter.end_epoch(state)
         return False, False
+
+    def _postfix(self) -> dict[str, str]:
+        """The bar's figures: the loss and accuracy of the updates since the last evaluation,
+        their items per second, the rate."""
+        window = self.since_evaluation
+        if not window.count:
+            return {"lr": f"{self._lr():.1e}"}
+        seconds = max(time.perf_counter() - window.started, 1e-9)
+        return {
+            "loss": f"{float(window.loss_sum) / window.count:.4f}",
+            "acc": f"{100 * float(window.correct) / window.count:.1f}%",
+            f"{self.adapter.items}/s": f"{window.count / seconds:,.0f}",
+            "lr": f"{self._lr():.1e}",
+        }
 
     def _out_of_time(self) -> bool:
         budget = self.settings.budget_s
@@ -218,11 +245,13 @@ class TrainingLoop:
         if not applied:  # skipped: the weights are as they were
             state.skipped_updates += 1
             self.log(
-                f"{self.adapter.unit} {state.step}: skipped, not finite ({guard.last_reason}); "
+                f"update {state.step}: skipped, not finite ({guard.last_reason}); "
                 f"{guard.in_a_row} in a row, {state.skipped_updates} in all"
             )
         else:
-            self.board.window.add(update.reported * update.count, update.correct, update.count)
+            figures = (update.reported * update.count, update.correct, update.count)
+            self.board.window.add(*figures)
+            self.since_evaluation.add(*figures)
         if state.step % tb.EVERY == 0:
             self.board.train(state.step, self._lr(), state.skipped_updates)
 
@@ -231,24 +260,64 @@ class TrainingLoop:
 
     def _evaluate(self, state: TrainerState, out_of_time: bool) -> bool:
         """Score dev, save ``best`` and ``last`` (in the main process); True: the run stops."""
+        self.progress.end()
         if self.board.window.pending:  # the updates since the last log, before the clock stops
             self.board.train(state.step, self._lr(), state.skipped_updates)
         try:
             stop = self._on_main(lambda: self._score_and_save(state, out_of_time), False)
         finally:
             self.board.window.restart()  # evaluating and saving are not training time
+            self.since_evaluation.restart()
+            self.skipped_before = state.skipped_updates
         return self._agree(stop)
 
     def _score_and_save(self, state: TrainerState, out_of_time: bool) -> bool:
         adapter = self.adapter
-        improved = adapter.score(state, self.elapsed)
+        seconds = time.perf_counter() - self.since_evaluation.started
+        train = self.since_evaluation.take()
+        score = adapter.evaluate(state)
+        self.metric = score.metric
+        state.elapsed_s = self.elapsed()
+        epoch = state.epoch_number()
+        improved = score.count(state, epoch)
+        self.board.scalars(state.step, score.metrics, "dev")
+        if score.figures is not None and self.board.active:
+            self.board.pictures(state.step, score.figures())
+        self.evaluations += 1
+        if improved or self.evaluations % self.settings.show_every == 0:
+            skipped = state.skipped_updates - self.skipped_before
+            self._record(state, epoch, score, train, seconds)
+            self.status(
+                report.evaluation_line(
+                    state, epoch, score, improved, train, self._lr(), seconds, skipped,
+                    adapter.items,
+                )
+            )  # fmt: skip
         reason = self._stop_reason(state, out_of_time)
         state.stopped = reason
         if improved:
             adapter.save("best", state, resumable=False)
         adapter.save("last", state, resumable=True)
         adapter.saved(state, reason)
+        if reason == "patience":
+            self.log(f"early stopping: no dev improvement in {self.settings.patience} evaluations")
         return bool(reason)
+
+    def _record(self, state: TrainerState, epoch: int, score, train: dict, seconds: float):
+        """The evaluation's entry in ``state.history`` (saved with the checkpoints)."""
+        entry = {"step": state.step, "epoch": epoch, "dev": dict(score.metrics)}
+        if train:
+            entry.update(train_loss=train["loss"], train_accuracy=train["accuracy"])
+        entry.update(
+            lr=self._lr(),
+            seconds=round(seconds, 3),
+            elapsed_s=round(state.elapsed_s, 1),
+            tokens=state.tokens,
+            train_s=round(state.train_s, 1),
+            skipped_updates=state.skipped_updates,
+            **score.extra,
+        )
+        state.history.append(entry)
 
     def _stop_reason(self, state: TrainerState, out_of_time: bool) -> str:
         """Why the run ends after this evaluation: budget, patience, epochs, or "" (it goes on).
@@ -265,6 +334,9 @@ class TrainingLoop:
 
     def _interrupted(self, state: TrainerState) -> None:
         """Save ``last`` where a signal stopped the run and raise TrainingInterrupted."""
+        self.progress.end()
         state.elapsed_s = self.elapsed()
         self._on_main(lambda: self.adapter.save("last", state, resumable=True))
-        raise self.signals.interrupted(self.run_dir / "last", self.adapter.where(state))
+        where = f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
+        raise self.signals.interrupted(self.run_dir / "last", where)
+

@@ -11,7 +11,8 @@
   - ``{"kind": "dev", "update", "epoch", "elapsed_s", "lr", "dev": {metric: value}}`` after
     each dev evaluation (``lr``: the rate of the updates before it).
 
-  ``epoch`` counts from 1 (the epoch in progress, or just ended at its evaluation);
+  ``epoch`` counts from 1 (the epoch in progress, or the one just counted before its
+  evaluation);
   ``elapsed_s`` is the trainer's clock, the one ``train.max_minutes`` is measured by (setup left
   out; a resumed run counts on from its checkpoint).
 
@@ -20,8 +21,7 @@ of ``metrics.jsonl`` that the stopped run wrote after the update it resumes from
 does), so the file reads as one run. Under DDP only rank 0 prints and writes. A file that cannot
 be written (a full disk) is said once and left: logging never costs a checkpoint.
 
-Progress bars (:func:`bar_disabled`) are drawn only on a terminal: a log file or a pipe gets the
-lines above and no bar.
+What is printed, and where, is :mod:`attnkit.training.progress`'s.
 """
 
 from __future__ import annotations
@@ -43,23 +43,30 @@ class Position(Protocol):
     step: int  # updates done
     epoch: int  # 0-based epoch in progress
 
-
-def bar_disabled(progress: bool) -> bool | None:
-    """tqdm's ``disable`` for a training bar: shown when ``progress`` is set and stderr is a
-    terminal (None lets tqdm ask its stream's ``isatty()``)."""
-    return None if progress else True
+    def epoch_number(self) -> int:
+        """The 1-based epoch in progress, or just counted."""
 
 
 class RunLog:
     """The log function of a run (call it with a line) that also keeps the run's files.
 
-    ``echo`` prints each line; ``main`` False (DDP ranks but 0) makes the log silent and writes
-    nothing. Enter it once the run directory is held; :meth:`start` begins the metrics.
+    ``echo`` prints each line, ``status_echo`` (default: ``echo``) each line given to
+    :meth:`status` (a dev evaluation's: a notebook shows it on its progress line); ``main`` False
+    (DDP ranks but 0) makes the log silent and writes nothing. Enter it once the run directory is
+    held; :meth:`start` begins the metrics.
     """
 
-    def __init__(self, run_dir: Path, echo: Callable[[str], None], main: bool, resume: bool):
+    def __init__(
+        self,
+        run_dir: Path,
+        echo: Callable[[str], None],
+        main: bool,
+        resume: bool,
+        status_echo: Callable[[str], None] | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.echo = echo
+        self.status_echo = status_echo or echo
         self.main = main
         self.resume = resume
         self._text: IO[str] | None = None
@@ -73,6 +80,14 @@ class RunLog:
         if not self.main:
             return
         self.echo(message)
+        self._stamped(message)
+
+    def status(self, message: str) -> None:
+        """A line that says where the run stands (a dev evaluation's): kept like any other,
+        shown through ``status_echo``."""
+        if not self.main:
+            return
+        self.status_echo(message)
         self._stamped(message)
 
     def __enter__(self) -> RunLog:
@@ -117,7 +132,7 @@ class RunLog:
         line = {
             "kind": kind,
             "update": update,
-            "epoch": self._position.epoch + 1 if self._position else None,
+            "epoch": self._position.epoch_number() if self._position else None,
             "elapsed_s": round(time.time() - self._started, 3),
         }
         if kind == "train":

@@ -4,19 +4,17 @@ Batches of sentence pairs reshuffled every epoch (by ``train.batch_size`` or ``m
 the rate of every update from its step (``noam``, ``cosine``, ``constant``; the ``plateau``
 schedule steps on dev scores instead); one update is the mean token loss of a batch, of which
 each rank trains its shard under DistributedDataParallel (the figures returned are the whole
-batch's, so every rank's guard decides alike); the progress bar shows loss, token accuracy,
-target tokens/s and the rate. Each evaluation greedily decodes dev with the scorer the adapter
-is given (``dev_scorer``), draws the first examples' attention to TensorBoard, and is counted,
-logged and kept by :class:`attnkit.training.seq2seq_checkpoints.RunCheckpoints`.
+batch's, so every rank's guard decides alike). Each evaluation greedily decodes dev with the scorer
+the adapter is given (``dev_scorer``), steps the plateau schedule and draws the first examples'
+attention for TensorBoard; :class:`attnkit.training.seq2seq_checkpoints.RunCheckpoints` writes
+the checkpoints and keeps the best for averaging.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import torch
-from tqdm import tqdm
 
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.batching import make_batches
@@ -26,7 +24,7 @@ from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.loop import Update
 from attnkit.training.loss import token_loss_backward
-from attnkit.training.run_log import bar_disabled
+from attnkit.training.report import DevScore
 from attnkit.training.seq2seq_checkpoints import RunCheckpoints
 from attnkit.training.state import TrainerState
 from attnkit.translator import Translation
@@ -44,7 +42,7 @@ class Seq2SeqAdapter:
     weights ``bundle`` holds.
     """
 
-    unit = "update"
+    items = "tokens"
     counts_epoch_first = False
 
     def __init__(
@@ -57,16 +55,13 @@ class Seq2SeqAdapter:
         examples: list,
         checkpoints: RunCheckpoints,
         score_dev: Callable[[], tuple],
-        board: tb.Board,
         device: torch.device,
         dist: Distributed | None,
-        show_progress: bool,
     ):
         self.cfg, self.tc, self.bundle = cfg, cfg.train, bundle
         self.train_model, self.optimizer, self.scheduler = train_model, optimizer, scheduler
         self.examples, self.checkpoints, self.score_dev = examples, checkpoints, score_dev
-        self.board, self.device, self.dist = board, device, dist
-        self.show_progress = show_progress
+        self.device, self.dist = device, dist
         self.budget_s = self.tc.max_minutes * 60 if self.tc.max_minutes else None
 
     def parameters(self):
@@ -83,25 +78,13 @@ class Seq2SeqAdapter:
             seed=tc.seed * 100003 + state.epoch,
         )
 
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        self.bar = tqdm(
-            total=n_batches,
-            initial=state.batches_done,
-            unit="batch",
-            desc=f"epoch {state.epoch + 1}/{self.tc.epochs}",
-            leave=False,
-            disable=bar_disabled(self.show_progress),  # only on a terminal
-            dynamic_ncols=True,
-        )
-        self.planned_updates = self.tc.epochs * n_batches  # for the cosine schedule
-        self.tokens_seen, self.epoch_began = 0, time.time()
-
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float | None:
         """The rate of update ``state.step + 1``, from the saved step (a resumed run goes on
         exactly); plateau leaves it to its scheduler."""
         if self.tc.scheduler not in schedules.PER_UPDATE:
             return None
-        progress = schedules.run_progress(state.step, self.planned_updates, elapsed, self.budget_s)
+        planned_updates = self.tc.epochs * n_batches  # for the cosine schedule
+        progress = schedules.run_progress(state.step, planned_updates, elapsed, self.budget_s)
         return schedules.learning_rate(self.tc, state.step, progress)
 
     def step(self, batch, update: int) -> Update:
@@ -123,30 +106,19 @@ class Seq2SeqAdapter:
             correct, tokens = int(correct), int(tokens)
         return Update(loss_sum / tokens, loss_sum / tokens, correct, tokens)
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        """The update on the progress bar: loss, token accuracy, the epoch's tokens/s, the rate."""
-        self.tokens_seen += update.count
-        tok_s = self.tokens_seen / max(1e-9, time.time() - self.epoch_began)
-        self.bar.update(1)
-        self.bar.set_postfix(
-            loss=f"{update.loss:.3f}",
-            acc=f"{100 * update.correct / update.count:.1f}%",
-            tok_s=f"{tok_s:.0f}",
-            lr=f"{self.optimizer.param_groups[0]['lr']:.1e}",
-        )
-
-    def end_epoch(self, state: TrainerState) -> None:
-        self.bar.close()
-
     # ---- evaluations and checkpoints -----------------------------------------------------------
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """Greedy dev scores of the weights as they are (the plateau schedule steps on them),
+        with heatmaps (T, S) of the first dev examples for TensorBoard (a model without
+        attention has none to draw)."""
         metrics, _, refs, translations = self.score_dev()
-        # dev metrics, and heatmaps (T, S) of the first dev examples, to TensorBoard (a model
-        # without attention has none to draw)
-        self.board.scalars(state.step, metrics, "dev")
+        checkpoints = self.checkpoints
+        if self.scheduler is not None:  # plateau
+            self.scheduler.step(metrics[checkpoints.metric])
+        figures = None
         if self.bundle.model.has_attention:
-            self.board.pictures(state.step, _heatmaps(translations[: tb.EXAMPLES], refs))
-        return self.checkpoints.count(metrics, state, self.optimizer, self.scheduler, elapsed())
+            figures = lambda: _heatmaps(translations[: tb.EXAMPLES], refs)  # noqa: E731
+        return DevScore(metrics, checkpoints.metric, checkpoints.higher_is_better, figures=figures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``RUN/name``: ``last`` (resumable) also holds the optimizer, schedule and RNG."""
@@ -154,9 +126,6 @@ class Seq2SeqAdapter:
 
     def saved(self, state: TrainerState, reason: str) -> None:
         self.checkpoints.kept(self.bundle, state)
-
-    def where(self, state: TrainerState) -> str:
-        return f"update {state.step} (epoch {state.epoch + 1})"
 
 
 def _heatmaps(translations: list[Translation], refs: list[list[str]]):

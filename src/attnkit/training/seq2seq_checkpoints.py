@@ -3,9 +3,8 @@
 :func:`save_checkpoint` writes a checkpoint with the run's
 :class:`~attnkit.training.state.TrainerState` (under ``state``, the names of
 :data:`~attnkit.training.state.SEQ2SEQ`), and :func:`restore_seq2seq` reads ``last`` back for
-``--resume``; :class:`RunCheckpoints` does what follows each dev evaluation (counting,
-the plateau schedule, the log line; then, once the training loop has saved ``best`` and
-``last``, ``top`` and the early-stopping line) and the end of a run (``averaged``).
+``--resume``; :class:`RunCheckpoints` writes ``best`` and ``last``, keeps the best
+evaluations' weights for averaging (``top``) and, at the end of a run, ``averaged``.
 """
 
 from __future__ import annotations
@@ -24,22 +23,6 @@ from attnkit.training import resume
 from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.guard import check_weights
 from attnkit.training.state import SEQ2SEQ, TrainerState, state_from_json, state_to_json
-
-
-def add_history(state: TrainerState, metrics: dict, lr: float) -> None:
-    """An evaluation's entry in ``state.history``: its dev metrics and where the run stood."""
-    state.history.append(
-        {
-            "step": state.step,
-            "epoch": state.epoch + 1,
-            "dev": metrics,
-            "lr": lr,
-            "elapsed_s": round(state.elapsed_s, 1),
-            "tokens": state.tokens,
-            "train_s": round(state.train_s, 1),
-            "skipped_updates": state.skipped_updates,
-        }
-    )
 
 
 def save_checkpoint(
@@ -104,34 +87,11 @@ class RunCheckpoints:
         n = self.cfg.train.average_checkpoints
         return CheckpointAverager(self.run_dir, n, self.metric, self.higher_is_better, self.log)
 
-    def count(
-        self, metrics: dict, state: TrainerState, optimizer, scheduler, elapsed_s: float
-    ) -> bool:
-        """Count dev ``metrics`` into ``state`` and its history, step the plateau schedule and
-        log the evaluation; True when it is the best so far."""
-        value = metrics[self.metric]
-        improved = state.count_evaluation(value, self.higher_is_better)
-        if scheduler is not None:  # plateau
-            scheduler.step(value)
-        state.elapsed_s = elapsed_s
-        lr = optimizer.param_groups[0]["lr"]
-        add_history(state, metrics, lr)
-        self.log(
-            f"update {state.step} (epoch {state.epoch + 1}): dev {self.metric} {value}"
-            f"{' (best)' if improved else ''}; lr {lr:.1e}; "
-            f"{state.elapsed_s / 60:.1f} min; {state.tokens / max(state.train_s, 1e-9):,.0f} train "
-            "tokens/s"
-        )
-        return improved
-
     def kept(self, bundle: Seq2SeqBundle, state: TrainerState) -> None:
         """After an evaluation's ``best`` and ``last``: its weights among the best kept for
-        averaging (``top``), and the line that says patience is spent."""
-        tc = self.cfg.train
-        if tc.average_checkpoints >= 2:
+        averaging (``top``)."""
+        if self.cfg.train.average_checkpoints >= 2:
             self.averager().keep(bundle, state.step, state.history)
-        if tc.patience is not None and state.bad_evals >= tc.patience:
-            self.log(f"early stopping: no dev improvement in {tc.patience} evaluations")
 
     def finish(
         self, bundle: Seq2SeqBundle, state: TrainerState, optimizer, scheduler, score_dev
@@ -143,12 +103,6 @@ class RunCheckpoints:
             self.save(bundle, "best", state, optimizer, scheduler)
         if self.cfg.train.average_checkpoints >= 2:
             self.averager().average(bundle, state.history, score_dev)
-        skipped = f" ({state.skipped_updates} skipped, not finite)" if state.skipped_updates else ""
-        self.log(
-            f"done: best dev {self.metric} {state.best} at update {state.best_step}; "
-            f"{state.step} updates{skipped} in {state.elapsed_s / 60:.1f} min; "
-            f"checkpoints in {self.run_dir}"
-        )
 
 
 def restore_seq2seq(last: Path, optimizer, scheduler, metric: str) -> TrainerState:

@@ -42,6 +42,11 @@ class TrainerState:
     skipped_updates: int = 0  # updates with a NaN/inf loss or gradient norm: none applied
     history: list = field(default_factory=list)  # one entry per dev evaluation
 
+    def epoch_number(self) -> int:
+        """The 1-based epoch the run is in: the one in progress (some of its batches done), or,
+        once an epoch is counted (none of the next done yet), the one just counted."""
+        return self.epoch if self.batches_done == 0 and self.epoch > 0 else self.epoch + 1
+
     def count_evaluation(self, value: float, higher_is_better: bool) -> bool:
         """Count a dev evaluation whose score is ``value`` into best / bad_evals; True when it
         is the best so far (strictly better than the best before)."""
@@ -116,7 +121,24 @@ def state_from_json(data: Any, layout: Layout, where: str) -> TrainerState:
         if not has_type(value, hint):
             raise CheckpointError(f"{where}.{key}: {short(value)} is not a valid {type_name(hint)}")
         values[layout[key]] = value
+    if "history" in values:
+        values["history"] = upgrade_history(values["history"])
     return TrainerState(**values)
+
+
+def upgrade_history(history: list) -> list:
+    """A history written before every family kept one shape, in today's: the dev figures of an
+    entry under ``dev`` (``{"dev_error_pct": 2.1}`` -> ``{"dev": {"error_pct": 2.1}}``). The
+    one place an old checkpoint's history is read into today's shape; entries already in it
+    are kept as they are."""
+    upgraded = []
+    for entry in history:
+        if isinstance(entry, dict) and "dev" not in entry:
+            dev = {k.removeprefix("dev_"): v for k, v in entry.items() if k.startswith("dev_")}
+            if dev:
+                entry = {k: v for k, v in entry.items() if not k.startswith("dev_")} | {"dev": dev}
+        upgraded.append(entry)
+    return upgraded
 
 
 #: the counters of a graph checkpoint's ``trainer.json`` (beside its ``optimizer``)

@@ -14,8 +14,6 @@ stops, and when a signal interrupts it (a crash loses at most that many epochs).
 from __future__ import annotations
 
 import copy
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,17 +21,16 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import Tensor
-from tqdm import tqdm
 
 from attnkit.data.graph.graph_data import Graph, with_self_loops
 from attnkit.families.graph import bundle as gckpt
 from attnkit.families.graph.config import GraphConfig
 from attnkit.models.graph import GraphNet
-from attnkit.training import tensorboard as tb
 from attnkit.training.loop import Update
+from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
 
-LOG_EVERY = 50  # epochs between log lines (better dev scores are logged too)
+LOG_EVERY = 50  # epochs between log lines and history entries (better dev scores are logged too)
 SPARSE_BELOW = 0.1  # features with fewer nonzeros than this share are kept as a sparse tensor
 SAVE_EVERY = 100  # epochs between checkpoint writes (and at the end, and on a signal)
 PICTURE_EVERY = 100  # epochs between TensorBoard pictures
@@ -84,31 +81,24 @@ class Stopping:
     """The GAT paper's early stopping: the best dev accuracy and lowest dev loss so far."""
 
     def __init__(self, history: list[dict]):
-        scored = [h for h in history if "dev_accuracy" in h]  # a resumed run's record
-        self.accuracy = max((h["dev_accuracy"] for h in scored), default=float("-inf"))
-        self.loss = min((h["dev_loss"] for h in scored), default=float("inf"))
+        scored = [h["dev"] for h in history if "accuracy" in h.get("dev", {})]  # a resumed run's
+        self.accuracy = max((dev["accuracy"] for dev in scored), default=float("-inf"))
+        self.loss = min((dev["loss"] for dev in scored), default=float("inf"))
 
-    def count(self, state: TrainerState, dev: dict) -> bool:
-        """Count one dev evaluation into ``state``; True when it is the new best checkpoint
-        (dev accuracy and dev loss both at their best so far)."""
+    def judge(self, dev: dict) -> tuple[bool, bool]:
+        """(the new best checkpoint: dev accuracy and dev loss both at their best so far,
+        progress for patience: either of them is) of one dev evaluation."""
         accuracy, loss = dev["accuracy"], dev["loss"]
         both = accuracy >= self.accuracy and loss <= self.loss
         either = accuracy >= self.accuracy or loss <= self.loss
-        state.bad_evals = 0 if either else state.bad_evals + 1
-        if both:
-            state.best, state.best_step, state.best_epoch = (
-                100.0 * accuracy,
-                state.step,
-                state.epoch,
-            )
         self.accuracy, self.loss = max(self.accuracy, accuracy), min(self.loss, loss)
-        return both
+        return both, either
 
 
 class GraphAdapter:
     """A graph model's full-graph updates, dev score and checkpoints, for the training loop."""
 
-    unit = "step"
+    items = "nodes"
     counts_epoch_first = True
 
     def __init__(
@@ -118,15 +108,13 @@ class GraphAdapter:
         model: GraphNet,
         optimizer: torch.optim.Optimizer,
         data: DeviceGraph,
-        figures: Callable[[], list],
-        board: tb.Board,
+        figures: Callable[[], list] | None,
         signals,
         history: list[dict],
     ):
         self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
-        self.data, self.figures, self.board, self.signals = data, figures, board, signals
+        self.data, self.figures, self.signals = data, figures, signals
         self.train_mask = data.masks["train"]
-        self.stats: dict = {}
         self.stopping = Stopping(history)
         self.best: tuple[dict, TrainerState] | None = None  # not yet written
 
@@ -134,17 +122,14 @@ class GraphAdapter:
         return self.model.parameters()
 
     def epoch_batches(self, state: TrainerState) -> list[None]:
-        self.began = time.perf_counter()
         return [None]  # one update over the whole graph
-
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        self.model.train()
 
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> None:
         return None  # Adam's constant rate
 
     def step(self, batch, update: int) -> Update:
         """Forward the whole graph, the loss over the training nodes, backward."""
+        self.model.train()
         log_probs, _ = self.model(self.data.x, self.data.edge_index)
         picked, gold = log_probs[self.train_mask], self.data.y[self.train_mask]
         loss = F.nll_loss(picked, gold)
@@ -153,44 +138,16 @@ class GraphAdapter:
         correct = (picked.argmax(-1) == gold).sum()
         return Update(loss.detach(), loss.detach(), correct, int(gold.numel()))
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        self.stats = {
-            "train_loss": float(update.reported),
-            "train_accuracy": float(update.correct) / max(update.count, 1),
-            "skipped": not applied,
-        }
-
-    def end_epoch(self, state: TrainerState) -> None:
-        if self.board.window.pending:
-            self.board.train(state.step, self.cfg.train.lr, state.skipped_updates)
-
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """Dev accuracy and loss of the weights as they are, judged by :class:`Stopping`; the
+        pictures of where nodes attend every :data:`PICTURE_EVERY` epochs."""
         dev = node_scores(self.model, self.data, "dev")
-        self.board.scalars(state.step, {"accuracy": dev["accuracy"], "loss": dev["loss"]}, "dev")
-        if state.epoch % PICTURE_EVERY == 1:
-            self.board.pictures(state.step, self.figures())
-        state.elapsed_s = elapsed()
-        improved = self.stopping.count(state, dev)
-        if not (improved or state.epoch % LOG_EVERY == 0):
-            return improved  # the history keeps the epochs that the log shows
-        state.history.append(
-            {
-                "epoch": state.epoch,
-                **self.stats,
-                "dev_accuracy": dev["accuracy"],
-                "dev_loss": dev["loss"],
-                "seconds": round(time.perf_counter() - self.began, 4),
-            }
-        )
-        if self.cfg.train.verbose:
-            tqdm.write(
-                f"epoch {state.epoch}  loss {self.stats['train_loss']:.4f}  train acc "
-                f"{100 * self.stats['train_accuracy']:.2f}%  dev acc "
-                f"{100 * dev['accuracy']:.2f}%  dev loss {dev['loss']:.4f}"
-                f"{' *' if improved else ''}",
-                file=sys.stderr,
-            )
-        return improved
+        best, progress = self.stopping.judge(dev)
+        figures = None
+        if self.figures is not None and state.epoch % PICTURE_EVERY == 1:
+            figures = self.figures
+        metrics = {"accuracy": dev["accuracy"], "loss": dev["loss"]}
+        return DevScore(metrics, "accuracy", True, best=best, progress=progress, figures=figures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``best``: kept in memory; ``last`` (and the ``best`` kept): written every
@@ -210,6 +167,3 @@ class GraphAdapter:
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""
-
-    def where(self, state: TrainerState) -> str:
-        return f"epoch {state.epoch + 1}"

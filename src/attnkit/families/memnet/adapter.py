@@ -13,15 +13,12 @@ with the decay counted from its end, and each weight matrix's gradient clipped a
 
 from __future__ import annotations
 
-import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 from torch import Tensor
 from torch.nn import functional as F
-from tqdm import tqdm
 
 from attnkit import checkpoint as ckpt
 from attnkit.data.babi_vectors import BabiVocab, QABatch, add_noise
@@ -29,18 +26,11 @@ from attnkit.families.memnet.bundle import VOCAB_FILE
 from attnkit.families.memnet.config import FAMILY, MemnetConfig
 from attnkit.models.memn2n import MemN2N
 from attnkit.training import schedules
-from attnkit.training import tensorboard as tb
 from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
+from attnkit.training.report import DevScore
 from attnkit.training.resumable import trainer_files
-from attnkit.training.run_log import bar_disabled
 from attnkit.training.state import VISION, TrainerState
-
-
-def say(cfg: MemnetConfig, line: str) -> None:
-    """A line of the run's log (stderr), when ``train.verbose``."""
-    if cfg.train.verbose:
-        print(line, file=sys.stderr, flush=True)
 
 
 class MemnetAdapter:
@@ -49,7 +39,7 @@ class MemnetAdapter:
     ``dev_score()`` returns ``{"questions", "error_pct", "loss"}`` of the validation questions;
     ``pictures()`` the TensorBoard figures of a validation question's hops."""
 
-    unit = "update"
+    items = "questions"
     counts_epoch_first = True
 
     def __init__(
@@ -61,10 +51,9 @@ class MemnetAdapter:
         train: QABatch,
         dev_score: Callable[[], dict],
         pictures: Callable[[], list],
-        board: tb.Board,
     ):
         self.cfg, self.t_cfg, self.out = cfg, cfg.train, out
-        self.model, self.vocab, self.train, self.board = model, vocab, train, board
+        self.model, self.vocab, self.train = model, vocab, train
         self.dev_score, self.pictures = dev_score, pictures
         self.optimizer = torch.optim.SGD(model.parameters(), lr=cfg.train.lr)
         self.noise = torch.Generator().manual_seed(cfg.train.seed)
@@ -75,34 +64,21 @@ class MemnetAdapter:
     def epoch_batches(self, state: TrainerState) -> list[Tensor]:
         """The index batches (B,) of epoch ``state.epoch``: a shuffle seeded by the run's seed
         and the epoch, so a run is the same every time."""
-        self.began = time.perf_counter()
+        self.model.linear.fill_(state.epoch < self.t_cfg.linear_start)  # linear start, or not
         order = torch.randperm(
             len(self.train), generator=torch.Generator().manual_seed(self.t_cfg.seed + state.epoch)
         )
         return list(order.split(self.t_cfg.batch_size))
 
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        self.model.train()
-        self.model.linear.fill_(state.epoch < self.t_cfg.linear_start)
-        self.n_batches, self.loss_sum, self.correct, self.seen = n_batches, 0.0, 0, 0
-        self.bar = tqdm(
-            total=n_batches - state.batches_done,
-            desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
-            unit="batch",
-            leave=False,
-            disable=bar_disabled(self.t_cfg.progress),
-            file=sys.stderr,
-        )
-
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float:
         epochs_done = state.epoch + index / n_batches
         if self.t_cfg.restart_after_linear_start:  # constant through LS, then decay from its end
             epochs_done = max(0.0, epochs_done - self.t_cfg.linear_start)
-        self.lr = schedules.learning_rate(self.t_cfg, state.step, 0.0, epochs_done)
-        return self.lr
+        return schedules.learning_rate(self.t_cfg, state.step, 0.0, epochs_done)
 
     def step(self, batch: Tensor, update: int) -> Update:
         """Forward and backward of one update on the questions ``batch`` (B,) indexes."""
+        self.model.train()
         b = add_noise(self.train.take(batch), self.cfg.model.noise, self.noise)
         out = self.model(b.stories, b.counts, b.queries)
         loss = F.cross_entropy(out.logits, b.answers, reduction="sum")
@@ -114,46 +90,17 @@ class MemnetAdapter:
         loss = loss.detach()
         return Update(loss, float(loss) / len(b), correct, len(b))
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        self.bar.update(1)
-        if applied:
-            self.loss_sum += float(update.loss)
-            self.correct += update.correct
-            self.seen += update.count
-
-    def end_epoch(self, state: TrainerState) -> None:
-        self.bar.close()
-        if self.board.window.pending:
-            self.board.train(state.step, self.lr, state.skipped_updates)
-
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
-        """The validation error of the epoch just counted: logged, in the history."""
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """The validation error % (lower is better) and loss, with pictures of a validation
+        question's hops; the history says whether the epoch trained in linear start."""
         dev = self.dev_score()
-        self.board.scalars(state.step, dev, "dev")
-        self.board.pictures(state.step, self.pictures())
-        seconds = time.perf_counter() - self.began
-        state.elapsed_s = elapsed()
-        improved = state.count_evaluation(dev["error_pct"], higher_is_better=False)
-        train_loss = self.loss_sum / max(self.seen, 1)
-        state.history.append(
-            {
-                "epoch": state.epoch,
-                "train_loss": train_loss,
-                "train_accuracy": self.correct / max(self.seen, 1),
-                "dev_error_pct": dev["error_pct"],
-                "dev_loss": dev["loss"],
-                "linear": bool(self.model.linear),
-                "lr": self.lr,
-                "seconds": round(seconds, 3),
-            }
+        return DevScore(
+            {"error_pct": dev["error_pct"], "loss": dev["loss"]},
+            "error_pct",
+            higher_is_better=False,
+            extra={"linear": bool(self.model.linear)},
+            figures=self.pictures,
         )
-        say(
-            self.cfg,
-            f"epoch {state.epoch}/{state.planned_epochs}  loss {train_loss:.4f}  dev error "
-            f"{dev['error_pct']:.2f}%{' *' if improved else ''}  lr {self.lr:.2e}"
-            f"{'  (linear start)' if bool(self.model.linear) else ''}  {seconds:.1f}s",
-        )
-        return improved
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``out/best`` or ``out/last``: weights, config, vocabulary and counters; ``resumable``
@@ -163,9 +110,6 @@ class MemnetAdapter:
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""
-
-    def where(self, state: TrainerState) -> str:
-        return f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
 
 
 def save_checkpoint(

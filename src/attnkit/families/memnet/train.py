@@ -3,9 +3,9 @@
 An experiment file has ``family: memnet`` (:mod:`attnkit.families.memnet.config`).
 :func:`train_memnet` (``attnkit train`` and ``attnkit.train`` call it) reads the task's
 questions, holds ``data.valid_fraction`` of the training ones out for validation, builds the
-vocabulary of the rest, and trains in the training loop (:mod:`attnkit.training.loop`) with the
+vocabulary of the rest, and trains in the training driver (:mod:`attnkit.training.run`) with the
 family's adapter (:mod:`attnkit.families.memnet.adapter`), keeping ``OUT/best`` (lowest
-validation error) and ``OUT/last``; TensorBoard event files in ``OUT/tensorboard``.
+validation error) and ``OUT/last``.
 :func:`attnkit.families.memnet.bundle.load_memnet_model` reads a checkpoint back.
 
 The validation scorer is handed in (``dev_scorer(model, batch, eval_batch_size) -> dict``):
@@ -24,16 +24,14 @@ import torch
 from attnkit.config import apply_overrides
 from attnkit.data.babi import load_splits
 from attnkit.data.babi_vectors import BabiVocab
-from attnkit.device import resolve_device
 from attnkit.families.base import TrainRequest
-from attnkit.families.memnet.adapter import MemnetAdapter, say
+from attnkit.families.memnet.adapter import MemnetAdapter
 from attnkit.families.memnet.bundle import read_vocab
 from attnkit.families.memnet.config import FAMILY, MemnetConfig, parse_config
 from attnkit.models.memn2n import MemN2N
-from attnkit.training import resumable, rundir
-from attnkit.training import tensorboard as tb
-from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.training import resumable
 from attnkit.training.resume_config import MEMNET
+from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import VISION, TrainerState
 
 __all__ = ["train", "train_memnet"]
@@ -61,34 +59,26 @@ def train_memnet(
         cfg = resumable.config_to_resume(
             cfg, out / "last", overrides or (), source, parse_config, MEMNET
         )
-    log = lambda m: say(cfg, m)  # noqa: E731
-    with (
-        rundir.claim_run_dir(out, resume, overwrite, log),
-        rundir.StopSignals() as signals,
-        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, log, "updates") as board,
-    ):
-        return _train(cfg, out, dev_scorer, resume, signals, board)
+    plan = Plan(out, cfg.train, "questions", resume, overwrite, source)
+    return run(plan, lambda context: _start(cfg, dev_scorer, context))
 
 
-def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, board) -> Path:
-    t_cfg = cfg.train
-    if t_cfg.threads:
-        torch.set_num_threads(t_cfg.threads)
-    device = resolve_device(t_cfg.device)
-    torch.manual_seed(t_cfg.seed)
+def _start(cfg: MemnetConfig, dev_scorer: Callable, context: Context) -> Started:
+    """The questions and vocabulary (the training questions', or ``last``'s), the model and the
+    adapter; ``last``'s weights, optimizer and noise stream where the run resumes."""
+    t_cfg, out, device = cfg.train, context.plan.out, context.device
     splits = load_splits(cfg.data)
-    if resume:  # the run's own words: its answers' ids are the vocabulary's
+    if context.plan.resume:  # the run's own words: its answers' ids are the vocabulary's
         vocab = read_vocab(out / "last", cfg)
     else:
         vocab = BabiVocab.build(splits.train, cfg.data.memory_size)
     train, valid = vocab.encode(splits.train).to(device), vocab.encode(splits.valid).to(device)
     model = MemN2N(cfg.model, len(vocab), cfg.data.memory_size).to(device)
     parameters = sum(p.numel() for p in model.parameters())
-    say(
-        cfg,
+    context.log(
         f"training MemN2N ({cfg.model.hops} hops, {cfg.model.memory}, {cfg.model.encoding}) on "
         f"bAbI task {cfg.data.task} ({device}), {parameters:,} parameters, {len(vocab)} words, "
-        f"{len(train)} training and {len(valid)} validation questions",
+        f"{len(train)} training and {len(valid)} validation questions"
     )
 
     def pictures():
@@ -97,7 +87,6 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, 
         with torch.no_grad():
             model.eval()
             out_ = model(valid.stories[:1], valid.counts[:1], valid.queries[:1])
-            model.train()
         question = splits.valid[0]
         weights = out_.attention[0, :, : len(question.memories[-cfg.data.memory_size :])]
         return [("hops", hops_figure(question, weights.cpu().numpy(), vocab))]
@@ -110,25 +99,14 @@ def _train(cfg: MemnetConfig, out: Path, dev_scorer: Callable, resume, signals, 
         train,
         lambda: dev_scorer(model, valid, t_cfg.eval_batch_size),
         pictures,
-        board,
     )
     state = TrainerState(planned_epochs=t_cfg.epochs)
-    if resume:
+    if context.plan.resume:
         state = resumable.restore(
             out / "last", FAMILY, model, adapter.optimizer, VISION, {"noise": adapter.noise}
         )
         state.stopped, state.planned_epochs = "", t_cfg.epochs
-    board.start(state.step)
-    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, lambda m: say(cfg, m)).run(
-        state
-    )
-    best = float("inf") if state.best is None else state.best
-    say(
-        cfg,
-        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, {state.elapsed_s:.0f}s; "
-        f"best validation error {best:.2f}% at epoch {state.best_epoch}; checkpoints in {out}",
-    )
-    return out / "best"
+    return Started(adapter, state)
 
 
 def train(data: dict, request: TrainRequest) -> Path:

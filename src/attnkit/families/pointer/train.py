@@ -3,8 +3,9 @@
 :func:`train_pointer` draws the task's splits (:mod:`attnkit.data.tasks.pointer`, exact
 solutions), builds the model (:mod:`attnkit.models.pointer`) and trains it with teacher forcing
 (the negative log-likelihood of every reference pointer) in the shared training loop
-(:mod:`attnkit.training.loop`) through :class:`PointerAdapter`: epochs of shuffled instances,
-the time budget, signals, skipped non-finite updates, patience, TensorBoard scalars. The dev
+(:mod:`attnkit.training.loop`, set up by the driver :mod:`attnkit.training.run`) through
+:class:`PointerAdapter`: epochs of shuffled instances, the time budget, signals, skipped
+non-finite updates, patience, the log, TensorBoard. The dev
 score is the callable the caller hands in (``training/`` imports nothing of ``evaluation/``);
 ``OUT/best`` keeps the best dev score, ``OUT/last`` the latest evaluation's weights.
 
@@ -16,7 +17,6 @@ config and the trainer counters; ``OUT/last`` also the optimizer and the RNG, fr
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -24,23 +24,21 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from tqdm import tqdm
 
 from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.pointer import PointerData, PointerSplit, make_split
-from attnkit.device import resolve_device
 from attnkit.families.base import TrainRequest
 from attnkit.families.pointer.bundle import build_model
 from attnkit.families.pointer.config import FAMILY, PointerExperiment, parse_config
 from attnkit.models.pointer import PointerNet
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
-from attnkit.training import rundir, schedules
-from attnkit.training import tensorboard as tb
+from attnkit.training import schedules
 from attnkit.training.guard import check_weights
-from attnkit.training.loop import LoopSettings, TrainingLoop, Update
-from attnkit.training.run_log import bar_disabled
+from attnkit.training.loop import Update
+from attnkit.training.report import DevScore
+from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import VISION, TrainerState
 
 __all__ = ["nll", "train", "train_pointer"]
@@ -65,13 +63,13 @@ def nll(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, int]:
 class PointerAdapter:
     """The pointer family's part of the training loop (see :class:`FamilyAdapter`)."""
 
-    unit = "update"
+    items = "instances"
     counts_epoch_first = True
 
-    def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev, board, say):
+    def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev):
         """``dev``: (model -> dev scores, model -> (tag, figure) pairs or None)."""
         self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
-        (self.dev_score, self.dev_figures), self.board, self.say = dev, board, say
+        self.dev_score, self.dev_figures = dev
         self.device = next(model.parameters()).device
         self.inputs = torch.as_tensor(train.inputs, device=self.device)  # (N, n, d)
         self.targets = torch.as_tensor(train.targets, device=self.device)  # (N, L)
@@ -90,18 +88,6 @@ class PointerAdapter:
             if self.drawn > state.epoch:
                 return list(order.split(self.cfg.train.batch_size))
 
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        self.model.train()
-        self.began, self.loss_sum, self.correct, self.seen = time.perf_counter(), 0.0, 0, 0
-        self.bar = tqdm(
-            total=n_batches - state.batches_done,
-            desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
-            unit="batch",
-            leave=False,
-            disable=bar_disabled(self.cfg.train.progress),
-            file=sys.stderr,
-        )
-
     def rate(self, state, index, n_batches, elapsed):
         """None (the optimizer's constant rate), or the cosine's rate at the run's progress:
         the larger of the planned epochs' share done and the time budget's share spent."""
@@ -114,6 +100,7 @@ class PointerAdapter:
         return schedules.cosine(t_cfg.lr, t_cfg.min_lr, progress)
 
     def step(self, batch: Tensor, update: int) -> Update:
+        self.model.train()
         batch = batch.to(self.device)
         targets = self.targets[batch]
         longest = int((targets >= 0).sum(1).max())  # the batch's longest output
@@ -124,36 +111,20 @@ class PointerAdapter:
         loss = loss.detach()
         return Update(loss, float(loss), int(correct), count)
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        self.bar.update(1)
-        if applied:
-            self.loss_sum += update.reported * update.count
-            self.correct += update.correct
-            self.seen += update.count
-
-    def end_epoch(self, state: TrainerState) -> None:
-        self.bar.close()
-
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """The dev scores of the weights as they are (the scorer names the deciding one), with
+        pictures of dev instances where the adapter was given them."""
         self.model.eval()
         dev = self.dev_score(self.model)
-        metric, higher = dev["metric"], dev["higher_is_better"]
-        figures = {k: v for k, v in dev.items() if isinstance(v, int | float) and k != "items"}
-        self.board.scalars(state.step, figures, "dev")
+        figures = {
+            k: v
+            for k, v in dev.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and k != "items"
+        }
+        pictures = None
         if self.dev_figures is not None:
-            self.board.pictures(state.step, self.dev_figures(self.model))
-        state.elapsed_s = elapsed()
-        improved = state.count_evaluation(dev[metric], higher_is_better=higher)
-        seen = max(self.seen, 1)
-        train = {"train_loss": self.loss_sum / seen, "train_pointer_accuracy": self.correct / seen}
-        state.history.append({"epoch": state.epoch, "step": state.step, **train, "dev": figures})
-        self.say(
-            f"epoch {state.epoch} ({state.step} updates): loss {train['train_loss']:.4f}, dev "
-            f"{metric} {dev[metric]}{' (best)' if improved else ''}; "
-            f"lr {self.optimizer.param_groups[0]['lr']:.1e}; "
-            f"{time.perf_counter() - self.began:.1f}s"
-        )
-        return improved
+            pictures = lambda: self.dev_figures(self.model)  # noqa: E731
+        return DevScore(figures, dev["metric"], dev["higher_is_better"], figures=pictures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         directory = self.out / name
@@ -166,9 +137,6 @@ class PointerAdapter:
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""
-
-    def where(self, state: TrainerState) -> str:
-        return f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
 
 
 def train_pointer(
@@ -190,33 +158,24 @@ def train_pointer(
         cfg = resumable_run.config_to_resume(
             cfg, out / "last", overrides or (), source, parse_config, rules.POINTER
         )
-    say = lambda m: tqdm.write(m, file=sys.stderr)  # noqa: E731
-    with (
-        rundir.claim_run_dir(out, resume, overwrite, say),
-        rundir.StopSignals() as signals,
-        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "instances") as board,
-    ):
-        return _train(cfg, out, (dev_scorer, dev_figures), (resume, signals), board, say)
+    plan = Plan(out, cfg.train, "instances", resume, overwrite, source)
+    return run(plan, lambda context: _start(cfg, (dev_scorer, dev_figures), context))
 
 
-def _train(cfg: PointerExperiment, out: Path, scorers, run, board, say) -> Path:
-    resume, signals = run
-    t_cfg = cfg.train
-    if t_cfg.threads:
-        torch.set_num_threads(t_cfg.threads)
-    device = resolve_device(t_cfg.device)
-    torch.manual_seed(t_cfg.seed)
+def _start(cfg: PointerExperiment, scorers, context: Context) -> Started:
+    """The task's splits (solved exactly), the model and optimizer (fresh, or ``last``'s) and
+    the adapter."""
+    t_cfg, out, device = cfg.train, context.plan.out, context.device
     began = time.perf_counter()
     train, dev = make_split(cfg.data, "train"), make_split(cfg.data, "dev")
     model = build_model(cfg).to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr)
     state = TrainerState(planned_epochs=t_cfg.epochs)
-    if resume:
+    if context.plan.resume:
         state = resumable_run.restore(out / "last", FAMILY, model, optimizer, VISION)
         state.stopped, state.planned_epochs = "", t_cfg.epochs
-    board.start(state.step)
     parameters = sum(p.numel() for p in model.parameters())
-    say(
+    context.log(
         f"pointer {cfg.data.task} n={cfg.data.points}: {len(train)} train / {len(dev)} dev "
         f"instances (solved in {time.perf_counter() - began:.1f}s); {parameters:,} parameters; "
         f"device {device}"
@@ -224,13 +183,7 @@ def _train(cfg: PointerExperiment, out: Path, scorers, run, board, say) -> Path:
     dev_scorer, dev_figures = scorers
     score = lambda m: dev_scorer(m, dev, cfg.data)  # noqa: E731
     figures = None if dev_figures is None else lambda m: dev_figures(m, dev, cfg.data)  # noqa: E731
-    adapter = PointerAdapter(cfg, out, model, optimizer, train, (score, figures), board, say)
-    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, say).run(state)
-    say(
-        f"done ({state.stopped or 'epochs'}): best dev {state.best} at update {state.best_step}; "
-        f"{state.step} updates in {state.elapsed_s / 60:.1f} min; checkpoints in {out}"
-    )
-    return out / "best"
+    return Started(PointerAdapter(cfg, out, model, optimizer, train, (score, figures)), state)
 
 
 def train(data: dict, request: TrainRequest) -> Path:

@@ -1,11 +1,11 @@
 """Training for the text-classification family.
 
 An experiment file has ``family: text`` (:mod:`attnkit.families.text.config`). :func:`train_text`
-(``attnkit train`` calls it) builds the vocabulary from the training split, trains the
-:class:`~attnkit.models.text_classifier.TextClassifier` in the training loop
-(:mod:`attnkit.training.loop`) through :class:`~attnkit.families.text.adapter.TextAdapter`, and
-keeps ``OUT/best`` (the highest dev accuracy) and ``OUT/last``; ``--resume`` goes on from
-``OUT/last``. TensorBoard event files go to ``OUT/tensorboard``.
+(``attnkit train`` calls it) builds the vocabulary from the training split and trains the
+:class:`~attnkit.models.text_classifier.TextClassifier` in the training driver
+(:mod:`attnkit.training.run`) through :class:`~attnkit.families.text.adapter.TextAdapter`,
+keeping ``OUT/best`` (the highest dev accuracy) and ``OUT/last``; ``--resume`` goes on from
+``OUT/last``.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ from attnkit.config import apply_overrides
 from attnkit.data.tasks.paths import command_line_data_keys
 from attnkit.data.tasks.text import TextData, build_vocab
 from attnkit.data.vocab import Vocab
-from attnkit.device import resolve_device
-from attnkit.errors import ConfigError
 from attnkit.families.base import TrainRequest
 from attnkit.families.text import bundle as tckpt
 from attnkit.families.text.adapter import TextAdapter
 from attnkit.families.text.config import TextConfig, parse_config
-from attnkit.families.text.scoring import accuracy, log, predict
-from attnkit.training import distributed, resumable, resume_config, rundir
-from attnkit.training import tensorboard as tb
-from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.families.text.scoring import accuracy, predict
+from attnkit.training import resumable, resume_config
+from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import TrainerState
 
 __all__ = ["train_text"]
@@ -53,31 +50,22 @@ def train_text(
     """
     command_line = command_line_data_keys(overrides or ())
     cfg = parse_config(apply_overrides(config, overrides or ()), source, config_dir, command_line)
-    if distributed.world_size() > 1:
-        raise ConfigError(f"{source}: data-parallel training is for seq2seq experiments")
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
     if resume:
         cfg = resumable.config_to_resume(
             cfg, out / "last", overrides or (), source, parse_config, resume_config.TEXT
         )
-    say = lambda m: log(cfg.train.verbose, m)  # noqa: E731
-    with (
-        rundir.claim_run_dir(out, resume, overwrite, say),
-        rundir.StopSignals() as signals,
-        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "sentences") as board,
-    ):
-        return _train(cfg, out, resume, signals, board)
+    plan = Plan(out, cfg.train, "sentences", resume, overwrite, source)
+    return run(plan, lambda context: _start(cfg, context))
 
 
-def _train(cfg: TextConfig, out: Path, resume: bool, signals, board) -> Path:
-    t_cfg = cfg.train
-    if t_cfg.threads:
-        torch.set_num_threads(t_cfg.threads)
-    device = resolve_device(t_cfg.device)
-    torch.manual_seed(t_cfg.seed)
+def _start(cfg: TextConfig, context: Context) -> Started:
+    """The vocabulary (the training split's, or ``last``'s), the model and optimizer (fresh, or
+    ``last``'s) and the adapter."""
+    t_cfg, out, device = cfg.train, context.plan.out, context.device
     data = TextData(cfg.data)
     train, dev = data.split("train"), data.split("dev")
-    if resume:
+    if context.plan.resume:
         vocab = Vocab.load(out / "last" / tckpt.VOCAB_FILE)
     else:
         vocab = build_vocab(train, cfg.model.min_freq, cfg.model.max_vocab)
@@ -87,13 +75,11 @@ def _train(cfg: TextConfig, out: Path, resume: bool, signals, board) -> Path:
         bundle.model.parameters(), lr=t_cfg.lr, weight_decay=t_cfg.weight_decay
     )
     state = TrainerState(planned_epochs=t_cfg.epochs)
-    if resume:
+    if context.plan.resume:
         state = tckpt.restore(out / "last", bundle.model, optimizer)
         state.stopped, state.planned_epochs = "", t_cfg.epochs
-    board.start(state.step)
     parameters = sum(p.numel() for p in bundle.model.parameters())
-    say = lambda m: log(t_cfg.verbose, m)  # noqa: E731
-    say(
+    context.log(
         f"training {cfg.model.encoder} + {cfg.model.attention} attention on {data.describe()} "
         f"({device}), {len(vocab):,} words, {parameters:,} parameters"
     )
@@ -103,15 +89,7 @@ def _train(cfg: TextConfig, out: Path, resume: bool, signals, board) -> Path:
         answers = predict(bundle.model, dev_words, vocab, t_cfg.eval_batch_size)
         return {"sentences": len(dev), "accuracy": accuracy(answers, dev_labels)}
 
-    adapter = TextAdapter(bundle, out, optimizer, train, dev, dev_score, board)
-    TrainingLoop(adapter, LoopSettings.of(t_cfg), out, signals, board, say).run(state)
-    best = "none" if state.best is None else f"{100 * state.best:.2f}%"
-    say(
-        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, "
-        f"{state.elapsed_s:.0f}s; best dev accuracy {best} at epoch {state.best_epoch}; "
-        f"checkpoints in {out}"
-    )
-    return out / "best"
+    return Started(TextAdapter(bundle, out, optimizer, train, dev, dev_score, context.log), state)
 
 
 def train(data: dict, request: TrainRequest) -> Path:

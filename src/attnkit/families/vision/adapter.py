@@ -10,7 +10,6 @@ time budget the planned epochs are cut to what it can still finish (:func:`plan`
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,16 +18,14 @@ from pathlib import Path
 import numpy as np
 import torch
 from torch import Tensor, nn
-from tqdm import tqdm
 
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.families.vision import bundle as vckpt
 from attnkit.families.vision.kinds import DeviceSplit, ModelKind
-from attnkit.families.vision.scoring import batches, dev_figures, log
+from attnkit.families.vision.scoring import batches, dev_figures
 from attnkit.training import schedules
-from attnkit.training import tensorboard as tb
 from attnkit.training.loop import Update
-from attnkit.training.run_log import bar_disabled
+from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
 from attnkit.vision_experiment import TrainConfig, VisionConfig
 
@@ -54,30 +51,6 @@ def rate(cfg: TrainConfig, state: TrainerState, epochs_done: float) -> float:
     return schedules.learning_rate(cfg, state.step, progress, epochs_done)
 
 
-class _Tally:
-    """Loss, correct predictions and images of the applied updates of an epoch (on the device)."""
-
-    def __init__(self, device: torch.device):
-        self.loss_sum = torch.zeros((), device=device)
-        self.correct = torch.zeros((), device=device)
-        self.seen = 0
-        self.started = time.perf_counter()
-
-    def add(self, loss: Tensor, correct: Tensor, images: int) -> None:
-        self.loss_sum += loss * images
-        self.correct += correct
-        self.seen += images
-
-    def postfix(self, lr: float) -> dict:
-        rate = self.seen / max(time.perf_counter() - self.started, 1e-9)
-        return {
-            "loss": f"{float(self.loss_sum) / self.seen:.4f}",
-            "acc": f"{100 * float(self.correct) / self.seen:.2f}%",
-            "img_s": f"{rate:.0f}",
-            "lr": f"{lr:.2e}",
-        }
-
-
 class VisionAdapter:
     """A vision model's batches, updates, dev score and checkpoints, for the training loop.
 
@@ -86,7 +59,7 @@ class VisionAdapter:
     Call :meth:`close` at the end (the thread drawing the next epoch's images).
     """
 
-    unit = "step"
+    items = "images"
     counts_epoch_first = True
 
     def __init__(
@@ -99,13 +72,12 @@ class VisionAdapter:
         data: VisionData,
         dev_split: Split,
         dev_score: Callable[[], dict],
-        board: tb.Board,
         resumed_order: Tensor | None,
         first_epoch: int,
     ):
         self.cfg, self.t_cfg, self.out = cfg, cfg.train, out
         self.kind, self.model, self.optimizer = kind, model, optimizer
-        self.data, self.dev_split, self.dev_score, self.board = data, dev_split, dev_score, board
+        self.data, self.dev_split, self.dev_score = data, dev_split, dev_score
         self.device = next(model.parameters()).device
         step = kind.train_step
         self.train_step = torch.compile(step) if cfg.train.compiled else step
@@ -145,87 +117,31 @@ class VisionAdapter:
         self.order = torch.cat(order) if order else None
         return order
 
-    def begin_epoch(self, state: TrainerState, n_batches: int) -> None:
-        self.model.train()
-        self.n_batches, self.skipped_before = n_batches, state.skipped_updates
-        self.lr = rate(self.t_cfg, state, state.epoch)
-        self.tally = _Tally(self.device)
-        self.bar = tqdm(
-            total=n_batches - state.batches_done,
-            desc=f"epoch {state.epoch + 1}/{state.planned_epochs}",
-            unit="batch",
-            leave=False,
-            disable=bar_disabled(self.t_cfg.progress),  # only on a terminal
-            file=sys.stderr,
-            dynamic_ncols=True,
-        )
-
     def rate(self, state: TrainerState, index: int, n_batches: int, elapsed: float) -> float:
-        self.lr = rate(self.t_cfg, state, state.epoch + index / n_batches)
-        return self.lr
+        return rate(self.t_cfg, state, state.epoch + index / n_batches)
 
     def step(self, batch: Tensor, update: int) -> Update:
         """Forward and backward of one update on the images ``batch`` indexes (B,)."""
+        self.model.train()
         images = self.train.batch(batch)
         loss, reported, correct = self.train_step(self.model, images, self.cfg.model)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         return Update(loss.detach(), reported.detach(), correct, len(images["images"]))
 
-    def counted(self, state: TrainerState, update: Update, applied: bool, index: int) -> None:
-        self.bar.update(1)
-        if applied:
-            self.tally.add(update.reported, update.correct, update.count)
-        tally = self.tally
-        if self.t_cfg.progress and tally.seen and (index % 20 == 0 or index == self.n_batches - 1):
-            self.bar.set_postfix(tally.postfix(self.lr))
-
-    def end_epoch(self, state: TrainerState) -> None:
-        self.bar.close()
-        if self.board.window.pending:  # the steps since the last log: before the dev evaluation
-            self.board.train(state.step, self.lr, state.skipped_updates)
-        tally = self.tally
-        self.stats = {
-            "train_loss": float(tally.loss_sum) / max(tally.seen, 1),
-            "train_accuracy": float(tally.correct) / max(tally.seen, 1),
-            "images": tally.seen,
-            "lr": self.lr,
-            "skipped_updates": state.skipped_updates - self.skipped_before,
-        }
-
     # ---- evaluations and checkpoints -----------------------------------------------------------
-    def score(self, state: TrainerState, elapsed: Callable[[], float]) -> bool:
-        """The dev error of the epoch just counted: logged, in the history, and the plan."""
-        dev_stats = self.dev_score()
-        self.board.scalars(state.step, dev_stats, "dev")
-        figures = dev_figures(self.kind, self.model, self.dev_split, self.cfg.model)
-        self.board.pictures(state.step, figures)
-        seconds = time.perf_counter() - self.began
-        state.elapsed_s = elapsed()
-        self.epoch_seconds.append(seconds)
-        improved = state.count_evaluation(dev_stats["error_pct"], higher_is_better=False)
-        stats = self.stats
-        state.history.append(
-            {
-                "epoch": state.epoch,
-                **stats,
-                "dev_error_pct": dev_stats["error_pct"],
-                "seconds": round(seconds, 3),
-            }
-        )
+    def evaluate(self, state: TrainerState) -> DevScore:
+        """The dev error % (lower is better) of the weights as they are, with pictures of where
+        the model looks; with a time budget, the epochs it can still finish (:func:`plan`)."""
+        dev = self.dev_score()
+        self.epoch_seconds.append(time.perf_counter() - self.began)
         state.planned_epochs = plan(self.t_cfg, state, self.epoch_seconds)
-        n_skipped = stats["skipped_updates"]
-        skipped = f"; {n_skipped} steps skipped" if n_skipped else ""
-        log(
-            self.t_cfg,
-            # the seq2seq trainer's shape: where the run is, the dev score first (no planned
-            # epochs: a time budget re-plans them after every epoch)
-            f"step {state.step} (epoch {state.epoch}): dev error {dev_stats['error_pct']:.2f}%"
-            f"{' (best)' if improved else ''}; loss {stats['train_loss']:.4f}; train accuracy "
-            f"{100 * stats['train_accuracy']:.2f}%; lr {stats['lr']:.1e}; {seconds:.1f} s, "
-            f"{stats['images'] / max(seconds, 1e-9):,.0f} images/s{skipped}",
+        return DevScore(
+            {"error_pct": dev["error_pct"], "accuracy": dev["accuracy"]},
+            "error_pct",
+            higher_is_better=False,
+            figures=lambda: dev_figures(self.kind, self.model, self.dev_split, self.cfg.model),
         )
-        return improved
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``out/best`` or ``out/last``; an interrupted epoch's ``last`` with its image order."""
@@ -234,6 +150,3 @@ class VisionAdapter:
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""
-
-    def where(self, state: TrainerState) -> str:
-        return f"step {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"

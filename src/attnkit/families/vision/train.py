@@ -1,18 +1,17 @@
 """Training for the visual attention family.
 
 An experiment file has ``family: vision`` (:mod:`attnkit.vision_experiment`).
-:func:`train_vision` (the CLI calls it) trains, keep ``OUT/best`` (lowest dev error) and
-  ``OUT/last`` checkpoints, resume from ``OUT/last`` (its trainer state checked
-  first, :mod:`attnkit.families.vision.bundle`); steps with a NaN/inf loss or gradient norm
-  are skipped; TensorBoard event files in ``OUT/tensorboard``
-  (:mod:`attnkit.training.tensorboard`);
+:func:`train_vision` (the CLI calls it) trains in the training driver
+(:mod:`attnkit.training.run`), keeping ``OUT/best`` (lowest dev error) and ``OUT/last``;
+``--resume`` goes on from ``OUT/last`` (its trainer state checked first,
+:mod:`attnkit.families.vision.bundle`).
 
 Evaluation is :mod:`attnkit.families.vision.evaluate`; the pictures of where a model looks,
 :mod:`attnkit.families.vision.pictures`; loading a checkpoint,
 :func:`attnkit.families.vision.bundle.load_vision_model`.
 
-The epochs, the time budget, signals, skipped updates, patience and checkpoints are the training
-loop's (:mod:`attnkit.training.loop`); what is vision's in them, the adapter's
+The epochs, the time budget, signals, skipped updates, patience, the log and checkpoints are the
+training loop's (:mod:`attnkit.training.loop`); what is vision's in them, the adapter's
 (:mod:`attnkit.families.vision.adapter`): data on the training device, cut into batches there,
 the training images redrawn every epoch in a background thread, the budget's plan. The dev error
 is :func:`attnkit.families.vision.scoring.evaluate_split`, given to the adapter.
@@ -22,7 +21,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from contextlib import closing
 from pathlib import Path
 
 import torch
@@ -31,16 +29,14 @@ from attnkit import checkpoint as ckpt
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.vision import VisionData
-from attnkit.device import resolve_device
-from attnkit.errors import CheckpointError, ConfigError
+from attnkit.errors import CheckpointError
 from attnkit.families.base import TrainRequest
 from attnkit.families.vision import bundle as vckpt
 from attnkit.families.vision.adapter import VisionAdapter
 from attnkit.families.vision.kinds import MODEL_TYPES
-from attnkit.families.vision.scoring import evaluate_split, log
-from attnkit.training import distributed, resume_config, rundir
-from attnkit.training import tensorboard as tb
-from attnkit.training.loop import LoopSettings, TrainingLoop
+from attnkit.families.vision.scoring import evaluate_split
+from attnkit.training import resume_config, rundir
+from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import TrainerState
 from attnkit.vision_experiment import VisionConfig, parse_config
 
@@ -71,33 +67,18 @@ def train_vision(
     change it cannot honour (the model, the data, the optimizer) in one line.
     """
     cfg = parse_config(apply_overrides(config, overrides or ()), source)
-    if distributed.world_size() > 1:  # N copies of one run would fight over its directory
-        raise ConfigError(
-            f"{source}: data-parallel training under torchrun is for seq2seq "
-            "experiments; train a vision model with attnkit train CONFIG"
-        )
     out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
     if resume and overrides is not None:
         cfg = _config_to_resume(cfg, out / "last", overrides, source)
-    say = lambda m: log(cfg.train, m)  # noqa: E731
-    with (
-        rundir.claim_run_dir(out, resume, overwrite, say),
-        rundir.StopSignals() as signals,
-        tb.Board(out / rundir.LOG_NAME, cfg.train.tensorboard, say, "images") as board,
-    ):
-        return _train(cfg, out, resume, source, signals, board)
+    plan = Plan(out, cfg.train, "images", resume, overwrite, source)
+    return run(plan, lambda context: _start(cfg, context))
 
 
-def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, board) -> Path:
-    """Build the model and optimizer (or read ``out/last``), train them in the training loop
-    (:mod:`attnkit.training.loop`) with the vision adapter; ``out/best``."""
-    t_cfg = cfg.train
-    if t_cfg.threads:
-        torch.set_num_threads(t_cfg.threads)
-    device = resolve_device(t_cfg.device)
+def _start(cfg: VisionConfig, context: Context) -> Started:
+    """The model and optimizer (fresh, or ``last``'s), the data on the device and the adapter."""
+    t_cfg, out, device = cfg.train, context.plan.out, context.device
     if device.type == "cuda":
         torch.backends.cudnn.benchmark = True
-    torch.manual_seed(t_cfg.seed)
     kind = MODEL_TYPES[cfg.model_type]
     model = kind.build(cfg.model).to(device)
     # reference: plain torch; auto: the device's fastest (kernels on a CPU); compile: no kernels
@@ -109,9 +90,8 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
         fused=device.type == "cuda",
     )
     state = TrainerState(planned_epochs=t_cfg.epochs)
-    if resume:
-        state = _resumed_state(cfg, out, source, model, optimizer)
-    board.start(state.step)
+    if context.plan.resume:
+        state = _resumed_state(cfg, out, model, optimizer, context.log)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
     resumed = vckpt.interrupted_order(out / "last", device) if state.batches_done else None
@@ -120,12 +100,10 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
     dev = kind.to_device(dev_split, device)
     mc_samples = kind.dev_mc(cfg.model)
     parameters = sum(p.numel() for p in model.parameters())
-    say = lambda m: log(t_cfg, m)  # noqa: E731
-    say(
+    context.log(
         f"training {cfg.model_type} on {cfg.data.task} ({device}), "
         f"{parameters:,} parameters, {data.describe()}"
     )
-    settings = LoopSettings.of(t_cfg)
     adapter = VisionAdapter(
         cfg,
         out,
@@ -135,23 +113,10 @@ def _train(cfg: VisionConfig, out: Path, resume: bool, source: str, signals, boa
         data,
         dev_split,
         lambda: evaluate_split(kind, model, dev, cfg.model, t_cfg.eval_batch_size, mc_samples),
-        board,
         resumed,
         state.epoch,
     )
-    with closing(adapter):
-        TrainingLoop(adapter, settings, out, signals, board, say).run(state)
-    say(
-        f"stopped ({state.stopped or 'done'}) after {state.epoch} epochs, "
-        f"{state.elapsed_s:.0f}s; best dev error {_best(state):.2f}% at epoch "
-        f"{state.best_epoch}; checkpoints in {out}"
-    )
-    return out / "best"
-
-
-def _best(state: TrainerState) -> float:
-    """The lowest dev error % so far (inf before any epoch is scored)."""
-    return float("inf") if state.best is None else state.best
+    return Started(adapter, state, close=adapter.close)
 
 
 def _tell(line: str) -> None:
@@ -185,14 +150,14 @@ def _config_to_resume(
     return parse_config(merged, f"{last} with --set", user=False)
 
 
-def _resumed_state(cfg: VisionConfig, out: Path, source: str, model, optimizer) -> TrainerState:
+def _resumed_state(cfg: VisionConfig, out: Path, model, optimizer, log) -> TrainerState:
     """Load ``out/last`` into ``model`` and ``optimizer``, once ``cfg`` changes nothing resume
-    cannot honour (each change is logged); its counters, to go on from."""
+    cannot honour (each change is said to ``log``); its counters, to go on from."""
     last = out / "last"
     saved = _saved_config(last)
     lines = resume_config.changes(saved.to_dict(), cfg.to_dict(), resume_config.VISION, last)
     for line in lines:
-        _tell(line)
+        log(line)
     state = vckpt.restore(last, model, optimizer)
     state.stopped, state.planned_epochs = "", cfg.train.epochs  # the config may ask for more now
     return state
