@@ -20,6 +20,18 @@ from attnkit.train_keys import (
     _rows,
 )
 
+#: what ``train.progress`` and ``train.verbose`` mean, the same in every family (the driver's
+#: output: :mod:`attnkit.training.progress`)
+_PROGRESS = (
+    "A progress bar on stderr when it is a terminal (loss, accuracy, items/s, rate), or one "
+    "updating line in a Jupyter notebook, with each dev evaluation's line shown on it."
+)
+_VERBOSE = (
+    "Print the run's lines on stderr: its setup, a line per dev evaluation (where the run is, the "
+    "dev score, the training loss and accuracy, the rate, the time) and its last line. "
+    "train.log keeps them either way."
+)
+
 #: the keys of when a run stops, where it runs and what it shows
 RUNNING: dict[str, Key] = {
     "patience": Key(
@@ -180,32 +192,17 @@ RUNNING: dict[str, Key] = {
         bool,
         None,
         _rows(
-            pointer=(True, "a tqdm bar, drawn only when stderr is a terminal"),
-            seq2seq=(True, "a tqdm bar, drawn only when stderr is a terminal"),
-            vision=(
-                True,
-                "Show a tqdm progress bar (loss, accuracy, images/s) on stderr, when it is a "
-                "terminal.",
-            ),
-            text=(
-                True,
-                "Show a tqdm progress bar (loss, accuracy, sentences/s) on stderr, when it is a "
-                "terminal.",
-            ),
-            memnet=(False, "Show a tqdm progress bar on stderr, when it is a terminal."),
+            **{family: (True, _PROGRESS) for family in (POINTER, SEQ2SEQ, VISION, TEXT)},
+            memnet=(False, _PROGRESS),
+            graph=(False, _PROGRESS + " An epoch is one update: off by default."),
         ),
     ),
     "verbose": Key(
         bool,
         None,
         _rows(
-            vision=(True, "Print one summary line per epoch on stderr."),
-            text=(True, "Print one summary line per epoch on stderr."),
-            graph=(
-                True,
-                "Print a line on stderr every 50 epochs, at each better dev score and at the end.",
-            ),
-            memnet=(True, "Print one summary line per epoch on stderr."),
+            **{family: (True, _VERBOSE) for family in (POINTER, SEQ2SEQ, VISION, TEXT, MEMNET)},
+            graph=(True, _VERBOSE + " A graph's: every 50 epochs and when it is best."),
         ),
     ),
     "linear_start": Key(

@@ -94,9 +94,9 @@ def test_two_gloo_ranks_train_like_one_process(reference, tmp_path):
     config = _write_config(tmp_path / "two.yaml", data, tmp_path / "two", MODEL, TRAIN)
     done = _train(config, 2)
     assert done.returncode == 0, done.stderr
-    assert "DistributedDataParallel: 2 processes (gloo)" in done.stdout
+    assert "DistributedDataParallel: 2 processes (gloo)" in done.stderr
     assert done.stdout.count("best checkpoint:") == 1  # rank 0 speaks for the run
-    assert done.stdout.count("): dev exact_match ") == 60 // 7  # rank 0 alone evaluates
+    assert done.stderr.count("): dev exact_match ") == 60 // 7  # rank 0 alone evaluates
     # rank 0 alone writes the run's log and metrics
     assert (tmp_path / "two" / "train.log").read_text().count("): dev exact_match ") == 60 // 7
     kinds = [json.loads(line)["kind"] for line in (tmp_path / "two" / "metrics.jsonl").open()]

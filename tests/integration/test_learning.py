@@ -321,6 +321,7 @@ def test_resume_with_a_different_model_is_an_error(tmp_path, small_task, capsys)
         {"epochs": 1, "batch_size": 50},
     )
     assert main(["train", str(cfg)]) == 0
+    capsys.readouterr()  # the run's lines
     assert main(["train", str(cfg), "--resume", "--set", "model.decoder_hidden=24"]) == 2
     err = capsys.readouterr().err  # names the key, both values and what to do
     assert (
@@ -350,10 +351,10 @@ def test_resume_goes_on_with_the_runs_own_config_and_says_what_a_set_changes(
     capsys.readouterr()
 
     assert main(["train", str(cfg), "--resume", "--set", "train.epochs=2"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith(f"resume: goes on with the config saved in {run / 'last'}; ")
-    assert f"{cfg} differs in model.decoder_hidden, train.lr (" in out[0]
-    assert "resume: train.epochs 1 -> 2" in out
+    err = capsys.readouterr().err.splitlines()  # beside the run's lines
+    assert err[0].startswith(f"resume: goes on with the config saved in {run / 'last'}; ")
+    assert f"{cfg} differs in model.decoder_hidden, train.lr (" in err[0]
+    assert "resume: train.epochs 1 -> 2" in err
     assert "resume: train.epochs 1 -> 2" in (run / "train.log").read_text()  # the run's record
     saved = Translator.load(run / "last", "cpu").config
     assert (saved.model.decoder_hidden, saved.train.lr, saved.train.epochs) == (24, 0.02, 2)

@@ -69,6 +69,13 @@ def _one_line(capsys) -> str:
     return err[0]
 
 
+def _error_line(capsys) -> str:
+    """The last line of stderr, once a run's own lines are printed: the error's one line."""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert not any("Traceback" in line for line in err), err
+    return err[-1]
+
+
 def _signal_after_updates(monkeypatch, updates: int, sig: int) -> None:
     """Send ``sig`` to this process during the ``updates``-th optimizer step."""
     real, count = torch.optim.Adam.step, [0]
@@ -110,10 +117,11 @@ def test_sigterm_saves_last_and_exits_with_one_line(tmp_path):
         proc.kill()
     state = _state(run / "last")
     assert proc.returncode == 143
-    assert err.strip().splitlines() == [
+    batch = f", batch {state['batches_done']}" if state["batches_done"] else ""
+    assert err.strip().splitlines()[-1] == (  # the run's lines, then the one line of the stop
         f"attnkit: interrupted: SIGTERM: saved {run / 'last'} at update "
-        f"{state['step']} (epoch {state['epoch'] + 1}); continue with --resume"
-    ]
+        f"{state['step']} (epoch {state['epoch'] + 1}{batch}); continue with --resume"
+    )
     assert state["step"] >= first >= 10 and not state["finished"]
     Translator.load(run / "last", "cpu")
     assert not list(run.glob(".last.*")) and not list(run.glob(".best.*"))
@@ -141,8 +149,7 @@ def test_ctrl_c_saves_last_and_resume_equals_a_straight_run(tmp_path, monkeypatc
         .err.strip()
         .endswith(
             f"attnkit: interrupted: SIGINT: saved {tmp_path / 'b' / 'last'} at update {updates} "
-            "(epoch 2); "
-            "continue with --resume"
+            f"(epoch 2{', batch 2' if updates == 7 else ''}); continue with --resume"
         )
     )
 
@@ -274,7 +281,7 @@ def test_a_full_disk_at_a_save_keeps_the_previous_checkpoint(tmp_path, monkeypat
 
     monkeypatch.setattr(ckpt, "save_file", save_file)
     assert main(["train", str(cfg)]) == 2
-    line = _one_line(capsys)
+    line = _error_line(capsys)
     assert (
         line.startswith(f"attnkit: error: {tmp_path / 'run'}/")
         and "No space left on device" in line
@@ -303,9 +310,10 @@ def test_a_run_keeps_its_log_and_metrics_and_a_resumed_one_adds_to_them(tmp_path
     assert main(["train", str(cfg)]) == 0
     out, err = capsys.readouterr()
     logged = [line.split(" ", 2)[2] for line in (run / "train.log").read_text().splitlines()]
-    # all but the CLI's closing "best checkpoint: ..."
-    assert logged == out.strip().splitlines()[:-1] and len(logged) >= 4
-    assert "epoch 1/2" not in err and "batch/s" not in err  # no progress bar in a file or pipe
+    # every line the run printed (stderr); stdout has the CLI's closing "best checkpoint: ..."
+    assert logged == err.strip().splitlines() and len(logged) >= 4
+    assert out.strip().splitlines() == [f"best checkpoint: {run / 'best'}"]
+    assert "\r" not in err and "batch/s" not in err  # no progress bar in a file or pipe
     first = _records(run)
     assert [(r["kind"], r["update"], r["epoch"]) for r in first] == [
         ("train", 5, 1),
@@ -323,9 +331,9 @@ def test_a_run_keeps_its_log_and_metrics_and_a_resumed_one_adds_to_them(tmp_path
     assert first[3]["elapsed_s"] > first[0]["elapsed_s"]
 
     assert main(["train", str(cfg), "--resume", "--set", "train.epochs=3"]) == 0
-    out = capsys.readouterr().out.strip().splitlines()
+    err = capsys.readouterr().err.strip().splitlines()
     again = [line.split(" ", 2)[2] for line in (run / "train.log").read_text().splitlines()]
-    assert again == logged + out[:-1]
+    assert again == logged + err
     after = _records(run)
     assert after[:4] == first
     assert [(r["kind"], r["update"], r["epoch"]) for r in after[4:]] == [

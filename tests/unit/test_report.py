@@ -21,15 +21,13 @@ def test_the_evaluation_line_says_where_dev_train_rate_and_time():
     train = {"loss": 1.23456, "accuracy": 0.612, "tokens_per_s": 2131.4}
     line = evaluation_line(state, 3, score, True, train, 1e-3, 41.25, 2, "tokens")
     assert line == (
-        "update 1200 (epoch 3/10): dev bleu 23.46 (best), chrf 51, items 500; "
+        "update 1200 (epoch 3/10): dev bleu 23.46 (best), chrf 51; "
         "train loss 1.2346, accuracy 61.2%; lr 1.0e-03; 41.2 s, 2,131 tokens/s; "
         "2 updates skipped (not finite)"
     )
     # no update applied since the last evaluation: no training figures to show
     quiet = evaluation_line(state, 3, score, False, {}, 1e-3, 0.5, 0, "tokens")
-    assert (
-        quiet == "update 1200 (epoch 3/10): dev bleu 23.46, chrf 51, items 500; lr 1.0e-03; 0.5 s"
-    )
+    assert quiet == "update 1200 (epoch 3/10): dev bleu 23.46, chrf 51; lr 1.0e-03; 0.5 s"
 
 
 def test_a_score_is_counted_by_its_metric_in_either_direction():

@@ -337,6 +337,6 @@ class TrainingLoop:
         self.progress.end()
         state.elapsed_s = self.elapsed()
         self._on_main(lambda: self.adapter.save("last", state, resumable=True))
-        where = f"update {state.step} (epoch {state.epoch + 1}, batch {state.batches_done})"
+        batch = f", batch {state.batches_done}" if state.batches_done else ""
+        where = f"update {state.step} (epoch {state.epoch + 1}{batch})"
         raise self.signals.interrupted(self.run_dir / "last", where)
-

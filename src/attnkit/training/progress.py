@@ -8,7 +8,8 @@
   lines (its first lines, warnings and its last line), all kept in ``RUN/train.log``.
 * Elsewhere (a log file, a pipe) or without ``train.progress``: the lines and no bar.
 
-``train.verbose`` False prints nothing at all (the run's files still get every line).
+``train.verbose`` False prints nothing but :meth:`Progress.notice` lines (what a resumed run
+changes); the run's files still get every line.
 """
 
 from __future__ import annotations
@@ -44,10 +45,14 @@ class Progress:
         self._latest = ""  # a notebook's latest evaluation line, shown on its bar
 
     def line(self, text: str) -> None:
-        """Print ``text`` above any bar."""
+        """Print ``text`` above any bar (with ``verbose``)."""
         if self.verbose:
-            tqdm.write(text, file=self.stream)
-            self.stream.flush()
+            self.notice(text)
+
+    def notice(self, text: str) -> None:
+        """Print ``text`` above any bar, also without ``verbose``."""
+        tqdm.write(text, file=self.stream)
+        self.stream.flush()
 
     def status(self, text: str) -> None:
         """An evaluation's line: printed, or in a notebook with a bar, shown on it."""
@@ -79,9 +84,9 @@ class Progress:
         """One batch done; ``postfix``: the figures to show beside the bar (None: as they were)."""
         if self._bar is None:
             return
-        if postfix is not None:
-            self._bar.set_postfix(postfix, refresh=False)
         self._bar.update(1)
+        if postfix is not None:  # every few updates: drawn at once
+            self._bar.set_postfix(postfix)
 
     def end(self) -> None:
         """Close the epoch's bar (a terminal's disappears; a notebook's is rewritten next)."""

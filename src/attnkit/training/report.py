@@ -8,9 +8,9 @@
       accuracy 61.2%; lr 1.0e-03; 41.3 s, 2,131 tokens/s
 
   where the run is, the deciding dev figure first (``(best)`` when it is the best so far), the
-  family's other dev figures, the training figures of the updates since the last evaluation,
-  the rate, the seconds those updates took and the items a second (tokens, images, sentences,
-  ...), and the updates skipped (not finite) among them, if any.
+  family's other dev figures (the dev set's size left out), the training figures of the updates
+  since the last evaluation, the rate, the seconds those updates took and the items a second
+  (tokens, images, sentences, ...), and the updates skipped (not finite) among them, if any.
 * :func:`final_line`: the run's last line (why it stopped, the best dev figure, where it is).
 
 A figure whose name ends in ``_pct`` is shown as a percentage (``error_pct`` 1.5: ``error
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from attnkit.training.state import TrainerState
+from attnkit.training.tensorboard import COUNTS
 
 
 @dataclass
@@ -99,7 +100,9 @@ def evaluation_line(
     ``{"loss", "accuracy", "<items>_per_s"}`` of the updates since the last evaluation (empty
     where none was applied)."""
     dev = [figure(score.metric, score.value) + (" (best)" if improved else "")]
-    dev += [figure(k, v) for k, v in score.metrics.items() if k != score.metric]
+    dev += [
+        figure(k, v) for k, v in score.metrics.items() if k != score.metric and k not in COUNTS
+    ]
     parts = [f"{where(state, epoch)}: dev {', '.join(dev)}"]
     if train:
         parts.append(f"train loss {train['loss']:.4f}, accuracy {100 * train['accuracy']:.1f}%")

@@ -48,6 +48,7 @@ _HOW_AND_WHEN = (
     "train.threads",
     "train.backend",
     "train.progress",
+    "train.verbose",
     "train.tensorboard",
 )
 SEQ2SEQ = Rules(
@@ -59,13 +60,12 @@ VISION = Rules(
         *_HOW_AND_WHEN,
         "train.eval_batch_size",
         "train.fit_schedule_to_budget",
-        "train.verbose",
     ),
     locating=("output_dir",),
 )
-GRAPH = Rules(honoured=(*_HOW_AND_WHEN, "train.verbose"), locating=("output_dir",))
+GRAPH = Rules(honoured=_HOW_AND_WHEN, locating=("output_dir",))
 MEMNET = Rules(
-    honoured=(*_HOW_AND_WHEN, "train.eval_batch_size", "train.verbose"),
+    honoured=(*_HOW_AND_WHEN, "train.eval_batch_size"),
     locating=("output_dir",),
 )
 TEXT = Rules(

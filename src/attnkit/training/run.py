@@ -131,7 +131,8 @@ def run(plan: Plan, start: Callable[[Context], Started | None]) -> Path:
         claim = rundir.claim_run_dir(plan.out, plan.resume, plan.overwrite, echo)
         on_main(lambda: stack.enter_context(claim))  # rank 0 holds it, the others wait
         status = echo if plan.echo else progress.status
-        log = stack.enter_context(RunLog(plan.out, echo, main, plan.resume, status))
+        notice = echo if plan.echo else progress.notice
+        log = stack.enter_context(RunLog(plan.out, echo, main, plan.resume, status, notice))
         signals = stack.enter_context(rundir.StopSignals())
         board_on = bool(getattr(train, "tensorboard", False)) and main  # rank 0 logs for all
         board = stack.enter_context(tb.Board(plan.out / rundir.LOG_NAME, board_on, log, plan.items))

@@ -51,7 +51,9 @@ class RunLog:
     """The log function of a run (call it with a line) that also keeps the run's files.
 
     ``echo`` prints each line, ``status_echo`` (default: ``echo``) each line given to
-    :meth:`status` (a dev evaluation's: a notebook shows it on its progress line); ``main`` False
+    :meth:`status` (a dev evaluation's: a notebook shows it on its progress line),
+    ``notice_echo`` (default: ``echo``) each given to :meth:`notice` (what a resumed run changes:
+    printed also without ``train.verbose``); ``main`` False
     (DDP ranks but 0) makes the log silent and writes nothing. Enter it once the run directory is
     held; :meth:`start` begins the metrics.
     """
@@ -63,10 +65,12 @@ class RunLog:
         main: bool,
         resume: bool,
         status_echo: Callable[[str], None] | None = None,
+        notice_echo: Callable[[str], None] | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.echo = echo
         self.status_echo = status_echo or echo
+        self.notice_echo = notice_echo or echo
         self.main = main
         self.resume = resume
         self._text: IO[str] | None = None
@@ -80,6 +84,14 @@ class RunLog:
         if not self.main:
             return
         self.echo(message)
+        self._stamped(message)
+
+    def notice(self, message: str) -> None:
+        """A line the user must see whatever ``train.verbose`` says (what a resumed run
+        changes), kept like any other."""
+        if not self.main:
+            return
+        self.notice_echo(message)
         self._stamped(message)
 
     def status(self, message: str) -> None:

@@ -108,7 +108,8 @@ class Trainer:
         checkpoints = RunCheckpoints(self.cfg, self.metric, self.higher_is_better, self.log)
         main = context.is_main
         bundle, state, optimizer, scheduler = distributed.on_all(
-            dist, lambda: starting_point(self.cfg, self.splits, device, resume, self.log, main)
+            dist,
+            lambda: starting_point(self.cfg, self.splits, device, resume, context.log.notice, main),
         )
         context.on_main(lambda: rundir.check_space(self.run_dir, checkpoint_bytes(bundle.model)))
         if state.epoch >= tc.epochs:

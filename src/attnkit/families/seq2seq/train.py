@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from attnkit.families.base import ConfigSummary, TrainRequest, describe_experiment
@@ -27,7 +28,7 @@ def train(data: dict, request: TrainRequest) -> Path:
 
         cfg, note = config_to_resume(cfg, request.overrides, source)
         if note and rank() == 0:
-            print(note)
+            print(note, file=sys.stderr)  # beside the run's lines
     # the dev scorer is handed in: training/ imports nothing of evaluation/
     return train_experiment(
         cfg, resume=request.resume, overwrite=request.overwrite, dev_scorer=evaluate_translator

@@ -91,7 +91,7 @@ def _start(cfg: VisionConfig, context: Context) -> Started:
     )
     state = TrainerState(planned_epochs=t_cfg.epochs)
     if context.plan.resume:
-        state = _resumed_state(cfg, out, model, optimizer, context.log)
+        state = _resumed_state(cfg, out, model, optimizer, context.log.notice)
     weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
     rundir.check_space(out, 3 * weights)  # the weights and Adam's two moments
     resumed = vckpt.interrupted_order(out / "last", device) if state.batches_done else None
