@@ -1,0 +1,165 @@
+"""The exact weights of one attention call, recomputed from the call's own queries, keys and mask.
+
+``F.scaled_dot_product_attention`` returns ``softmax(Q K^T * scale + mask) V`` and never the
+weights. They are recomputed here from the same arguments, as the eager implementations compute
+them (``matmul(q, k^T) * scale``, the mask added or applied, a softmax over the keys), in float32
+(float64 for float64 inputs) whatever the call's dtype:
+
+* ``attn_mask`` bool (True = may attend, attnkit's convention and SDPA's) or additive float,
+  broadcastable to (B, H, T, S); ``is_causal``: query i sees keys 0..i (SDPA's top-left
+  alignment);
+* grouped-query and multi-query attention (``enable_gqa``, Hk < H key heads): query head h
+  reads key head h // (H / Hk);
+* a query row with no key it may attend to gets zeros, never NaN.
+
+The rows are computed in blocks of queries (:func:`weight_chunks`) of at most
+:data:`CHUNK_BYTES` each, so that an aggregate (a mean over heads, a rollout) never holds a whole
+(B, H, T, S) map of a long input.
+
+Shapes: B batch, H query heads, Hk key heads, T queries, S keys, E head width.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+#: the most bytes one block of recomputed weights (B, h, t, S) takes; a block's transient peak is
+#: about three of them (scores, masked scores, weights)
+CHUNK_BYTES = 8 * 2**20
+
+
+@dataclass
+class AttentionCall:
+    """One attention call, heads first: ``q`` (B, H, T, E), ``k`` (B, Hk, S, E) with H a multiple
+    of Hk, ``mask`` broadcastable to (B, H, T, S) (bool True = may attend, or added to the scores)
+    or None, ``causal`` (SDPA's ``is_causal``), ``scale`` and the ``dropout`` probability the call
+    applied to its weights."""
+
+    q: Tensor
+    k: Tensor
+    mask: Tensor | None
+    causal: bool
+    scale: float
+    dropout: float = 0.0
+
+    @property
+    def heads(self) -> int:
+        return self.q.size(1)
+
+    @property
+    def batch(self) -> int:
+        return max(self.q.size(0), self.k.size(0))
+
+    @property
+    def queries(self) -> int:
+        return self.q.size(2)
+
+    @property
+    def keys(self) -> int:
+        return self.k.size(2)
+
+
+def _heads_first(x: Tensor) -> Tensor:
+    """(T, E) / (B, T, E) / (B, H, T, E) / (N1, N2, ..., H, T, E) -> (B, H, T, E)."""
+    if x.dim() == 2:
+        return x[None, None]
+    if x.dim() == 3:
+        return x[:, None]
+    return x.reshape(-1, *x.shape[-3:])
+
+
+def _mask_heads_first(mask: Tensor | None, query: Tensor, keys: int) -> Tensor | None:
+    """The mask as it broadcasts against :func:`_heads_first` of ``query``."""
+    if mask is None or query.dim() == 4:
+        return mask
+    if query.dim() < 4:
+        return mask if mask.dim() <= 2 else mask.reshape(-1, 1, *mask.shape[-2:])
+    full = mask.expand(*query.shape[:-1], keys)  # (N1, ..., H, T, S), a view
+    return full.reshape(-1, *full.shape[-3:])
+
+
+def sdpa_call(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor | None = None,
+    attn_mask: Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> AttentionCall:
+    """The arguments of ``F.scaled_dot_product_attention`` (same names and order) as an
+    :class:`AttentionCall` (``value`` is not needed; ``enable_gqa`` is implied by the key heads)."""
+    q, k = _heads_first(query), _heads_first(key)
+    mask = _mask_heads_first(attn_mask, query, key.size(-2))
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else float(scale)
+    return AttentionCall(q, k, mask, bool(is_causal), scale, float(dropout_p))
+
+
+def chunk_rows(batch: int, heads: int, keys: int, itemsize: int, budget: int) -> int:
+    """How many query rows of (batch, heads, rows, keys) weights fit ``budget`` bytes (>= 1)."""
+    return max(1, budget // max(1, batch * heads * keys * itemsize))
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """float64 for float64 inputs, else float32 (half and bfloat16 calls are recomputed in
+    float32)."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _selected(call: AttentionCall, heads: Sequence[int] | None) -> tuple[Tensor, Tensor, Tensor]:
+    """The queries (B, h, T, E), transposed keys (B, h, E, S) and mask of the chosen heads, the
+    key heads repeated to match the query heads."""
+    q, k, mask = call.q, call.k, call.mask
+    group = call.heads // k.size(1)
+    if heads is not None:
+        index = torch.as_tensor(list(heads), dtype=torch.long, device=q.device)
+        q = q.index_select(1, index)
+        k = k.index_select(1, torch.div(index, group, rounding_mode="floor"))
+        if mask is not None and mask.dim() == 4 and mask.size(1) > 1:
+            mask = mask.index_select(1, index.to(mask.device))
+    elif group > 1:
+        k = k.repeat_interleave(group, dim=1)  # (B, H, S, E)
+    dtype = compute_dtype(q.dtype)
+    if mask is not None and mask.dtype != torch.bool:
+        mask = mask.to(dtype)
+    return q.to(dtype), k.to(dtype).transpose(-2, -1), mask
+
+
+def weight_chunks(
+    call: AttentionCall, heads: Sequence[int] | None = None, budget: int = CHUNK_BYTES
+) -> Iterator[tuple[int, Tensor]]:
+    """Yield ``(first_row, weights)`` block by block over the queries: weights (B, h, t, S) of
+    rows first_row .. first_row + t - 1, for the query heads ``heads`` (all when None), each row
+    summing to 1 over the keys (0 where every key is masked). On the call's device, in float32
+    (float64 for float64 inputs); no gradient is recorded."""
+    with torch.no_grad():
+        q, kt, mask = _selected(call, heads)
+        t_all, s = call.queries, call.keys
+        rows = chunk_rows(call.batch, q.size(1), s, q.element_size(), budget)
+        for start in range(0, t_all, rows):
+            stop = min(t_all, start + rows)
+            scores = torch.matmul(q[:, :, start:stop], kt).mul_(call.scale)  # (B, h, t, S)
+            if mask is not None:
+                part = mask[..., start:stop, :] if mask.dim() >= 2 and mask.size(-2) > 1 else mask
+                if part.dtype == torch.bool:
+                    scores = scores.masked_fill(~part, -math.inf)
+                else:
+                    scores = scores + part
+            if call.causal:
+                allowed = torch.ones(stop - start, s, dtype=torch.bool, device=scores.device)
+                scores = scores.masked_fill(~allowed.tril(diagonal=start), -math.inf)  # (t, S)
+            dead = torch.isneginf(scores.amax(dim=-1, keepdim=True))  # rows with no key
+            weights = torch.softmax(scores, dim=-1)
+            del scores
+            yield start, weights.masked_fill_(dead, 0.0)
+
+
+def attention_weights(call: AttentionCall, heads: Sequence[int] | None = None) -> Tensor:
+    """All of :func:`weight_chunks` at once: (B, h, T, S)."""
+    return torch.cat([w for _, w in weight_chunks(call, heads)], dim=2)
