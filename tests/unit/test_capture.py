@@ -18,8 +18,14 @@ from torch.nn.functional import scaled_dot_product_attention as bound_sdpa
 import attnkit
 from attnkit.errors import CaptureError
 from attnkit.explain.capture import CaptureResult
+from attnkit.explain.capture import weights as weights_module
 from attnkit.explain.capture.modules import group_of, kind_of
-from attnkit.explain.capture.weights import attention_weights, sdpa_call, weight_chunks
+from attnkit.explain.capture.weights import (
+    attention_weights,
+    forbids_later,
+    sdpa_call,
+    weight_chunks,
+)
 from attnkit.explain.rollout import rollout
 from attnkit.viz.records import AttentionRecord
 
@@ -209,6 +215,34 @@ def test_blocks_of_queries_give_the_same_weights():
     assert [start for start, _ in blocks] == list(range(0, 50, 7))
     joined = torch.cat([w for _, w in blocks], dim=2)
     assert (joined.double() - reference(q, k, mask)).abs().max() < TOL
+
+
+def test_a_capture_in_blocks_of_queries_equals_one_in_a_piece(monkeypatch):
+    torch.manual_seed(9)
+    model = Stack(layers=2).eval()
+    x = torch.randn(3, 9, 16)
+    kw = {"mask": padding_mask([9, 6, 1], 9), "causal": True}
+    _, _, whole = run(model, x, **kw)
+    monkeypatch.setattr(weights_module, "CHUNK_BYTES", 3 * 4 * 9 * 4 * 2)  # 2 rows a block
+    _, _, blocks = run(model, x, **kw)
+    _, _, mean = run(model, x, {"online": "mean"}, **kw)
+    expected = expected_maps(model, x, **kw)
+    for one, many, averaged, want in zip(whole, blocks, mean, expected):
+        assert torch.equal(one.weights, many.weights)
+        assert (many.weights.double() - want).abs().max() < TOL
+        assert (averaged.mean.double() - want.mean(1)).abs().max() < TOL
+
+
+def test_causal_is_read_from_the_flag_or_the_mask():
+    q = torch.randn(1, 2, 4, 8)
+    lower = torch.ones(4, 4, dtype=torch.bool).tril()
+    hf_style = torch.zeros(4, 4).masked_fill(~lower, torch.finfo(torch.float32).min)
+    assert forbids_later(sdpa_call(q, q, None, None, is_causal=True))
+    assert forbids_later(sdpa_call(q, q, None, lower))
+    assert forbids_later(sdpa_call(q, q, None, hf_style))
+    assert not forbids_later(sdpa_call(q, q, None, lower.T))
+    assert not forbids_later(sdpa_call(q, q, None, None))
+    assert not forbids_later(sdpa_call(q, q[:, :, :3], None, lower[:, :3]))  # T != S
 
 
 def test_three_dimensional_and_unbatched_calls():

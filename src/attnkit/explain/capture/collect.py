@@ -17,7 +17,7 @@ Shapes: B batch, H heads (h chosen), T queries, S keys.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import torch
 from torch import Tensor
@@ -25,7 +25,7 @@ from torch import Tensor
 from attnkit.errors import CaptureError
 from attnkit.explain.capture.modules import describe, group_of
 from attnkit.explain.capture.result import CaptureRecord, CaptureResult
-from attnkit.explain.capture.weights import AttentionCall, weight_chunks
+from attnkit.explain.capture.weights import AttentionCall, forbids_later, weight_chunks
 
 #: the online modes
 ONLINE = (None, "mean", "rollout")
@@ -102,7 +102,10 @@ class Collector:
         heads = self._heads(name, layer, call.heads)
         self._check_dropout(name, layer, call.dropout)
         shape = (call.batch, call.queries, call.keys)
-        self._keep(name, layer, index, kind, call.heads, heads, shape, weight_chunks(call, heads))
+        site = (name, layer, index, kind, forbids_later(call))
+        self._keep(
+            site, call.heads, heads, shape, lambda into: weight_chunks(call, heads, into=into)
+        )
 
     def add_weights(self, name: str, weights: Tensor, kind: str, dropout: float) -> None:
         """Weights (B, H, T, S) that a call computed itself (nn.MultiheadAttention asked for
@@ -115,7 +118,9 @@ class Collector:
         chosen = weights if heads is None else weights[:, list(heads)]
         chosen = torch.nan_to_num(chosen.detach(), nan=0.0)  # a row with no key: zeros
         b, _, t, s = weights.shape
-        self._keep(name, layer, index, kind, weights.size(1), heads, (b, t, s), [(0, chosen)])
+        causal = t == s and not bool(torch.triu(chosen, diagonal=1).any())
+        site = (name, layer, index, kind, causal)
+        self._keep(site, weights.size(1), heads, (b, t, s), lambda into: [(0, chosen)])
 
     def _heads(self, name: str, layer: int, count: int) -> tuple[int, ...] | None:
         if self.heads is None:
@@ -137,32 +142,28 @@ class Collector:
 
     def _keep(
         self,
-        name: str,
-        layer: int,
-        call: int,
-        kind: str,
+        site: tuple[str, int, int, str, bool],
         count: int,
         heads: Sequence[int] | None,
         shape: tuple[int, int, int],
-        chunks: Iterable[tuple[int, Tensor]],
+        chunks: Callable[[Tensor | None], Iterable[tuple[int, Tensor]]],
     ) -> None:
-        """Consume the blocks of weights (B, h, t, S) into a record (and the rollout)."""
+        """Consume the blocks of weights (B, h, t, S) (``chunks(into)``: written into ``into``
+        where it can) into a record of ``site`` (name, layer, call, kind, causal) and the
+        rollout."""
+        name, layer, call, kind, causal = site
         b, t, s = shape
         head_ids = tuple(range(count)) if heads is None else tuple(heads)
-        h = len(head_ids)
-        weights = torch.empty(b, h, t, s) if self.online is None else None
+        weights = torch.empty(b, len(head_ids), t, s) if self.online is None else None
         mean = torch.empty(b, t, s) if self.online is not None else None
-        later = False  # a query weighs a later key
-        for start, block in chunks:
+        for start, block in chunks(weights):
             stop = start + block.size(2)
-            if weights is not None:
-                weights[:, :, start:stop].copy_(block)
-            else:
+            if weights is None:
                 mean[:, start:stop].copy_(block.mean(dim=1))
-            if t == s and not later:
-                later = bool(torch.triu(block, diagonal=start + 1).any())
+            elif block.data_ptr() != weights[:, :, start:stop].data_ptr():
+                weights[:, :, start:stop].copy_(block)
         record = CaptureRecord(
-            name, layer, call, self.forward, kind, t == s and not later, count, head_ids, b, t, s
+            name, layer, call, self.forward, kind, causal, count, head_ids, b, t, s
         )
         record.weights = weights
         record.mean = mean if self.online == "mean" else None

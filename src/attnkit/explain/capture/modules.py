@@ -1,7 +1,9 @@
 """Which module of the model made an attention call: a stack of the modules running, and names.
 
-Every submodule gets a forward pre-hook (push) and a forward hook (pop, run even when the forward
-raises): the stack holds the modules now running, innermost last, one stack per thread. An
+A forward pre-hook (push) and a forward hook (pop, run even when the forward raises), both
+registered once for every module (``torch.nn.modules.module.register_module_forward_pre_hook``:
+two hooks, however many modules the model has, and nothing to do for another model's modules)
+keep a stack of the model's modules now running, innermost last, one stack per thread. An
 attention call is credited to the innermost module of the model whose method is on the call's
 Python stack (:meth:`ModuleStack.caller`): the module whose ``forward`` called it, or whose other
 method did (attnkit's own layers call ``attend``; a decoder layer holds a self- and a
@@ -23,6 +25,7 @@ import threading
 from collections.abc import Callable
 
 from torch import nn
+from torch.nn.modules import module as hooks
 
 #: names of cross-attention modules in common implementations
 CROSS_NAMES = re.compile(r"cross|encoder_?attn|enc_?dec", re.IGNORECASE)
@@ -68,10 +71,9 @@ class ModuleStack:
         self._handles: list = []
 
     def attach(self) -> None:
-        """Hook every module of the model."""
-        for module in self.model.modules():
-            self._handles.append(module.register_forward_pre_hook(self._push))
-            self._handles.append(module.register_forward_hook(self._pop, always_call=True))
+        """Hook the calls of every module (the model's are followed)."""
+        self._handles.append(hooks.register_module_forward_pre_hook(self._push))
+        self._handles.append(hooks.register_module_forward_hook(self._pop, always_call=True))
 
     def detach(self) -> None:
         """Remove every hook :meth:`attach` added."""
@@ -87,12 +89,16 @@ class ModuleStack:
         return stack
 
     def _push(self, module: nn.Module, args) -> None:
+        if id(module) not in self.names:
+            return
         stack = self.running()
         if not stack:
             self._on_start()
         stack.append(module)
 
     def _pop(self, module: nn.Module, args, output) -> None:
+        if id(module) not in self.names:
+            return
         stack = self.running()
         while stack and stack.pop() is not module:
             pass  # an inner module that raised without its hook: drop it too

@@ -112,52 +112,108 @@ def compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _selected(call: AttentionCall, heads: Sequence[int] | None) -> tuple[Tensor, Tensor, Tensor]:
-    """The queries (B, h, T, E), transposed keys (B, h, E, S) and mask of the chosen heads, the
-    key heads repeated to match the query heads."""
-    q, k, mask = call.q, call.k, call.mask
+def _selected(call: AttentionCall, heads: Sequence[int] | None) -> tuple[Tensor, Tensor]:
+    """The queries (B, h, T, E) and transposed keys (B, h, E, S) of the chosen heads, the key
+    heads repeated to match the query heads, in the dtype the weights are computed in."""
+    q, k = call.q, call.k
     group = call.heads // k.size(1)
     if heads is not None:
         index = torch.as_tensor(list(heads), dtype=torch.long, device=q.device)
         q = q.index_select(1, index)
         k = k.index_select(1, torch.div(index, group, rounding_mode="floor"))
-        if mask is not None and mask.dim() == 4 and mask.size(1) > 1:
-            mask = mask.index_select(1, index.to(mask.device))
     elif group > 1:
         k = k.repeat_interleave(group, dim=1)  # (B, H, S, E)
     dtype = compute_dtype(q.dtype)
-    if mask is not None and mask.dtype != torch.bool:
-        mask = mask.to(dtype)
-    return q.to(dtype), k.to(dtype).transpose(-2, -1), mask
+    return q.to(dtype), k.to(dtype).transpose(-2, -1)
+
+
+def additive_mask(call: AttentionCall, heads: Sequence[int] | None) -> Tensor | None:
+    """The call's mask as one to add to the scores (0 where a key may be attended, -inf where
+    not), for the chosen heads, in the compute dtype; None where it masks nothing. Masks rarely
+    have a head axis, so this is small next to the scores."""
+    mask = call.mask
+    if mask is None:
+        return None
+    if heads is not None and mask.dim() == 4 and mask.size(1) > 1:
+        mask = mask.index_select(1, torch.as_tensor(list(heads), device=mask.device))
+    dtype = compute_dtype(call.q.dtype)
+    if mask.dtype == torch.bool:
+        if bool(mask.all()):
+            return None
+        return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(
+            ~mask, -math.inf
+        )
+    return mask.to(dtype)
+
+
+def _block_mask(mask: Tensor | None, causal: bool, start: int, stop: int, keys: int, device):
+    """The additive mask of query rows start..stop-1 (the causal one merged in), or None."""
+    part = None
+    if mask is not None:
+        part = mask[..., start:stop, :] if mask.dim() >= 2 and mask.size(-2) > 1 else mask
+    if causal:
+        allowed = torch.ones(stop - start, keys, dtype=torch.bool, device=device)
+        dtype = compute_dtype(mask.dtype) if mask is not None else torch.float32
+        later = torch.zeros(stop - start, keys, dtype=dtype, device=device)
+        later.masked_fill_(~allowed.tril(diagonal=start), -math.inf)  # (t, S)
+        part = later if part is None else part + later
+    return part
+
+
+def forbids_later(call: AttentionCall) -> bool:
+    """No query may weigh a later key: ``is_causal``, or T == S and a mask that masks every key
+    after its query (a float mask: with -inf, or with less than half its dtype's lowest value)."""
+    if call.causal:
+        return True
+    t, s = call.queries, call.keys
+    if t != s or call.mask is None:
+        return False
+    mask = call.mask
+    allowed = mask if mask.dtype == torch.bool else mask > torch.finfo(mask.dtype).min / 2
+    later = torch.ones(t, s, dtype=torch.bool, device=mask.device).triu(1)
+    return not bool((allowed & later).any())
 
 
 def weight_chunks(
-    call: AttentionCall, heads: Sequence[int] | None = None, budget: int = CHUNK_BYTES
+    call: AttentionCall,
+    heads: Sequence[int] | None = None,
+    budget: int | None = None,
+    into: Tensor | None = None,
 ) -> Iterator[tuple[int, Tensor]]:
     """Yield ``(first_row, weights)`` block by block over the queries: weights (B, h, t, S) of
     rows first_row .. first_row + t - 1, for the query heads ``heads`` (all when None), each row
     summing to 1 over the keys (0 where every key is masked). On the call's device, in float32
-    (float64 for float64 inputs); no gradient is recorded."""
+    (float64 for float64 inputs); no gradient is recorded. ``budget``: the bytes a block may take
+    (default :data:`CHUNK_BYTES`). ``into`` (B, h, T, S), when it has that device and dtype,
+    receives the weights (each block is then a view of it)."""
     with torch.no_grad():
-        q, kt, mask = _selected(call, heads)
+        q, kt = _selected(call, heads)
+        mask = additive_mask(call, heads)
         t_all, s = call.queries, call.keys
+        budget = CHUNK_BYTES if budget is None else budget
         rows = chunk_rows(call.batch, q.size(1), s, q.element_size(), budget)
+        if into is not None and (into.device, into.dtype) != (q.device, q.dtype):
+            into = None
         for start in range(0, t_all, rows):
             stop = min(t_all, start + rows)
             scores = torch.matmul(q[:, :, start:stop], kt).mul_(call.scale)  # (B, h, t, S)
-            if mask is not None:
-                part = mask[..., start:stop, :] if mask.dim() >= 2 and mask.size(-2) > 1 else mask
-                if part.dtype == torch.bool:
-                    scores = scores.masked_fill(~part, -math.inf)
+            part = _block_mask(mask, call.causal, start, stop, s, scores.device)
+            dead = None
+            if part is not None:
+                if torch.broadcast_shapes(part.shape, scores.shape) == scores.shape:
+                    scores.add_(part)
                 else:
                     scores = scores + part
-            if call.causal:
-                allowed = torch.ones(stop - start, s, dtype=torch.bool, device=scores.device)
-                scores = scores.masked_fill(~allowed.tril(diagonal=start), -math.inf)  # (t, S)
-            dead = torch.isneginf(scores.amax(dim=-1, keepdim=True))  # rows with no key
-            weights = torch.softmax(scores, dim=-1)
+                if bool(torch.isneginf(part).all(dim=-1).any()):  # a row may have no key
+                    dead = torch.isneginf(scores.amax(dim=-1, keepdim=True))
+            if into is None:
+                weights = torch.softmax(scores, dim=-1)
+            else:
+                weights = torch.softmax(scores, dim=-1, out=into[:, :, start:stop])
             del scores
-            yield start, weights.masked_fill_(dead, 0.0)
+            if dead is not None:
+                weights.masked_fill_(dead, 0.0)
+            yield start, weights
 
 
 def attention_weights(call: AttentionCall, heads: Sequence[int] | None = None) -> Tensor:
