@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -452,6 +454,21 @@ def test_groups_and_kinds_from_module_names():
     for name in ("decoder.block.1.layer.1.EncDecAttention", "h.0.crossattention", "x.cross_attn"):
         assert kind_of(name) == "cross"
     assert kind_of("model.layers.0.self_attn") == "self"
+
+
+def test_the_api_doc_example_runs(tmp_path, monkeypatch):
+    """docs/API.md's capture section runs as written (test_api_docs.py runs every block of the
+    file, in its slow tier)."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "API.md").read_text(encoding="utf-8")
+    section = text.split("## Any PyTorch model: its exact attention", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    assert blocks and "attnkit.capture(" in blocks[0]
+    monkeypatch.chdir(tmp_path)
+    namespace = {"attnkit": attnkit}
+    for code in blocks:
+        exec(compile(code, "docs/API.md", "exec"), namespace)  # noqa: S102 - the doc's own code
+    assert (tmp_path / "encoder-layer1-head0.png").stat().st_size > 0
+    assert namespace["captured"].stack().shape == (2, 2, 4, 6, 6)
 
 
 def test_the_public_name():
