@@ -247,6 +247,12 @@ def test_causal_is_read_from_the_flag_or_the_mask():
     assert not forbids_later(sdpa_call(q, q[:, :, :3], None, lower[:, :3]))  # T != S
 
 
+def test_an_argument_capture_does_not_know_is_one_line():
+    q = torch.randn(1, 1, 2, 4)
+    with pytest.raises(CaptureError, match="called with return_lse, which capture does not know"):
+        sdpa_call(q, q, q, return_lse=True)
+
+
 def test_three_dimensional_and_unbatched_calls():
     q, k = torch.randn(4, 6, 8), torch.randn(4, 9, 8)
     mask = torch.rand(4, 6, 9) > 0.3

@@ -161,6 +161,19 @@ def test_a_fused_kernel_reached_anyway_is_one_line():
     assert F.multi_head_attention_forward.__module__ == "torch.nn.functional"
 
 
+def test_without_a_fast_path_switch_the_fused_kernel_is_refused(monkeypatch):
+    from attnkit.explain.capture import context
+
+    monkeypatch.setattr(context, "fastpath_off", lambda: None)  # a torch with no switch
+    model = WithMHA(need_weights=False).eval()
+    with torch.no_grad(), pytest.raises(CaptureError, match="this torch cannot turn it off"):
+        with attnkit.capture(model):
+            model(torch.randn(1, 3, 16))
+    with attnkit.capture(model) as captured:  # with gradients: no fast path, exact weights
+        model(torch.randn(1, 3, 16))
+    assert captured[0].weights.shape == (1, 4, 3, 3)
+
+
 def test_attnkit_transformer_weights_equal_its_own_explicit_attention():
     torch.manual_seed(4)
     cfg = TransformerConfig(embedding_dim=32, encoder_layers=2, decoder_layers=2, heads=4)

@@ -128,9 +128,13 @@ class Capture:
         def guard(*args, **kwargs):
             name = self._stack.caller()
             if name is not None:
-                raise CaptureError(
-                    f"capture: {describe(name)} ran {what}, which keeps no attention weights; "
+                how = (
                     "leave torch.backends.mha's fast path off while capturing"
+                    if self._restore_fastpath is not None
+                    else "this torch cannot turn it off: run the model with gradients enabled"
+                )
+                raise CaptureError(
+                    f"capture: {describe(name)} ran {what}, which keeps no attention weights; {how}"
                 )
             return original(*args, **kwargs)
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from attnkit.errors import CaptureError
+
 #: the most bytes one block of recomputed weights (B, h, t, S) takes; a block's transient peak is
 #: about three of them (scores, masked scores, weights)
 CHUNK_BYTES = 8 * 2**20
@@ -92,9 +94,17 @@ def sdpa_call(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
+    **unknown,
 ) -> AttentionCall:
     """The arguments of ``F.scaled_dot_product_attention`` (same names and order) as an
-    :class:`AttentionCall` (``value`` is not needed; ``enable_gqa`` is implied by the key heads)."""
+    :class:`AttentionCall` (``value`` is not needed; ``enable_gqa`` is implied by the key heads).
+    CaptureError for an argument this function does not know (a later torch's), whose effect on
+    the weights it cannot know either."""
+    if unknown:
+        raise CaptureError(
+            f"capture: F.scaled_dot_product_attention was called with {', '.join(unknown)}, "
+            "which capture does not know, so it cannot recompute the weights exactly"
+        )
     q, k = _heads_first(query), _heads_first(key)
     mask = _mask_heads_first(attn_mask, query, key.size(-2))
     scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else float(scale)
