@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 #: the API's names that every family shares (:mod:`attnkit.api` defines them)
 GENERIC_API = ["ConfigInfo", "Explanation", "FaithfulnessScores", "Run", "Scores"]
-GENERIC_API += ["configs", "load", "train"]
+GENERIC_API += ["capture", "configs", "load", "train"]
 
 
 def _public() -> list[str]:

@@ -75,6 +75,11 @@ class TrainingError(AttnkitError):
     """A run that cannot go on: its loss or gradients stopped being finite, update after update."""
 
 
+class CaptureError(AttnkitError):
+    """Attention that :func:`attnkit.capture` cannot recover exactly, or a request for a layer or
+    head the model does not have: one line naming the module and what to do."""
+
+
 def file_error(path: str | Path | bytes, exc: OSError) -> str:
     """One line for an OSError on ``path``: the path, what went wrong and, for a full or
     read-only place, what to do."""

@@ -3,7 +3,8 @@
 :func:`load` opens any checkpoint as the model object of its family (:class:`Seq2SeqModel`,
 :class:`VisionModel`, :class:`PointerModel`, :class:`GraphModel`, :class:`TextModel`,
 :class:`MemoryModel`); :func:`train` trains an experiment config into a :class:`Run`;
-:func:`configs` lists the shipped configs. Results (:class:`Translation`, :class:`Explanation`,
+:func:`configs` lists the shipped configs; :func:`capture` records the exact attention weights of
+any PyTorch model's forward. Results (:class:`Translation`, :class:`Explanation`,
 :class:`Classification`, :class:`PointerSolution`, :class:`TextClassification`, :class:`Answer`,
 :class:`Scores`) have ``to_dict()``, ``plot(path_or_ax)`` and ``show()``, which draws them inline
 in a notebook. docs/API.md has examples.
@@ -20,6 +21,7 @@ from attnkit.api.training import configs as configs
 from attnkit.api.training import train as train
 from attnkit.evaluation.scores import FaithfulnessScores as FaithfulnessScores
 from attnkit.evaluation.scores import Scores as Scores
+from attnkit.explain.capture import capture as capture
 from attnkit.explain.explanation import Explanation as Explanation
 from attnkit.families import FAMILIES
 
@@ -41,6 +43,7 @@ GENERIC_API = [
     "FaithfulnessScores",
     "Run",
     "Scores",
+    "capture",
     "configs",
     "load",
     "train",
