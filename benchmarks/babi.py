@@ -39,15 +39,16 @@ MAX_FAILED = 11
 def _run(config: Path, overrides: dict, out: Path) -> dict:
     """Train one run and score its best checkpoint on test: the figures of that seed."""
     import attnkit
+    from attnkit.training.state import read_state
 
     began = time.time()
     run = attnkit.train(config, overrides=overrides, output_dir=out, overwrite=True)
-    trainer = json.loads((run.best / "trainer.json").read_text(encoding="utf-8"))
+    trainer = read_state(run.best)
     scores = attnkit.load(run.best).evaluate("test", out=out / "eval")
     return {
         "seed": overrides["train.seed"],
-        "valid_error_pct": trainer["best_dev_error"],
-        "best_epoch": trainer["best_epoch"],
+        "valid_error_pct": trainer.best,
+        "best_epoch": trainer.best_epoch,
         "test": scores.to_dict(),
         "seconds": round(time.time() - began, 1),
     }

@@ -44,6 +44,7 @@ import attnkit  # noqa: E402
 from attnkit.data.graph.sources import GraphDataConfig, load_graph  # noqa: E402
 from attnkit.families.graph.adapter import DeviceGraph  # noqa: E402
 from attnkit.models.graph import GraphModelConfig, GraphNet  # noqa: E402
+from attnkit.training.state import read_state  # noqa: E402
 
 QUIET = {"train.verbose": False, "train.tensorboard": False, "train.threads": 1}
 
@@ -70,13 +71,13 @@ def cora(models: list[str], seeds: int, work: Path, first: int = 0) -> dict:
             )
             model = attnkit.load(run.best, "cpu")
             scores = model.evaluate("test", out=work / f"{name}-{seed}-eval")
-            state = json.loads((run.last / "trainer.json").read_text())
+            state = read_state(run.last)
             runs.append(
                 {
                     "seed": seed,
                     "test_accuracy": scores["accuracy"],
-                    "epochs": state["epoch"],
-                    "best_epoch": state["best_epoch"],
+                    "epochs": state.epoch,
+                    "best_epoch": state.best_epoch,
                     "seconds": round(time.perf_counter() - began, 1),
                 }
             )

@@ -28,6 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
 from machine_info import one_line  # noqa: E402
 
+from attnkit.training.state import read_state  # noqa: E402
+
 #: config -> (the paper's figure, the target of this benchmark), both as text
 ANCHORS = {
     "pointer_sort10": (
@@ -70,7 +72,7 @@ def run_one(
     torch.set_num_threads(1)
     model = attnkit.load(out / "best", device)
     scores = model.evaluate("test", beam=beam).to_dict()
-    state = json.loads((out / "last" / "trainer.json").read_text(encoding="utf-8"))
+    state = read_state(out / "last")
     paper, target = ANCHORS.get(name, ("", ""))
     return {
         "config": name,
@@ -78,11 +80,11 @@ def run_one(
         "points": scores["points"],
         "greedy": scores["greedy"],
         f"beam{beam}": scores.get(f"beam{beam}"),
-        "train_minutes": round(state["elapsed_s"] / 60, 2),
+        "train_minutes": round(state.elapsed_s / 60, 2),
         "wall_minutes_with_data": round(wall / 60, 2),
-        "updates": state["step"],
-        "epochs": state["epoch"],
-        "stopped": state["stopped"],
+        "updates": state.step,
+        "epochs": state.epoch,
+        "stopped": state.stopped,
         "paper": paper,
         "target": target,
         "overrides": sets,

@@ -47,6 +47,7 @@ from attnkit.checkpoint import read_json  # noqa: E402
 from attnkit.data.tasks.text import TextData, task_name  # noqa: E402
 from attnkit.families.text.bundle import load_text_model  # noqa: E402
 from attnkit.families.text.scoring import accuracy, predict  # noqa: E402
+from attnkit.training.state import read_state  # noqa: E402
 
 ALL = (
     "sst2_bilstm_attention",
@@ -78,7 +79,7 @@ def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = Fa
     if maps:
         _write_maps(out / "test_maps.json", test, answers)
     classes = bundle.config.data.classes
-    trainer = read_json(run.last / "trainer.json")
+    trainer = read_state(run.last)
     return {
         "config": name,
         "task": task_name(bundle.config.data),
@@ -89,13 +90,13 @@ def run_one(name: str, config: Path, sets: list[str], out: Path, maps: bool = Fa
         "target": TARGETS[classes],
         "meets_target": acc >= TARGETS[classes],
         "checkpoint": scored.name,
-        "best_dev_accuracy": trainer.get("best_dev_accuracy"),
+        "best_dev_accuracy": trainer.best,
         "scored_dev_accuracy": read_json(scored / "trainer.json")
         .get("dev", {})
-        .get("accuracy", trainer.get("best_dev_accuracy")),
-        "best_epoch": trainer.get("best_epoch"),
-        "epochs": trainer.get("epoch"),
-        "stopped": trainer.get("stopped"),
+        .get("accuracy", trainer.best),
+        "best_epoch": trainer.best_epoch,
+        "epochs": trainer.epoch,
+        "stopped": trainer.stopped,
         "train_wall_s": round(wall, 1),
         "overrides": sets,
         "machine": describe(),

@@ -34,11 +34,11 @@ sys.path.insert(0, str(REPO / "src"))
 
 import torch  # noqa: E402
 
-from attnkit.checkpoint import read_json  # noqa: E402
 from attnkit.config import apply_overrides, read_yaml  # noqa: E402
 from attnkit.device import resolve_device  # noqa: E402
 from attnkit.families.vision.evaluate import evaluate_vision  # noqa: E402
 from attnkit.families.vision.train import train_vision  # noqa: E402
+from attnkit.training.state import read_state  # noqa: E402
 
 ALL = (
     "ram_mnist28",
@@ -91,7 +91,7 @@ def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -
     began = time.perf_counter()
     result = evaluate_vision(best, "test", device=args.device)
     eval_wall = time.perf_counter() - began
-    trainer = read_json(out / "last" / "trainer.json")
+    trainer = read_state(out / "last")
     target = TARGETS.get(name)
     return {
         "config": name,
@@ -105,10 +105,10 @@ def run_one(config_path: Path, overrides: list[str], args: argparse.Namespace) -
         "train_wall_s": round(train_wall, 1),
         "eval_wall_s": round(eval_wall, 1),
         "device": device_name(args.device),
-        "epochs": trainer.get("epoch"),
-        "best_epoch": trainer.get("best_epoch"),
-        "best_dev_error_pct": trainer.get("best_dev_error"),
-        "stopped": trainer.get("stopped"),
+        "epochs": trainer.epoch,
+        "best_epoch": trainer.best_epoch,
+        "best_dev_error_pct": trainer.best,
+        "stopped": trainer.stopped,
         "max_minutes": config["train"].get("max_minutes"),
         "mc_samples": result.get("mc_samples"),
         "overrides": overrides,

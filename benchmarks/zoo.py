@@ -175,9 +175,12 @@ def collect(name: str, run: Path, minutes: float | None, cpu_minutes: float | No
 
 
 def _trainer_state(checkpoint: Path) -> dict:
-    """A checkpoint's trainer counters (seq2seq nests them under ``state``; vision does not)."""
-    saved = json.loads((checkpoint / "trainer.json").read_text())
-    return saved.get("state", saved)
+    """A checkpoint's trainer counters, whichever layout wrote them."""
+    import dataclasses
+
+    from attnkit.training.state import read_state
+
+    return dataclasses.asdict(read_state(checkpoint))
 
 
 def stored_half(name: str) -> dict:

@@ -7,6 +7,12 @@ run's ``last/`` resumes.
 by that commit, and ``expected.json`` what it decoded: greedy outputs of three inputs and the
 attention of each forced along a reference, and the vision models' class probabilities on
 ``digit.npy``.
+
+``tests/data/runs_3df3873/`` holds tiny runs (best/ and last/) of the pointer and graph families
+trained by commit 3df3873, the last to write their counters at the top of ``trainer.json``
+under their own names (``best_dev_error``, ``best_dev_score``, ``bad_epochs``) and their
+history's dev figures as ``dev_<name>``: they evaluate and resume through the one upgrade on
+read, and the resumed run writes today's layout.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import pytest
 import attnkit
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "checkpoints_5afbdd1"
+BEFORE_ONE_LAYOUT = Path(__file__).resolve().parents[1] / "data" / "runs_3df3873"
 EXPECTED = json.loads((OLD / "expected.json").read_text(encoding="utf-8"))
 SEQ2SEQ = ["rnn-bahdanau", "rnn-multihead", "transformer"]
 
@@ -60,3 +67,27 @@ def test_an_old_run_resumes(tmp_path):
     after = json.loads((resumed.last / "trainer.json").read_text())["state"]
     assert after["epoch"] == 4 and after["step"] > before
     assert attnkit.load(resumed.best).translate("vier")[0].weights.shape[1] == 5  # v i e r </s>
+
+
+@pytest.mark.parametrize("name", ["pointer", "graph"])
+def test_a_run_written_before_the_one_trainer_layout_evaluates_and_resumes(tmp_path, name):
+    run = tmp_path / name
+    shutil.copytree(BEFORE_ONE_LAYOUT / name, run)
+    old = json.loads((run / "last" / "trainer.json").read_text())
+    assert "state" not in old and old["epoch"] >= 2  # the old flat layout
+    before = attnkit.load(run / "best").evaluate("test")
+    assert before.table()
+    resumed = attnkit.train(
+        run / "last" / "config.yaml",
+        overrides={"train.epochs": old["epoch"] + 1},
+        output_dir=run,
+        resume=True,
+    )
+    state = json.loads((resumed.last / "trainer.json").read_text())["state"]  # today's layout
+    assert state["epoch"] == old["epoch"] + 1 and state["step"] > old["step"]
+    assert state["elapsed_s"] > old["elapsed_s"]  # the clock goes on from the old counters
+    assert len(state["history"]) == len(old["history"]) + 1
+    first = old["history"][0]  # pointer's held "dev" already, graph's "dev_<name>" figures
+    old_dev = first.get("dev") or {k[4:]: v for k, v in first.items() if k.startswith("dev_")}
+    assert old_dev and state["history"][0]["dev"] == old_dev  # the old entries, upgraded
+    assert attnkit.load(resumed.best).evaluate("test").table()

@@ -145,10 +145,10 @@ def test_a_run_resumes_from_last_with_more_epochs(tmp_path):
     config = _config(tmp_path)
     config["train"]["epochs"] = 4
     run = attnkit.train(config, output_dir=tmp_path / "run")
-    first = json.loads((run.last / "trainer.json").read_text())
+    first = json.loads((run.last / "trainer.json").read_text())["state"]
     assert first["epoch"] == 4 and first["stopped"] == "epochs"
     again = attnkit.train(config, {"train.epochs": 7}, output_dir=tmp_path / "run", resume=True)
-    state = json.loads((again.last / "trainer.json").read_text())
+    state = json.loads((again.last / "trainer.json").read_text())["state"]
     assert state["epoch"] == 7 and state["step"] == 7
     with pytest.raises(ConfigError, match="model.hidden"):
         attnkit.train(config, {"model.hidden": 5}, output_dir=tmp_path / "run", resume=True)

@@ -67,7 +67,7 @@ def _stop_at(monkeypatch, adapter_cls, update):
 
 
 def _dev_scores(run):
-    history = json.loads((run / "last" / "trainer.json").read_text())["history"]
+    history = json.loads((run / "last" / "trainer.json").read_text())["state"]["history"]
     return [{k: v for k, v in h.items() if "dev" in k} for h in history]
 
 
@@ -82,7 +82,7 @@ def test_a_run_stopped_mid_epoch_and_resumed_equals_one_never_stopped(
         _stop_at(patch, adapter_cls, stop)
         with pytest.raises(TrainingInterrupted, match=f"update {stop} "):
             attnkit.train(config, overrides=overrides, output_dir=tmp_path / "b")
-    stopped = json.loads((tmp_path / "b" / "last" / "trainer.json").read_text())
+    stopped = json.loads((tmp_path / "b" / "last" / "trainer.json").read_text())["state"]
     assert (stopped["epoch"], stopped["step"]) == (1, stop) and stopped["batches_done"] > 0
     resumed = attnkit.train(config, overrides=overrides, output_dir=tmp_path / "b", resume=True)
     for name in ("last", "best"):
@@ -91,10 +91,10 @@ def test_a_run_stopped_mid_epoch_and_resumed_equals_one_never_stopped(
         assert a.keys() == b.keys()
         assert all(torch.equal(a[k], b[k]) for k in a), f"{name} differs after resuming"
     assert _dev_scores(tmp_path / "a") == _dev_scores(tmp_path / "b")
-    trainer = json.loads((tmp_path / "b" / "last" / "trainer.json").read_text())
+    trainer = json.loads((tmp_path / "b" / "last" / "trainer.json").read_text())["state"]
     assert (
         trainer["step"]
-        == json.loads((tmp_path / "a" / "last" / "trainer.json").read_text())["step"]
+        == json.loads((tmp_path / "a" / "last" / "trainer.json").read_text())["state"]["step"]
     )
 
 
@@ -105,7 +105,7 @@ def test_more_epochs_on_resume_and_what_it_cannot_change(babi_dir, tmp_path):
     again = attnkit.train(
         config, overrides={**first, "train.epochs": 2}, output_dir=tmp_path / "run", resume=True
     )
-    trainer = json.loads((again.directory / "last" / "trainer.json").read_text())
+    trainer = json.loads((again.directory / "last" / "trainer.json").read_text())["state"]
     assert trainer["epoch"] == 2 and [h["epoch"] for h in trainer["history"]] == [1, 2]
     with pytest.raises(ConfigError, match="cannot change model.hidden"):
         attnkit.train(config, {"model.hidden": 8}, output_dir=tmp_path / "run", resume=True)

@@ -98,10 +98,11 @@ def test_changes_lists_each_honoured_change_and_refuses_the_rest():
 
 
 def test_vision_rules_differ_from_seq2seq_ones():
-    saved = {"output_dir": "a", "train": {"verbose": True, "eval_every": 0}}
-    asked = {"output_dir": "b", "train": {"verbose": False, "eval_every": 0}}
-    assert rc.changes(saved, asked, rc.VISION, LAST) == ["resume: train.verbose true -> false"]
-    with pytest.raises(ConfigError, match="cannot change train.verbose"):
+    saved = {"output_dir": "a", "train": {"fit_schedule_to_budget": True, "eval_every": 0}}
+    asked = {"output_dir": "b", "train": {"fit_schedule_to_budget": False, "eval_every": 0}}
+    line = "resume: train.fit_schedule_to_budget true -> false"
+    assert rc.changes(saved, asked, rc.VISION, LAST) == [line]
+    with pytest.raises(ConfigError, match="cannot change train.fit_schedule_to_budget"):
         rc.changes(saved, asked, rc.SEQ2SEQ, LAST)
 
 

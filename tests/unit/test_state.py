@@ -1,21 +1,17 @@
-"""The one trainer state of every family, and the names each family's trainer.json uses."""
+"""The one trainer state of every family, the one layout of trainer.json, and the upgrade on
+read of the layouts written before it."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 
 from attnkit.errors import CheckpointError
-from attnkit.training.state import (
-    SEQ2SEQ,
-    VISION,
-    TrainerState,
-    state_from_json,
-    state_to_json,
-)
+from attnkit.training.state import TrainerState, from_trainer, read_state, to_trainer
 
-#: the counters a vision checkpoint's trainer.json held before one state served both families
+#: the counters a vision checkpoint's trainer.json held at its top level, before one layout
 OLD_VISION = {
     "epoch": 3,
     "batches_done": 0,
@@ -46,41 +42,66 @@ OLD_SEQ2SEQ = {
 
 
 def test_old_vision_counters_are_read_into_the_shared_fields():
-    state = state_from_json(json.loads(json.dumps(OLD_VISION)), VISION, "t.json")
+    state, sections = from_trainer({**OLD_VISION, "optimizer": {"x": 1}}, "t.json", ("optimizer",))
     assert (state.best, state.bad_evals, state.best_epoch) == (12.5, 1, 2)
     assert (state.epoch, state.step, state.planned_epochs, state.elapsed_s) == (3, 42, 5, 9.25)
+    assert sections == {"optimizer": {"x": 1}}
     # an old history reads in today's shape: its dev figures under "dev"
     assert state.history == [{"epoch": 1, "dev": {"error_pct": 20.0}}]
 
 
-@pytest.mark.parametrize("layout, saved", [(VISION, OLD_VISION), (SEQ2SEQ, OLD_SEQ2SEQ)])
-def test_each_family_writes_back_the_same_names_in_the_same_order(layout, saved):
-    written = state_to_json(state_from_json(saved, layout, "t.json"), layout)
-    assert list(written) == list(saved)
-    # the same values, the history in today's shape (an old one's dev figures under "dev")
-    assert {**written, "history": None} == {**saved, "history": None}
-    assert [entry["dev"] for entry in written["history"]] in (
-        [{"error_pct": 20.0}],
-        [{"acc": 0.75}],
+@pytest.mark.parametrize("name", ["best_dev_error", "best_dev_accuracy", "best_dev_score"])
+def test_each_old_name_of_the_best_score_reads_into_best(name):
+    state, _ = from_trainer({"epoch": 2, name: 0.5, "bad_epochs": 3}, "t.json")
+    assert (state.epoch, state.best, state.bad_evals) == (2, 0.5, 3)
+
+
+def test_an_old_seq2seq_state_keeps_the_defaults_of_the_fields_it_lacks():
+    old = {"state": OLD_SEQ2SEQ, "metric": "acc", "backend": {}}
+    state, sections = from_trainer(old, "t.json", (), ("metric", "backend"))
+    assert (state.step, state.best, state.tokens, state.history) == (
+        17,
+        0.75,
+        900,
+        OLD_SEQ2SEQ["history"],
     )
+    assert (state.planned_epochs, state.best_epoch, state.stopped) == (0, 0, "")
+    assert sections == {"metric": "acc", "backend": {}}
 
 
-def test_a_vision_run_before_its_first_score_writes_null_and_reads_it_back():
-    written = state_to_json(TrainerState(planned_epochs=4), VISION)
-    assert written["best_dev_error"] is None
-    assert state_from_json(written, VISION, "t.json").best is None
+def test_every_family_writes_one_layout_that_reads_back_the_same():
+    state = TrainerState(epoch=3, step=42, best=0.5, best_epoch=2, history=[{"step": 1, "dev": {}}])
+    written = to_trainer(state, optimizer={"param_groups": []})
+    assert list(written) == ["state", "optimizer"]
+    assert list(written["state"]) == [f.name for f in dataclasses.fields(TrainerState)]
+    again, sections = from_trainer(json.loads(json.dumps(written)), "t.json", ("optimizer",))
+    assert again == state and sections == {"optimizer": {"param_groups": []}}
+
+
+def test_a_run_before_its_first_score_writes_null_and_reads_it_back():
+    written = to_trainer(TrainerState(planned_epochs=4))
+    assert written["state"]["best"] is None
+    assert from_trainer(written, "t.json")[0].best is None
 
 
 def test_an_old_file_without_a_counter_keeps_its_default():
-    state = state_from_json({"epoch": 2}, VISION, "t.json")
+    state, _ = from_trainer({"epoch": 2}, "t.json")
     assert (state.epoch, state.best, state.stopped, state.history) == (2, None, "", [])
 
 
-def test_a_name_of_the_other_family_is_refused_with_the_valid_ones():
-    with pytest.raises(CheckpointError, match=r"t.json: unknown key 'best'; valid keys: epoch, "):
-        state_from_json({"best": 1.0}, VISION, "t.json")
-    with pytest.raises(CheckpointError, match=r"unknown key 'bad_epochs'; valid keys: epoch"):
-        state_from_json({"bad_epochs": 1}, SEQ2SEQ, "t.json")
+def test_unknown_counters_and_sections_are_refused_with_the_valid_ones():
+    with pytest.raises(
+        CheckpointError, match=r"t.json: state: unknown key 'bogus'; valid keys: epoch, "
+    ):
+        from_trainer({"state": {"bogus": 1}}, "t.json")
+    with pytest.raises(
+        CheckpointError, match=r"t.json: unknown key 'extra'; valid keys: state, optimizer"
+    ):
+        from_trainer({"state": {}, "optimizer": {}, "extra": 1}, "t.json", ("optimizer",))
+    with pytest.raises(CheckpointError, match=r"t.json: 'optimizer' is missing"):
+        from_trainer({"state": {}}, "t.json", ("optimizer",))
+    with pytest.raises(CheckpointError, match=r"t.json: 'optimizer' is missing"):
+        from_trainer({"epoch": 1}, "t.json", ("optimizer",))  # the old flat layout too
 
 
 @pytest.mark.parametrize(
@@ -88,9 +109,11 @@ def test_a_name_of_the_other_family_is_refused_with_the_valid_ones():
 )
 def test_a_value_of_the_wrong_type_names_the_key(key, value):
     with pytest.raises(CheckpointError, match=rf"t.json\.{key}: .* is not a valid"):
-        state_from_json({key: value}, VISION, "t.json")
+        from_trainer({key: value}, "t.json")
+    with pytest.raises(CheckpointError, match=rf"t.json: state\.{key}: .* is not a valid"):
+        from_trainer({"state": {key: value}}, "t.json")
     with pytest.raises(CheckpointError, match="expected a JSON object, got list"):
-        state_from_json([], VISION, "t.json")
+        from_trainer([], "t.json")
 
 
 def test_count_evaluation_keeps_the_best_in_either_direction():
@@ -104,3 +127,24 @@ def test_count_evaluation_keeps_the_best_in_either_direction():
     higher.step = 4
     assert higher.count_evaluation(0.6, higher_is_better=True)
     assert (higher.best, higher.best_step, higher.bad_evals) == (0.6, 4, 0)
+
+
+def test_read_state_reads_a_checkpoint_of_either_layout(tmp_path):
+    (tmp_path / "new").mkdir()
+    written = to_trainer(TrainerState(step=7, best=0.5), metric="bleu", optimizer={})
+    (tmp_path / "new" / "trainer.json").write_text(json.dumps(written), encoding="utf-8")
+    assert (read_state(tmp_path / "new").step, read_state(tmp_path / "new").best) == (7, 0.5)
+    (tmp_path / "old").mkdir()
+    (tmp_path / "old" / "trainer.json").write_text(json.dumps(OLD_VISION), encoding="utf-8")
+    assert read_state(tmp_path / "old").best == 12.5
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "trainer.json").write_text("{", encoding="utf-8")
+    with pytest.raises(CheckpointError, match=r"bad/trainer.json: cannot read"):
+        read_state(tmp_path / "bad")
+
+
+def test_the_epoch_of_a_state_counts_from_one():
+    assert TrainerState(epoch=0, batches_done=0).epoch_number() == 1  # nothing done yet
+    assert TrainerState(epoch=0, batches_done=3).epoch_number() == 1  # epoch 1 in progress
+    assert TrainerState(epoch=1, batches_done=0).epoch_number() == 1  # epoch 1 just counted
+    assert TrainerState(epoch=1, batches_done=2).epoch_number() == 2

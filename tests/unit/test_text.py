@@ -239,9 +239,9 @@ def test_a_resumed_run_goes_on_from_last(tmp_path):
     config = tmp_path / "exp.yaml"
     config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
     first = attnkit.train(config, output_dir=tmp_path / "run")
-    assert json.loads((first.last / "trainer.json").read_text())["epoch"] == 1
+    assert json.loads((first.last / "trainer.json").read_text())["state"]["epoch"] == 1
     again = attnkit.train(config, {"train.epochs": 2}, output_dir=tmp_path / "run", resume=True)
-    trainer = json.loads((again.last / "trainer.json").read_text())
+    trainer = json.loads((again.last / "trainer.json").read_text())["state"]
     assert trainer["epoch"] == 2 and [h["epoch"] for h in trainer["history"]] == [1, 2]
     with pytest.raises(ConfigError, match="model.hidden"):
         attnkit.train(config, {"model.hidden": 8}, output_dir=tmp_path / "run", resume=True)
@@ -257,7 +257,7 @@ def test_eval_every_evaluates_inside_an_epoch(tmp_path):
     config = tmp_path / "exp.yaml"
     config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
     run = attnkit.train(config, output_dir=tmp_path / "run")
-    history = json.loads((run.last / "trainer.json").read_text())["history"]
+    history = json.loads((run.last / "trainer.json").read_text())["state"]["history"]
     assert [h["step"] for h in history] == [5, 10, 15, 20]  # once at step 20: the epoch's end
     assert [h["epoch"] for h in history] == [1, 1, 1, 1]  # all in (1-based) epoch 1
     assert all(0 <= h["dev"]["accuracy"] <= 1 for h in history)
@@ -273,7 +273,7 @@ def test_average_checkpoints_keeps_the_best_and_saves_their_best_mean(tmp_path):
     config = tmp_path / "exp.yaml"
     config.write_text(yaml.safe_dump(experiment), encoding="utf-8")
     run = attnkit.train(config, output_dir=tmp_path / "run")
-    history = json.loads((run.last / "trainer.json").read_text())["history"]
+    history = json.loads((run.last / "trainer.json").read_text())["state"]["history"]
     assert [h["step"] for h in history] == [5, 10, 15, 20, 25, 30, 35, 40]
     # the 3 best evaluations (the later one on a tie) are the ones kept in top/
     ranked = sorted(history, key=lambda h: (-h["dev"]["accuracy"], -h["step"]))[:3]

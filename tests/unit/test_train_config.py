@@ -18,13 +18,20 @@ from attnkit.vision_experiment import TrainConfig as VisionTrain
 OLD = Path(__file__).resolve().parents[1] / "data" / "checkpoints_5afbdd1"
 
 
+#: train: keys added since those checkpoints were written (every family prints its lines alike)
+ADDED_SINCE = {"rnn-bahdanau": ["verbose"], "vision-ram": []}
+
+
 @pytest.mark.parametrize(
     "cls, checkpoint", [(Seq2SeqTrain, "rnn-bahdanau"), (VisionTrain, "vision-ram")]
 )
 def test_each_family_saves_the_keys_of_its_old_checkpoints_in_their_order(cls, checkpoint):
     saved = read_yaml(OLD / checkpoint / "best" / "config.yaml")["train"]
-    assert list(to_dict(cls())) == list(saved)
-    assert to_dict(from_dict(cls, saved, "old")) == saved  # read back and written as it was
+    added = ADDED_SINCE[checkpoint]
+    assert [key for key in to_dict(cls()) if key not in added] == list(saved)
+    again = to_dict(from_dict(cls, saved, "old"))  # read back: the old values, the new defaults
+    assert {k: v for k, v in again.items() if k not in added} == saved
+    assert {k: again[k] for k in added} == {k: getattr(cls(), k) for k in added}
 
 
 def test_each_family_has_its_own_defaults():

@@ -90,7 +90,7 @@ class Run:
     @property
     def history(self) -> list[dict[str, Any]]:
         """Every line of ``metrics.jsonl`` (train and dev records, in order); empty where the
-        run wrote none (vision runs log to ``train.log``)."""
+        run wrote none (a run of an older attnkit, of a family other than seq2seq)."""
         path = self.directory / "metrics.jsonl"
         if not path.is_file():
             return []
@@ -99,15 +99,16 @@ class Run:
 
     @property
     def metrics(self) -> dict[str, Any]:
-        """The last dev evaluation's scores (seq2seq: from ``metrics.jsonl``), or the best
-        checkpoint's recorded score (vision: from its trainer state)."""
+        """The last dev evaluation's scores (from ``metrics.jsonl``), or, for a run written
+        without one, the best checkpoint's recorded score (from its trainer state)."""
         dev = [r["dev"] for r in self.history if r.get("kind") == "dev"]
         if dev:
             return dev[-1]
         state = self.best / "trainer.json"
         if state.is_file():
             saved = json.loads(state.read_text(encoding="utf-8"))
-            return {k: v for k, v in saved.items() if "dev" in k or "best" in k}
+            counters = saved.get("state", saved)  # today's layout, or an older run's flat one
+            return {k: v for k, v in counters.items() if "dev" in k or "best" in k}
         return {}
 
     def load(self, device: str = "auto"):

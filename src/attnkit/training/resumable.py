@@ -1,14 +1,12 @@
 """``--resume`` for a family whose ``last/`` is written by one function: the counters, the
 optimizer and the RNG streams, saved and read back, each part checked first.
 
-The memory-network and pointer families use it (:mod:`attnkit.families.memnet.train`,
-:mod:`attnkit.families.pointer.train`); their checkpoints are laid out as the text and graph
-families' are: ``trainer.json`` holds the counters of a
-:class:`~attnkit.training.state.TrainerState` under a :data:`~attnkit.training.state.Layout`'s
-names and, in ``last/``, the optimizer's ``param_groups``; ``trainer.safetensors`` holds the
-optimizer's tensors, torch's RNG state
-(``rng.torch``, ``rng.cuda`` where a GPU trained) and a family's own generators (``rng.<name>``:
-the memory network's random-noise stream, for one). A learning-rate schedule that is a function
+The text, graph, memory-network and pointer families use it: ``trainer.json`` holds the
+counters of a :class:`~attnkit.training.state.TrainerState` in the one layout of
+:mod:`attnkit.training.state` and, in ``last/``, the optimizer's ``param_groups``;
+``trainer.safetensors`` holds the optimizer's tensors, torch's RNG state (``rng.torch``,
+``rng.cuda`` where a GPU trained) and a family's own generators (``rng.<name>``: the memory
+network's random-noise stream, for one). A learning-rate schedule that is a function
 of the update and the epoch (all these families have) needs nothing saved.
 """
 
@@ -26,18 +24,17 @@ from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
 from attnkit.training import resume, resume_config
-from attnkit.training.state import Layout, TrainerState, state_from_json, state_to_json
+from attnkit.training.state import TrainerState, from_trainer, to_trainer
 
 
 def trainer_files(
     state: TrainerState,
-    layout: Layout,
     optimizer: torch.optim.Optimizer | None,
     generators: dict[str, torch.Generator] | None = None,
 ) -> tuple[dict, dict[str, torch.Tensor] | None]:
     """(``trainer.json``, ``trainer.safetensors``) of a checkpoint: the counters alone where
     ``optimizer`` is None (``best/``), else with what ``--resume`` needs (``last/``)."""
-    trainer = state_to_json(state, layout)
+    trainer = to_trainer(state)
     if optimizer is None:
         return trainer, None
     info, tensors = resume.optimizer_to_tensors(optimizer)
@@ -55,7 +52,6 @@ def restore(
     family: str,
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
-    layout: Layout,
     generators: dict[str, torch.Generator] | None = None,
 ) -> TrainerState:
     """Weights, optimizer, counters and RNG streams of ``directory`` (a ``last/``), each
@@ -64,15 +60,11 @@ def restore(
     ckpt.read_meta(directory, family)
     load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
-    trainer = resume.check_sections(
-        ckpt.read_json(json_path), json_path, ("optimizer",), tuple(layout)
-    )
+    state, sections = from_trainer(ckpt.read_json(json_path), str(json_path), ("optimizer",))
     tensors = ckpt.read_tensors(tensors_path)
     own = tuple(f"rng.{name}" for name in generators)
     resume.check_tensor_names(tensors, tensors_path, own)
-    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
-    state = state_from_json(counters, layout, str(json_path))
-    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_optimizer(optimizer, sections["optimizer"], tensors, json_path, tensors_path)
     resume.restore_rng(tensors, tensors_path)
     for name, generator in generators.items():
         _restore_generator(generator, tensors.get(f"rng.{name}"), tensors_path, f"rng.{name}")

@@ -22,7 +22,7 @@ from attnkit.experiment import ExperimentConfig
 from attnkit.training import resume
 from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.guard import check_weights
-from attnkit.training.state import SEQ2SEQ, TrainerState, state_from_json, state_to_json
+from attnkit.training.state import TrainerState, from_trainer, to_trainer
 
 
 def save_checkpoint(
@@ -40,11 +40,7 @@ def save_checkpoint(
     schedule's state and the RNG (``last`` has them; ``best`` is for decoding and reports, a third
     of the size)."""
     check_weights(bundle.model, f"update {state.step}: {directory} not written")
-    trainer_state = {
-        "state": state_to_json(state, SEQ2SEQ),
-        "metric": metric,
-        "backend": backend_record,
-    }
+    trainer_state = to_trainer(state, metric=metric, backend=backend_record)
     if not resumable:
         bundle.save(directory, trainer_state)
         return
@@ -109,15 +105,14 @@ def restore_seq2seq(last: Path, optimizer, scheduler, metric: str) -> TrainerSta
     """Counters, optimizer, plateau schedule and RNG of a seq2seq run's ``last``,
     each checked before it is loaded."""
     json_path, tensors_path = last / "trainer.json", last / "trainer.safetensors"
-    info = resume.check_sections(
+    state, info = from_trainer(
         ckpt.read_json(json_path),
-        json_path,
-        ("state", "optimizer"),
+        str(json_path),
+        ("optimizer",),
         ("scheduler", "metric", "backend"),
     )
     tensors = ckpt.read_tensors(tensors_path)
     resume.check_tensor_names(tensors, tensors_path)
-    state = state_from_json(info["state"], SEQ2SEQ, f"{json_path}: state")
     check_history(state.history, metric, f"{json_path}: state.history")
     plateau = info.get("scheduler") if scheduler is not None else None
     if plateau:

@@ -1,25 +1,28 @@
-"""The counters a run goes on from, the same for every family: :class:`TrainerState`.
+"""The counters a run goes on from, the same for every family: :class:`TrainerState`, and the
+one layout of a checkpoint's ``trainer.json`` that holds them.
 
-Each family writes them into its checkpoints' ``trainer.json`` under the names its checkpoints
-have always used (a :data:`Layout`): a seq2seq run under ``state`` (:data:`SEQ2SEQ`), a vision
-run at the top level, where the best dev error is ``best_dev_error`` and the evaluations without
-improvement ``bad_epochs`` (:data:`VISION`). :func:`state_to_json` writes a layout and
-:func:`state_from_json` reads one back, every value checked by type, so the checkpoints written
-before one state served both families load as they did.
+Every family writes ``{"state": {field: value, ...}, <its other sections>}`` (:func:`to_trainer`):
+every field of :class:`TrainerState` under its own name, beside the sections a family keeps
+(``optimizer`` in ``last/``; seq2seq's ``metric``, ``backend``, ``scheduler``).
+:func:`from_trainer` reads it back, every value checked by type, and is the one place where a
+checkpoint written before this layout is upgraded on read: seq2seq's ``state`` held fewer
+fields (the rest keep their defaults); vision, text, graph, memory and pointer networks wrote
+their counters at the top level, the best dev score as ``best_dev_error``,
+``best_dev_accuracy`` or ``best_dev_score`` and the evaluations without improvement as
+``bad_epochs`` (:data:`OLD_NAMES`); and the history's dev figures were ``dev_<name>`` keys
+(:func:`upgrade_history`).
 """
 
 from __future__ import annotations
 
+import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from attnkit.errors import CheckpointError
 from attnkit.training.resume import has_type, short, type_name
-
-#: a family's names in ``trainer.json`` -> the :class:`TrainerState` field each holds, in the
-#: order the file lists them
-Layout = dict[str, str]
 
 
 @dataclass
@@ -61,66 +64,80 @@ class TrainerState:
         return improved
 
 
-def _same_names(*names: str) -> Layout:
-    return {name: name for name in names}
-
-
-#: ``trainer.json``'s ``state`` of a seq2seq checkpoint
-SEQ2SEQ: Layout = _same_names(
-    "epoch",
-    "batches_done",
-    "step",
-    "best",
-    "best_step",
-    "bad_evals",
-    "elapsed_s",
-    "tokens",
-    "train_s",
-    "finished",
-    "skipped_updates",
-    "history",
-)
-#: the counters of a vision checkpoint's ``trainer.json`` (beside its ``optimizer``)
-VISION: Layout = {
-    **_same_names("epoch", "batches_done", "step", "planned_epochs"),
-    "best_dev_error": "best",
-    "best_epoch": "best_epoch",
+#: the name of the counters' section in ``trainer.json``
+SECTION = "state"
+#: every field of :class:`TrainerState`, as ``trainer.json`` names them
+FIELDS: tuple[str, ...] = tuple(f.name for f in fields(TrainerState))
+#: the names checkpoints written before one layout gave a field (at the top of trainer.json)
+OLD_NAMES = {
+    "best_dev_error": "best",  # vision, memory and pointer networks
+    "best_dev_accuracy": "best",  # text classification
+    "best_dev_score": "best",  # graph attention
     "bad_epochs": "bad_evals",
-    **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
-}
-#: the counters of a text-classification checkpoint's ``trainer.json`` (beside its ``optimizer``)
-TEXT: Layout = {
-    **_same_names("epoch", "batches_done", "step", "planned_epochs"),
-    "best_dev_accuracy": "best",
-    "best_epoch": "best_epoch",
-    "bad_epochs": "bad_evals",
-    **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
 }
 
 
-def state_to_json(state: TrainerState, layout: Layout) -> dict:
-    """The fields of ``layout`` under its names, in its order (a new dict; history shared)."""
-    return {name: getattr(state, attribute) for name, attribute in layout.items()}
+def to_trainer(state: TrainerState, **sections: Any) -> dict:
+    """A checkpoint's ``trainer.json``: the counters under ``state``, then ``sections`` (the
+    optimizer, a family's own); the history is shared, not copied."""
+    return {SECTION: {name: getattr(state, name) for name in FIELDS}, **sections}
 
 
-def state_from_json(data: Any, layout: Layout, where: str) -> TrainerState:
-    """A :class:`TrainerState` from a JSON object written with ``layout``.
+def from_trainer(
+    data: Any, where: str, required: tuple[str, ...] = (), optional: tuple[str, ...] = ()
+) -> tuple[TrainerState, dict]:
+    """(counters, the other sections) of a ``trainer.json`` object, whichever layout wrote it:
+    today's, or an older one upgraded on read (the module's docstring). A section outside
+    ``required`` + ``optional``, a missing required one, an unknown counter or a value of the
+    wrong type is a CheckpointError naming ``where`` and the key."""
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    if SECTION in data:
+        counters, sections = data[SECTION], {k: v for k, v in data.items() if k != SECTION}
+        at = f"{where}: {SECTION}"
+    else:  # the older flat layout: every key but the sections is a counter
+        sections = {k: v for k, v in data.items() if k in required + optional}
+        counters, at = {k: v for k, v in data.items() if k not in sections}, where
+    for key in required:
+        if key not in sections:
+            raise CheckpointError(f"{where}: {key!r} is missing")
+    unknown = sorted(set(sections) - set(required) - set(optional))
+    if unknown:
+        valid = ", ".join((SECTION, *required, *optional))
+        raise CheckpointError(f"{where}: unknown key {unknown[0]!r}; valid keys: {valid}")
+    return _counters(counters, at), sections
 
-    Names the object lacks keep their defaults (a checkpoint written before a counter existed);
-    a name outside ``layout`` or a value of the wrong type is a CheckpointError naming ``where``
-    and the key. ``null`` is a valid best score (none scored yet).
-    """
+
+def read_state(directory: str | Path) -> TrainerState:
+    """The counters of the checkpoint in ``directory`` (its ``trainer.json``), whichever layout
+    wrote it: for reports and benchmarks, which read no optimizer."""
+    path = Path(directory) / "trainer.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: cannot read ({exc})") from None
+    counter_names = {*FIELDS, *OLD_NAMES}
+    sections = tuple(k for k in data if k not in counter_names) if isinstance(data, dict) else ()
+    return from_trainer(data, str(path), optional=sections)[0]
+
+
+def _counters(data: Any, where: str) -> TrainerState:
+    """A :class:`TrainerState` from its JSON object (today's names or :data:`OLD_NAMES`);
+    names the object lacks keep their defaults (a checkpoint written before a counter
+    existed); ``null`` is a valid best score (none scored yet)."""
     if not isinstance(data, dict):
         raise CheckpointError(f"{where}: expected a JSON object, got {type(data).__name__}")
     hints = typing.get_type_hints(TrainerState)
     values = {}
     for key, value in data.items():
-        if key not in layout:
-            raise CheckpointError(f"{where}: unknown key {key!r}; valid keys: {', '.join(layout)}")
-        hint = hints[layout[key]]
-        if not has_type(value, hint):
-            raise CheckpointError(f"{where}.{key}: {short(value)} is not a valid {type_name(hint)}")
-        values[layout[key]] = value
+        name = OLD_NAMES.get(key, key)
+        if name not in FIELDS:
+            raise CheckpointError(f"{where}: unknown key {key!r}; valid keys: {', '.join(FIELDS)}")
+        if not has_type(value, hints[name]):
+            raise CheckpointError(
+                f"{where}.{key}: {short(value)} is not a valid {type_name(hints[name])}"
+            )
+        values[name] = value
     if "history" in values:
         values["history"] = upgrade_history(values["history"])
     return TrainerState(**values)
@@ -128,9 +145,8 @@ def state_from_json(data: Any, layout: Layout, where: str) -> TrainerState:
 
 def upgrade_history(history: list) -> list:
     """A history written before every family kept one shape, in today's: the dev figures of an
-    entry under ``dev`` (``{"dev_error_pct": 2.1}`` -> ``{"dev": {"error_pct": 2.1}}``). The
-    one place an old checkpoint's history is read into today's shape; entries already in it
-    are kept as they are."""
+    entry under ``dev`` (``{"dev_error_pct": 2.1}`` -> ``{"dev": {"error_pct": 2.1}}``); entries
+    already in it are kept as they are."""
     upgraded = []
     for entry in history:
         if isinstance(entry, dict) and "dev" not in entry:
@@ -139,13 +155,3 @@ def upgrade_history(history: list) -> list:
                 entry = {k: v for k, v in entry.items() if not k.startswith("dev_")} | {"dev": dev}
         upgraded.append(entry)
     return upgraded
-
-
-#: the counters of a graph checkpoint's ``trainer.json`` (beside its ``optimizer``)
-GRAPH: Layout = {
-    **_same_names("epoch", "batches_done", "step", "planned_epochs"),
-    "best_dev_score": "best",
-    "best_epoch": "best_epoch",
-    "bad_epochs": "bad_evals",
-    **_same_names("elapsed_s", "stopped", "skipped_updates", "history"),
-}

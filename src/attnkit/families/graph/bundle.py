@@ -24,7 +24,7 @@ from attnkit.families.graph.config import FAMILY, GraphConfig, parse_config
 from attnkit.models.graph import GraphNet
 from attnkit.training import resumable
 from attnkit.training.guard import check_weights
-from attnkit.training.state import GRAPH, TrainerState, state_to_json
+from attnkit.training.state import TrainerState, to_trainer
 
 
 def save(
@@ -32,19 +32,19 @@ def save(
 ) -> None:
     """Write a checkpoint; ``full`` adds the optimizer and the RNG that ``--resume`` needs."""
     check_weights(model, f"epoch {state.epoch}: {directory} not written")
-    trainer, tensors = resumable.trainer_files(state, GRAPH, optimizer if full else None)
+    trainer, tensors = resumable.trainer_files(state, optimizer if full else None)
     ckpt.write_checkpoint(directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors)
 
 
 def save_weights(directory: Path, weights: dict, cfg: GraphConfig, state: TrainerState) -> None:
     """Write a ``best`` checkpoint of ``weights`` (a state dict kept when it was the best)."""
-    trainer = state_to_json(state, GRAPH)
+    trainer = to_trainer(state)
     ckpt.write_checkpoint(directory, FAMILY, weights, cfg.to_dict(), trainer)
 
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
-    return resumable.restore(directory, FAMILY, model, optimizer, GRAPH)
+    return resumable.restore(directory, FAMILY, model, optimizer)
 
 
 def build_model(cfg: GraphConfig, graph: Graph) -> GraphNet:

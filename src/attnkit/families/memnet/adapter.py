@@ -30,7 +30,7 @@ from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.resumable import trainer_files
-from attnkit.training.state import VISION, TrainerState
+from attnkit.training.state import TrainerState
 
 
 class MemnetAdapter:
@@ -122,7 +122,7 @@ def save_checkpoint(
     generators: dict[str, torch.Generator] | None = None,
 ) -> None:
     """A checkpoint: the weights (with the ``linear`` flag), the config, ``vocab.json`` and the
-    counters (the vision family's names: ``best_dev_error`` is the validation error %); with an
+    counters (``best`` is the validation error %); with an
     ``optimizer``, what ``--resume`` reads (:func:`attnkit.training.resumable.trainer_files`)."""
     import json
 
@@ -131,7 +131,7 @@ def save_checkpoint(
     def extra(tmp: Path) -> None:
         (tmp / VOCAB_FILE).write_text(json.dumps(vocab.to_json()), encoding="utf-8")
 
-    trainer, tensors = trainer_files(state, VISION, optimizer, generators)
+    trainer, tensors = trainer_files(state, optimizer, generators)
     ckpt.write_checkpoint(
         directory, FAMILY, model.state_dict(), cfg.to_dict(), trainer, tensors, extra
     )

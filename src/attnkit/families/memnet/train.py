@@ -32,7 +32,7 @@ from attnkit.models.memn2n import MemN2N
 from attnkit.training import resumable
 from attnkit.training.resume_config import MEMNET
 from attnkit.training.run import Context, Plan, Started, run
-from attnkit.training.state import VISION, TrainerState
+from attnkit.training.state import TrainerState
 
 __all__ = ["train", "train_memnet"]
 
@@ -103,7 +103,7 @@ def _start(cfg: MemnetConfig, dev_scorer: Callable, context: Context) -> Started
     state = TrainerState(planned_epochs=t_cfg.epochs)
     if context.plan.resume:
         state = resumable.restore(
-            out / "last", FAMILY, model, adapter.optimizer, VISION, {"noise": adapter.noise}
+            out / "last", FAMILY, model, adapter.optimizer, {"noise": adapter.noise}
         )
         state.stopped, state.planned_epochs = "", t_cfg.epochs
     return Started(adapter, state)

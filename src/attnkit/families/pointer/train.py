@@ -39,7 +39,7 @@ from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.run import Context, Plan, Started, run
-from attnkit.training.state import VISION, TrainerState
+from attnkit.training.state import TrainerState
 
 __all__ = ["nll", "train", "train_pointer"]
 
@@ -130,7 +130,7 @@ class PointerAdapter:
         directory = self.out / name
         check_weights(self.model, f"update {state.step}: {directory} not written")
         optimizer = self.optimizer if resumable else None
-        trainer, tensors = resumable_run.trainer_files(state, VISION, optimizer)
+        trainer, tensors = resumable_run.trainer_files(state, optimizer)
         ckpt.write_checkpoint(
             directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
         )
@@ -172,7 +172,7 @@ def _start(cfg: PointerExperiment, scorers, context: Context) -> Started:
     optimizer = torch.optim.Adam(model.parameters(), lr=t_cfg.lr)
     state = TrainerState(planned_epochs=t_cfg.epochs)
     if context.plan.resume:
-        state = resumable_run.restore(out / "last", FAMILY, model, optimizer, VISION)
+        state = resumable_run.restore(out / "last", FAMILY, model, optimizer)
         state.stopped, state.planned_epochs = "", t_cfg.epochs
     parameters = sum(p.numel() for p in model.parameters())
     context.log(

@@ -28,7 +28,7 @@ from attnkit.models.text_classifier import TextClassifier
 from attnkit.training.guard import check_weights
 from attnkit.training.resumable import restore as restore_resumable
 from attnkit.training.resumable import trainer_files
-from attnkit.training.state import TEXT, TrainerState
+from attnkit.training.state import TrainerState
 
 VOCAB_FILE, LABELS_FILE = "vocab.json", "labels.json"
 MAX_CLASSES = 10_000
@@ -58,7 +58,7 @@ def save(
     """Write a checkpoint; ``resumable`` adds the optimizer and the RNG (``last``)."""
     model = bundle.model
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
-    trainer, tensors = trainer_files(state, TEXT, optimizer if resumable else None)
+    trainer, tensors = trainer_files(state, optimizer if resumable else None)
     _write(directory, bundle, trainer, tensors)
 
 
@@ -97,7 +97,7 @@ class AveragingView:
 
 def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     """Weights, optimizer, counters and RNG of ``directory``, each checked before it is loaded."""
-    return restore_resumable(directory, FAMILY, model, optimizer, TEXT)
+    return restore_resumable(directory, FAMILY, model, optimizer)
 
 
 def read_labels(directory: Path) -> list[str]:

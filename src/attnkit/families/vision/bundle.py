@@ -26,7 +26,7 @@ from attnkit.errors import CheckpointError
 from attnkit.families.vision.kinds import MODEL_TYPES, ModelKind
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
-from attnkit.training.state import VISION, TrainerState, state_from_json, state_to_json
+from attnkit.training.state import TrainerState, from_trainer, to_trainer
 from attnkit.vision_experiment import FAMILY, VisionConfig
 
 
@@ -45,7 +45,7 @@ def save(
     (``best``) the checkpoint holds what evaluating and plotting read, a third of the size.
     """
     check_weights(model, f"epoch {state.epoch} (step {state.step}): {directory} not written")
-    trainer = state_to_json(state, VISION)  # best_dev_error: null until an epoch is scored
+    trainer = to_trainer(state)  # best: null until an epoch is scored
     bundle = VisionBundle(model, cfg)
     if not resumable:
         bundle.save(directory, trainer)
@@ -65,17 +65,10 @@ def restore(directory: Path, model: nn.Module, optimizer) -> TrainerState:
     ckpt.read_meta(directory, FAMILY)
     load_model_state(model, directory)
     json_path, tensors_path = directory / "trainer.json", directory / "trainer.safetensors"
-    trainer = resume.check_sections(
-        ckpt.read_json(json_path),
-        json_path,
-        ("optimizer",),
-        tuple(VISION),
-    )
+    state, sections = from_trainer(ckpt.read_json(json_path), str(json_path), ("optimizer",))
     tensors = ckpt.read_tensors(tensors_path)
     resume.check_tensor_names(tensors, tensors_path, extra=("epoch_order",))
-    counters = {k: v for k, v in trainer.items() if k != "optimizer"}
-    state = state_from_json(counters, VISION, str(json_path))
-    resume.restore_optimizer(optimizer, trainer["optimizer"], tensors, json_path, tensors_path)
+    resume.restore_optimizer(optimizer, sections["optimizer"], tensors, json_path, tensors_path)
     resume.restore_rng(tensors, tensors_path)
     return state
 
