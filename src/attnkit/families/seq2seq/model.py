@@ -133,50 +133,35 @@ class Seq2SeqModel:
         Settings are checked by :meth:`search_options`, inputs by :meth:`prepare`."""
         how = self.search_options(beam, n_best, alpha, prefix, top_k, heads)
         results = self.translator.decode(self.prepare(texts), how, progress=progress)
-        self._mark_gold(results)
+        _mark_gold(self.config.data, results)
         return results
-
-    def _mark_gold(self, translations: Sequence[Translation]) -> None:
-        """Give each output the task's gold links (numbers, dates) so that pictures outline
-        them; none where the generator cannot align the output (a wrong one)."""
-        from attnkit.evaluation.alignment import mark_gold
-
-        aligner = gold_aligner(self.config.data)
-        if aligner is not None:
-            mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])
 
     def explain(self, text: str, method: str = "gradient", reference: str | None = None):
         """The attention of one input's output beside the gradient saliency of the same output
         (``method``: gradient, input-x-gradient, integrated-gradients; captum computes them), and
         their agreement. ``reference``: explain that output instead of the model's own."""
-        from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
         from attnkit.explain.saliency import METHODS
+        from attnkit.families.seq2seq.explain import explain_output
 
         method = method.replace("-", "_")
         if method not in METHODS:
-            raise AttnkitError(f"method: unknown saliency method {method!r}; valid: {METHODS}")
-        if not isinstance(text, str) or not text.strip():
-            raise AttnkitError("explain: give one non-blank input text")
-        (own,) = self.translate(text, heads=False)
-        output = own.output if reference is None else reference
-        (forced,) = self.translator.teacher_forced([text], [output])
-        from attnkit.explain.no_attention import saliency_translations
-
-        (salient,) = saliency_translations(self.translator, [forced], method)
-        scores = {}
-        if self.has_attention:
-            pair = [(forced.weights, salient.weights)]
-            scores = {
-                "argmax_agreement": argmax_agreement(pair),
-                "rank_correlation": rank_correlation(pair),
-            }
-        self._mark_gold([forced])
+            valid = ", ".join(METHODS)
+            raise InputError(
+                f"method: unknown saliency method {method!r}; valid: {valid}", "method"
+            )
+        _one_text(text, "explain")
+        output = self.translate(text, heads=False)[0].output if reference is None else reference
+        forced, salient, scores = explain_output(
+            self.translator, text, output, method, self.has_attention
+        )
+        _mark_gold(self.config.data, [forced])
+        attention = forced.weights if self.has_attention else None
         return Explanation(
             forced.source,
             forced.source_tokens,
             forced.output,
             forced.output_tokens,
-            forced.weights if self.has_attention else None,
+            attention,
             salient.weights,
             method,
             scores,
@@ -262,21 +247,12 @@ class Seq2SeqModel:
         "rollout", "flow" ((T, S): each output step over the source), "encoder_rollout",
         "encoder_flow" ((S, S): each top encoder position over the source), "cross_by_layer"
         ((L, T, S): each decoder layer's cross-attention, heads averaged)}."""
-        from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
-        from attnkit.explain.rollout import transformer_maps
+        from attnkit.families.seq2seq.explain import rollout_maps
 
         if not hasattr(self.translator.model, "encoder_attention"):
             raise AttnkitError("rollout: attention rollout and flow are for Transformer models")
-        if not isinstance(text, str) or not text.strip():
-            raise AttnkitError("rollout: give one non-blank input text")
-        with plain(self.translator.model):
-            subject = Seq2SeqSubject(self.translator, text)
-            maps = transformer_maps(self.translator.model, subject.src, subject.tgt_in)
-        return {
-            "source_tokens": subject.positions,
-            "output_tokens": subject.units,
-            **{k: v.numpy() for k, v in maps.items() if not k.endswith("_attention")},
-        }
+        _one_text(text, "rollout")
+        return rollout_maps(self.translator, text)
 
     def evaluate(
         self,
@@ -310,3 +286,19 @@ class Seq2SeqModel:
 def _default_out(path: Path | None, name: str) -> Path | None:
     """``RUN/NAME/CHECKPOINT`` beside a checkpoint; None for a model not loaded from one."""
     return None if path is None else path.parent / name / path.name
+
+
+def _one_text(text, what: str) -> None:
+    """``text`` is one non-blank input, or an InputError saying so."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{what}: give one non-blank input text", "text")
+
+
+def _mark_gold(data, translations: Sequence[Translation]) -> None:
+    """Give each output the gold links of its task (``data``: numbers, dates) so that pictures
+    outline them; none where the generator cannot align the output (a wrong one)."""
+    from attnkit.evaluation.alignment import mark_gold
+
+    aligner = gold_aligner(data)
+    if aligner is not None:
+        mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])
