@@ -1,14 +1,17 @@
-"""A trained seq2seq model with its vocabularies and tokenizers: load, save, translate.
+"""The seq2seq decoding service: a trained model with its vocabularies and tokenizers, from
+raw text to output text AND the attention matrix of every output (:class:`Translation`).
 
-``Translator.translate(texts)`` goes from raw text to output text AND the
-attention matrix of every output, so every command that shows attention
-(translate, evaluate, plot, demo, report) shares this one path.
+Every command and report that shows a seq2seq model's attention (translate, evaluate, plot,
+explain, faithfulness, the demo, the server) and the trainer's dev scores decode through
+:class:`Translator`. A user meets it under the family's API object (``attnkit.load``:
+:class:`attnkit.api.Seq2SeqModel`, whose ``translator`` it is), which loads one checkpoint or an
+ensemble and checks a user's arguments, once (:meth:`attnkit.api.Seq2SeqModel.search_options`);
+the service decodes what it is given and checks none of them again. Reading the inputs (checked,
+tokenized and encoded once) is :class:`attnkit.data.text_input.SourceReader`'s affair.
 """
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,22 +23,18 @@ from tqdm import tqdm
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import Example, collate
-from attnkit.data.copy_ids import decode_extended, encode_extended, output_ids, source_oovs
-from attnkit.data.text_input import as_utf8, unknown_words
+from attnkit.data.copy_ids import decode_extended, output_ids, source_oovs
+from attnkit.data.text_input import Prepared, SourceReader, as_utf8
 from attnkit.data.tokenizers import Tokenizer
-from attnkit.data.vocab import EOS, EOS_ID, Vocab, target_prefix_ids
+from attnkit.data.vocab import EOS, Vocab, target_prefix_ids
 from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.device import resolve_device
-from attnkit.errors import AttnkitError, CheckpointError, InputError
+from attnkit.errors import AttnkitError
 from attnkit.experiment import ExperimentConfig
 from attnkit.models.architectures import MODEL_CLASSES
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
-
-#: an input longer than (data.max_src_len) x this many characters is cut to that length before it
-#: is tokenized (a 1 GB line costs no tokenizing time); no real token is this long
-CHARS_PER_TOKEN = 100
 
 
 @dataclass
@@ -66,6 +65,8 @@ class Translation(ShowsRecord):
     p_gen: np.ndarray | None = None
 
     def record(self, reference: str | None = None) -> AttentionRecord:
+        """The map as an :class:`~attnkit.viz.records.AttentionRecord`, what pictures, reports
+        and the JSON/NPZ files take; ``reference``: the right output, where it is known."""
         return AttentionRecord(
             source=self.source,
             source_tokens=self.source_tokens,
@@ -87,28 +88,22 @@ class Translation(ShowsRecord):
         }
 
 
-@dataclass
-class Prepared:
-    """Inputs checked and tokenized once (:meth:`Translator.prepare`), ready to decode: the
-    texts, an example per non-blank one (``index``: its position in ``texts``), and the source
-    tokens each encodes by position ("</s>" included; blank inputs have none)."""
-
-    texts: list[str]
-    examples: list[Example]
-    tokens: dict[int, list[str]]
-
-    def __len__(self) -> int:
-        return len(self.texts)
-
-    def __add__(self, other: Prepared) -> Prepared:
-        """Both, one after the other (the server decodes several requests as one batch)."""
-        shift = len(self.texts)
-        moved = [Example(e.src, e.tgt, e.index + shift) for e in other.examples]
-        tokens = {**self.tokens, **{i + shift: t for i, t in other.tokens.items()}}
-        return Prepared(self.texts + other.texts, self.examples + moved, tokens)
-
-
 class Translator:
+    """A seq2seq model with its config, tokenizers and vocabularies, decoding text: the service
+    under the API object (``attnkit.load(path).translator``).
+
+    ``model``: the torch module (an RNN encoder-decoder, a Transformer, or an
+    :class:`~attnkit.decoding.ensemble.Ensemble` of them); ``config``: the run's resolved
+    experiment config, whose ``data`` says how inputs are read and ``decode`` the default
+    settings (batch size, length penalty, output length, backend); ``device``: where batches go
+    (default: the model's).
+
+    Built from a checkpoint directory (:meth:`load`) or from a bundle whose model it shares
+    (:meth:`from_bundle`: the trainer scores dev with it). Inputs go through :meth:`prepare`,
+    then :meth:`decode` (greedy or beam search, :class:`~attnkit.decoding.search.SearchOptions`)
+    or :meth:`teacher_forced`; :meth:`translate` does both for settings already checked.
+    """
+
     def __init__(
         self,
         model: torch.nn.Module,
@@ -130,6 +125,11 @@ class Translator:
         """The tokenizers and vocabularies: how the model reads and writes text."""
         return TextSides(self.src_tokenizer, self.tgt_tokenizer, self.src_vocab, self.tgt_vocab)
 
+    @property
+    def copies(self) -> bool:
+        """Whether the model copies source words (``model.copy``: extended ids in and out)."""
+        return bool(getattr(self.config.model, "copy", False))
+
     # ---- checkpoint directory (attnkit.checkpoint.seq2seq) -----------------
     @property
     def bundle(self) -> Seq2SeqBundle:
@@ -148,6 +148,8 @@ class Translator:
         trainer_state: dict | None = None,
         trainer_tensors: dict[str, torch.Tensor] | None = None,
     ) -> Path:
+        """The bundle written to ``directory`` as a checkpoint (atomically); an ensemble has no
+        checkpoint of its own (its members' directories are)."""
         if not isinstance(self.model, MODEL_CLASSES):
             raise AttnkitError(
                 "an ensemble has no checkpoint of its own: its members' directories are its "
@@ -157,6 +159,9 @@ class Translator:
 
     @classmethod
     def load(cls, directory: str | Path, device: str | torch.device = "auto") -> Translator:
+        """The checkpoint in ``directory`` (validated before anything is allocated), on
+        ``device``, computing with the backend its ``decode.backend`` names. Several that decode
+        as one ensemble: ``attnkit.load([dir1, dir2])``."""
         device = device if isinstance(device, torch.device) else resolve_device(device)
         bundle = load_seq2seq(directory, device)
         model = bundle.model
@@ -165,55 +170,16 @@ class Translator:
         )
         return cls.from_bundle(bundle, device)
 
-    @classmethod
-    def load_ensemble(
-        cls, directories: Sequence[str | Path], device: str | torch.device = "auto"
-    ) -> Translator:
-        """Checkpoints that decode as one model (:class:`attnkit.decoding.ensemble.Ensemble`).
-
-        They must share the task, the vocabularies and the tokenizers (their sizes and attention may
-        differ); the first one's data and decode settings apply. One directory loads a one-member
-        ensemble, which decodes exactly as the model alone.
-        """
-        from attnkit.decoding.ensemble import Ensemble
-
-        if not directories:
-            raise AttnkitError("an ensemble needs at least one checkpoint directory")
-        device = device if isinstance(device, torch.device) else resolve_device(device)
-        first, *rest = [cls.load(d, device) for d in directories]
-        for directory, other in zip(directories[1:], rest):
-            for what, mine, theirs in (
-                ("task", first.config.data.task, other.config.data.task),
-                ("source vocabulary", first.src_vocab.itos, other.src_vocab.itos),
-                ("target vocabulary", first.tgt_vocab.itos, other.tgt_vocab.itos),
-                (
-                    "source tokenizer",
-                    _identity(first.src_tokenizer),
-                    _identity(other.src_tokenizer),
-                ),
-                (
-                    "target tokenizer",
-                    _identity(first.tgt_tokenizer),
-                    _identity(other.tgt_tokenizer),
-                ),
-            ):
-                if mine != theirs:
-                    raise CheckpointError(
-                        f"{directory}: its {what} differs from that of {directories[0]}, "
-                        "so the two cannot decode as an ensemble"
-                    )
-        model = Ensemble([first.model] + [t.model for t in rest]).eval()
-        return cls(
-            model,
-            first.config,
-            first.src_tokenizer,
-            first.tgt_tokenizer,
-            first.src_vocab,
-            first.tgt_vocab,
-            device,
+    # ---- text in --------------------------------------------------------------
+    @property
+    def source(self) -> SourceReader:
+        """How the model reads its inputs: the source tokenizer and vocabulary, ``data``'s
+        length limit and what an input above it gets, and whether source words are copied."""
+        data = self.config.data
+        return SourceReader(
+            self.src_tokenizer, self.src_vocab, data.max_src_len, data.overlong, self.copies
         )
 
-    # ---- text -> text + attention -------------------------------------------
     def encode_sources(
         self,
         texts: Sequence[str],
@@ -221,52 +187,10 @@ class Translator:
         names: Sequence[str] | None = None,
         warn: bool = True,
     ) -> tuple[list[Example], list[list[str]]]:
-        """Raw source texts -> examples and the tokens each encodes ("</s>" included).
-
-        Empty inputs are errors (:meth:`prepare` passes blank lines through before this);
-        over-long ones are truncated with a warning, or refused when data.overlong is "error";
-        tokens never seen in training become ``<unk>``, with one warning per input naming them
-        (unless ``warn_unknown`` is False: scoring a split says nothing per line; ``warn`` False:
-        no warning at all). Messages call input i ``names[i]`` (default ``input i+1``); examples
-        are indexed by position in ``texts``. Errors are :class:`InputError` naming the input.
-        """
-        cap = self.config.data.max_src_len - 1
-        chars = (cap + 1) * CHARS_PER_TOKEN  # more can only be cut: not tokenized at all
-        examples, token_lists, n_long = [], [], 0
-        for i, text in enumerate(texts):
-            name = names[i] if names is not None else f"input {i + 1}"
-            if len(text) > chars:
-                if self.config.data.overlong == "error":
-                    raise InputError(
-                        f"{name} has {len(text):,} characters, more than data.max_src_len - 1 = "
-                        f"{cap} tokens can hold",
-                        name,
-                    )
-                text = text[:chars]
-            tokens = self.src_tokenizer.tokenize(text)
-            if not text.strip() or not tokens:
-                raise InputError(f"{name} is empty: nothing to translate", name)
-            if len(tokens) > cap:
-                if self.config.data.overlong == "error":
-                    raise InputError(
-                        f"{name} has {len(tokens)} tokens, more than data.max_src_len - 1 = {cap}",
-                        name,
-                    )
-                n_long += 1
-                tokens = tokens[:cap]
-            if warn_unknown and warn:
-                unknown_words(name, tokens, self.src_vocab, self.copies)
-            oovs = source_oovs(tokens, self.src_vocab) if self.copies else []  # copied by id
-            examples.append(
-                Example(encode_extended(tokens, self.src_vocab, oovs) + [EOS_ID], [], i)
-            )
-            token_lists.append(list(tokens) + [EOS])
-        if n_long and warn:
-            warnings.warn(
-                f"{n_long} input(s) longer than {cap} tokens were truncated (data.max_src_len)",
-                stacklevel=2,
-            )
-        return examples, token_lists
+        """Raw source texts -> examples and the tokens each encodes ("</s>" included); errors
+        are :class:`~attnkit.errors.InputError` naming the input
+        (:meth:`attnkit.data.text_input.SourceReader.encode`)."""
+        return self.source.encode(texts, warn_unknown, names, warn)
 
     def prepare(
         self,
@@ -276,31 +200,12 @@ class Translator:
         allow_blank: bool = True,
         warn: bool = True,
     ) -> Prepared:
-        """``texts`` checked and tokenized, ready for :meth:`translate` (which calls this for
-        raw texts; the server calls it once per request, as the request is checked, and decodes
-        the result). Text that is not UTF-8 becomes U+FFFD. A blank input gives a blank output,
-        with a warning, or with ``allow_blank`` False an :class:`InputError`; ``names`` and
-        ``warn`` as :meth:`encode_sources` takes them."""
-        texts = as_utf8(texts, "input")
-        if not texts:
-            raise AttnkitError("no input to translate")
-        names = list(names) if names is not None else [f"input {i + 1}" for i in range(len(texts))]
-        blank = [i for i, text in enumerate(texts) if not text.strip()]
-        if blank and not allow_blank:
-            raise InputError(f"{names[blank[0]]}: blank: nothing to translate", names[blank[0]])
-        if blank and warn:  # a blank line gives a blank line: files stay line-aligned
-            shown = ", ".join(str(i + 1) for i in blank[:10]) + (", ..." if len(blank) > 10 else "")
-            warnings.warn(
-                f"{len(blank)} blank input(s) (line {shown}) give blank outputs", stacklevel=3
-            )
-        filled = [i for i, text in enumerate(texts) if text.strip()]
-        examples, token_lists = self.encode_sources(
-            [texts[i] for i in filled], warn_unknown, [names[i] for i in filled], warn
-        )
-        for example in examples:  # back to the caller's positions
-            example.index = filled[example.index]
-        return Prepared(texts, examples, dict(zip(filled, token_lists)))
+        """``texts`` checked and tokenized once, ready for :meth:`decode` (a blank input gives a
+        blank output, with a warning, or with ``allow_blank`` False an InputError;
+        :meth:`attnkit.data.text_input.SourceReader.prepare`)."""
+        return self.source.prepare(texts, warn_unknown, names, allow_blank, warn)
 
+    # ---- text -> text + attention -------------------------------------------
     def translate(
         self,
         texts: Sequence[str] | Prepared,
@@ -314,29 +219,38 @@ class Translator:
         prefix: Sequence[str] | None = None,
         top_k: int = 0,
     ) -> list[Translation]:
-        """Translate ``texts`` (raw, or :meth:`prepare`'s result); beam_size 1 is greedy. Returns
-        one Translation per input, in order; a blank input gives a blank output (with a
-        warning). ``heads``: keep every layer's and head's attention where the model has them
-        (a Transformer).
-
-        ``prefix``: target tokens every output begins with (decoding is forced through them,
-        then searches on; their attention rows and log-probability are part of each output).
-        ``top_k``: decoding without a prefix (greedy or beam search) keeps the k most likely
-        tokens of every step of every output (``Translation.top``); :func:`top_k_steps` finds
-        them by another pass where a prefix was forced."""
-        if beam_size < 1 or not 1 <= n_best <= beam_size:
-            raise AttnkitError(
-                f"need beam size >= 1 and 1 <= n-best <= beam size, got beam {beam_size}, n-best "
-                f"{n_best}"
-            )
-        dec = self.config.decode
-        alpha = dec.alpha if alpha is None else alpha
-        if not (math.isfinite(alpha) and alpha >= 0):
-            raise AttnkitError(f"length penalty alpha: must be a finite number >= 0, got {alpha}")
-        batch_size = batch_size or dec.batch_size
-        prefix_ids = target_prefix_ids(self.tgt_vocab, prefix) if prefix else None
+        """Translate ``texts`` (raw, or :meth:`prepare`'s result): :meth:`decode` with these
+        settings, taken as given (evaluation, training's dev scores and scripts pass settings
+        already checked; a user's are checked by the API object). beam_size 1 is greedy;
+        ``alpha`` None: the checkpoint's length penalty; ``heads``: keep every layer's and
+        head's attention where the model has them (a Transformer); ``prefix``: target tokens
+        every output begins with; ``top_k``: keep the k most likely tokens of every step."""
+        alpha = self.config.decode.alpha if alpha is None else alpha
+        prefix_ids = tuple(target_prefix_ids(self.tgt_vocab, prefix)) if prefix else None
         how = SearchOptions(beam_size, alpha, n_best, prefix_ids, heads, top_k)
         prepared = texts if isinstance(texts, Prepared) else self.prepare(texts, warn_unknown)
+        return self.decode(prepared, how, batch_size, progress)
+
+    def decode(
+        self,
+        prepared: Prepared,
+        how: SearchOptions,
+        batch_size: int | None = None,
+        progress: bool = False,
+    ) -> list[Translation]:
+        """Decode :meth:`prepare`'s inputs as ``how`` says (greedy or beam search, from a forced
+        prefix when it holds one): one Translation per input, in order, its n-best outputs in
+        ``nbest``; a blank input gives a blank output. Inputs of similar length are batched
+        together, ``batch_size`` (default ``decode.batch_size``) at a time; ``progress``: a bar
+        on a terminal.
+
+        ``how.prefix_ids``: every output is forced through them, then searched on; their
+        attention rows and log-probability are part of each output. ``how.top_k``: decoding
+        without a prefix keeps the k most likely tokens of every step of every output
+        (``Translation.top``); :func:`~attnkit.decoding.topk.top_k_steps` finds them by another
+        pass where a prefix was forced."""
+        dec = self.config.decode
+        batch_size = batch_size or dec.batch_size
         texts, examples, token_lists = prepared.texts, prepared.examples, prepared.tokens
         results: list[Translation | None] = [None] * len(texts)
         for i, text in enumerate(texts):
@@ -402,11 +316,6 @@ class Translator:
                 )
         return results  # type: ignore[return-value]
 
-    @property
-    def copies(self) -> bool:
-        """Whether the model copies source words (``model.copy``: extended ids in and out)."""
-        return bool(getattr(self.config.model, "copy", False))
-
 
 def _translation(
     sides: TextSides, copies: bool, text: str, source_tokens: list[str], hyp
@@ -430,19 +339,5 @@ def as_translator(model: Translator | Seq2SeqBundle) -> Translator:
     return model if isinstance(model, Translator) else Translator.from_bundle(model)
 
 
-def load_translator(
-    directories: Sequence[str | Path], device: str | torch.device = "auto"
-) -> Translator:
-    """One checkpoint directory (the model itself), or several that decode as an ensemble."""
-    if len(directories) == 1:
-        return Translator.load(directories[0], device)
-    return Translator.load_ensemble(directories, device)
-
-
 def _unpack(sides: TextSides) -> tuple[Tokenizer, Tokenizer, Vocab, Vocab]:
     return sides.src_tokenizer, sides.tgt_tokenizer, sides.src_vocab, sides.tgt_vocab
-
-
-def _identity(tokenizer: Tokenizer) -> tuple:
-    """What decides how a tokenizer splits text: its settings and any model file's bytes."""
-    return tokenizer.to_json(), getattr(tokenizer, "model_proto", None)

@@ -17,7 +17,7 @@ from test_vision_evaluation import MODELS, N_TEST, _checkpoint, digits  # noqa: 
 
 import attnkit
 from attnkit.cli import main
-from attnkit.errors import AttnkitError, CheckpointError, ConfigError
+from attnkit.errors import AttnkitError, CheckpointError, ConfigError, InputError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -152,14 +152,20 @@ def test_show_outside_a_notebook_writes_a_page(numbers_model):  # noqa: F811
         page.unlink()
 
 
-def test_translate_errors_are_one_line(numbers_model):  # noqa: F811
+def test_translate_errors_are_one_line_naming_the_argument(numbers_model):  # noqa: F811
     model = attnkit.load(numbers_model)
-    for kwargs, needle in (
-        ({"beam": 0}, "beam must be at least 1"),
-        ({"beam": 2, "n_best": 3}, "n_best must be between 1 and beam"),
+    for kwargs, name, needle in (
+        ({"beam": 0}, "beam", "beam must be at least 1"),
+        ({"beam": 2, "n_best": 3}, "n_best", r"n_best must be between 1 and the beam size \(2\)"),
+        ({"alpha": float("inf")}, "alpha", "alpha, the length penalty, must be finite"),
+        ({"top_k": -1}, "top_k", "top_k must be at least 0"),
+        ({"prefix": ["9", "Q"]}, "prefix[1]", "'Q' is not a token of the target vocabulary"),
     ):
-        with pytest.raises(AttnkitError, match=needle):
+        with pytest.raises(InputError, match=needle) as err:
             model.translate("vier", **kwargs)
+        assert err.value.name == name and "\n" not in str(err.value)
+    with pytest.raises(InputError, match="beam must be at least 1"):
+        model.evaluate(beam=0)
 
 
 # ---- explain and evaluate ----------------------------------------------------------------------

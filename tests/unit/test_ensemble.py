@@ -139,13 +139,13 @@ def test_load_ensemble_decodes_and_checks_vocabularies(tmp_path):
             p.add_(0.05 * torch.randn_like(p))
     first.save(tmp_path / "a")
     second.save(tmp_path / "b")
-    from attnkit.translator import Translator
+    from attnkit.families.seq2seq.ensemble import load_ensemble
 
-    ensemble = Translator.load_ensemble([tmp_path / "a", tmp_path / "b"], "cpu")
+    ensemble = load_ensemble([tmp_path / "a", tmp_path / "b"], "cpu")
     assert isinstance(ensemble.model, Ensemble) and len(ensemble.model.members) == 2
     out = ensemble.translate(["abc", "hello"], beam_size=2)
     assert [t.weights.shape[1] for t in out] == [4, 6]  # the true source tokens, </s> included
-    alone = Translator.load_ensemble([tmp_path / "a"], "cpu").translate(["abc", "hello"])
+    alone = load_ensemble([tmp_path / "a"], "cpu").translate(["abc", "hello"])
     assert [t.output for t in alone] == [t.output for t in first.translate(["abc", "hello"])]
 
     with pytest.raises(AttnkitError, match="members' directories"):
@@ -157,5 +157,5 @@ def test_load_ensemble_decodes_and_checks_vocabularies(tmp_path):
     third.tgt_vocab = type(third.tgt_vocab)(third.tgt_vocab.itos[:-1] + ["#"])
     third.save(tmp_path / "c")
     with pytest.raises(CheckpointError, match="target vocabulary") as err:
-        Translator.load_ensemble([tmp_path / "a", tmp_path / "c"], "cpu")
+        load_ensemble([tmp_path / "a", tmp_path / "c"], "cpu")
     assert str(tmp_path / "c") in str(err.value)

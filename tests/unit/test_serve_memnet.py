@@ -81,6 +81,26 @@ def test_one_sentence_a_line_or_one_line_of_sentences_and_unknown_words_said(cli
     assert line.json()["sentences"] == STORY and line.json()["unknown"] == ["bob"]
 
 
+def test_a_story_is_read_once_on_its_way_through_the_server(client, monkeypatch):
+    """The API object reads the request's story as it is checked; the worker answers what it
+    read, parsing nothing again."""
+    from attnkit.families.memnet import model as memnet_model
+
+    calls = {"story_sentences": 0, "parse_stories": 0}
+    for name in calls:
+        real = getattr(memnet_model, name)
+
+        def counted(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(memnet_model, name, counted)
+    for body in ({"story": STORY, "question": "Where is Mary?"}, {"story": BABI},
+                 {"story": STORY, "question": "Where is Mary?", "explain": True}):  # fmt: skip
+        assert client.post("/v1/answer", json=body).status_code == 200
+    assert calls == {"story_sentences": 2, "parse_stories": 1}
+
+
 def test_explain_adds_the_saliency_over_the_sentences(client):
     body = client.post(
         "/v1/answer", json={"story": STORY, "question": "Where is Mary?", "explain": True}
@@ -98,7 +118,7 @@ def test_explain_adds_the_saliency_over_the_sentences(client):
         ({"story": STORY, "question": "where is the one mary moved to?"}, "question", "7 words"),
         ({"story": ["1 Where is Mary?\tbathroom\t1"]}, "story", "story:1: a question before"),
         ({"story": ["Mary left.", "x\ty"]}, "story", "story:1: neither a fact"),
-        ({"story": [" "], "question": "Where?"}, "story", "story: the story has no sentence"),
+        ({"story": [" "], "question": "Where?"}, "story", "story: no sentence to read"),
         ({"story": [], "question": "Where?"}, "story", "at least 1"),
         ({"story": STORY, "question": "Where?", "hops": 2}, "hops", "not a field"),
     ],

@@ -10,7 +10,7 @@ import torch
 from attnkit.data.text_input import read_inputs
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import EOS, EOS_ID, UNK_ID, Vocab
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, InputError
 from attnkit.experiment import experiment_from_dict
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.translator import Translation, Translator
@@ -230,15 +230,18 @@ def test_translate_replaces_lone_surrogates_in_its_inputs():
 
 
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf"), -0.5])
-def test_translate_refuses_a_bad_length_penalty(alpha):
-    with pytest.raises(AttnkitError, match="alpha"):
-        _translator().translate(["ab"], beam_size=2, alpha=alpha)
+def test_the_api_object_refuses_a_bad_length_penalty(alpha):
+    from attnkit.api import Seq2SeqModel
+
+    with pytest.raises(InputError, match="alpha, the length penalty") as err:
+        Seq2SeqModel(_translator()).translate(["ab"], beam=2, alpha=alpha)
+    assert err.value.name == "alpha"
 
 
 def test_a_huge_input_is_cut_before_it_is_tokenized(monkeypatch):
     """A line far above data.max_src_len is cut to max_src_len x CHARS_PER_TOKEN characters
     before the tokenizer sees it (a gigabyte line costs no tokenizing time)."""
-    from attnkit.translator import CHARS_PER_TOKEN
+    from attnkit.data.text_input import CHARS_PER_TOKEN
 
     tr = _translator(max_src_len=4)
     seen = []

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from attnkit.config import read_text_bounded
-from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.errors import CheckpointError, InputError
 
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<s>", "</s>"
 SPECIALS = (PAD, UNK, BOS, EOS)
@@ -97,15 +97,17 @@ class Vocab:
 
 
 def target_prefix_ids(vocab: Vocab, prefix: Sequence[str]) -> list[int]:
-    """Target token strings -> ids; AttnkitError naming the first one the target vocabulary
-    does not hold (special tokens included: a prefix holds output tokens only)."""
+    """Target token strings -> ids; an :class:`InputError` naming the first one (``prefix[i]``)
+    the target vocabulary does not hold (special tokens included: a prefix holds output tokens
+    only)."""
     ids = []
     for i, token in enumerate(prefix):
         index = vocab.stoi.get(token)
         if index is None or token in SPECIALS:
-            raise AttnkitError(
+            raise InputError(
                 f"prefix[{i}]: {token!r} is not a token of the target vocabulary"
-                + (" (special tokens cannot be forced)" if token in SPECIALS else "")
+                + (" (special tokens cannot be forced)" if token in SPECIALS else ""),
+                f"prefix[{i}]",
             )
         ids.append(index)
     return ids

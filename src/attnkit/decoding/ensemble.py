@@ -9,7 +9,7 @@ ensemble's output distribution is the mean of the members' probabilities:
 mean of the weights of the members that attend (a member without attention, ``attention: none``,
 has none to add); an ensemble of such members only has no attention (:attr:`has_attention`).
 The members may differ in size, cell or attention type; they must share the vocabularies, which
-:meth:`attnkit.translator.Translator.load_ensemble` checks.
+the loading of an ensemble checks (``attnkit.load([dir1, dir2])``).
 
 :class:`Ensemble` offers what the decoders in :mod:`attnkit.decoding` call (``encode`` and
 ``decoder.step``), so greedy decoding and beam search run an ensemble unchanged.

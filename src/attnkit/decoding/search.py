@@ -1,5 +1,5 @@
 """One batch through greedy decoding or beam search, from a forced target prefix when given:
-what :meth:`attnkit.translator.Translator.translate` runs for each of its batches."""
+what :meth:`attnkit.translator.Translator.decode` runs for each of its batches."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ class SearchOptions:
     """How :func:`search` decodes: beam size (1: greedy), length penalty, outputs kept, a forced
     target prefix (ids) or None, whether to keep every head's weights, and how many of the most
     likely tokens of every decoded step to keep (greedy and beam search alike; not for the
-    forced prefix's steps)."""
+    forced prefix's steps). Equal options decode together (the server batches requests by
+    them), so the prefix is a tuple."""
 
     beam_size: int
     alpha: float
     n_best: int
-    prefix_ids: list[int] | None
+    prefix_ids: tuple[int, ...] | None
     heads: bool
     top_k: int = 0
 

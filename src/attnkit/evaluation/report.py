@@ -30,12 +30,13 @@ from pathlib import Path
 from attnkit.config import applicable
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
+from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import mark_gold, score_alignments
 from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.evaluation.examples import choose, is_translation, judge, judged_record, tally
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
-from attnkit.translator import load_translator
+from attnkit.translator import Translator
 from attnkit.viz import Tally, save_records, write_report
 from attnkit.zoo import run_parent
 
@@ -68,14 +69,17 @@ def evaluate_model(
 
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it). ``translator``: the checkpoints already
-    loaded (the Python API's model), so that they are not read again.
+    loaded (the Python API's model, which loads an ensemble), so that they are not read again;
+    without it, one checkpoint is loaded here.
     """
     dirs = (
         [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
     )
     files = files if files is not None and files.given else None
     file_pairs = files.read() if files is not None else None  # bad files fail before loading
-    translator = translator if translator is not None else load_translator(dirs, device)
+    if translator is None and len(dirs) > 1:
+        raise AttnkitError("several checkpoints decode as an ensemble: load them with attnkit.load")
+    translator = translator if translator is not None else Translator.load(dirs[0], device)
     cfg = translator.config
     family = task_metric(cfg.data).family
     pairs = file_pairs if files is not None else split_pairs(cfg.data, split)

@@ -34,7 +34,7 @@ from torch import Tensor, nn
 
 from attnkit.accel import cells
 from attnkit.data.vocab import UNK_ID
-from attnkit.models.decoders import DecoderState, RNNDecoder, _top_layer
+from attnkit.models.rnn_decoder import DecoderState, RNNDecoder, top_layer
 
 if TYPE_CHECKING:
     from attnkit.models.seq2seq import Memory, Seq2SeqConfig
@@ -121,7 +121,7 @@ class CopyingDecoder(RNNDecoder):
             pre, state, att = self._step(embs[t], state, memory, x_projs[t], keeps[t], weights)
             pres.append(pre)
             atts.append(att)
-            tops.append(_top_layer(state.rnn))
+            tops.append(top_layer(state.rnn))
         return torch.stack(pres, 1), torch.stack(atts, 1), torch.stack(tops, 1)
 
     def step(
@@ -135,7 +135,7 @@ class CopyingDecoder(RNNDecoder):
             pre, state, att = self._step(emb, state, memory, x_proj)
             # c_t again from the weights: the styles' steps return h~_t, not the context
             context = torch.bmm(att.unsqueeze(1), memory.states).squeeze(1)  # (B, Dk)
-            p_gen = self.p_gen(context, _top_layer(state.rnn), emb)  # (B,)
+            p_gen = self.p_gen(context, top_layer(state.rnn), emb)  # (B,)
             logp = self._log_mixture(self.output(pre), att, p_gen, memory)
         return logp, replace(state, p_gen=p_gen), att
 

@@ -4,7 +4,8 @@ Encoder: embeddings -> GRU/LSTM (layers, optionally bidirectional, packed so
 padding never enters the states). Its states are the attention memory.
 
 Decoder: one of the registered styles of :mod:`attnkit.models.decoders` (``bahdanau``,
-``luong``, ``fixed``), picked by ``model.decoder``; each starts from the encoder's final state
+``luong``, ``fixed``), picked by ``model.decoder``, on the shared machinery of
+:mod:`attnkit.models.rnn_decoder`; each starts from the encoder's final state
 through a learned bridge. ``bahdanau`` and ``luong`` hold any attention from
 :mod:`attnkit.attention`; ``fixed`` goes with ``model.attention: none`` and reads the encoder's
 final state as the same context at every step (:attr:`Seq2Seq.has_attention` is False).
@@ -35,7 +36,8 @@ from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID, UNK_ID
 from attnkit.errors import ConfigError
 from attnkit.models.copy import copying
-from attnkit.models.decoders import DECODERS, DecoderState, RNNDecoder, make_rnn, pairs_with
+from attnkit.models.decoders import DECODERS, pairs_with
+from attnkit.models.rnn_decoder import DecoderState, RNNDecoder, make_rnn
 
 #: the decoders' base under its former name, for code that imports it from here
 Decoder = RNNDecoder

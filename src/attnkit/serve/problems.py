@@ -4,6 +4,11 @@
 single field is to blame) and ``message`` is one line naming the field and the limit it broke.
 Statuses: 422 a request that breaks the schema or a limit, 404 an unknown model or path, 413 a
 body or image too large, 503 a full queue, 504 decoding that outlasted its time, 500 a bug.
+
+A request's inputs and settings are checked by its family's API object, as in Python: what it
+refuses, an :class:`~attnkit.errors.InputError` naming the input or setting (``inputs[2]``,
+``n_best``, ``story``), is answered here, the one place, as a 422 naming that field. An endpoint
+raises a :class:`~attnkit.errors.RequestError` only for what the server alone bounds.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from attnkit.errors import RequestError
+from attnkit.errors import InputError, RequestError
 
 log = logging.getLogger("attnkit.serve")
 
@@ -62,6 +67,10 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     async def _api_error(request: Request, exc: RequestError):
         return error_response(exc.status, exc.field, exc.message)
+
+    @app.exception_handler(InputError)
+    async def _input_error(request: Request, exc: InputError):  # the API object refused it
+        return error_response(422, exc.name, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):

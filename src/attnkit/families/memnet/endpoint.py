@@ -8,6 +8,11 @@ kept), or one line of sentences ending in ``.``, ``!`` or ``?``. A story in bAbI
 lines include a question line (``N question<TAB>answer<TAB>supporting ids``) is read as bAbI:
 without a ``question`` its last question is asked, and its answer and supporting facts come
 back to be drawn beside the hops.
+
+The story is read once, by the API object (:meth:`~attnkit.api.MemoryModel.read`), as the
+request is checked: what it refuses is one 422 naming ``story`` or ``question``
+(:mod:`attnkit.serve.problems`), the server's limits are checked on what it read, and the
+worker answers what it read.
 """
 
 # no "from __future__ import annotations": FastAPI reads the route's request model (built
@@ -15,8 +20,8 @@ back to be drawn beside the hops.
 
 from dataclasses import dataclass
 
-from attnkit.data.babi import parse_stories, words
-from attnkit.errors import AttnkitError, RequestError
+from attnkit.data.babi import Question, words
+from attnkit.errors import RequestError
 from attnkit.families.memnet.schemas import AnswerResponse, request_model
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel, one_at_a_time
 
@@ -29,25 +34,25 @@ class MemoryKey:
 
 @dataclass(frozen=True)
 class MemoryJob:
-    sentences: tuple[str, ...]
-    question: str
-    supporting: tuple[int, ...] = ()  # indices into sentences (a bAbI question line's)
-    truth: str | None = None
+    """The story and question as the model read them (its memories, the question, and for a
+    bAbI question line its answer and supporting facts)."""
+
+    read: Question
 
 
 def check_request(model: ServedModel, request, limits: Limits) -> tuple[MemoryKey, MemoryJob]:
-    """The batch key and job of a request; RequestError 422 naming the field otherwise."""
-    loaded = model.loaded
-    job = _babi_job(request, loaded.vocab.memory_size) or _plain_job(request)
-    if len(job.sentences) > limits.max_story_lines:
+    """The batch key and job of a request: the story read by the API object (an InputError
+    naming the field), then the server's limits on what it read (RequestError 422)."""
+    read = model.loaded.read("\n".join(request.story), request.question)
+    if len(read.memories) > limits.max_story_lines:
         raise RequestError(
             422,
             "story",
-            f"story: {len(job.sentences)} sentences, above the limit of {limits.max_story_lines} "
+            f"story: {len(read.memories)} sentences, above the limit of {limits.max_story_lines} "
             "(--max-story-lines)",
         )
-    for field, text in [*((f"story[{i}]", s) for i, s in enumerate(job.sentences)),
-                        ("question", job.question)]:  # fmt: skip
+    for field, text in [*((f"story[{i}]", s) for i, s in enumerate(read.memories)),
+                        ("question", read.question)]:  # fmt: skip
         count = len(words(text))
         if count > limits.max_words:
             raise RequestError(
@@ -55,41 +60,7 @@ def check_request(model: ServedModel, request, limits: Limits) -> tuple[MemoryKe
                 field,
                 f"{field}: {count} words, above the limit of {limits.max_words} (--max-words)",
             )
-    return MemoryKey(model.name, request.explain), job
-
-
-def _plain_job(request) -> MemoryJob:
-    """The story as sentences (:func:`attnkit.families.memnet.model.story_sentences`) and the
-    question."""
-    from attnkit.families.memnet.model import story_sentences
-
-    if request.question is None or not request.question.strip():
-        raise RequestError(
-            422,
-            "question",
-            "question: ask one (or end a bAbI story with a question line: "
-            "'N question<TAB>answer<TAB>supporting ids')",
-        )
-    try:
-        sentences = story_sentences("\n".join(request.story))
-    except AttnkitError as exc:
-        raise RequestError(422, "story", f"story: {exc}") from None
-    return MemoryJob(tuple(sentences), request.question.strip())
-
-
-def _babi_job(request, memory_size: int) -> MemoryJob | None:
-    """The story's last bAbI question (or ``question`` about its facts), None for a story
-    without a question line."""
-    if not any("\t" in line for line in request.story):
-        return None
-    try:
-        asked = parse_stories("\n".join(request.story), "story", 0, memory_size)
-    except AttnkitError as exc:
-        raise RequestError(422, "story", str(exc)) from None
-    last = asked[-1]
-    if request.question is not None and request.question.strip():
-        return MemoryJob(last.memories, request.question.strip())
-    return MemoryJob(last.memories, last.question, last.supporting, last.answer or None)
+    return MemoryKey(model.name, request.explain), MemoryJob(read)
 
 
 def run_batch(model: ServedModel, key: MemoryKey, jobs: list[MemoryJob]) -> list:
@@ -99,11 +70,7 @@ def run_batch(model: ServedModel, key: MemoryKey, jobs: list[MemoryJob]) -> list
 
 def _answer(model: ServedModel, key: MemoryKey, job: MemoryJob) -> dict:
     loaded = model.loaded
-    ask = loaded.explain if key.explain else loaded.answer
-    answer = ask(list(job.sentences), job.question)
-    kept = len(job.sentences) - len(answer.sentences)  # the memory holds the latest sentences
-    answer.supporting = [i - kept for i in job.supporting if i >= kept]
-    answer.truth = job.truth
+    answer = (loaded.explain if key.explain else loaded.answer)(job.read)
     return {
         "model": model.name,
         **answer.to_dict(),

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 
 from attnkit.checkpoint import checkpoint_dir
-from attnkit.data.babi import Question
-from attnkit.errors import InputError
+from attnkit.data.babi import Question, parse_stories
+from attnkit.errors import AttnkitError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.families.memnet.bundle import load_memnet_model
 from attnkit.viz.inline import ShowsRecord
@@ -123,9 +123,9 @@ def story_sentences(story: str | Sequence[str]) -> list[str]:
         story = lines
     sentences = [str(s).strip() for s in story if str(s).strip()]
     if not sentences:
-        raise InputError("the story has no sentence", "story")
+        raise InputError("story: no sentence to read", "story")
     if len(sentences) > MAX_SENTENCES:
-        raise InputError(f"{len(sentences)} sentences; at most {MAX_SENTENCES}", "story")
+        raise InputError(f"story: {len(sentences)} sentences; at most {MAX_SENTENCES}", "story")
     return sentences
 
 
@@ -149,20 +149,51 @@ class MemoryModel:
             f"MemoryModel({c.model.hops} hops, {c.model.memory}, task={c.data.task}, {self.path})"
         )
 
-    def answer(self, story: str | Sequence[str], question: str) -> Answer:
-        """Answer ``question`` about ``story`` (see :func:`story_sentences`); the model sees the
-        last ``data.memory_size`` sentences."""
-        if not isinstance(question, str) or not question.strip():
-            raise InputError("give the question as text", "question")
-        sentences = story_sentences(story)[-self.vocab.memory_size :]
+    def read(self, story: str | Sequence[str], question: str | None = None) -> Question:
+        """``story`` and ``question`` as the model reads them, parsed once: a
+        :class:`~attnkit.data.babi.Question` that :meth:`answer` and :meth:`explain` take as it
+        is (the server reads each request with it, then answers what it read).
+
+        The story is its sentences (:func:`story_sentences`), or, where its lines include a bAbI
+        question line (``N question<TAB>answer<TAB>supporting ids``), bAbI's lines: without a
+        ``question`` its last question is asked, with its answer and supporting facts. Bad
+        input is an :class:`~attnkit.errors.InputError` naming ``story`` or ``question``."""
+        if question is not None and not isinstance(question, str):
+            raise InputError("question: give the question as text", "question")
+        asked = question.strip() if question is not None and question.strip() else None
+        lines = story.splitlines() if isinstance(story, str) else [str(s) for s in story]
+        if any("\t" in line for line in lines):
+            try:
+                last = parse_stories("\n".join(lines), "story", 0, self.vocab.memory_size)[-1]
+            except AttnkitError as exc:  # bAbI's reader names the story's line at fault
+                raise InputError(str(exc), "story") from None
+            return last if asked is None else Question(last.memories, asked, "", ())
+        if asked is None:
+            raise InputError(
+                "question: ask one (or end a bAbI story with a question line: "
+                "'N question<TAB>answer<TAB>supporting ids')",
+                "question",
+            )
+        return Question(tuple(story_sentences(story)), asked, "", ())
+
+    def answer(self, story: str | Sequence[str] | Question, question: str | None = None) -> Answer:
+        """Answer ``question`` about ``story`` (read by :meth:`read`, or what it read); the model
+        sees the last ``data.memory_size`` sentences. ``unknown``: the words it never saw."""
+        asked = story if isinstance(story, Question) else self.read(story, question)
+        memories = asked.memories[-self.vocab.memory_size :]
+        kept = len(asked.memories) - len(memories)  # the supporting facts' indices follow
         unknown = []
-        for text in (*sentences, question):
+        for text in (*memories, asked.question):
             unknown += self.vocab.word_ids(text, 10_000)[1]
-        q = Question(tuple(sentences), question.strip(), "", ())
+        supporting = tuple(i - kept for i in asked.supporting if i >= kept)
+        q = Question(memories, asked.question, asked.answer, supporting)
         return self._answers([q], sorted(set(unknown)))[0]
 
     def explain(
-        self, story: str | Sequence[str], question: str, method: str = "gradient"
+        self,
+        story: str | Sequence[str] | Question,
+        question: str | None = None,
+        method: str = "gradient",
     ) -> Answer:
         """:meth:`answer`, with the gradient saliency of the answer over the sentences
         (``method``: gradient, input_x_gradient or integrated_gradients; captum computes it)
@@ -171,9 +202,9 @@ class MemoryModel:
 
         method = method.replace("-", "_")
         if method not in METHODS:
-            raise InputError(f"{method!r} is not one of {', '.join(METHODS)}", "method")
+            raise InputError(f"method: {method!r} is not one of {', '.join(METHODS)}", "method")
         result = self.answer(story, question)
-        batch = self.vocab.encode([Question(tuple(result.sentences), question, "", ())])
+        batch = self.vocab.encode([Question(tuple(result.sentences), result.question, "", ())])
         saliency, _ = memory_saliency(self.net, batch.stories, batch.counts, batch.queries, method)
         result.saliency = saliency[0, : len(result.sentences)].numpy()
         return result

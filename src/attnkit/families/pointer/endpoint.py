@@ -13,7 +13,7 @@ coordinates of the wrong width are 422 answers naming ``points``.
 from dataclasses import dataclass
 
 from attnkit.data.tasks.pointer import check_points
-from attnkit.errors import InputError, RequestError
+from attnkit.errors import RequestError
 from attnkit.families.pointer.schemas import SolveResponse, request_model
 from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
 
@@ -30,7 +30,8 @@ class SolveJob:
 
 
 def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
-    """The batch key and job of a request; RequestError 422 naming the field otherwise."""
+    """The batch key and job of a request; otherwise a 422 naming the field (a RequestError, or
+    the InputError of the API object's check)."""
     dims = model.loaded.config.data.dims
     for i, point in enumerate(request.points):
         if len(point) != dims:
@@ -40,10 +41,7 @@ def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
                 f"points[{i}]: a {model.loaded.task} model reads {dims} coordinate(s) per point, "
                 f"got {len(point)}",
             )
-    try:
-        check_points(request.points)
-    except InputError as exc:  # equal points: no single answer
-        raise RequestError(422, "points", str(exc)) from None
+    check_points(request.points)  # equal points: no single answer (InputError: one 422)
     return SolveKey(model.name, request.beam), SolveJob(tuple(map(tuple, request.points)))
 
 

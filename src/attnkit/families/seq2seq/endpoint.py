@@ -1,12 +1,16 @@
 """``POST /v1/translate``: a request checked, decoded (batched with others), answered.
 
 :func:`check_request` runs on the event loop and refuses a bad request before it can reach a
-batch (an unknown model, n_best above the beam, a prefix token the target vocabulary lacks, an
-input the tokenizer cannot encode), so a bad request never disturbs another; checking the inputs
-tokenizes them (:meth:`attnkit.translator.Translator.prepare`, as ``attnkit translate`` does),
-once. The worker thread calls :func:`run_batch` with every waiting request of one
-:class:`DecodeKey`: their prepared inputs decode together, and each request gets its own results
-back.
+batch, so a bad request never disturbs another. The request's settings and inputs are checked by
+the API object, as in Python and ``attnkit translate``, once: its settings by
+:meth:`~attnkit.families.seq2seq.model.Seq2SeqModel.search_options` (n_best above the beam, a
+prefix token the target vocabulary lacks), its inputs by
+:meth:`~attnkit.families.seq2seq.model.Seq2SeqModel.prepare` (an input the tokenizer cannot
+encode), which tokenizes them for the batch. Their :class:`~attnkit.errors.InputError` is one 422
+naming the field, answered in one place (:mod:`attnkit.serve.problems`); what only the server
+bounds (explain, reference, rollout) is checked here. The worker thread calls :func:`run_batch`
+with every waiting request of one :class:`DecodeKey`: their prepared inputs decode together, and
+each request gets its own results back.
 
 A request with ``rollout`` (a Transformer's) also gets the first hypothesis' attention rollout
 and flow through the encoder (:func:`attnkit.explain.rollout.along_tokens`, forced along that
@@ -22,25 +26,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from attnkit.data.text_input import Prepared
+from attnkit.decoding.search import SearchOptions
 from attnkit.decoding.topk import top_k_steps
-from attnkit.errors import AttnkitError, InputError, RequestError
+from attnkit.errors import RequestError
 from attnkit.families.seq2seq.schemas import TranslateResponse, request_model
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel
-from attnkit.translator import Prepared, target_prefix_ids
 
 DIGITS = 6  # decimals of the weights and probabilities sent: more is noise
 
 
 @dataclass(frozen=True)
 class DecodeKey:
-    """The settings a batch shares: requests decode together only when all are equal."""
+    """The settings a batch shares: requests decode together only when all are equal (the
+    model's name, and how to decode, as the API object checked it)."""
 
     model: str
-    beam: int
-    n_best: int
-    alpha: float | None
-    top_k: int
-    prefix: tuple[str, ...]
+    options: SearchOptions
 
 
 @dataclass(frozen=True)
@@ -56,16 +58,16 @@ class TranslateJob:
 
 
 def check_request(model: ServedModel, request, limits: Limits) -> tuple[DecodeKey, TranslateJob]:
-    """The request's batch key and job, or RequestError (422) naming the field at fault.
+    """The request's batch key and job; an InputError of the API object's checks, or a
+    RequestError (422) of the server's own, naming the field at fault.
 
     It runs on the event loop while the worker decodes, so it warns about nothing (catching
     warnings is not thread-safe: the worker does it)."""
-    translator = model.loaded.translator
-    if request.n_best > request.beam:
-        raise RequestError(
-            422, "n_best", f"n_best: at most the beam size ({request.beam}), got {request.n_best}"
-        )
-    if request.explain and not can_explain(model.loaded):
+    loaded = model.loaded
+    options = loaded.search_options(
+        request.beam, request.n_best, request.alpha, request.prefix, request.top_k, heads=True
+    )
+    if request.explain and not can_explain(loaded):
         raise RequestError(422, "explain", f"explain: saliency is not available for {model.name!r}")
     explain_inputs = limits.max_explain_inputs
     if request.explain and len(request.inputs) > explain_inputs:
@@ -83,19 +85,12 @@ def check_request(model: ServedModel, request, limits: Limits) -> tuple[DecodeKe
             f"reference: the right output of one input; got {len(request.inputs)} inputs",
         )
     _check_rollout(model, request, explain_inputs)
-    prefix = tuple(request.prefix or ())
-    try:
-        target_prefix_ids(translator.tgt_vocab, prefix)
-    except AttnkitError as exc:
-        raise RequestError(422, str(exc).split(":")[0], str(exc)) from None
     names = [f"inputs[{i}]" for i in range(len(request.inputs))]
-    try:  # over-long inputs are truncated (as the tokens sent back show), unless data says error
-        prepared = translator.prepare(request.inputs, names=names, allow_blank=False, warn=False)
-    except InputError as exc:
-        raise RequestError(422, exc.name, str(exc)) from None
-    key = DecodeKey(model.name, request.beam, request.n_best, request.alpha, request.top_k, prefix)
+    # over-long inputs are truncated (as the tokens sent back show), unless data says error
+    prepared = loaded.prepare(request.inputs, names=names, allow_blank=False, warn=False)
     flow_work = limits.max_flow_work if request.rollout else None
-    return key, TranslateJob(prepared, request.explain, request.gold, request.reference, flow_work)
+    job = TranslateJob(prepared, request.explain, request.gold, request.reference, flow_work)
+    return DecodeKey(model.name, options), job
 
 
 def _check_rollout(model: ServedModel, request, most: int) -> None:
@@ -146,20 +141,12 @@ def _decode(translator, key: DecodeKey, prepared: Prepared):
     """(translations, top-k of every hypothesis: per translation, per hypothesis)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the answer shows truncation and unknown tokens
-        translations = translator.translate(
-            prepared,
-            beam_size=key.beam,
-            alpha=key.alpha,
-            n_best=key.n_best,
-            batch_size=len(prepared.texts),
-            warn_unknown=False,
-            prefix=list(key.prefix) or None,
-            heads=translator.config.model.layers_and_heads[0] is not None,
-            top_k=key.top_k,  # greedy keeps them as it decodes; top_k_steps finds the rest
-        )
-    if key.top_k == 0:
+        # greedy and beam search keep the top-k as they decode; top_k_steps finds the rest
+        translations = translator.decode(prepared, key.options, batch_size=len(prepared.texts))
+    top_k = key.options.top_k
+    if top_k == 0:
         return translations, [[None] * len(t.nbest) for t in translations]
-    flat = top_k_steps(translator, [h for t in translations for h in t.nbest], key.top_k)
+    flat = top_k_steps(translator, [h for t in translations for h in t.nbest], top_k)
     tops, start = [], 0
     for t in translations:
         tops.append(flat[start : start + len(t.nbest)])

@@ -9,24 +9,35 @@ notebooks::
     t.show()                         # the interactive heatmap inline
     model.explain("dreiundzwanzig").show()   # attention beside gradient saliency
     model.evaluate(split="test")["greedy"]
+
+:class:`Seq2SeqModel` is the one object a user holds: it loads one checkpoint or an ensemble and
+checks every argument once (:meth:`Seq2SeqModel.search_options`, :meth:`Seq2SeqModel.prepare`,
+which the server checks its requests with too); decoding is the service underneath,
+:class:`attnkit.translator.Translator` (``model.translator``).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.data.tasks.gold import gold_aligner
-from attnkit.errors import AttnkitError
+from attnkit.data.text_input import Prepared
+from attnkit.data.vocab import target_prefix_ids
+from attnkit.decoding.search import SearchOptions
+from attnkit.errors import AttnkitError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.explain.explanation import Explanation
-from attnkit.translator import Translation, Translator, load_translator
+from attnkit.families.seq2seq.ensemble import load_translator
+from attnkit.translator import Translation, Translator
 
 
 class Seq2SeqModel:
     """A loaded seq2seq checkpoint (RNN encoder-decoder or Transformer), or several decoding as
-    an ensemble. ``translator`` is the inference object underneath (vocabularies, tokenizers,
-    ``model``: the torch module); ``config`` the run's resolved experiment config."""
+    an ensemble. ``translator`` is the decoding service underneath (vocabularies, tokenizers,
+    ``model``: the torch module), which takes the arguments this object has checked;
+    ``config`` the run's resolved experiment config."""
 
     family = "seq2seq"
 
@@ -57,6 +68,51 @@ class Seq2SeqModel:
         kind = "transformer" if getattr(m, "arch", "rnn") == "transformer" else m.attention
         return f"Seq2SeqModel({kind}, task={self.config.data.task}, {self.path})"
 
+    def search_options(
+        self,
+        beam: int = 1,
+        n_best: int = 1,
+        alpha: float | None = None,
+        prefix: Sequence[str] | None = None,
+        top_k: int = 0,
+        heads: bool = False,
+    ) -> SearchOptions:
+        """How to decode, checked: the one check of :meth:`translate`'s settings, which the
+        server checks each request's with too. ``alpha`` None is the checkpoint's length
+        penalty; ``prefix`` tokens must be tokens of the target vocabulary. A setting that cannot
+        be is an :class:`~attnkit.errors.InputError` naming it (``beam``, ``n_best``, ``alpha``,
+        ``top_k``, ``prefix[i]``)."""
+        if beam < 1:
+            raise InputError(f"beam must be at least 1, got {beam}", "beam")
+        if not 1 <= n_best <= beam:
+            raise InputError(
+                f"n_best must be between 1 and the beam size ({beam}), got {n_best}", "n_best"
+            )
+        alpha = self.config.decode.alpha if alpha is None else alpha
+        if not (math.isfinite(alpha) and alpha >= 0):
+            raise InputError(
+                f"alpha, the length penalty, must be finite and >= 0, got {alpha}", "alpha"
+            )
+        if top_k < 0:
+            raise InputError(f"top_k must be at least 0, got {top_k}", "top_k")
+        prefix_ids = tuple(target_prefix_ids(self.translator.tgt_vocab, prefix)) if prefix else None
+        return SearchOptions(beam, alpha, n_best, prefix_ids, heads, top_k)
+
+    def prepare(
+        self,
+        texts: str | Sequence[str],
+        names: Sequence[str] | None = None,
+        allow_blank: bool = True,
+        warn: bool = True,
+    ) -> Prepared:
+        """``texts`` (a string is one input) checked and tokenized once, as :meth:`translate`
+        reads them: an input the model cannot read is an :class:`~attnkit.errors.InputError`
+        naming it (``names[i]``, default ``input i+1``); a blank one gives a blank output, with a
+        warning (``warn``), or with ``allow_blank`` False an error. The server prepares each
+        request's inputs with it and decodes what it prepared."""
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        return self.translator.prepare(texts, names=names, allow_blank=allow_blank, warn=warn)
+
     def translate(
         self,
         texts: str | Sequence[str],
@@ -73,66 +129,39 @@ class Seq2SeqModel:
         ``heads``, every layer's and head's map. ``beam`` 1 is greedy; ``n_best`` outputs per
         input (``Translation.nbest``); ``alpha`` the length penalty (default: the checkpoint's);
         ``prefix``: target tokens every output begins with; ``top_k``: keep the k most likely
-        tokens of every greedy step (``Translation.top``). A blank input gives a blank output."""
-        texts = [texts] if isinstance(texts, str) else list(texts)
-        if beam < 1:
-            raise AttnkitError(f"beam must be at least 1, got {beam}")
-        if not 1 <= n_best <= beam:
-            raise AttnkitError(f"n_best must be between 1 and beam ({beam}), got {n_best}")
-        results = self.translator.translate(
-            texts,
-            beam_size=beam,
-            alpha=alpha,
-            n_best=n_best,
-            progress=progress,
-            heads=heads,
-            prefix=prefix,
-            top_k=top_k,
-        )
-        self._mark_gold(results)
+        tokens of every greedy step (``Translation.top``). A blank input gives a blank output.
+        Settings are checked by :meth:`search_options`, inputs by :meth:`prepare`."""
+        how = self.search_options(beam, n_best, alpha, prefix, top_k, heads)
+        results = self.translator.decode(self.prepare(texts), how, progress=progress)
+        _mark_gold(self.config.data, results)
         return results
-
-    def _mark_gold(self, translations: Sequence[Translation]) -> None:
-        """Give each output the task's gold links (numbers, dates) so that pictures outline
-        them; none where the generator cannot align the output (a wrong one)."""
-        from attnkit.evaluation.alignment import mark_gold
-
-        aligner = gold_aligner(self.config.data)
-        if aligner is not None:
-            mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])
 
     def explain(self, text: str, method: str = "gradient", reference: str | None = None):
         """The attention of one input's output beside the gradient saliency of the same output
         (``method``: gradient, input-x-gradient, integrated-gradients; captum computes them), and
         their agreement. ``reference``: explain that output instead of the model's own."""
-        from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
         from attnkit.explain.saliency import METHODS
+        from attnkit.families.seq2seq.explain import explain_output
 
         method = method.replace("-", "_")
         if method not in METHODS:
-            raise AttnkitError(f"method: unknown saliency method {method!r}; valid: {METHODS}")
-        if not isinstance(text, str) or not text.strip():
-            raise AttnkitError("explain: give one non-blank input text")
-        (own,) = self.translate(text, heads=False)
-        output = own.output if reference is None else reference
-        (forced,) = self.translator.teacher_forced([text], [output])
-        from attnkit.explain.no_attention import saliency_translations
-
-        (salient,) = saliency_translations(self.translator, [forced], method)
-        scores = {}
-        if self.has_attention:
-            pair = [(forced.weights, salient.weights)]
-            scores = {
-                "argmax_agreement": argmax_agreement(pair),
-                "rank_correlation": rank_correlation(pair),
-            }
-        self._mark_gold([forced])
+            valid = ", ".join(METHODS)
+            raise InputError(
+                f"method: unknown saliency method {method!r}; valid: {valid}", "method"
+            )
+        _one_text(text, "explain")
+        output = self.translate(text, heads=False)[0].output if reference is None else reference
+        forced, salient, scores = explain_output(
+            self.translator, text, output, method, self.has_attention
+        )
+        _mark_gold(self.config.data, [forced])
+        attention = forced.weights if self.has_attention else None
         return Explanation(
             forced.source,
             forced.source_tokens,
             forced.output,
             forced.output_tokens,
-            forced.weights if self.has_attention else None,
+            attention,
             salient.weights,
             method,
             scores,
@@ -218,21 +247,12 @@ class Seq2SeqModel:
         "rollout", "flow" ((T, S): each output step over the source), "encoder_rollout",
         "encoder_flow" ((S, S): each top encoder position over the source), "cross_by_layer"
         ((L, T, S): each decoder layer's cross-attention, heads averaged)}."""
-        from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
-        from attnkit.explain.rollout import transformer_maps
+        from attnkit.families.seq2seq.explain import rollout_maps
 
         if not hasattr(self.translator.model, "encoder_attention"):
             raise AttnkitError("rollout: attention rollout and flow are for Transformer models")
-        if not isinstance(text, str) or not text.strip():
-            raise AttnkitError("rollout: give one non-blank input text")
-        with plain(self.translator.model):
-            subject = Seq2SeqSubject(self.translator, text)
-            maps = transformer_maps(self.translator.model, subject.src, subject.tgt_in)
-        return {
-            "source_tokens": subject.positions,
-            "output_tokens": subject.units,
-            **{k: v.numpy() for k, v in maps.items() if not k.endswith("_attention")},
-        }
+        _one_text(text, "rollout")
+        return rollout_maps(self.translator, text)
 
     def evaluate(
         self,
@@ -252,8 +272,7 @@ class Seq2SeqModel:
         from attnkit.evaluation.inputs import EvalFiles
         from attnkit.evaluation.report import evaluate_model
 
-        if beam < 1:
-            raise AttnkitError(f"beam must be at least 1, got {beam}")
+        self.search_options(beam, alpha=alpha)  # before anything is decoded
         if not self.paths:
             raise AttnkitError("evaluate: this model was not loaded from a checkpoint directory")
         files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
@@ -267,3 +286,19 @@ class Seq2SeqModel:
 def _default_out(path: Path | None, name: str) -> Path | None:
     """``RUN/NAME/CHECKPOINT`` beside a checkpoint; None for a model not loaded from one."""
     return None if path is None else path.parent / name / path.name
+
+
+def _one_text(text, what: str) -> None:
+    """``text`` is one non-blank input, or an InputError saying so."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{what}: give one non-blank input text", "text")
+
+
+def _mark_gold(data, translations: Sequence[Translation]) -> None:
+    """Give each output the gold links of its task (``data``: numbers, dates) so that pictures
+    outline them; none where the generator cannot align the output (a wrong one)."""
+    from attnkit.evaluation.alignment import mark_gold
+
+    aligner = gold_aligner(data)
+    if aligner is not None:
+        mark_gold(aligner, [option for t in translations for option in t.nbest or [t]])

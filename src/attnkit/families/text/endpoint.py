@@ -11,7 +11,7 @@ Python; the requests of one model that wait together are answered in one batch.
 
 from dataclasses import dataclass
 
-from attnkit.errors import AttnkitError, RequestError
+from attnkit.errors import RequestError
 from attnkit.families.serving import Endpoint, Routes, ServedModel
 from attnkit.families.text.schemas import TextResponse, request_model
 
@@ -30,7 +30,8 @@ class SentenceJob:
 
 
 def check_request(model: ServedModel, request, max_explain: int) -> tuple[SentenceKey, SentenceJob]:
-    """The batch key and job of a request; RequestError 422 naming the field otherwise."""
+    """The batch key and job of a request; otherwise a 422 naming the field (a RequestError, or
+    the InputError of the API object's check)."""
     if request.explain and len(request.inputs) > max_explain:
         raise RequestError(
             422,
@@ -38,11 +39,8 @@ def check_request(model: ServedModel, request, max_explain: int) -> tuple[Senten
             f"inputs: {len(request.inputs)} with explain: true, above the limit of {max_explain} "
             "(--max-explain-inputs)",
         )
-    for i, text in enumerate(request.inputs):
-        try:
-            model.loaded.tokens(text, f"inputs[{i}]")
-        except AttnkitError as exc:
-            raise RequestError(422, f"inputs[{i}]", str(exc)) from None
+    for i, text in enumerate(request.inputs):  # an InputError naming inputs[i]: one 422
+        model.loaded.tokens(text, f"inputs[{i}]")
     return SentenceKey(model.name, request.explain), SentenceJob(tuple(request.inputs))
 
 
