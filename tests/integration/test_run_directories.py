@@ -203,14 +203,14 @@ def test_vision_sigterm_mid_epoch_then_resume_equals_a_straight_run(tmp_path, mo
         train_vision(config, output_dir=tmp_path / "b")
     monkeypatch.undo()
     assert err.value.exit_status == 143
-    stopped = ckpt.read_json(tmp_path / "b" / "last" / "trainer.json")
+    stopped = ckpt.read_json(tmp_path / "b" / "last" / "trainer.json")["state"]
     assert (stopped["step"], stopped["epoch"], stopped["batches_done"]) == (4, 1, 1)
     train_vision(config, output_dir=tmp_path / "b", resume=True)
     wa = ckpt.read_tensors(tmp_path / "a" / "last" / "model.safetensors")
     wb = ckpt.read_tensors(tmp_path / "b" / "last" / "model.safetensors")
     for name in wa:
         torch.testing.assert_close(wb[name], wa[name], msg=name)
-    b = ckpt.read_json(tmp_path / "b" / "last" / "trainer.json")
+    b = ckpt.read_json(tmp_path / "b" / "last" / "trainer.json")["state"]
     assert (b["step"], b["epoch"], b["batches_done"]) == (6, 2, 0)
 
 

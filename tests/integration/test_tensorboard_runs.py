@@ -150,7 +150,7 @@ def test_vision_logs_scalars_dev_error_and_glimpse_paths_without_changing_traini
         "dev/accuracy",
     }
     assert set(logged.Tags()["images"]) == PICTURES
-    history = ckpt.read_json(tmp_path / "on" / "last" / "trainer.json")["history"]
+    history = ckpt.read_json(tmp_path / "on" / "last" / "trainer.json")["state"]["history"]
     assert [e.value for e in logged.Scalars("dev/error_pct")] == pytest.approx(
         [h["dev"]["error_pct"] for h in history]
     )

@@ -132,7 +132,7 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
     best = train_vision(config, output_dir=tmp_path / "run")
     assert best == tmp_path / "run" / "best"
     read_meta(best, "vision")
-    history = read_json(tmp_path / "run" / "last" / "trainer.json")["history"]
+    history = read_json(tmp_path / "run" / "last" / "trainer.json")["state"]["history"]
     assert len(history) == 4
     assert history[-1]["train_loss"] < 0.85 * history[0]["train_loss"]  # cross entropy goes down
     assert history[-1]["train_accuracy"] > history[0]["train_accuracy"]
@@ -163,7 +163,7 @@ def test_ram_learns_mnist_then_evaluates_plots_and_resumes(tmp_path):
 
     config["train"]["epochs"] = 5
     train_vision(config, output_dir=tmp_path / "run", resume=True)
-    trainer = read_json(tmp_path / "run" / "last" / "trainer.json")
+    trainer = read_json(tmp_path / "run" / "last" / "trainer.json")["state"]
     assert trainer["epoch"] == 5 and len(trainer["history"]) == 5
     assert "clip" in read_yaml(tmp_path / "run" / "last" / "config.yaml")["train"]
 
@@ -211,7 +211,7 @@ def test_reader_learns_a_handful_of_strips(tmp_path):
         "train": quiet_train(epochs=6, batch_size=16, lr=5e-3, scheduler="constant"),
     }
     best = train_vision(config, output_dir=tmp_path / "run")
-    history = read_json(best.parent / "last" / "trainer.json")["history"]
+    history = read_json(best.parent / "last" / "trainer.json")["state"]["history"]
     assert history[-1]["train_loss"] < 0.7 * history[0]["train_loss"]
     result = evaluate_vision(best, device="cpu")
     assert result["images"] == 32 and result["task"] == "strips"
@@ -242,7 +242,7 @@ def test_attention_pooling_on_cluttered_and_the_time_budget(tmp_path, capsys):
     logged = capsys.readouterr().err
     line = r"^update \d+ \(epoch 1/1\): dev error [\d.]+% \(best\), accuracy [\d.]+; train loss "
     assert re.search(line, logged, re.M), logged
-    trainer = read_json(best.parent / "last" / "trainer.json")
+    trainer = read_json(best.parent / "last" / "trainer.json")["state"]
     assert trainer["stopped"] == "budget" and trainer["epoch"] == 1
     assert evaluate_vision(best, device="cpu")["images"] == 64
     png, gif = plot_vision(best, 1, tmp_path)
@@ -353,7 +353,7 @@ def test_best_is_for_inference_and_resume_goes_on_with_the_runs_own_config(tmp_p
     assert "resume: train.epochs 1 -> 2" in err
     saved = read_yaml(last / "config.yaml")
     assert (saved["model"]["attention_hidden"], saved["train"]["lr"]) == (6, 0.01)
-    assert read_json(last / "trainer.json")["epoch"] == 2
+    assert read_json(last / "trainer.json")["state"]["epoch"] == 2
 
     assert main([*train, "--resume", "--set", "model.channels=[4, 4]"]) == 2
     errors = capsys.readouterr().err.strip().splitlines()

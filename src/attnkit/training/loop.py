@@ -207,7 +207,8 @@ class TrainingLoop:
             state.train_s += time.time() - began
             self._count(state, update, guard, skipped is None)
             last = index == len(batches) - 1
-            self.progress.advance(self._postfix() if index % POSTFIX_EVERY == 0 or last else None)
+            figures = self.progress.show_bar and (index % POSTFIX_EVERY == 0 or last)
+            self.progress.advance(self._postfix() if figures else None)  # no device read unshown
             out_of_time = self._out_of_time()
             if out_of_time and counts_first:
                 return False, True  # the budget ends the epoch here; its evaluation follows
