@@ -100,9 +100,7 @@ def evaluation_line(
     ``{"loss", "accuracy", "<items>_per_s"}`` of the updates since the last evaluation (empty
     where none was applied)."""
     dev = [figure(score.metric, score.value) + (" (best)" if improved else "")]
-    dev += [
-        figure(k, v) for k, v in score.metrics.items() if k != score.metric and k not in COUNTS
-    ]
+    dev += [figure(k, v) for k, v in score.metrics.items() if k != score.metric and k not in COUNTS]
     parts = [f"{where(state, epoch)}: dev {', '.join(dev)}"]
     if train:
         parts.append(f"train loss {train['loss']:.4f}, accuracy {100 * train['accuracy']:.1f}%")
