@@ -162,6 +162,33 @@ def test_a_decoder_only_generator(tiny, kind):
         assert model.model.config.num_key_value_heads == 2 and heads.shape[1] == 4
 
 
+def test_generated_tokens_are_grouped_into_words_by_decoding(tiny):
+    from attnkit.families.hf.words import from_ids
+
+    for kind, tokens, words, labels in (
+        (
+            "bert",
+            "[CLS] the cat ##s lo ##o ##ked [SEP]",
+            [None, 0, 1, 1, 2, 2, 2, None],
+            ["[CLS]", "the", "cats", "looked", "[SEP]"],
+        ),
+        (
+            "gpt2",
+            "▁the ▁cat s ▁ lo oked ▁at",
+            [0, 1, 1, 2, 2, 2, 3],
+            ["the", "cats", "looked", "at"],
+        ),
+    ):
+        tokenizer = transformers.AutoTokenizer.from_pretrained(tiny(kind))
+        found = from_ids(tokenizer, tokenizer.convert_tokens_to_ids(tokens.split()))
+        assert found.labels == tokens.split()
+        assert found.words == words and found.unit_labels() == labels
+    result = attnkit.load(f"hf:{tiny('gpt2')}").generate("the cats looked", max_new_tokens=3)
+    record = result.record(words=True)
+    assert record.source_tokens[:3] == ["the", "cats", "looked"]  # the prompt's, by word_ids
+    assert "".join(record.source_tokens[3:]).replace(" ", "") == result.output.replace(" ", "")
+
+
 @pytest.mark.parametrize("kind", ["marian", "t5"])
 def test_an_encoder_decoder_translates_with_three_kinds_of_attention(tiny, kind):
     directory = tiny(kind)

@@ -106,22 +106,39 @@ def _weights(cls, source: Source, dtype: torch.dtype):
         raise CheckpointError(f"{source.label}: loading its weights: {text}") from None
 
 
+#: the files a tokenizer is read from (one at least), and an image processor's
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "source.spm",
+    "tokenizer.model",
+)
+IMAGE_FILES = ("preprocessor_config.json", "processor_config.json")
+
+
 def _processor(t, source: Source, model) -> Any:
-    """The tokenizer (text models) or image processor (``pixel_values`` models) saved beside the
-    model."""
+    """The tokenizer (text models) or image processor (``pixel_values`` models) saved with the
+    model (transformers would make a tokenizer of special tokens alone without its files)."""
     image = model.main_input_name == "pixel_values"
-    loader, what = (
-        (t.AutoImageProcessor, "image processor (preprocessor_config.json)")
+    loader, files, what = (
+        (t.AutoImageProcessor, IMAGE_FILES, "image processor (preprocessor_config.json)")
         if image
-        else (t.AutoTokenizer, "tokenizer (tokenizer.json, tokenizer_config.json)")
+        else (t.AutoTokenizer, TOKENIZER_FILES, "tokenizer (tokenizer.json, tokenizer_config.json)")
     )
-    try:
-        return loader.from_pretrained(source.where, **source.options())
-    except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
-        raise CheckpointError(
-            f"{source.label}: no {what} found with the model ({_first_line(exc)}); save it "
-            "beside the model with its save_pretrained(DIR)"
-        ) from None
+    why = "none in its directory"
+    if source.has_any(files):
+        try:
+            return loader.from_pretrained(source.where, **source.options())
+        except (OSError, ValueError, KeyError, TypeError, ImportError) as exc:
+            why = _first_line(exc)
+    raise CheckpointError(
+        f"{source.label}: no {what} found with the model ({why}); save it beside the model "
+        "with its save_pretrained(DIR)"
+    )
 
 
 def open_model(source: Source, device: torch.device, dtype: str | torch.dtype = "float32"):

@@ -74,15 +74,25 @@ class Source:
     where: str
     local: bool
     download: bool = False
+    #: the directory holding the model's files (a local directory, or its snapshot in the
+    #: cache); None while they may still be fetched
+    files: Path | None = None
 
     @property
     def label(self) -> str:
         return PREFIX + self.name
 
     def options(self) -> dict[str, Any]:
-        """What every ``from_pretrained`` call is given: offline unless downloading, and never
-        code from a hub."""
-        return {"local_files_only": not self.download, "trust_remote_code": False}
+        """What every ``from_pretrained`` call is given: offline unless downloading, the cache
+        :func:`hub_cache` names, and never code from a hub."""
+        options: dict[str, Any] = {"local_files_only": not self.download}
+        if not self.local:
+            options["cache_dir"] = str(hub_cache())
+        return {**options, "trust_remote_code": False}
+
+    def has_any(self, names: tuple[str, ...]) -> bool:
+        """One of the files ``names`` is with the model (True while files may be fetched)."""
+        return self.files is None or any((self.files / n).is_file() for n in names)
 
 
 def strip_scheme(path: str | Path) -> str:
@@ -107,28 +117,30 @@ def locate(path: str | Path, download: bool = False) -> Source:
                 "directory (write one with model.save_pretrained(DIR) and the tokenizer's "
                 "save_pretrained(DIR))"
             )
-        return Source(name, str(directory), True)
+        return Source(name, str(directory), True, files=directory)
     if directory.exists():
         raise CheckpointError(f"{label}: {directory} is a file; give the model's directory")
     if not _MODEL_ID.match(name) or ".." in name or name.startswith((".", "~")):
         raise CheckpointError(f"{label}: no such directory ({directory.resolve()})")
     fetching = download and not offline()
-    if not fetching and not _cached(name):
+    snapshot = None if fetching else _cached(name)
+    if not fetching and snapshot is None:
         why = "HF_HUB_OFFLINE is set" if download else "attnkit loads offline"
         raise CheckpointError(
             f"{label}: no directory {name!r} here and no model {name!r} in the Hugging Face cache "
             f"({hub_cache()}); {why}: fetch it once with `hf download {name}` (or load it with "
             "download=True), or give the directory its save_pretrained files are in"
         )
-    return Source(name, name, False, fetching)
+    return Source(name, name, False, fetching, snapshot)
 
 
-def _cached(model_id: str) -> bool:
-    """The model's ``config.json`` is in the Hugging Face cache."""
+def _cached(model_id: str) -> Path | None:
+    """The snapshot directory of the model in the Hugging Face cache (where its ``config.json``
+    is), or None."""
     from huggingface_hub import try_to_load_from_cache
 
     found = try_to_load_from_cache(model_id, "config.json", cache_dir=hub_cache())
-    return isinstance(found, str)
+    return Path(found).parent if isinstance(found, str) else None
 
 
 @contextlib.contextmanager
