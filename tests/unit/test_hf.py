@@ -220,7 +220,7 @@ def test_an_encoder_decoder_translates_with_three_kinds_of_attention(tiny, kind)
     assert np.abs(result.rollout("encoder") - encoder).max() < TOL
 
 
-def test_a_vit_image_classifier(tiny):
+def test_a_vit_image_classifier(tiny, tmp_path):
     directory = tiny("vit")
     image = np.random.default_rng(0).integers(0, 256, (20, 24, 3)).astype(np.uint8)
     result = attnkit.load(f"hf:{directory}").classify(image)
@@ -235,6 +235,28 @@ def test_a_vit_image_classifier(tiny):
     assert result.label in ("cat", "dog", "bird") and result.source == "an image of 24x20"
     assert result.source_tokens[:3] == ["[CLS]", "r0c0", "r0c1"]
     assert result.source_tokens[-1] == "r3c3" and len(result.source_tokens) == 17
+    # the same image from a file, and as a PIL image
+    from PIL import Image
+
+    Image.fromarray(image).save(tmp_path / "image.png")
+    model = attnkit.load(f"hf:{directory}")
+    for same in (tmp_path / "image.png", str(tmp_path / "image.png"), Image.fromarray(image)):
+        assert np.array_equal(model.classify(same).logits, result.logits)
+
+
+def test_a_bfloat16_model_gives_float32_weights_near_eager_bfloat16(tiny):
+    directory = tiny("bert")
+    result = attnkit.load(f"hf:{directory}", dtype="bfloat16").classify(TEXT)
+    _, inputs = tokenized(directory, TEXT)
+    eager = transformers.BertForSequenceClassification.from_pretrained(
+        directory, attn_implementation="eager", dtype=torch.bfloat16
+    ).eval()
+    with torch.no_grad():
+        want = eager(**inputs, output_attentions=True).attentions
+    heads = result.parts["self"].heads
+    assert heads.dtype == np.float32
+    for layer, reference in zip(heads, want):  # eager rounds its weights to bfloat16 (8 bits)
+        assert np.abs(layer - reference[0].float().numpy()).max() < 5e-3
 
 
 def test_the_api_docs_example_runs(tmp_path, monkeypatch):

@@ -193,3 +193,13 @@ def test_train_refuses_a_pretrained_family_experiment(tmp_path):
     config.write_text("family: hf\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="pretrained models are loaded, not trained here"):
         attnkit.train(config)
+
+
+def test_attention_that_cannot_be_captured_is_refused_not_approximated(bert):
+    from attnkit.errors import CaptureError
+
+    model = attnkit.load(f"hf:{bert}")
+    model.model.set_attn_implementation("eager")  # switched away from SDPA behind attnkit's back
+    with pytest.raises(CaptureError) as error:
+        model.classify("the cat sat")
+    assert "made no attention call that capture sees" in one_line(error)
