@@ -19,6 +19,7 @@ the input's (a classifier, an encoder) or the whole output's, teacher-forced (a 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,8 @@ class PretrainedModel:
             )
         encoding = given.encode_text(self.processor, self.model, text, self.name, extra)
         tokens = from_encoding(self.processor, encoding, text)
-        return {k: v.to(self.device) for k, v in encoding.items()}, tokens
+        taken = inspect.signature(self.model.forward).parameters  # token_type_ids, where taken
+        return {k: v.to(self.device) for k, v in encoding.items() if k in taken}, tokens
 
     def _input(self, one: Any) -> tuple[dict, Tokens | None, str]:
         """(the forward's inputs, the tokens (None: an image's patches), the input in words)."""
