@@ -54,7 +54,7 @@ def family_of(name: object, where: str = "family") -> Family:
 
 def scheme_family(path: object) -> Family | None:
     """The family whose ``scheme`` ``path`` starts with (``"<scheme>:<rest>"``), or None."""
-    return next((f for f in FAMILIES.values() if f.names(path)), None)
+    return next((f for f in FAMILIES.values() if f.owns(path)), None)
 
 
 def checkpoint_family(directory: str | Path) -> Family:

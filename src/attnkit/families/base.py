@@ -87,7 +87,7 @@ class Family:
     own_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     scheme: str | None = None  # "<scheme>:<rest>" names a model this family loads
 
-    def names(self, path: object) -> bool:
+    def owns(self, path: object) -> bool:
         """``path`` is ``"<scheme>:<rest>"`` of this family's scheme."""
         return self.scheme is not None and str(path).startswith(f"{self.scheme}:")
 
