@@ -154,6 +154,27 @@ def test_a_family_public_names_are_attnkit_names(toy):
         attnkit.Nothing  # noqa: B018
 
 
+def test_a_family_scheme_routes_its_names_to_it_unchanged(monkeypatch):
+    """``"<scheme>:<rest>"`` names a model its family loads (no meta.json): attnkit.load gives
+    the family's loader the name as written, with the options, and --model finds the family."""
+    import dataclasses
+
+    from toyfamily import FAMILY
+    from toyfamily.model import ToyModel
+
+    from attnkit.families import scheme_family
+
+    calls = []
+    monkeypatch.setattr(ToyModel, "load", classmethod(lambda cls, *a, **o: calls.append((a, o))))
+    with registered(dataclasses.replace(FAMILY, scheme="toyhub")) as family:
+        assert scheme_family("toyhub:./a/b") is family is checkpoint_family(Path("toyhub:a"))
+        assert scheme_family("toyhubx:a") is None and scheme_family("a/toyhub:b") is None
+        attnkit.load("toyhub:./a/b", dtype="half")
+        assert calls == [(("toyhub:./a/b", "auto"), {"dtype": "half"})]
+        with pytest.raises(CheckpointError, match="toyhub:a: give one model"):
+            attnkit.load(["toyhub:a", "toyhub:b"])
+
+
 def test_the_checkpoint_family_is_read_from_meta_json(tmp_path):
     from attnkit.checkpoint import FORMAT, VERSION
 

@@ -24,7 +24,8 @@ def add_command(sub, name: str, run, **kwargs) -> argparse.ArgumentParser:
 def model_option(p: argparse.ArgumentParser, help_text: str, many: bool = False) -> None:
     """``--model DIR``: one checkpoint directory (or ``zoo:NAME``), or (``many``) repeatable for
     an ensemble."""
-    help_text += " (or zoo:NAME, a model of `attnkit zoo`)"
+    help_text += " (or zoo:NAME, a model of `attnkit zoo`"
+    help_text += "".join(f"; {scheme}:NAME" for scheme in schemes()) + ")"
     if many:
         p.add_argument(
             "--model",
@@ -38,6 +39,13 @@ def model_option(p: argparse.ArgumentParser, help_text: str, many: bool = False)
         p.add_argument(
             "--model", type=zoo.checkpoint_argument, required=True, metavar="DIR", help=help_text
         )
+
+
+def schemes() -> list[str]:
+    """The schemes of the registry's families that load models of their own (``hf``)."""
+    from attnkit.families import FAMILIES
+
+    return [f.scheme for f in FAMILIES.values() if f.scheme is not None]
 
 
 def device_option(p: argparse.ArgumentParser) -> None:

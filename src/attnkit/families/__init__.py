@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.families import graph, memnet, pointer, seq2seq, text, vision
+from attnkit.families import graph, hf, memnet, pointer, seq2seq, text, vision
 from attnkit.families.base import ConfigSummary, Family, TrainRequest
 
 #: every family, by the name its experiment files and checkpoints carry
@@ -26,6 +26,7 @@ FAMILIES: dict[str, Family] = {
         graph.FAMILY,
         memnet.FAMILY,
         pointer.FAMILY,
+        hf.FAMILY,
     )
 }
 #: the family of an experiment file that names none (the first, and oldest)
@@ -40,6 +41,7 @@ __all__ = [
     "checkpoint_family",
     "family_of",
     "registered",
+    "scheme_family",
 ]
 
 
@@ -50,11 +52,19 @@ def family_of(name: object, where: str = "family") -> Family:
     return FAMILIES[name]
 
 
+def scheme_family(path: object) -> Family | None:
+    """The family whose ``scheme`` ``path`` starts with (``"<scheme>:<rest>"``), or None."""
+    return next((f for f in FAMILIES.values() if f.owns(path)), None)
+
+
 def checkpoint_family(directory: str | Path) -> Family:
     """The family of the checkpoint in ``directory`` (its ``meta.json``; a run directory: its
-    ``best/``)."""
+    ``best/``), or of the model a ``"<scheme>:<rest>"`` name names (:func:`scheme_family`)."""
     from attnkit.checkpoint import checkpoint_dir, read_meta
 
+    named = scheme_family(directory)
+    if named is not None:
+        return named
     directory = checkpoint_dir(directory)
     name = read_meta(directory)["family"]
     if name not in FAMILIES:

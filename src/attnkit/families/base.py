@@ -66,6 +66,11 @@ class Family:
       means the command does not apply.
     - ``public``: the names the family adds to ``attnkit`` and ``attnkit.api`` (its API object,
       its result types); a module starting ``attnkit.`` is taken as it is.
+
+    ``scheme``: models that are not attnkit checkpoints (no ``meta.json``), named
+    ``"<scheme>:<rest>"`` wherever a checkpoint is asked for (:func:`attnkit.load`, ``--model``),
+    load through this family's ``model`` (given the whole name); None for a family of
+    checkpoints only.
     """
 
     name: str
@@ -80,6 +85,11 @@ class Family:
     #: command -> the options of that command only this family's hook reads (``evaluate``:
     #: ``("src", "ref", "tsv")``); given for a checkpoint of another family, they are refused
     own_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    scheme: str | None = None  # "<scheme>:<rest>" names a model this family loads
+
+    def owns(self, path: object) -> bool:
+        """``path`` is ``"<scheme>:<rest>"`` of this family's scheme."""
+        return self.scheme is not None and str(path).startswith(f"{self.scheme}:")
 
     def resolve(self, ref: str) -> Any:
         """The attribute ``ref`` (``"module:name"``, or ``"module"`` for the module itself)

@@ -1,0 +1,272 @@
+"""A pretrained Hugging Face Transformer in Python: ``attnkit.load("hf:DIR")`` (or ``hf:MODEL_ID``
+from the Hugging Face cache) gives a :class:`PretrainedModel`, whose method depends on what the
+model is::
+
+    m = attnkit.load("hf:./my-bert")          # a sequence classifier
+    r = m.classify("the cat sat on the mat")
+    r.label, r.probs                          # its answer
+    r.show()                                  # every layer and head, inline in a notebook
+    r.plot("bert.png", layer=2, head=1)       # one map, counted from 1
+    r.rollout()                               # (T, T) attention rollout
+
+``classify(text)`` (sequence classifiers; ``classify(image)`` for image classifiers such as ViT),
+``encode(text or image)`` (encoders without a head), ``generate(prompt, max_new_tokens=)``
+(causal language models: GPT-2, Llama) and ``translate(text)`` (encoder-decoders: Marian, T5,
+BART) each return a :class:`~attnkit.families.hf.results.PretrainedResult` per input. The model
+keeps running SDPA attention; the weights come from :func:`attnkit.capture` around one forward:
+the input's (a classifier, an encoder) or the whole output's, teacher-forced (a generator).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnkit.errors import AttnkitError, InputError
+from attnkit.families.hf import inputs as given
+from attnkit.families.hf.kinds import Kind, open_model
+from attnkit.families.hf.loading import SCHEME, Source, locate
+from attnkit.families.hf.results import Part, PretrainedResult
+from attnkit.families.hf.words import Tokens, from_encoding, from_ids, joined
+
+
+class PretrainedModel:
+    """A loaded Hugging Face model (``model``, in eval mode with SDPA attention), its tokenizer or
+    image processor (``processor``) and its :class:`~attnkit.families.hf.kinds.Kind`."""
+
+    family = SCHEME
+
+    def __init__(self, source: Source, model, processor, kind: Kind):
+        self.source, self.model, self.processor, self.kind = source, model, processor, kind
+        self.device = next(model.parameters()).device
+
+    @classmethod
+    def load(
+        cls,
+        path: str | Path,
+        device: str = "auto",
+        *,
+        download: bool = False,
+        dtype: str | torch.dtype = "float32",
+    ) -> PretrainedModel:
+        """``hf:NAME`` (or ``NAME``): a directory holding a model's ``save_pretrained`` files, or
+        a model id in the Hugging Face cache. Nothing is fetched unless ``download`` (and
+        ``HF_HUB_OFFLINE`` is not set); no code from a hub is run. ``dtype``: float32 (default),
+        bfloat16 or float16."""
+        from attnkit.device import resolve_device
+
+        source = locate(path, download)
+        model, processor, kind = open_model(source, resolve_device(device), dtype)
+        return cls(source, model, processor, kind)
+
+    @property
+    def name(self) -> str:
+        """``hf:NAME``, as loaded."""
+        return self.source.label
+
+    @property
+    def architecture(self) -> str:
+        return type(self.model).__name__
+
+    @property
+    def takes_images(self) -> bool:
+        return self.model.main_input_name == "pixel_values"
+
+    def __repr__(self) -> str:
+        return f"PretrainedModel({self.name}: {self.architecture}, {self.kind.words})"
+
+    # ---- the tasks ---------------------------------------------------------------------------
+    def classify(self, inputs: Any) -> PretrainedResult | list[PretrainedResult]:
+        """The label of a text (a sequence classifier) or an image (an image classifier: a file,
+        a PIL image or an array), with its probabilities and attention; a list: one result
+        each."""
+        self._only("classify")
+        return self._each(inputs, self._classify_one)
+
+    def encode(self, inputs: Any) -> PretrainedResult | list[PretrainedResult]:
+        """An encoder's attention over a text (or an image), and its last hidden states
+        (``states``, (T, D)); a list: one result each."""
+        self._only("encode")
+        return self._each(inputs, self._encode_one)
+
+    def generate(
+        self, prompts: str | Sequence[str], max_new_tokens: int = 20, beam: int = 1
+    ) -> PretrainedResult | list[PretrainedResult]:
+        """Greedy (``beam`` 1) or beam-search continuation of a prompt by a causal language
+        model, at most ``max_new_tokens`` tokens, and the self-attention over the whole sequence
+        (prompt and continuation) of one forward along it; a list: one result each."""
+        self._only("generate")
+        _positive(max_new_tokens, "max_new_tokens")
+        _positive(beam, "beam")
+        return self._each(prompts, lambda p: self._generate_one(p, max_new_tokens, beam))
+
+    def translate(
+        self, texts: str | Sequence[str], max_new_tokens: int | None = None, beam: int = 1
+    ) -> list[PretrainedResult]:
+        """One result per input (a string is one input), as attnkit's translators give theirs:
+        the output, and the encoder's self-attention, the decoder's and the cross-attention of
+        the output teacher-forced (its rows: the output tokens, ``</s>`` included). ``beam`` 1 is
+        greedy; ``max_new_tokens`` None: the model's generation config decides."""
+        self._only("translate")
+        if max_new_tokens is not None:
+            _positive(max_new_tokens, "max_new_tokens")
+        _positive(beam, "beam")
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        return [self._translate_one(text, max_new_tokens, beam) for text in texts]
+
+    def run(self, one: Any) -> PretrainedResult:
+        """The model's own task (:attr:`kind`'s) on one input: what ``attnkit plot`` draws."""
+        answer = getattr(self, self.kind.task)(one)
+        return answer[0] if isinstance(answer, list) else answer
+
+    def _only(self, task: str) -> None:
+        if self.kind.task != task:
+            raise AttnkitError(
+                f"{task}: {self.name} is {self.kind.words} ({self.architecture}); "
+                f"call .{self.kind.task}(...)"
+            )
+
+    @staticmethod
+    def _each(inputs, one):
+        if isinstance(inputs, (list, tuple)):
+            return [one(x) for x in inputs]
+        return one(inputs)
+
+    # ---- one input ---------------------------------------------------------------------------
+    def _text(self, text: Any, extra: int = 0):
+        if self.takes_images:
+            raise InputError(
+                f"{self.name} reads images: give a file, a PIL image or an array", "text"
+            )
+        encoding = given.encode_text(self.processor, self.model, text, self.name, extra)
+        tokens = from_encoding(self.processor, encoding, text)
+        taken = inspect.signature(self.model.forward).parameters  # token_type_ids, where taken
+        return {k: v.to(self.device) for k, v in encoding.items() if k in taken}, tokens
+
+    def _input(self, one: Any) -> tuple[dict, Tokens | None, str]:
+        """(the forward's inputs, the tokens (None: an image's patches), the input in words)."""
+        if not self.takes_images:
+            forward, tokens = self._text(one)
+            return forward, tokens, one
+        pixels, what = given.encode_image(self.processor, one)
+        dtype = next(self.model.parameters()).dtype
+        return {"pixel_values": pixels.to(self.device, dtype)}, None, what
+
+    def _classify_one(self, one: Any) -> PretrainedResult:
+        forward, tokens, what = self._input(one)
+        output, parts = self._attend(forward, {"self": (tokens, tokens)})
+        logits = output.logits[0].float().cpu()
+        multi = getattr(self.model.config, "problem_type", None) == "multi_label_classification"
+        probs = torch.sigmoid(logits) if multi else torch.softmax(logits, -1)
+        names = [str(self.model.config.id2label.get(i, i)) for i in range(logits.numel())]
+        best = int(logits.argmax())
+        return PretrainedResult(
+            self.name,
+            "classify",
+            what,
+            names[best],
+            parts,
+            label=names[best],
+            probs={n: float(p) for n, p in zip(names, probs)},
+            logits=logits.numpy(),
+        )
+
+    def _encode_one(self, one: Any) -> PretrainedResult:
+        forward, tokens, what = self._input(one)
+        output, parts = self._attend(forward, {"self": (tokens, tokens)})
+        states = getattr(output, "last_hidden_state", None)
+        states = None if states is None else states[0].float().cpu().numpy()
+        return PretrainedResult(self.name, "encode", what, "", parts, states=states)
+
+    def _generate_one(self, prompt: Any, max_new_tokens: int, beam: int) -> PretrainedResult:
+        forward, tokens = self._text(prompt, extra=max_new_tokens)
+        sequence = self._generated(forward, max_new_tokens=max_new_tokens, num_beams=beam)
+        written = sequence[forward["input_ids"].shape[1] :]
+        everything = joined(tokens, from_ids(self.processor, written))
+        along = {"input_ids": torch.tensor([sequence], device=self.device)}
+        along["attention_mask"] = torch.ones_like(along["input_ids"])
+        _, parts = self._attend(along, {"self": (everything, everything)})
+        text = self.processor.decode(written, skip_special_tokens=True)
+        return PretrainedResult(self.name, "generate", prompt, text, parts, ids=sequence)
+
+    def _translate_one(self, text: Any, max_new_tokens: int | None, beam: int) -> PretrainedResult:
+        forward, source = self._text(text)
+        options = {"num_beams": beam}
+        if max_new_tokens is not None:
+            options["max_new_tokens"] = max_new_tokens
+        sequence = self._generated(forward, **options)  # the decoder's start token first
+        emitted = from_ids(self.processor, sequence[1:])
+        first = self.processor.convert_ids_to_tokens([sequence[0]])[0]
+        along = {**forward, "decoder_input_ids": torch.tensor([sequence[:-1]], device=self.device)}
+        tokens = {
+            "encoder": (source, source),
+            "decoder": (emitted, emitted.shifted(str(first))),
+            "cross": (emitted, source),
+        }
+        _, parts = self._attend(along, tokens)
+        output = self.processor.decode(sequence[1:], skip_special_tokens=True)
+        return PretrainedResult(self.name, "translate", text, output, parts, ids=sequence)
+
+    def _generated(self, forward: dict, **options) -> list[int]:
+        """The model's ``generate`` (no sampling) of one input, as a list of ids."""
+        pad = self.processor.pad_token_id
+        if pad is None:
+            pad = self.processor.eos_token_id
+        with torch.no_grad():
+            out = self.model.generate(**forward, do_sample=False, pad_token_id=pad, **options)
+        return [int(i) for i in out[0]]
+
+    # ---- attention ---------------------------------------------------------------------------
+    def _attend(self, forward: dict, tokens: dict[str, tuple]) -> tuple[Any, dict[str, Part]]:
+        """The model's output of one forward, and its attention in parts (``tokens``: part ->
+        (queries, keys), None for an image's patches)."""
+        from attnkit.explain.capture import capture
+
+        with torch.no_grad(), capture(self.model) as captured:
+            output = self.model(**forward)
+        encoder = self._encoder_name()
+        found: dict[str, list] = {}
+        for record in captured.select(forward=-1):
+            if encoder is None:
+                name = "self"
+            elif record.kind == "cross":
+                name = "cross"
+            else:
+                inside = record.name == encoder or record.name.startswith(encoder + ".")
+                name = "encoder" if inside else "decoder"
+            found.setdefault(name, []).append(record)
+        return output, {name: self._part(found, name, tokens[name]) for name in tokens}
+
+    def _part(self, found: dict, name: str, axes: tuple) -> Part:
+        records = found.get(name)
+        if not records:
+            raise AttnkitError(f"{self.name}: its forward made no {name} attention call")
+        heads = np.stack([r.weights[0].numpy() for r in records])  # (L, H, T, S)
+        queries, keys = axes
+        if queries is None:  # an image's patches
+            queries = keys = Tokens.positions(given.patch_labels(self.model, heads.shape[2]))
+        if (len(queries), len(keys)) != heads.shape[2:]:
+            raise AttnkitError(
+                f"{self.name}: its {name} attention is {heads.shape[2]} x {heads.shape[3]}, "
+                f"its tokens {len(queries)} x {len(keys)}"
+            )
+        kind = "cross" if name == "cross" else "self"
+        return Part(heads, queries, keys, [r.name for r in records], kind)
+
+    def _encoder_name(self) -> str | None:
+        """The qualified name of an encoder-decoder's encoder; None for a model of one stack."""
+        if not getattr(self.model.config, "is_encoder_decoder", False):
+            return None
+        encoder = self.model.get_encoder()
+        names = {id(m): n for n, m in self.model.named_modules()}
+        return names[id(encoder)]
+
+
+def _positive(value: Any, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise AttnkitError(f"{name} must be a whole number at least 1, got {value!r}")
