@@ -5,7 +5,8 @@ Layout of a checkpoint directory::
     meta.json            {"format": "attnkit-checkpoint", "version": 1, "family": ...}
     model.safetensors    the model's parameters and buffers
     config.yaml          the resolved experiment config
-    trainer.json         trainer state (epoch, step, best metric; in last: optimizer, schedule)
+    trainer.json         {"state": the run's counters (epoch, step, best, history, ...), and in
+                         last: "optimizer" (seq2seq also "scheduler")}: attnkit.training.state
     trainer.safetensors  optimizer moments and RNG states (only in last, which --resume reads)
     ...                  family-specific files (vocabularies, tokenizer models)
 
