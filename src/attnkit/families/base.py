@@ -32,6 +32,18 @@ class TrainRequest:
     resume: bool = False  # continue from ``last/``
     overwrite: bool = False  # a fresh run may replace an earlier run's checkpoints
 
+    def run_options(self) -> dict:
+        """The keyword arguments every family's ``train_<family>`` function takes of the
+        request: ``output_dir``, ``resume``, ``source`` (the file, for errors), ``overwrite``,
+        ``overrides``."""
+        return {
+            "output_dir": self.output_dir,
+            "resume": self.resume,
+            "source": str(self.config),
+            "overwrite": self.overwrite,
+            "overrides": self.overrides,
+        }
+
     @property
     def config_dir(self) -> Path | None:
         """The directory relative paths of the experiment file are read from (None for a

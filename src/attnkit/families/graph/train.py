@@ -83,12 +83,4 @@ def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a graph experiment: its best checkpoint."""
     from attnkit.explain.graph import training_figures
 
-    return train_graph(
-        data,
-        output_dir=request.output_dir,
-        resume=request.resume,
-        source=str(request.config),
-        overwrite=request.overwrite,
-        overrides=request.overrides,
-        figures=training_figures,
-    )
+    return train_graph(data, **request.run_options(), figures=training_figures)

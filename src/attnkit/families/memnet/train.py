@@ -113,12 +113,5 @@ def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a memory-network (bAbI) experiment: its best checkpoint."""
     from attnkit.evaluation.babi import dev_score
 
-    return train_memnet(
-        data,
-        dev_score,  # handed in: the loop scores dev through bAbI's evaluation
-        output_dir=request.output_dir,
-        resume=request.resume,
-        source=str(request.config),
-        overwrite=request.overwrite,
-        overrides=request.overrides,
-    )
+    # the dev scorer is handed in: the loop scores dev through bAbI's evaluation
+    return train_memnet(data, dev_score, **request.run_options())

@@ -190,13 +190,5 @@ def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a pointer-network experiment: its best checkpoint."""
     from attnkit.families.pointer.evaluate import dev_figures, dev_scorer
 
-    return train_pointer(
-        data,
-        dev_scorer,  # handed in: the loop scores dev through the family's evaluation
-        output_dir=request.output_dir,
-        source=str(request.config),
-        overwrite=request.overwrite,
-        overrides=request.overrides,
-        resume=request.resume,
-        dev_figures=dev_figures,
-    )
+    # the dev scorer is handed in: the loop scores dev through the family's evaluation
+    return train_pointer(data, dev_scorer, **request.run_options(), dev_figures=dev_figures)

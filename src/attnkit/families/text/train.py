@@ -94,12 +94,4 @@ def _start(cfg: TextConfig, context: Context) -> Started:
 
 def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a text-classification experiment: its best checkpoint."""
-    return train_text(
-        data,
-        output_dir=request.output_dir,
-        resume=request.resume,
-        source=str(request.config),
-        overwrite=request.overwrite,
-        overrides=request.overrides,
-        config_dir=request.config_dir,
-    )
+    return train_text(data, **request.run_options(), config_dir=request.config_dir)

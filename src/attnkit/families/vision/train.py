@@ -165,11 +165,4 @@ def _resumed_state(cfg: VisionConfig, out: Path, model, optimizer, log) -> Train
 
 def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a vision experiment: its best checkpoint."""
-    return train_vision(
-        data,
-        output_dir=request.output_dir,
-        resume=request.resume,
-        source=str(request.config),
-        overwrite=request.overwrite,
-        overrides=request.overrides,
-    )
+    return train_vision(data, **request.run_options())
