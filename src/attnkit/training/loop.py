@@ -282,8 +282,8 @@ class TrainingLoop:
         epoch = state.epoch_number()
         improved = score.count(state, epoch)
         self.board.scalars(state.step, score.metrics, "dev")
-        if score.figures is not None and self.board.active:
-            self.board.pictures(state.step, score.figures())
+        if score.pictures is not None and self.board.active:
+            self.board.pictures(state.step, score.pictures())
         self.evaluations += 1
         if improved or self.evaluations % self.settings.show_every == 0:
             skipped = state.skipped_updates - self.skipped_before

@@ -76,7 +76,6 @@ class Progress:
             leave=False,
             file=self.stream,
             dynamic_ncols=not self.notebook,
-            ncols=None,
             mininterval=0.2,
         )
 

@@ -2,10 +2,10 @@
 
 * :class:`DevScore`: what a family's ``evaluate`` returns (its dev figures, the one that decides
   ``best`` and patience, and where a family has its own rule, that rule's verdicts).
-* :func:`evaluation_line`: the line after each dev evaluation::
+* :func:`evaluation_line`: the line after each dev evaluation (a numbers run's)::
 
-      update 1200 (epoch 3/10): dev bleu 23.46 (best), loss 1.871; train loss 1.234,
-      accuracy 61.2%; lr 1.0e-03; 41.3 s, 2,131 tokens/s
+      update 100 (epoch 1/2): dev exact_match 38 (best); train loss 1.4915, accuracy 51.6%;
+      lr 1.0e-03; 4.9 s, 2,559 tokens/s
 
   where the run is, the deciding dev figure first (``(best)`` when it is the best so far), the
   family's other dev figures (the dev set's size left out), the training figures of the updates
@@ -46,7 +46,7 @@ class DevScore:
     progress: bool | None = None  # ... and: not a bad evaluation for patience (None: = best)
     extra: dict[str, Any] = field(default_factory=dict)  # more of the history entry
     #: TensorBoard pictures of this evaluation, drawn only where TensorBoard is on
-    figures: Callable[[], Iterable[tuple[str, Any]]] | None = None
+    pictures: Callable[[], Iterable[tuple[str, Any]]] | None = None
 
     @property
     def value(self) -> float:

@@ -115,10 +115,11 @@ class Seq2SeqAdapter:
         checkpoints = self.checkpoints
         if self.scheduler is not None:  # plateau
             self.scheduler.step(metrics[checkpoints.metric])
-        figures = None
+        pictures = None
         if self.bundle.model.has_attention:
-            figures = lambda: _heatmaps(translations[: tb.EXAMPLES], refs)  # noqa: E731
-        return DevScore(metrics, checkpoints.metric, checkpoints.higher_is_better, figures=figures)
+            pictures = lambda: _heatmaps(translations[: tb.EXAMPLES], refs)  # noqa: E731
+        higher = checkpoints.higher_is_better
+        return DevScore(metrics, checkpoints.metric, higher, pictures=pictures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``RUN/name``: ``last`` (resumable) also holds the optimizer, schedule and RNG."""

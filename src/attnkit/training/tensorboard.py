@@ -162,7 +162,7 @@ class Window:
     """
 
     def __init__(self, unit: str):
-        self.unit = unit  # "tokens" or "images"
+        self.unit = unit  # what an update's count counts: "tokens", "images", "nodes", ...
         self.restart()
 
     def restart(self) -> None:

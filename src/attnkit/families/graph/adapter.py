@@ -143,11 +143,11 @@ class GraphAdapter:
         pictures of where nodes attend every :data:`PICTURE_EVERY` epochs."""
         dev = node_scores(self.model, self.data, "dev")
         best, progress = self.stopping.judge(dev)
-        figures = None
+        pictures = None
         if self.figures is not None and state.epoch % PICTURE_EVERY == 1:
-            figures = self.figures
+            pictures = self.figures
         metrics = {"accuracy": dev["accuracy"], "loss": dev["loss"]}
-        return DevScore(metrics, "accuracy", True, best=best, progress=progress, figures=figures)
+        return DevScore(metrics, "accuracy", True, best=best, progress=progress, pictures=pictures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         """``best``: kept in memory; ``last`` (and the ``best`` kept): written every

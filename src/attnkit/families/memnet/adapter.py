@@ -99,7 +99,7 @@ class MemnetAdapter:
             "error_pct",
             higher_is_better=False,
             extra={"linear": bool(self.model.linear)},
-            figures=self.pictures,
+            pictures=self.pictures,
         )
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:

@@ -124,7 +124,7 @@ class PointerAdapter:
         pictures = None
         if self.dev_figures is not None:
             pictures = lambda: self.dev_figures(self.model)  # noqa: E731
-        return DevScore(figures, dev["metric"], dev["higher_is_better"], figures=pictures)
+        return DevScore(figures, dev["metric"], dev["higher_is_better"], pictures=pictures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
         directory = self.out / name

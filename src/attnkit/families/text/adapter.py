@@ -93,7 +93,7 @@ class TextAdapter:
             {"accuracy": dev["accuracy"]},
             "accuracy",
             higher_is_better=True,
-            figures=lambda: dev_figures(self.model, self.dev, bundle.vocab, bundle.labels),
+            pictures=lambda: dev_figures(self.model, self.dev, bundle.vocab, bundle.labels),
         )
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:

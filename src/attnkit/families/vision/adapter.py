@@ -140,7 +140,7 @@ class VisionAdapter:
             {"error_pct": dev["error_pct"], "accuracy": dev["accuracy"]},
             "error_pct",
             higher_is_better=False,
-            figures=lambda: dev_figures(self.kind, self.model, self.dev_split, self.cfg.model),
+            pictures=lambda: dev_figures(self.kind, self.model, self.dev_split, self.cfg.model),
         )
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
