@@ -96,3 +96,28 @@ def test_ensure_files_downloads_missing_when_asked(tmp_path, sample):
         download=True,
     )
     assert (target / "sample.txt").read_bytes() == sample.read_bytes()
+
+
+def test_a_failed_download_says_how_to_work_offline(tmp_path):
+    url = (tmp_path / "nowhere.txt").as_uri()
+    with pytest.raises(DataError) as info:
+        download_file(url, tmp_path / "cmudict" / "x.txt")
+    message = str(info.value)
+    assert "$ATTNKIT_DATA_DIR holding cmudict/" in message and "data.directory" in message
+    with pytest.raises(DataError) as info:
+        download_file(url, tmp_path / "elsewhere" / "x.txt", folder="mnist")
+    assert "holding mnist/" in str(info.value)
+
+
+def test_a_missing_file_names_the_folder_of_its_own_data_set(tmp_path):
+    """Cora's error asks for planetoid/, not the folders of the other data sets."""
+    from attnkit.data.graph.planetoid import read_planetoid
+
+    with pytest.raises(DataError) as info:
+        read_planetoid(tmp_path / "mine", "cora", download=False)
+    message = str(info.value)
+    assert "$ATTNKIT_DATA_DIR holding planetoid/" in message
+    assert "cmudict" not in message and "mnist" not in message
+    with pytest.raises(DataError) as info:
+        ensure_files(tmp_path / "sst", {"a.txt": "0" * 64}, base_url=None)
+    assert "holding sst/" in str(info.value)

@@ -23,8 +23,15 @@ from attnkit.errors import DataError
 ALGORITHMS = ("sha256", "md5-content")
 HOW_TO_DOWNLOAD = "data.download: true (attnkit train CONFIG --set data.download=true)"
 """What a user sets to have missing files fetched: named by every "missing file" error."""
-ELSEWHERE = "data.directory (or $ATTNKIT_DATA_DIR, which holds cmudict/, multi30k/, mnist/)"
-"""Where a user says the data already are: named by every "missing file" error too."""
+
+
+def elsewhere(folder: str) -> str:
+    """Where a user says the data already are, named by every "missing file" and "download
+    failed" error: ``data.directory``, or ``$ATTNKIT_DATA_DIR`` holding ``folder/`` (the data set's
+    own folder, e.g. ``planetoid``)."""
+    return f"data.directory, or $ATTNKIT_DATA_DIR holding {folder}/,"
+
+
 _CHUNK = 1 << 20
 
 
@@ -79,13 +86,19 @@ def verify_file(path: str | Path, expected: str, algorithm: str = "sha256") -> N
 
 
 def download_file(
-    url: str, dest: str | Path, expected: str | None = None, algorithm: str = "sha256"
+    url: str,
+    dest: str | Path,
+    expected: str | None = None,
+    algorithm: str = "sha256",
+    folder: str | None = None,
 ) -> Path:
     """Fetch ``url`` to ``dest`` (via ``dest.part`` then rename) and verify it when ``expected`` is
     given.
 
     Returns ``dest``. A network failure or a checksum mismatch raises
-    :class:`DataError` naming the URL; no partial file is left behind.
+    :class:`DataError` naming the URL; no partial file is left behind. A network failure also
+    says how to work offline: point :func:`elsewhere` at a copy (``folder``: the data set's
+    folder under ``$ATTNKIT_DATA_DIR``; default ``dest``'s directory's name).
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -97,7 +110,8 @@ def download_file(
     except (urllib.error.URLError, OSError, ValueError) as exc:
         part.unlink(missing_ok=True)
         reason = getattr(exc, "reason", None) or exc
-        raise DataError(f"download failed from {url} ({reason})", path=dest) from None
+        offline = f"without a network, point {elsewhere(folder or dest.parent.name)} at a copy"
+        raise DataError(f"download failed from {url} ({reason}); {offline}", path=dest) from None
     try:
         if expected is not None:
             verify_file(part, expected, algorithm)
@@ -116,15 +130,18 @@ def ensure_files(
     download: bool = False,
     urls: Mapping[str, str] | None = None,
     verify: bool = True,
+    folder: str | None = None,
 ) -> Path:
     """Make sure every file of ``files`` (name -> checksum) is in ``directory`` and verifies.
 
     A missing file is downloaded from ``urls[name]`` if given, else from
     ``base_url + name``, when ``download`` is true; otherwise the error names
-    the missing file and says how to get it. ``verify=False`` only checks that
+    the missing file and says how to get it (``folder``: the data set's folder under
+    ``$ATTNKIT_DATA_DIR``, default ``directory``'s name). ``verify=False`` only checks that
     the files exist (faster on repeated runs). Returns ``directory`` as a Path.
     """
     directory = Path(directory)
+    folder = folder or directory.name
     urls = dict(urls or {})
     for name, expected in files.items():
         path = directory / name
@@ -136,9 +153,9 @@ def ensure_files(
                     if url
                     else "copy it there by hand"
                 )
-                how += f"; or point {ELSEWHERE} at a copy you have"
+                how += f"; or point {elsewhere(folder)} at a copy you have"
                 raise DataError(f"missing data file {name!r} in {directory}: {how}", path=path)
-            download_file(url, path, expected if verify else None, algorithm)
+            download_file(url, path, expected if verify else None, algorithm, folder)
         elif verify:
             verify_file(path, expected, algorithm)
     return directory

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnkit.data.download import HOW_TO_DOWNLOAD, download_file, verify_file
+from attnkit.data.download import HOW_TO_DOWNLOAD, download_file, elsewhere, verify_file
 from attnkit.errors import DataError
 
 SPLITS = ("train", "test")
@@ -66,7 +66,7 @@ def fetch(directory: str | Path, name: str) -> Path:
     for base in BASE_URLS:
         try:
             return download_file(
-                base + f"{name}.gz", dest, MD5_CONTENT[name], algorithm="md5-content"
+                base + f"{name}.gz", dest, MD5_CONTENT[name], "md5-content", folder="mnist"
             )
         except DataError as exc:
             errors.append(str(exc))
@@ -129,7 +129,8 @@ def load(
             if not download:
                 raise DataError(
                     f"missing MNIST file {name}.gz (or {name}) in {directory}: set "
-                    f"{HOW_TO_DOWNLOAD} to fetch it from {BASE_URLS[0]}, or copy it there",
+                    f"{HOW_TO_DOWNLOAD} to fetch it from {BASE_URLS[0]}, or copy it there; or "
+                    f"point {elsewhere('mnist')} at a copy you have",
                     path=directory / f"{name}.gz",
                 )
             path = fetch(directory, name)

@@ -99,7 +99,7 @@ def read_planetoid(directory: str | Path, name: str, download: bool = False) -> 
     directory = Path(directory)
     files = {f"ind.{name}.{part}": SHA256.get(name, {}).get(f"ind.{name}.{part}") for part in PARTS}
     checked = {f: s for f, s in files.items() if s}
-    ensure_files(directory, checked, BASE_URL, download=download)
+    ensure_files(directory, checked, BASE_URL, download=download, folder="planetoid")
     for name_of_file, checksum in files.items():
         if not checksum and not (directory / name_of_file).is_file():
             raise DataError(

@@ -91,7 +91,9 @@ def load(directory: str | Path, verify: bool = True, download: bool = False) -> 
     files from the public home first. Every pronunciation is its own pair.
     """
     directory = Path(directory)
-    ensure_files(directory, SHA256, base_url=None, urls=URLS, download=download, verify=verify)
+    ensure_files(
+        directory, SHA256, None, urls=URLS, download=download, verify=verify, folder="cmudict"
+    )
     return Splits(
         train=load_cmudict_file(directory / TRAIN_FILE),
         dev=load_cmudict_file(directory / DEV_FILE),

@@ -129,7 +129,7 @@ def load(
         raise ConfigError(f"multi30k: {problem}")
     directory = Path(directory)
     files = files_for(src_lang, tgt_lang)
-    ensure_files(directory, files, base_url=BASE_URL, download=download, verify=verify)
+    ensure_files(directory, files, BASE_URL, download=download, verify=verify, folder="multi30k")
     splits = {
         split: read_parallel(
             directory / f"{stem}.{src_lang}.gz", directory / f"{stem}.{tgt_lang}.gz"

@@ -176,7 +176,7 @@ def sst_splits(
     directory: str | Path, classes: int = 2, phrases: bool = False, lowercase: bool = False
 ) -> dict[str, list[Example]]:
     """train / dev / test of the SST in ``directory`` (checksums verified)."""
-    directory = ensure_files(directory, SHA256, base_url=None)
+    directory = ensure_files(directory, SHA256, base_url=None, folder="sst")
     return {
         name: read_trees(directory / file, classes, phrases and name == "train", lowercase)
         for name, file in SPLIT_FILES.items()
