@@ -41,7 +41,7 @@ END = "<!-- end: written by benchmarks/config_reference.py -->"
 #: where the vision family's classes are found: the first (module, name) that imports wins, so
 #: the script follows them when they move (add the new place at the front)
 VISION_TRAIN_CONFIG = [
-    ("attnkit.vision_experiment", "TrainConfig"),
+    ("attnkit.families.vision.config", "TrainConfig"),
     ("attnkit.vision.config", "TrainConfig"),
 ]
 VISION_MODEL_TYPES = [
@@ -51,7 +51,7 @@ VISION_MODEL_TYPES = [
 ]
 VISION_DATA_CONFIG = [("attnkit.data.tasks.vision", "DataConfig")]
 VISION_EXPERIMENT = [
-    ("attnkit.vision_experiment", "VisionConfig"),
+    ("attnkit.families.vision.config", "VisionConfig"),
     ("attnkit.vision.config", "VisionConfig"),
 ]
 

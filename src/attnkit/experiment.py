@@ -33,10 +33,68 @@ from attnkit.errors import ConfigError
 from attnkit.models.architectures import ModelConfig, model_config_from_dict
 from attnkit.models.seq2seq import Seq2SeqConfig
 from attnkit.renamed_keys import upgrade_train_keys
-from attnkit.train_config import SEQ2SEQ, train_config_class
+from attnkit.train_config import Row, train_config_class
 
-#: ``train:`` of a seq2seq experiment (its keys and defaults: :data:`attnkit.train_config.KEYS`)
-TrainConfig = train_config_class(SEQ2SEQ, __name__)
+#: the ``train:`` keys of a seq2seq experiment: each one's default here, and what it means
+#: here where that differs from the key's general meaning (the keys, their types, rules and
+#: order: :data:`attnkit.train_config.KEYS`)
+TRAIN_KEYS: dict[str, Row] = {
+    "epochs": Row(30, "most passes over the training data"),
+    "batch_size": Row(
+        64,
+        "sentences per batch (or use max_tokens)",
+        type=int | None,  # null: max_tokens makes the batches
+        rule=at_least(1, null=True),
+    ),
+    "max_tokens": Row(None),
+    "lr": Row(1e-3, "Adam learning rate (the peak, after warm-up)"),
+    "clip": Row(1.0, "gradient-norm clipping (0 or null = off)"),
+    "max_bad_updates": Row(
+        20,
+        "an update with a NaN/inf loss or gradient norm is skipped; this many in a row "
+        "stop the run",
+    ),
+    "label_smoothing": Row(0.0),
+    "scheduler": Row("plateau", "plateau | cosine | constant | noam (attnkit.training.schedules)"),
+    "lr_factor": Row(0.5),
+    "lr_patience": Row(1),
+    "min_lr": Row(1e-5, "plateau: never below this; cosine: where it ends"),
+    "warmup_steps": Row(
+        0,
+        "linear warm-up over this many updates (constant, cosine; noam rises over them, "
+        "then decays)",
+    ),
+    "patience": Row(5, "early stopping: evaluations without improvement (None = never stop early)"),
+    "average_checkpoints": Row(
+        0,
+        "N >= 2: keep the N best evaluations in run_dir/top, average them into run_dir/averaged",
+    ),
+    "eval_every": Row(0),
+    "max_minutes": Row(
+        None,
+        "time budget for training, in minutes: the run's total, its resumed parts "
+        "included (2.5 on resuming a run that trained 2.2 gives 0.3 more)",
+    ),
+    "seed": Row(1, "seed of the initialisation, the batch order and dropout"),
+    "device": Row("auto", "auto | cpu | cuda"),
+    "threads": Row(0, "torch CPU threads (0 or null = torch's default)"),
+    "backend": Row(
+        "auto",
+        "how the model is computed (attnkit.accel.backend): auto | reference | fused | "
+        "native | compile",
+    ),
+    "progress": Row(True),
+    "verbose": Row(True),
+    "tensorboard": Row(True, "event files in run_dir/tensorboard: scalars, dev metrics, attention"),
+}
+#: the values a train key takes, where they are a list
+TRAIN_CHOICES = {
+    "scheduler": ("plateau", "cosine", "constant", "noam"),
+    "device": ("auto", "cpu", "cuda"),
+    "backend": BACKENDS,
+}
+
+TrainConfig = train_config_class("seq2seq", TRAIN_KEYS, TRAIN_CHOICES, __name__)
 
 
 @dataclass

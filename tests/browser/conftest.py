@@ -160,8 +160,8 @@ def vision_checkpoint(out: Path, digits: Path, model_type: str) -> Path:
     import torch
 
     from attnkit.checkpoint import write_checkpoint
+    from attnkit.families.vision.config import parse_config
     from attnkit.families.vision.kinds import MODEL_TYPES
-    from attnkit.vision_experiment import parse_config
 
     config = {
         "family": "vision",

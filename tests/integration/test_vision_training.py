@@ -22,11 +22,11 @@ from attnkit.cli import main
 from attnkit.config import read_yaml
 from attnkit.errors import CheckpointError, ConfigError, TrainingError
 from attnkit.families.vision.bundle import load_vision_model
+from attnkit.families.vision.config import parse_config
 from attnkit.families.vision.evaluate import evaluate_vision
 from attnkit.families.vision.pictures import plot_vision
 from attnkit.families.vision.train import train_vision
 from attnkit.training import resume_config as rc
-from attnkit.vision_experiment import parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIGS = [

@@ -737,7 +737,7 @@ def test_every_shipped_config_loads(path):
 
 #: a config family other than seq2seq -> (module, function) that parses its experiment file
 FAMILY_PARSERS = {
-    "vision": ("attnkit.vision_experiment", "parse_config"),
+    "vision": ("attnkit.families.vision.config", "parse_config"),
     "pointer": ("attnkit.families.pointer.config", "parse_config"),
     "graph": ("attnkit.families.graph.config", "parse_config"),
     "text": ("attnkit.families.text.config", "parse_config"),
@@ -755,7 +755,7 @@ def test_keys_that_are_not_strings_are_named_in_a_config_error(data):
 
 
 def test_vision_config_with_a_number_key_is_a_config_error():
-    from attnkit.vision_experiment import parse_config
+    from attnkit.families.vision.config import parse_config
 
     with pytest.raises(ConfigError, match="unknown keys 'extra', 0"):
         parse_config({"family": "vision", 0: None, "extra": 1}, "exp.yaml")

@@ -23,7 +23,7 @@ from attnkit.data.tokenizers import tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError
 from attnkit.experiment import experiment_from_dict
-from attnkit.vision_experiment import parse_config
+from attnkit.families.vision.config import parse_config
 
 FUZZ = settings(
     max_examples=30,

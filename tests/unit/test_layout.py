@@ -7,9 +7,9 @@ own floor or below:
     core        errors, config, device, renamed_keys, size_caps
     data        data, zoo
     attention   attention
-    models      models, accel, decoding, checkpoint (the file format, and the seq2seq and vision
-                bundles), experiment and vision_experiment (the seq2seq and vision experiment
-                files), train_config, train_keys, train_table (the train: keys of every family)
+    models      models, accel, decoding, checkpoint (the file format, and the seq2seq bundle),
+                experiment (the seq2seq experiment file), train_config (the train: keys, each
+                family's defaults being its own: families/<name>/config.py)
     training and inference   training, evaluation, explain, viz, translator (seq2seq inference)
     families    one folder per family, and the registry (docs/FAMILIES.md)
     api         api, lessons, the package itself (attnkit/__init__.py: the public API)
@@ -209,10 +209,7 @@ FLOOR_UNITS: dict[str, tuple[str, ...]] = {
         "decoding",
         "checkpoint",
         "experiment",
-        "vision_experiment",
         "train_config",
-        "train_keys",
-        "train_table",
     ),  # fmt: skip
     "training and inference": ("training", "evaluation", "explain", "viz", "translator"),
     "families": ("families",),
@@ -397,7 +394,6 @@ PENDING_FAMILY_NAMES: dict[str, str] = {
     "attnkit.models.pointer": "a model's family attribute",
     "attnkit.models.seq2seq": "a model's family attribute",
     "attnkit.models.transformer": "a model's family attribute",
-    "attnkit.train_keys": "the train: keys table, a row per family: to each family's TrainConfig",
     "attnkit.zoo": "the zoo's greedy/test-set column by family",
 }
 

@@ -12,7 +12,7 @@ import yaml
 import attnkit
 from attnkit.config import applicable
 from attnkit.experiment import experiment_from_dict
-from attnkit.vision_experiment import parse_config
+from attnkit.families.vision.config import parse_config
 
 
 def _config(**sections) -> dict:

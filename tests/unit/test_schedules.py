@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from attnkit.experiment import TrainConfig
+from attnkit.families.vision.config import TrainConfig as VisionTrainConfig
 from attnkit.training import schedules
 from attnkit.training.schedules import learning_rate, run_progress
-from attnkit.vision_experiment import TrainConfig as VisionTrainConfig
 
 
 def _tc(**kw):

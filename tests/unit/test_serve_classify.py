@@ -19,10 +19,10 @@ from test_vision_evaluation import MODELS, N_TEST, _write_idx
 from attnkit.checkpoint import write_checkpoint
 from attnkit.families.serving import Limits
 from attnkit.families.vision import model as vision_api
+from attnkit.families.vision.config import parse_config
 from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models import show_attend_tell as sat
 from attnkit.serve.app import ServeSettings, create_app
-from attnkit.vision_experiment import parse_config
 
 
 @pytest.fixture(scope="module")

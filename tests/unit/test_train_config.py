@@ -1,9 +1,11 @@
-"""The train: keys of every family, defined once: each family's section has exactly the keys (in
-the order) its checkpoints have always saved, with its own defaults and choices."""
+"""The train: keys, defined once (attnkit.train_config), and each family's column in its own
+folder: each family's section has exactly the keys (in the order) its checkpoints have always
+saved, with its own defaults and choices."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import pickle
 from pathlib import Path
 
@@ -12,8 +14,8 @@ import pytest
 from attnkit.config import from_dict, read_yaml, to_dict
 from attnkit.errors import ConfigError
 from attnkit.experiment import TrainConfig as Seq2SeqTrain
-from attnkit.train_config import KEYS, keys_of
-from attnkit.vision_experiment import TrainConfig as VisionTrain
+from attnkit.families.vision.config import TrainConfig as VisionTrain
+from attnkit.train_config import KEYS, Row, train_config_class
 
 OLD = Path(__file__).resolve().parents[1] / "data" / "checkpoints_5afbdd1"
 
@@ -63,11 +65,52 @@ def test_choices_and_rules_are_the_family_s():
         from_dict(VisionTrain, {"lr": -1.0}, "x")
 
 
-def test_every_key_belongs_to_a_family_and_every_family_row_is_a_field():
-    for family, cls in (("seq2seq", Seq2SeqTrain), ("vision", VisionTrain)):
-        assert [f.name for f in dataclasses.fields(cls)] == keys_of(family)
-        assert set(cls.DOCS) == set(keys_of(family))
-    assert all(key.rows for key in KEYS.values())
+#: where each family's train column (TRAIN_KEYS, TRAIN_CHOICES) and TrainConfig live
+CONFIG_MODULES = {
+    "seq2seq": "attnkit.experiment",
+    "vision": "attnkit.families.vision.config",
+    "text": "attnkit.families.text.config",
+    "graph": "attnkit.families.graph.config",
+    "memnet": "attnkit.families.memnet.config",
+    "pointer": "attnkit.families.pointer.config",
+}
+
+
+@pytest.mark.parametrize("family", sorted(CONFIG_MODULES))
+def test_a_family_s_fields_are_its_column_in_the_order_of_the_keys(family):
+    module = importlib.import_module(CONFIG_MODULES[family])
+    cls, column = module.TrainConfig, module.TRAIN_KEYS
+    assert [f.name for f in dataclasses.fields(cls)] == [k for k in KEYS if k in column]
+    assert set(cls.DOCS) == set(column) and cls.FAMILY == family
+    assert cls.__module__ == CONFIG_MODULES[family]
+
+
+def test_every_key_is_some_family_s():
+    used = set()
+    for name in CONFIG_MODULES.values():
+        used |= set(importlib.import_module(name).TRAIN_KEYS)
+    assert used == set(KEYS)
+
+
+def test_a_column_s_own_order_does_not_change_the_saved_order():
+    column = {"seed": Row(7), "epochs": Row(3, "passes"), "clip": Row(None)}
+    cls = train_config_class("toy", column, {}, __name__)
+    assert list(to_dict(cls())) == ["epochs", "clip", "seed"]  # KEYS's order
+    assert cls.DOCS == {
+        "epochs": "passes",
+        "clip": KEYS["clip"].meaning,
+        "seed": KEYS["seed"].meaning,
+    }
+    assert set(cls.RULES) == {"epochs", "clip", "seed"}
+    with pytest.raises(ConfigError, match=r"x: seed: must be a whole number in \[0, 4294967295\]"):
+        from_dict(cls, {"seed": -1}, "x")
+
+
+def test_a_column_with_an_unknown_key_or_choice_is_refused():
+    with pytest.raises(ValueError, match="toy: epoch: no such train key"):
+        train_config_class("toy", {"epoch": Row(3)}, {}, __name__)
+    with pytest.raises(ValueError, match="toy: choices of device, a key its column lacks"):
+        train_config_class("toy", {"epochs": Row(3)}, {"device": ("cpu",)}, __name__)
 
 
 def test_a_config_pickles_as_the_class_its_module_publishes():

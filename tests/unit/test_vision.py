@@ -6,13 +6,12 @@ import torch
 import yaml
 
 from attnkit.checkpoint import write_checkpoint
-from attnkit.checkpoint.vision import VisionBundle, load_vision
 from attnkit.config import apply_overrides
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.families.vision.bundle import load_vision_model
+from attnkit.families.vision.bundle import VisionBundle, load_vision, load_vision_model
+from attnkit.families.vision.config import parse_config
 from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models.vision import VISION_MODELS
-from attnkit.vision_experiment import parse_config
 
 BASE = {"family": "vision", "data": {"task": "mnist"}, "model": {"type": "ram"}}
 

@@ -21,9 +21,9 @@ from PIL import Image
 
 from attnkit.checkpoint import write_checkpoint
 from attnkit.cli import main
+from attnkit.families.vision.config import parse_config
 from attnkit.families.vision.evaluate import evaluate_vision
 from attnkit.families.vision.kinds import MODEL_TYPES
-from attnkit.vision_experiment import parse_config
 
 N_TEST = 12
 MODELS = {

@@ -12,9 +12,8 @@ machine runs out of memory. Loading therefore goes in three steps, each bounded:
 3. Only a model whose every tensor matches the file is built for real and loaded, so what it
    allocates is what the file holds.
 
-Every family's loader goes through :func:`build_checked` (the bundles of
-:mod:`attnkit.checkpoint.seq2seq` and :mod:`attnkit.checkpoint.vision`, and any family registered
-later: a test iterates the registries).
+Every family's loader goes through :func:`build_checked` (each family's bundle, and any family
+registered later: a test iterates the registries).
 """
 
 from __future__ import annotations

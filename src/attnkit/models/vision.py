@@ -2,8 +2,7 @@
 config class, the tasks it reads and how it is built.
 
 What the training, scoring and pictures of each type need beyond building it lives with the
-training family (:mod:`attnkit.families.vision.kinds`); a checkpoint is built from this
-registry alone (:mod:`attnkit.checkpoint.vision`).
+vision family, which also builds a checkpoint's model from this registry alone.
 """
 
 from __future__ import annotations

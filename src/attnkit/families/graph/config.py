@@ -8,8 +8,8 @@
     model: {type: gat, attention: gat, heads: 8}   -> GraphModelConfig
     train: {epochs: 1000, lr: 0.005, ...}          -> TrainConfig
 
-Unknown keys anywhere are rejected with the list of valid ones. The ``train`` keys are defined
-once for every family (:mod:`attnkit.train_config`).
+Unknown keys anywhere are rejected with the list of valid ones. The ``train`` keys are those of
+:data:`attnkit.train_config.KEYS` that :data:`TRAIN_KEYS` lists, with this family's defaults.
 """
 
 from __future__ import annotations
@@ -20,12 +20,39 @@ from attnkit.config import family_dict, family_output_dir, from_dict
 from attnkit.data.graph.sources import GraphDataConfig
 from attnkit.families.base import ConfigSummary, describe_experiment
 from attnkit.models.graph import GraphModelConfig
-from attnkit.train_config import GRAPH, train_config_class
+from attnkit.train_config import KEYS, Row, train_config_class
 
-FAMILY = GRAPH
+FAMILY = "graph"
 
-#: ``train:`` of a graph experiment (its keys and defaults: :data:`attnkit.train_config.KEYS`)
-TrainConfig = train_config_class(FAMILY, __name__)
+#: the ``train:`` keys of a graph experiment: each one's default here, and what it means
+#: here where that differs from the key's general meaning (the keys, their types, rules and
+#: order: :data:`attnkit.train_config.KEYS`)
+TRAIN_KEYS: dict[str, Row] = {
+    "epochs": Row(1000, "Most epochs: each is one full-graph update and one dev evaluation."),
+    "lr": Row(0.005, "Adam learning rate (constant)."),
+    "clip": Row(None),
+    "max_bad_updates": Row(20),
+    "weight_decay": Row(5e-4, "Adam weight decay (L2), the GAT recipe's 5e-4."),
+    "patience": Row(
+        100,
+        "Early stopping: stop after this many epochs in which neither the dev accuracy "
+        "reached its best nor the dev loss its lowest (null: never).",
+    ),
+    "max_minutes": Row(None, "Wall-clock budget for training (null: none)."),
+    "seed": Row(0, "Seed of the initialisation and of dropout."),
+    "device": Row("auto"),
+    "threads": Row(None),
+    "progress": Row(False, KEYS["progress"].meaning + " An epoch is one update: off by default."),
+    "verbose": Row(
+        True,
+        KEYS["verbose"].meaning + " A graph's: every 50 epochs and when it is best.",
+    ),
+    "tensorboard": Row(True),
+}
+#: the values a train key takes, where they are a list
+TRAIN_CHOICES = {"device": ("auto", "cpu", "cuda")}
+
+TrainConfig = train_config_class(FAMILY, TRAIN_KEYS, TRAIN_CHOICES, __name__)
 
 
 @dataclass

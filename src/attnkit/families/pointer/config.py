@@ -9,9 +9,9 @@
     train: {epochs: 50, batch_size: 128, ...}     -> TrainConfig
     decode: {beam_size: 5}                        -> DecodeSettings
 
-Unknown keys anywhere are rejected with the valid ones listed. The ``train`` keys are the table of
-:mod:`attnkit.train_config` (the ``pointer`` column): those other families also have mean the
-same there.
+Unknown keys anywhere are rejected with the valid ones listed. The ``train`` keys are those of
+:data:`attnkit.train_config.KEYS` that :data:`TRAIN_KEYS` lists, with this family's defaults:
+those other families also have mean the same there.
 """
 
 from __future__ import annotations
@@ -23,12 +23,46 @@ from attnkit.data.tasks.pointer import PointerData
 from attnkit.errors import ConfigError
 from attnkit.families.base import ConfigSummary, describe_experiment
 from attnkit.models.pointer import PointerConfig
-from attnkit.train_config import POINTER, train_config_class
+from attnkit.train_config import Row, train_config_class
 
-FAMILY = POINTER
+FAMILY = "pointer"
 
-#: ``train:`` of a pointer experiment (its keys and defaults: :data:`attnkit.train_config.KEYS`)
-TrainConfig = train_config_class(FAMILY, __name__)
+#: the ``train:`` keys of a pointer experiment: each one's default here, and what it means
+#: here where that differs from the key's general meaning (the keys, their types, rules and
+#: order: :data:`attnkit.train_config.KEYS`)
+TRAIN_KEYS: dict[str, Row] = {
+    "epochs": Row(50, "most passes over the training instances"),
+    "batch_size": Row(128, "instances per update"),
+    "eval_batch_size": Row(1000, "instances per forward pass when scoring dev/test"),
+    "lr": Row(1e-3, "Adam learning rate (constant)"),
+    "clip": Row(2.0, "gradient-norm clipping (0 or null = off)"),
+    "max_bad_updates": Row(
+        20,
+        "updates with a NaN/inf loss or gradient norm are skipped; this many in a row stop the run",
+    ),
+    "scheduler": Row(
+        "constant",
+        "constant; cosine: decay to min_lr by the end of the planned epochs or of "
+        "max_minutes, whichever comes first",
+    ),
+    "min_lr": Row(1e-5, "cosine: where the rate ends"),
+    "patience": Row(
+        5,
+        "early stopping: evaluations without a better dev exact match (null: never)",
+    ),
+    "eval_every": Row(0),
+    "max_minutes": Row(None, "time budget for training (null: none)"),
+    "seed": Row(1, "seed of the initialisation and the batch order"),
+    "device": Row("auto", "auto | cpu | cuda"),
+    "threads": Row(0, "torch CPU threads (0 or null = torch's default)"),
+    "progress": Row(True),
+    "verbose": Row(True),
+    "tensorboard": Row(True, "event files in run_dir/tensorboard: loss, accuracy, dev metrics"),
+}
+#: the values a train key takes, where they are a list
+TRAIN_CHOICES = {"scheduler": ("constant", "cosine"), "device": ("auto", "cpu", "cuda")}
+
+TrainConfig = train_config_class(FAMILY, TRAIN_KEYS, TRAIN_CHOICES, __name__)
 
 
 @dataclass

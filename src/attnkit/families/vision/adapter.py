@@ -21,13 +21,13 @@ from torch import Tensor, nn
 
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.families.vision import bundle as vckpt
+from attnkit.families.vision.config import TrainConfig, VisionConfig
 from attnkit.families.vision.kinds import DeviceSplit, ModelKind
 from attnkit.families.vision.scoring import batches, dev_figures
 from attnkit.training import schedules
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
-from attnkit.vision_experiment import TrainConfig, VisionConfig
 
 
 def plan(cfg: TrainConfig, state: TrainerState, epoch_seconds: list[float]) -> int:

@@ -1,9 +1,12 @@
-"""A vision run's checkpoints: weights and config (the bundle,
-:class:`~attnkit.checkpoint.vision.VisionBundle`), trainer counters, optimizer and RNG; and
-:func:`load_vision_model`, a checkpoint's model ready to use with its model kind.
+"""A vision run's checkpoints: the bundle (:class:`VisionBundle`: the model with its experiment
+config, written and read as one directory of the common format, :mod:`attnkit.checkpoint`), the
+trainer's counters, optimizer and RNG; and :func:`load_vision_model`, a checkpoint's model ready
+to use with its model kind.
 
-``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the RNG) are
-written with :func:`save`; :func:`restore` loads ``last``
+:func:`load_vision` reads a checkpoint (or a run directory holding ``best/``), checks its files,
+builds the model its config names (:data:`attnkit.models.vision.VISION_MODELS`) and loads its
+weights. ``OUT/best`` (weights, config, counters) and ``OUT/last`` (also the optimizer and the
+RNG) are written with :func:`save`; :func:`restore` loads ``last``
 back into a fresh model and optimizer for ``--resume``, each part checked first
 (:mod:`attnkit.training.resume`); the counters are the run's
 :class:`~attnkit.training.state.TrainerState` under the names of
@@ -13,21 +16,63 @@ back into a fresh model and optimizer for ``--resume``, each part checked first
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor, nn
 
 from attnkit import checkpoint as ckpt
-from attnkit.checkpoint.vision import VisionBundle, load_vision
+from attnkit.checkpoint.validate import build_checked
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
+from attnkit.families.vision.config import FAMILY, VisionConfig, parse_config
 from attnkit.families.vision.kinds import MODEL_TYPES, ModelKind
+from attnkit.models.vision import VISION_MODELS
 from attnkit.training import resume
 from attnkit.training.guard import check_weights
 from attnkit.training.state import TrainerState, from_trainer, to_trainer
-from attnkit.vision_experiment import FAMILY, VisionConfig
+
+
+@dataclass
+class VisionBundle:
+    """What a vision checkpoint holds, in memory: the model and the experiment config it was
+    built from."""
+
+    model: nn.Module
+    config: VisionConfig
+
+    def save(
+        self,
+        directory: str | Path,
+        trainer_state: dict | None = None,
+        trainer_tensors: dict[str, torch.Tensor] | None = None,
+    ) -> Path:
+        """Write the bundle as a checkpoint directory, atomically (with the trainer's state for
+        ``best`` and ``last``)."""
+        return ckpt.write_checkpoint(
+            directory,
+            FAMILY,
+            self.model.state_dict(),
+            self.config.to_dict(),
+            trainer_state,
+            trainer_tensors,
+        )
+
+
+def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:
+    """A vision checkpoint (or a run holding ``best/``) as a bundle: its model built from the
+    saved config, given the saved weights, on ``device`` in eval mode.
+
+    A checkpoint written before the train keys were renamed loads too: its saved config is
+    translated (:mod:`attnkit.renamed_keys`)."""
+    directory = ckpt.checkpoint_dir(model_dir)
+    ckpt.read_meta(directory, FAMILY)
+    cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
+    # the file's shapes checked before any memory is allocated
+    model = build_checked(directory, lambda: VISION_MODELS[cfg.model_type].build(cfg.model))
+    return VisionBundle(model.to(device).eval(), cfg)
 
 
 def save(
@@ -96,7 +141,7 @@ def load_vision_model(
     model_dir: str | Path, device: str | torch.device = "cpu"
 ) -> tuple[VisionConfig, ModelKind, nn.Module]:
     """(config, kind, model in eval mode) of a vision checkpoint (or a run holding ``best/``):
-    the bundle :func:`attnkit.checkpoint.vision.load_vision` reads, with the model kind of
+    the bundle :func:`load_vision` reads, with the model kind of
     its model type (what scoring and pictures need)."""
     device = resolve_device(device) if isinstance(device, str) else device
     bundle = load_vision(model_dir, device)

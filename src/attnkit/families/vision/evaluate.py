@@ -35,9 +35,9 @@ from attnkit.errors import ConfigError
 from attnkit.evaluation.report import default_eval_dir
 from attnkit.families.vision import explain as implicit
 from attnkit.families.vision.bundle import load_vision_model
+from attnkit.families.vision.config import VisionConfig
 from attnkit.families.vision.kinds import ModelKind
 from attnkit.families.vision.scoring import error_scores, predict_split
-from attnkit.vision_experiment import VisionConfig
 from attnkit.viz import visual
 from attnkit.viz.vision_report import VisionExample, write_vision_report
 

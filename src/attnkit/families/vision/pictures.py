@@ -17,7 +17,7 @@ from attnkit.data.image_file import read_image
 from attnkit.data.tasks.vision import VisionData
 from attnkit.errors import ConfigError
 from attnkit.families.vision.bundle import load_vision_model
-from attnkit.vision_experiment import VisionConfig
+from attnkit.families.vision.config import VisionConfig
 from attnkit.viz.visual import picture_paths
 
 

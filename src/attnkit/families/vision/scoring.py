@@ -18,9 +18,9 @@ from tqdm import tqdm
 
 from attnkit.data.tasks.vision import Split
 from attnkit.errors import CheckpointError
+from attnkit.families.vision.config import TrainConfig
 from attnkit.families.vision.kinds import DeviceSplit, ModelKind
 from attnkit.training import tensorboard as tb
-from attnkit.vision_experiment import TrainConfig
 
 
 def log(cfg: TrainConfig, message: str) -> None:

@@ -1,6 +1,6 @@
 """Training for the visual attention family.
 
-An experiment file has ``family: vision`` (:mod:`attnkit.vision_experiment`).
+An experiment file has ``family: vision`` (:mod:`attnkit.families.vision.config`).
 :func:`train_vision` (the CLI calls it) trains in the training driver
 (:mod:`attnkit.training.run`), keeping ``OUT/best`` (lowest dev error) and ``OUT/last``;
 ``--resume`` goes on from ``OUT/last`` (its trainer state checked first,
@@ -33,12 +33,12 @@ from attnkit.errors import CheckpointError
 from attnkit.families.base import TrainRequest
 from attnkit.families.vision import bundle as vckpt
 from attnkit.families.vision.adapter import VisionAdapter
+from attnkit.families.vision.config import VisionConfig, parse_config
 from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.families.vision.scoring import evaluate_split
 from attnkit.training import resume_config, rundir
 from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import TrainerState
-from attnkit.vision_experiment import VisionConfig, parse_config
 
 __all__ = ["train_vision"]
 
