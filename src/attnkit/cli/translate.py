@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
         p,
         "checkpoint directory (e.g. runs/demo/model/best); repeat --model to decode several "
         "seq2seq checkpoints of one task as an ensemble (the mean of their output probabilities at "
-        "every step)",
+        "every step); hf:DIR: a pretrained encoder-decoder (Marian, T5, BART)",
         many=True,
     )
     p.add_argument(
@@ -86,10 +86,16 @@ def _inputs(texts: list[str], path: Path | None) -> list[str]:
 
 def run(args) -> None:
     from attnkit.api import Seq2SeqModel
+    from attnkit.cli.options import run_hook
+    from attnkit.families import scheme_family
     from attnkit.viz import save_records
 
     check_decode_args(args)
     texts = _inputs(args.texts, args.input)
+    if scheme_family(args.model[0]) is not None:  # a model its family loads itself (hf:DIR)
+        args.inputs = texts  # what the family's translate hook reads
+        run_hook("translate", args, args.model[0])
+        return
     out = args.attention_out
     if out is not None and out.suffix not in (".json", ".npz"):
         raise AttnkitError(f"--attention-out {out}: use a .json or .npz file name")

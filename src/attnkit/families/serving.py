@@ -44,6 +44,12 @@ class Limits:
     max_story_lines: int = _limit(100, "sentences of a memory network's story")
     max_words: int = _limit(50, "words of a story's sentence or of a question")
     max_points: int = _limit(100, "points (or numbers) of a pointer network's instance")
+    max_new_tokens: int = _limit(64, "tokens a pretrained model generates for one request")
+    max_map_cells: int = _limit(
+        2_000_000,
+        "attention weights in one answer of a pretrained model (layers x heads x queries x keys "
+        "of the maps it returns; ask for one layer, head or part, or their mean, beyond it)",
+    )
     max_body_bytes: int = _limit(1_000_000, "bytes of a JSON request body")
     max_image_bytes: int = _limit(2_000_000, "bytes of an uploaded image")
     max_image_side: int = _limit(1024, "pixels of an uploaded image's width and of its height")

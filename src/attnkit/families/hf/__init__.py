@@ -10,6 +10,7 @@ FAMILY = Family(
     package=__name__,
     model="model:PretrainedModel",
     train="train:train",
+    endpoint="endpoint:ENDPOINT",
     scheme="hf",
     public=("model:PretrainedModel", "results:PretrainedResult"),
 )

@@ -58,6 +58,10 @@
       return send("v1/solve", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify(body)});
     },
+    pretrained: function (body) {
+      return send("v1/pretrained", {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});

@@ -1,8 +1,8 @@
 /*
  * The explorer page's start: list the models (GET /v1/models), and show the text view for a
  * seq2seq model, the vision view for a vision model, the graph view for a graph model, the
- * sentence view for a text classifier, the memory view for a memory network or the pointer view
- * for a pointer network.
+ * sentence view for a text classifier, the memory view for a memory network, the pointer view
+ * for a pointer network or the pretrained view for a Hugging Face model.
  */
 (function (root) {
   "use strict";
@@ -10,7 +10,7 @@
   var models = [];
   var VIEWS = {
     seq2seq: "text-view", vision: "vision-view", graph: "graph-view", text: "sentence-view",
-    memnet: "memory-view", pointer: "pointer-view"
+    memnet: "memory-view", pointer: "pointer-view", hf: "pretrained-view"
   };
 
   function choose(name) {
@@ -26,6 +26,7 @@
     else if (m.family === "text") root.AttnkitSentence.start(name);
     else if (m.family === "memnet") root.AttnkitMemory.start(m);
     else if (m.family === "pointer") root.AttnkitPointer.start(m);
+    else if (m.family === "hf") root.AttnkitPretrained.start(m);
     else root.AttnkitText.start(models, name);
   }
 
@@ -54,6 +55,7 @@
     root.AttnkitSentence.wire();
     root.AttnkitMemory.wire();
     root.AttnkitPointer.wire();
+    root.AttnkitPretrained.wire();
     $("model").addEventListener("change", function () { choose($("model").value); });
     root.AttnkitApi.models().then(function (body) { fill(body.models); }, function (err) {
       $("error").textContent = (err.field ? err.field + ": " : "") + err.message;

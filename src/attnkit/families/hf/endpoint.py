@@ -1,0 +1,242 @@
+"""``POST /v1/pretrained``: a pretrained Hugging Face model's answer on a text, and every layer's
+and head's attention of the forward that answered (or the layer, head, part or mean asked for),
+with each part's rollout.
+
+:class:`~attnkit.families.hf.model.PretrainedModel`'s ``classify``, ``encode``, ``generate`` or
+``translate`` answers (the one its kind takes), as in Python. The request is checked as it
+arrives: a task the model does not take, a blank text, a text (with the tokens it asks to be
+written) longer than the model's positions are InputErrors naming the field, one 422 each
+(:mod:`attnkit.serve.problems`); a layer or head the answer's attention does not have is the
+same, said by the worker once it knows the parts. Requests are answered one at a time.
+
+Shapes: L layers, H heads, T queries, S keys.
+"""
+
+# no "from __future__ import annotations": FastAPI reads the route's request model (built
+# from the limits, local to add_route) from the handler's annotation at runtime
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnkit.errors import InputError, RequestError
+from attnkit.families.hf import inputs as given
+from attnkit.families.hf.schemas import PretrainedResponse, request_model
+from attnkit.families.hf.words import merge
+from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel, one_at_a_time
+
+DIGITS = 5
+#: the tokens ``generate`` writes when a request does not say (PretrainedModel.generate's default)
+GENERATE_TOKENS = 20
+
+
+@dataclass(frozen=True)
+class PretrainedKey:
+    model: str
+
+
+@dataclass(frozen=True)
+class PretrainedJob:
+    """What one request asks: the text, its task, and which maps come back."""
+
+    text: str
+    task: str
+    max_new_tokens: int | None
+    part: str | None
+    layer: int | None
+    head: int | None
+    mean: bool
+    words: bool
+    rollout: bool
+    max_cells: int  # the server's --max-map-cells
+
+
+def check_request(
+    model: ServedModel, request, limits: Limits
+) -> tuple[PretrainedKey, PretrainedJob]:
+    """The batch key and job of a request; an InputError naming the field otherwise."""
+    loaded = model.loaded
+    task = loaded.kind.task
+    if request.task is not None and request.task != task:
+        raise InputError(
+            f"task: {model.name} is {loaded.kind.words} ({loaded.architecture}): its task is "
+            f"{task}",
+            "task",
+        )
+    if loaded.takes_images:
+        raise InputError(f"text: {model.name} reads images; the server gives it text only", "text")
+    if request.max_new_tokens is not None and task not in ("generate", "translate"):
+        raise InputError(
+            f"max_new_tokens: {model.name} does not write tokens (it answers {task})",
+            "max_new_tokens",
+        )
+    parts = part_names(loaded)
+    if request.part is not None and request.part not in parts:
+        raise InputError(f"part: {request.part!r}; {model.name} has {', '.join(parts)}", "part")
+    _check_length(model, request, task)
+    job = PretrainedJob(
+        request.text,
+        task,
+        request.max_new_tokens,
+        request.part,
+        request.layer,
+        request.head,
+        request.mean,
+        request.words,
+        request.rollout,
+        limits.max_map_cells,
+    )
+    return PretrainedKey(model.name), job
+
+
+def _check_length(model: ServedModel, request, task: str) -> None:
+    """The text (with the tokens a ``generate`` asks to write) within the model's positions, and a
+    translation's ``max_new_tokens`` (with the decoder's start token) within its decoder's."""
+    loaded = model.loaded
+    extra = (request.max_new_tokens or GENERATE_TOKENS) if task == "generate" else 0
+    try:
+        given.encode_text(loaded.processor, loaded.model, request.text, model.name, extra)
+    except InputError as exc:
+        if exc.name == "text":
+            raise
+        raise InputError(f"text: {exc}", "text") from None
+    if task == "translate" and request.max_new_tokens is not None:
+        limit, where = given.max_positions(loaded.model, loaded.processor)
+        if limit is not None and request.max_new_tokens + 1 > limit:
+            raise InputError(
+                f"max_new_tokens: {request.max_new_tokens} and the start token are more than "
+                f"{model.name} holds ({limit}, {where})",
+                "max_new_tokens",
+            )
+
+
+def part_names(loaded) -> list[str]:
+    """The attention stacks of the model's results."""
+    pair = getattr(loaded.model.config, "is_encoder_decoder", False)
+    return ["encoder", "decoder", "cross"] if pair else ["self"]
+
+
+def run_batch(model: ServedModel, key: PretrainedKey, jobs: list[PretrainedJob]) -> list:
+    """One answer (a dict, or the exception it raised) per job, one at a time."""
+    return one_at_a_time(lambda job: answer(model, job), jobs)
+
+
+def answer(model: ServedModel, job: PretrainedJob) -> dict:
+    """The model's result on ``job.text`` and the maps asked for."""
+    loaded = model.loaded
+    if job.task == "generate":
+        result = loaded.generate(job.text, max_new_tokens=job.max_new_tokens or GENERATE_TOKENS)
+    elif job.task == "translate":
+        (result,) = loaded.translate(job.text, max_new_tokens=job.max_new_tokens)
+    else:
+        result = getattr(loaded, job.task)(job.text)
+    names = [job.part] if job.part is not None else list(result.parts)
+    parts = {name: _part(model, result, name, job) for name in names}
+    cells = sum(p["maps"].size for p in parts.values())
+    if cells > job.max_cells:
+        raise RequestError(
+            422,
+            None,
+            f"the maps asked for hold {cells} weights, above the limit of {job.max_cells} "
+            "(--max-map-cells): ask for one part, layer or head, or mean: true",
+        )
+    for p in parts.values():
+        p["maps"] = np.round(p["maps"], DIGITS).tolist()
+    return {
+        "model": model.name,
+        "task": result.task,
+        "source": result.source,
+        "output": result.output,
+        "label": result.label,
+        "probs": None
+        if result.probs is None
+        else {k: round(p, 6) for k, p in result.probs.items()},
+        "words": job.words,
+        "parts": parts,
+    }
+
+
+def _chosen(value: int | None, count: int, what: str, model: ServedModel, name: str) -> list[int]:
+    """The layers (or heads) asked for, from 0: every one, or ``value`` (from 1) if it exists."""
+    if value is None:
+        return list(range(count))
+    if value > count:
+        raise InputError(
+            f"{what}: {value}; {model.name}'s {name} attention has {what}s 1 to {count}", what
+        )
+    return [value - 1]
+
+
+def _part(model: ServedModel, result, name: str, job: PretrainedJob) -> dict:
+    part = result.parts[name]
+    layers, heads = part.layers_and_heads
+    chosen_layers = _chosen(job.layer, layers, "layer", model, name)
+    chosen_heads = _chosen(job.head, heads, "head", model, name)
+    # float64: float32 weights rounded would print as 0.16561999917030334
+    maps = part.heads[np.ix_(chosen_layers, chosen_heads)].astype(np.float64)  # (L', H', T, S)
+    if job.words:
+        maps = merge(maps, part.queries, part.keys)
+    if job.mean:
+        maps = maps.mean(axis=(0, 1), keepdims=True)
+    rolled = None
+    if job.rollout and (part.kind == "cross" or part.heads.shape[2] == part.heads.shape[3]):
+        rolled = np.round(result.rollout(name, job.words), DIGITS).tolist()
+    words = part.queries.unit_labels(), part.keys.unit_labels()
+    queries, keys = words if job.words else (list(part.queries.labels), list(part.keys.labels))
+    return {
+        "kind": part.kind,
+        "layers": layers,
+        "heads": heads,
+        "query_tokens": queries,
+        "key_tokens": keys,
+        "modules": list(part.modules),
+        "layer_numbers": [n + 1 for n in chosen_layers],
+        "head_numbers": [n + 1 for n in chosen_heads],
+        "mean": job.mean,
+        "maps": maps,  # (L', H', T, S): made a list once the answer's size is known
+        "rollout": rolled,
+    }
+
+
+def add_route(app, routes: Routes) -> None:
+    """``POST /v1/pretrained``."""
+    from fastapi.responses import JSONResponse
+
+    PretrainedRequest = request_model(routes.limits)
+
+    @app.post("/v1/pretrained", response_model=PretrainedResponse, responses=routes.errors)
+    async def pretrained(request: PretrainedRequest):  # type: ignore[valid-type]
+        model = routes.pick(request.model, "hf")
+        key, job = check_request(model, request, routes.limits)
+        return JSONResponse(await routes.submit(key, job, 1))
+
+
+def _config_count(config, *names: str) -> int | None:
+    for name in names:
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def info(loaded) -> dict:
+    """What ``GET /v1/models`` says of a pretrained model."""
+    config = loaded.model.config
+    limit, _ = given.max_positions(loaded.model, loaded.processor)
+    return {
+        "task": loaded.kind.task,
+        "kind": loaded.kind.name,
+        "architecture": loaded.architecture,
+        "attention": "sdpa",
+        "has_attention": True,
+        "layers": _config_count(config, "num_hidden_layers", "num_layers"),
+        "heads": _config_count(config, "num_attention_heads", "num_heads"),
+        "parts": part_names(loaded),
+        "reads": "images" if loaded.takes_images else "text",
+        "max_positions": limit,
+        "has_gold": False,
+        "explain": False,
+    }
+
+
+ENDPOINT = Endpoint("/v1/pretrained", add_route, {PretrainedKey: run_batch}, info)

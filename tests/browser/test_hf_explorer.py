@@ -1,0 +1,122 @@
+"""The explorer's pretrained view in headless chromium, against a real ``attnkit serve --model
+hf:DIR`` of tiny Hugging Face models saved here (a BERT classifier and a T5 translator; nothing
+downloaded): a typed text draws the model's answer and the heatmap of the layer and head chosen
+(the weights the API gives for them), rollout is drawn on request, a long input is painted on a
+canvas instead of table cells, and a text longer than the model holds is one line inline."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
+pytest.importorskip("transformers", reason="no transformers (pip install attnkit[hf])")
+from conftest import find_browser, start_server  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+from test_explorer import set_value, severe, wait, wait_cells  # noqa: E402
+
+TEXT = "the cats looked at attention"
+CELLS = "#pt-map-box td.hm-cell"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if find_browser() is None:
+        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    from attnkit.families.hf.tiny import save_tiny
+
+    root = tmp_path_factory.mktemp("hf-explorer")
+    models = [(kind, f"hf:{save_tiny(kind, root / kind)}") for kind in ("bert", "t5")]
+    srv = start_server(models, root / "serve.log")
+    yield srv
+    srv.process.terminate()
+
+
+@pytest.fixture
+def page(driver, server):
+    driver.get(server.url)
+    wait(driver, lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"), "list")
+    severe(driver)
+    yield driver
+    assert severe(driver) == []
+
+
+def type_text(driver, text: str) -> None:
+    set_value(driver, "pt-text", text, "input")
+
+
+def drawn(cells) -> np.ndarray:
+    """The weights of the drawn table cells, as a (T, S) array."""
+    rows = 1 + max(int(c.get_attribute("data-i")) for c in cells)
+    return np.array([float(c.get_attribute("data-w")) for c in cells]).reshape(rows, -1)
+
+
+def test_a_classifier_draws_its_label_and_the_chosen_layer_and_head(page, server):
+    assert page.find_element(By.ID, "pretrained-view").is_displayed()  # the first model's view
+    type_text(page, TEXT)
+    answer = server.post("v1/pretrained", {"model": "bert", "text": TEXT})
+    part = answer["parts"]["self"]
+    size = len(part["query_tokens"]) * len(part["key_tokens"])
+    cells = wait_cells(page, size, CELLS)
+    assert page.find_element(By.ID, "pt-output").text == answer["label"]
+    mean = np.mean(part["maps"], axis=(0, 1))
+    np.testing.assert_allclose(drawn(cells), mean, atol=1e-4)  # the mean of every layer and head
+    assert [o.text for o in Select(page.find_element(By.ID, "pt-layer")).options] == [
+        "mean",
+        "1",
+        "2",
+    ]
+    set_value(page, "pt-layer", "2")
+    set_value(page, "pt-head", "3")
+    want = np.array(part["maps"])[1, 2]
+    wait(page, lambda d: np.allclose(drawn(wait_cells(d, size, CELLS)), want, atol=1e-4), "L2 H3")
+    assert "layer 2, head 3" in page.find_element(By.CSS_SELECTOR, "#pt-map-box .hm-title").text
+
+
+def test_rollout_is_drawn_on_request(page, server):
+    type_text(page, TEXT)
+    set_value(page, "pt-map", "rollout")
+    answer = server.post("v1/pretrained", {"model": "bert", "text": TEXT})
+    rollout = np.array(answer["parts"]["self"]["rollout"])
+    wait(page, lambda d: "rollout" in d.find_element(By.ID, "pt-map-box").text, "rollout title")
+    cells = wait_cells(page, rollout.size, CELLS)
+    np.testing.assert_allclose(drawn(cells), rollout, atol=1e-4)
+    assert not page.find_element(By.ID, "pt-layer").is_enabled()
+
+
+def test_a_long_input_is_painted_on_a_canvas(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("t5")
+    long = " ".join(["a"] * 250)  # 251 source tokens with </s>
+    type_text(page, long)
+    canvas = wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, "canvas.pt-canvas"), "canvas")
+    assert canvas[0].get_attribute("data-cols") == "251"  # the cross-attention: over the source
+    assert page.find_elements(By.CSS_SELECTOR, CELLS) == []  # no table of cells
+    painted = page.execute_script(
+        "var c = arguments[0], d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
+        "var n = 0; for (var k = 3; k < d.length; k += 4) if (d[k] > 0) n++; return n;",
+        canvas[0],
+    )
+    assert painted >= 251  # at least a pixel per column of weights
+    assert page.find_element(By.ID, "pt-output").text != ""
+    set_value(page, "pt-part", "encoder")
+    wait(
+        page,
+        lambda d: (
+            d.find_element(By.CSS_SELECTOR, "canvas.pt-canvas").get_attribute("data-rows") == "251"
+        ),
+        "the encoder's 251 x 251 map",
+    )
+
+
+def test_a_text_longer_than_the_model_holds_is_one_line_inline(page, server):
+    type_text(page, "the cat " * 20)
+    error = page.find_element(By.ID, "error")
+    wait(page, lambda d: error.is_displayed(), "the error line")
+    assert error.text.startswith("text: ") and "holds at most 24" in error.text
+    assert len(error.text.splitlines()) == 1
+    assert not page.find_element(By.ID, "pt-results").is_displayed()
+    logged = severe(page)  # the browser logs the 4xx answer itself, nothing else
+    assert all("status of 4" in m for m in logged), logged
+    type_text(page, TEXT)
+    wait(page, lambda d: not error.is_displayed(), "the error cleared")

@@ -1,0 +1,154 @@
+"""``attnkit serve --model hf:DIR``: ``GET /v1/models`` describes a pretrained model, ``POST
+/v1/pretrained`` answers a text with the model's own task (a BERT classifier, GPT-2 generating,
+a Marian translator) and every layer's and head's attention, as ``attnkit.load("hf:DIR")`` does
+in Python; the layer, head, part and mean asked for are what comes back, and bad requests are one
+plain 422 line naming the field."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("transformers", reason="no transformers (pip install attnkit[hf])")
+from fastapi.testclient import TestClient  # noqa: E402
+
+import attnkit  # noqa: E402
+from attnkit.families.hf.tiny import save_tiny  # noqa: E402
+from attnkit.families.serving import Limits  # noqa: E402
+from attnkit.serve.app import ServeSettings, create_app  # noqa: E402
+
+TEXT = "the cats looked at attention"
+KINDS = ("bert", "gpt2", "marian")
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """name -> ``hf:DIR`` of a tiny BERT classifier, GPT-2 and Marian translator."""
+    root = tmp_path_factory.mktemp("hf-serve")
+    return {kind: f"hf:{save_tiny(kind, root / kind)}" for kind in KINDS}
+
+
+@pytest.fixture(scope="module")
+def client(models):
+    settings = ServeSettings(
+        models=list(models.values()),
+        names=list(models),
+        limits=Limits(max_new_tokens=8, max_map_cells=2000),
+    )
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def post(client, **body):
+    return client.post("/v1/pretrained", json=body)
+
+
+def test_models_describe_each_pretrained_model(client):
+    described = {m["name"]: m for m in client.get("/v1/models").json()["models"]}
+    assert set(described) == set(KINDS)
+    bert, gpt2, marian = (described[k] for k in KINDS)
+    assert bert["family"] == "hf" and bert["task"] == "classify" and bert["parts"] == ["self"]
+    assert (bert["layers"], bert["heads"], bert["max_positions"]) == (2, 4, 24)
+    assert gpt2["task"] == "generate" and gpt2["max_positions"] == 32
+    assert marian["task"] == "translate" and marian["parts"] == ["encoder", "decoder", "cross"]
+    assert bert["limits"]["max_new_tokens"] == 8 and bert["limits"]["max_map_cells"] == 2000
+
+
+def test_a_classification_comes_with_every_layer_and_head_as_the_api_gives_them(client, models):
+    body = post(client, model="bert", text=TEXT).json()
+    expected = attnkit.load(models["bert"]).classify(TEXT)
+    assert body["task"] == "classify" and body["label"] == expected.label == body["output"]
+    assert body["probs"] == pytest.approx(expected.probs, abs=1e-5)
+    (name,) = body["parts"]
+    part, want = body["parts"][name], expected.parts["self"]
+    assert part["query_tokens"] == part["key_tokens"] == want.queries.labels
+    assert part["query_tokens"][0] == "[CLS]" and part["query_tokens"][-1] == "[SEP]"
+    maps = np.array(part["maps"])
+    assert maps.shape == want.heads.shape == (2, 4, len(want.queries), len(want.keys))
+    np.testing.assert_allclose(maps, want.heads, atol=1e-5)
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-4)  # every row a distribution
+    assert (part["layer_numbers"], part["head_numbers"]) == ([1, 2], [1, 2, 3, 4])
+    np.testing.assert_allclose(part["rollout"], expected.rollout(), atol=1e-5)
+
+
+def test_one_layer_one_head_or_their_mean_are_slices_of_the_whole(client):
+    whole = np.array(post(client, model="bert", text=TEXT).json()["parts"]["self"]["maps"])
+    one = post(client, model="bert", text=TEXT, layer=2, head=3).json()["parts"]["self"]
+    assert (one["layer_numbers"], one["head_numbers"]) == ([2], [3])
+    np.testing.assert_allclose(np.array(one["maps"])[0, 0], whole[1, 2], atol=1e-5)
+    layer = post(client, model="bert", text=TEXT, layer=1, mean=True).json()["parts"]["self"]
+    assert layer["mean"] and np.array(layer["maps"]).shape[:2] == (1, 1)
+    np.testing.assert_allclose(np.array(layer["maps"])[0, 0], whole[0].mean(0), atol=1e-5)
+    bare = post(client, model="bert", text=TEXT, rollout=False).json()["parts"]["self"]
+    assert bare["rollout"] is None
+
+
+def test_words_merge_the_subword_pieces(client):
+    body = post(client, model="bert", text="the cats looked", words=True).json()
+    part = body["parts"]["self"]
+    assert part["key_tokens"] == ["[CLS]", "the", "cats", "looked", "[SEP]"] == part["query_tokens"]
+    maps = np.array(part["maps"])
+    assert maps.shape == (2, 4, 5, 5)
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-4)  # a word's column: its pieces' sum
+
+
+def test_generation_writes_at_most_the_tokens_asked_and_attends_over_all_of_them(client, models):
+    body = post(client, model="gpt2", text="the cat sat", max_new_tokens=4).json()
+    expected = attnkit.load(models["gpt2"]).generate("the cat sat", max_new_tokens=4)
+    assert body["task"] == "generate" and body["output"] == expected.output
+    part = body["parts"]["self"]
+    assert part["query_tokens"] == expected.parts["self"].queries.labels
+    maps = np.array(part["maps"])
+    assert maps.shape[2] == maps.shape[3] == len(part["query_tokens"])
+    assert np.allclose(np.triu(maps, k=1), 0.0)  # causal: nothing after the query
+    np.testing.assert_allclose(maps, expected.parts["self"].heads, atol=1e-5)
+
+
+def test_a_translation_has_the_encoder_decoder_and_cross_attention(client, models):
+    body = post(client, model="marian", text="the cat sat", max_new_tokens=5).json()
+    (expected,) = attnkit.load(models["marian"]).translate("the cat sat", max_new_tokens=5)
+    assert body["output"] == expected.output
+    assert list(body["parts"]) == ["encoder", "decoder", "cross"]
+    cross = body["parts"]["cross"]
+    assert cross["kind"] == "cross" and cross["key_tokens"] == expected.source_tokens
+    np.testing.assert_allclose(cross["maps"], expected.parts["cross"].heads, atol=1e-5)
+    np.testing.assert_allclose(cross["rollout"], expected.rollout("cross"), atol=1e-5)
+    only = post(client, model="marian", text="the cat sat", part="encoder").json()
+    assert list(only["parts"]) == ["encoder"]
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "says"),
+    [
+        ({"model": "bert", "text": "   "}, "text", "non-blank"),
+        ({"model": "bert", "text": "the cat " * 20}, "text", "holds at most 24"),
+        ({"model": "gpt2", "text": "the cat sat " * 8, "max_new_tokens": 8}, "text", "at most 32"),
+        ({"model": "bert", "text": TEXT, "layer": 3}, "layer", "layers 1 to 2"),
+        ({"model": "marian", "text": TEXT, "head": 5}, "head", "heads 1 to 4"),
+        ({"model": "bert", "text": TEXT, "layer": 0}, "layer", "greater than or equal to 1"),
+        ({"model": "bert", "text": TEXT, "task": "translate"}, "task", "its task is classify"),
+        ({"model": "bert", "text": TEXT, "part": "cross"}, "part", "has self"),
+        ({"model": "bert", "text": TEXT, "max_new_tokens": 3}, "max_new_tokens", "not write"),
+        ({"model": "gpt2", "text": TEXT, "max_new_tokens": 9}, "max_new_tokens", "less than"),
+        ({"model": "bert", "text": TEXT, "layer": "1"}, "layer", "integer"),
+    ],
+)
+def test_bad_requests_are_one_line_naming_the_field(client, body, field, says):
+    response = post(client, **body)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == field and says in error["message"]
+    assert "\n" not in error["message"]
+
+
+def test_an_answer_too_big_for_the_limit_says_how_to_ask_for_less(client):
+    long = "the cat sat on the mat and the dog barked"  # 2 x 4 x 17 x 17 > 2000 weights
+    response = post(client, model="bert", text=long)
+    assert response.status_code == 422
+    assert "--max-map-cells" in response.json()["error"]["message"]
+    assert post(client, model="bert", text=long, mean=True).status_code == 200
+
+
+def test_a_request_naming_a_model_of_another_route_is_refused(client, models):
+    response = post(client, model="nobody", text=TEXT)
+    assert response.status_code == 404 and "bert" in response.json()["error"]["message"]
