@@ -11,5 +11,6 @@ FAMILY = Family(
     model="model:PretrainedModel",
     train="train:train",
     scheme="hf",
+    own_options={"faithfulness": ("data",), "evaluate": ("gold",)},
     public=("model:PretrainedModel", "results:PretrainedResult"),
 )

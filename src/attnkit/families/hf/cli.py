@@ -2,8 +2,9 @@
 runs the model's own task on TEXT (or ``--image FILE`` for an image model) and draws its main
 attention (the cross-attention of a translation, the self-attention otherwise): the mean of every
 layer and head, one layer or head (``--layer``/``--head``, from 1), all of them (``--grid``), or
-the mean beside its rollout (``--map rollout``). ``evaluate`` refuses in one line; a command
-with no function here does not apply to the family."""
+the mean beside its rollout (``--map rollout``). ``evaluate --gold PATH`` scores a
+translator's cross-attention against human word alignments (AER); ``faithfulness`` questions a
+text classifier's attention; a command with no function here does not apply to the family."""
 
 from __future__ import annotations
 
@@ -64,9 +65,30 @@ def _draw(result, args, output: Path) -> None:
     result.plot(output, layer=args.layer, head=args.head).clear()
 
 
+def faithfulness(args):
+    """``attnkit faithfulness --model hf:DIR TEXT... | --data FILE``: a text classifier's
+    attention questioned (:meth:`PretrainedModel.faithfulness`)."""
+    from attnkit.families.commands import faithfulness_options
+    from attnkit.families.hf.model import PretrainedModel
+
+    if args.split is not None:
+        raise AttnkitError("--split: a pretrained model has no split; give TEXT or --data FILE")
+    if args.inputs and args.data is not None:
+        raise AttnkitError("give TEXT or --data FILE, not both")
+    model = PretrainedModel.load(args.model, args.device)
+    options = faithfulness_options(args)
+    return model.faithfulness(args.inputs or None, data=args.data, **options)
+
+
 def evaluate(args):
+    """``attnkit evaluate --model hf:DIR --gold PATH``: a translator's cross-attention against
+    human word alignments (:meth:`PretrainedModel.alignment_error`)."""
+    from attnkit.families.hf.model import PretrainedModel
+
     model = args.model[0] if isinstance(args.model, list) else args.model
-    raise AttnkitError(
-        f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
-        f"attnkit plot --model {model} TEXT -o map.png draws its attention"
-    )
+    if args.gold is None:
+        raise AttnkitError(
+            f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
+            f"--gold PATH scores a translator's cross-attention against human word alignments"
+        )
+    return PretrainedModel.load(model, args.device).alignment_error(args.gold)
