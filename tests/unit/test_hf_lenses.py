@@ -109,7 +109,7 @@ def test_each_generated_token_depends_only_on_the_positions_before_it(tiny):
             assert np.all(explained.attention[j, prompt + j :] < 1e-7)  # causal attention too
 
 
-def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny):
+def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny, tmp_path):
     m = attnkit.load(f"hf:{tiny('marian')}")
     result = m.translate(TEXT)[0]
     explained = m.explain(TEXT, method="input_x_gradient")
@@ -121,6 +121,9 @@ def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny):
     assert words.saliency.shape == (len(part.queries.units()), len(part.keys.units()))
     np.testing.assert_allclose(words.saliency.sum(1), 1.0, atol=1e-5)
     assert words.source_tokens[:6] == TEXT.split()
+    explained.plot(str(tmp_path / "beside.png")).clear()  # attention and saliency side by side
+    assert (tmp_path / "beside.png").stat().st_size > 0
+    assert "saliency" in json.dumps(explained.to_dict())
 
 
 def test_saliency_refuses_in_one_line(tiny):

@@ -87,13 +87,13 @@ class PretrainedClassifierSubject(Subject):
         self.rolled = torch.from_numpy(result.rollout()[self.read]).double()  # (T,)
         self.mass = float(self.row[self.slots].sum())
 
-    def _run(self, rows: list[Tensor], **extra) -> Tensor:
+    def _run(self, rows: list[Tensor]) -> Tensor:
         """The probabilities (N, 1, C) of inputs given as rows of positions to keep (into
         ``self.ids``), right-padded and masked."""
         pad = self.pm.model.config.pad_token_id
         width = max(len(r) for r in rows)
         if pad is None and any(len(r) != width for r in rows):  # its head cannot skip padding
-            return torch.cat([self._run([r], **extra) for r in rows])
+            return torch.cat([self._run([r]) for r in rows])
         pad = 0 if pad is None else pad
         ids = torch.full((len(rows), width), pad, dtype=torch.long)
         mask = torch.zeros(len(rows), width, dtype=torch.long)
@@ -104,7 +104,7 @@ class PretrainedClassifierSubject(Subject):
                 given[k][n, : len(kept)] = v[kept]
         batch = {"input_ids": ids, "attention_mask": mask, **given}
         batch = {k: v.to(self.pm.device) for k, v in batch.items()}
-        logits = self.pm.model(**batch, **extra).logits.float()
+        logits = self.pm.model(**batch).logits.float()
         return logits.softmax(-1).unsqueeze(1).cpu()
 
     def predict(self, keep: Tensor) -> Tensor:

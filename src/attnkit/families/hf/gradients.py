@@ -71,7 +71,7 @@ def _scorer(pm, result, inputs: dict) -> tuple[Callable[[dict], Tensor], Tensor 
         chosen = sequence[:, 1:]  # (1, U)
         return lambda given: _picked(model(**batch(given)).logits, chosen)
     start = inputs["input_ids"].shape[1]  # generate: the prompt's length
-    extra["attention_mask"] = torch.ones_like(sequence)
+    extra = {"attention_mask": torch.ones_like(sequence)}  # as the result's forward ran
     chosen = sequence[:, start:]
     return lambda given: _picked(model(**batch(given)).logits[:, start - 1 : -1], chosen)
 
