@@ -276,3 +276,21 @@ def test_aer_is_zero_against_the_models_own_links_and_the_command_prints_it(tiny
     ):
         assert main(["evaluate", *bad]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_api_docs_lenses_example_runs(tmp_path, monkeypatch):
+    """docs/API.md's Pretrained Transformers examples, the lenses' after the first, as written."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "API.md"
+    text = doc.read_text(encoding="utf-8")
+    section = text[text.index("## Pretrained Transformers") :]
+    section = section[: section.index("\n## ", 1)]
+    blocks = re.findall(r"^```python\n(.*?)^```", section, re.S | re.M)
+    assert len(blocks) == 2
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    for code in blocks:
+        exec(compile(code, str(doc), "exec"), namespace)  # noqa: S102 - the doc's own code
+    assert 0.0 <= namespace["marian"].alignment_error("runs/pairs.gold")["aer"] <= 100.0
