@@ -294,3 +294,20 @@ def test_the_api_docs_lenses_example_runs(tmp_path, monkeypatch):
     for code in blocks:
         exec(compile(code, str(doc), "exec"), namespace)  # noqa: S102 - the doc's own code
     assert 0.0 <= namespace["marian"].alignment_error("runs/pairs.gold")["aer"] <= 100.0
+
+
+def test_the_explain_command_draws_one_text_or_writes_a_report(tiny, tmp_path, capsys):
+    model = f"hf:{tiny('marian')}"
+    picture = tmp_path / "pair.png"
+    assert main(["explain", "--model", model, TEXT, "-o", str(picture)]) == 0
+    assert picture.read_bytes().startswith(b"\x89PNG")
+    capsys.readouterr()
+    argv = ["explain", "--model", model, TEXT, "a dog barked", "--method", "integrated-gradients"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    scores = json.loads(capsys.readouterr().out)
+    assert (scores["method"], scores["inputs"]) == ("integrated_gradients", 2)
+    written = json.loads((tmp_path / "out" / "explanations.json").read_text(encoding="utf-8"))
+    assert len(written) == 2 and (tmp_path / "out" / "report.html").is_file()
+    for bad in ([model], [model, TEXT, "--split", "test"], [model, TEXT, "a", "-o", str(picture)]):
+        assert main(["explain", "--model", *bad]) == 2
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1

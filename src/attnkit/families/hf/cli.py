@@ -2,9 +2,10 @@
 runs the model's own task on TEXT (or ``--image FILE`` for an image model) and draws its main
 attention (the cross-attention of a translation, the self-attention otherwise): the mean of every
 layer and head, one layer or head (``--layer``/``--head``, from 1), all of them (``--grid``), or
-the mean beside its rollout (``--map rollout``). ``evaluate --gold PATH`` scores a
-translator's cross-attention against human word alignments (AER); ``faithfulness`` questions a
-text classifier's attention; a command with no function here does not apply to the family."""
+the mean beside its rollout (``--map rollout``). ``explain`` draws attention beside gradient
+saliency; ``evaluate --gold PATH`` scores a translator's cross-attention against human word
+alignments (AER); ``faithfulness`` questions a text classifier's attention; a command with no
+function here does not apply to the family."""
 
 from __future__ import annotations
 
@@ -63,6 +64,23 @@ def _draw(result, args, output: Path) -> None:
         plot_side_by_side(record, rolled, output, titles=titles).clear()
         return
     result.plot(output, layer=args.layer, head=args.head).clear()
+
+
+def explain(args) -> str:
+    """``attnkit explain --model hf:DIR TEXT...``: attention beside gradient saliency
+    (:func:`attnkit.families.hf.gradients.explain_report`)."""
+    import json
+
+    from attnkit.families.hf.gradients import explain_report
+    from attnkit.families.hf.model import PretrainedModel
+
+    if args.split is not None or args.reference or args.node:
+        raise AttnkitError("--split/--reference/--node: a pretrained model explains typed TEXTs")
+    if args.format is not None or args.pictures is not None:
+        raise AttnkitError("--format/--pictures are for seq2seq checkpoints; -o FILE draws one")
+    model = PretrainedModel.load(args.model, args.device)
+    scores = explain_report(model, args.texts, args.method, args.out, args.output)
+    return json.dumps(scores, indent=1)
 
 
 def faithfulness(args):

@@ -164,3 +164,41 @@ def explain(pm, result, method: str = "gradient", steps: int = 16, words: bool =
 
 def _labels(tokens: Tokens, words: bool) -> list[str]:
     return tokens.unit_labels() if words else list(tokens.labels)
+
+
+def explain_report(pm, texts, method: str = "gradient", out=None, picture=None) -> dict:
+    """What ``attnkit explain --model hf:DIR TEXT...`` does: each text explained
+    (:func:`explain`) and the agreement of attention and saliency over all of them; ``picture``:
+    the one text's pair of maps drawn to that file; ``out``: explanations.json, scores.json and
+    report.html written there (neither: the scores alone)."""
+    import json
+    from pathlib import Path
+
+    from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+    from attnkit.viz.report import write_report
+
+    if not texts:
+        raise AttnkitError(f"give the TEXTs to explain ({pm.name} has no split of its own)")
+    if picture is not None and len(texts) != 1:
+        raise AttnkitError(f"-o {picture}: draws one text; {len(texts)} were given")
+    explained = [explain(pm, pm.run(text), method) for text in texts]
+    pairs = [(e.attention, e.saliency) for e in explained]
+    scores = {
+        "method": _check_method(method),
+        "inputs": len(explained),
+        "argmax_agreement": argmax_agreement(pairs),
+        "rank_correlation": rank_correlation(pairs),
+    }
+    if picture is not None:
+        explained[0].plot(str(picture)).clear()
+        return {**scores, "picture": str(picture)}
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
+        dicts = [e.to_dict() for e in explained]
+        (out / "explanations.json").write_text(json.dumps(dicts), encoding="utf-8")
+        (out / "scores.json").write_text(json.dumps(scores, indent=1), encoding="utf-8")
+        records = [e.record() for e in explained]
+        write_report(out / "report.html", f"attnkit explain {pm.name} ({method})", scores, records)
+        scores["out"] = str(out)
+    return scores
