@@ -311,3 +311,35 @@ def test_the_explain_command_draws_one_text_or_writes_a_report(tiny, tmp_path, c
     for bad in ([model], [model, TEXT, "--split", "test"], [model, TEXT, "a", "-o", str(picture)]):
         assert main(["explain", "--model", *bad]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_read_position_is_the_first_unless_the_attention_is_causal():
+    from attnkit.families.hf.gradients import reading_position
+
+    full = np.full((2, 3, 4, 4), 0.25)
+    causal = np.tril(np.ones((4, 4))) / np.arange(1, 5)[:, None]
+    assert reading_position(full) == 0
+    assert reading_position(np.broadcast_to(causal, (2, 3, 4, 4))) == 3
+
+
+def test_a_replaced_row_is_the_given_weights_times_each_heads_shared_values():
+    import torch.nn.functional as F
+
+    from attnkit.families.hf.erasure import replaced_row
+
+    class Attention(torch.nn.Module):  # 4 query heads sharing 2 key/value heads
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, h, 5, 3, generator=gen) for h in (4, 2, 2))
+    weights = torch.softmax(torch.randn(1, 5, generator=gen), -1)
+    model = Attention()
+    plain = model(q, k, v)
+    with replaced_row(model, 0, 2, weights):
+        replaced = model(q, k, v)
+    for head in range(4):
+        torch.testing.assert_close(replaced[0, head, 2], weights[0] @ v[0, head // 2])
+    others = [0, 1, 3, 4]
+    torch.testing.assert_close(replaced[:, :, others], plain[:, :, others])
+    assert model(q, k, v).equal(plain)  # the function put back

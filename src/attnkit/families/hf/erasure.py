@@ -7,8 +7,8 @@ One unit (the predicted label); the positions are the input's tokens other than 
 (the rows of a batch padded on the right, masked). The rankings: ``attention``, the last
 layer's attention (heads averaged) of the position the classifier's head reads
 (:func:`~attnkit.families.hf.gradients.reading_position`), and ``rollout``, the same row of
-the attention rollout; the gradient methods through
-:func:`attnkit.explain.saliency.embedding_attributions`.
+the attention rollout; the gradient methods as :func:`attnkit.families.hf.gradients.saliency`
+computes them.
 
 The permutation test and the adversarial search replace that one row of the last layer: while
 the model runs, its last SDPA call's output at the read position becomes the given weights
@@ -31,8 +31,7 @@ from torch import Tensor
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.faithfulness import Subject
 from attnkit.explain.capture.patches import Patches, defining_modules
-from attnkit.explain.saliency import embedding_attributions
-from attnkit.families.hf.gradients import reading_position
+from attnkit.families.hf.gradients import reading_position, saliency
 
 
 @contextlib.contextmanager
@@ -69,7 +68,7 @@ class PretrainedClassifierSubject(Subject):
 
     def __init__(self, pm, text: str):
         self.pm = pm
-        result = pm.classify(text)
+        self.result = result = pm.classify(text)
         inputs, tokens = pm._text(text)
         self.ids = inputs.pop("input_ids")[0]  # (T,)
         inputs.pop("attention_mask", None)
@@ -126,19 +125,8 @@ class PretrainedClassifierSubject(Subject):
         return (self.row[self.slots] / max(self.mass, 1e-30)).float().unsqueeze(0)  # (1, S)
 
     def gradients(self, method: str, steps: int) -> Tensor:
-        target, model = int(self.targets[0]), self.pm.model
-        extra = {k: v.unsqueeze(0).to(self.pm.device) for k, v in self.extra.items()}
-
-        def forward(embedded: Tensor) -> Tensor:  # (B, T, D) -> (B, 1)
-            rows = embedded.size(0)
-            given = {k: v.expand(rows, -1) for k, v in extra.items()}
-            logits = model(inputs_embeds=embedded, **given).logits.float()
-            return logits.log_softmax(-1)[:, target : target + 1]
-
-        with torch.no_grad():
-            embedded = model.get_input_embeddings()(self.ids.unsqueeze(0).to(self.pm.device))
-        maps = embedding_attributions(forward, embedded, method, steps)  # (1, T)
-        return maps[:, self.slots].cpu()
+        maps = saliency(self.pm, self.result, method, steps)  # (1, T)
+        return torch.from_numpy(maps[:, self.slots])
 
     def predict_with_attention(self, weights: Tensor) -> Tensor:
         n = weights.size(0)
