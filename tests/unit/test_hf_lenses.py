@@ -268,8 +268,11 @@ def test_aer_is_zero_against_the_models_own_links_and_the_command_prints_it(tiny
     assert [r["layer"] for r in scores["per_layer"]] == [1, 2]
     assert m.alignment_error(tmp_path, layer=2)["aer"] == scores["per_layer"][1]["aer"]
     capsys.readouterr()
-    assert main(["evaluate", "--model", f"hf:{tiny('marian')}", "--gold", str(tmp_path)]) == 0
+    argv = ["evaluate", "--model", f"hf:{tiny('marian')}", "--gold", str(tmp_path)]
+    assert main([*argv, "--out", str(tmp_path / "eval")]) == 0
     assert "AER 100.0%" in capsys.readouterr().out
+    written = json.loads((tmp_path / "eval" / "scores.json").read_text(encoding="utf-8"))
+    assert written["aer"] == 100.0 and written["per_layer"] == scores["per_layer"]
     for bad in (
         ["--model", f"hf:{tiny('marian')}"],
         ["--model", f"hf:{tiny('bert')}", "--gold", str(tmp_path)],

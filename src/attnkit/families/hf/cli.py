@@ -99,8 +99,9 @@ def faithfulness(args):
 
 
 def evaluate(args):
-    """``attnkit evaluate --model hf:DIR --gold PATH``: a translator's cross-attention against
-    human word alignments (:meth:`PretrainedModel.alignment_error`)."""
+    """``attnkit evaluate --model hf:DIR --gold PATH [--out DIR]``: a translator's
+    cross-attention against human word alignments (:meth:`PretrainedModel.alignment_error`),
+    its scores.json written to ``--out``."""
     from attnkit.families.hf.model import PretrainedModel
 
     model = args.model[0] if isinstance(args.model, list) else args.model
@@ -109,4 +110,10 @@ def evaluate(args):
             f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
             f"--gold PATH scores a translator's cross-attention against human word alignments"
         )
-    return PretrainedModel.load(model, args.device).alignment_error(args.gold)
+    scores = PretrainedModel.load(model, args.device).alignment_error(args.gold)
+    if args.out is not None:  # scores.json, as every evaluation writes
+        import json
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "scores.json").write_text(json.dumps(scores.to_dict(), indent=1), "utf-8")
+    return scores

@@ -128,8 +128,7 @@ class PretrainedModel:
         says what each task explains)."""
         from attnkit.families.hf.gradients import explain
 
-        one = lambda text: explain(self, self.run(text), method, steps, words)  # noqa: E731
-        return self._each(inputs, one)
+        return self._each(inputs, lambda text: explain(self, self.run(text), method, steps, words))
 
     def faithfulness(
         self,
