@@ -346,3 +346,25 @@ def test_a_replaced_row_is_the_given_weights_times_each_heads_shared_values():
     others = [0, 1, 3, 4]
     torch.testing.assert_close(replaced[:, :, others], plain[:, :, others])
     assert model(q, k, v).equal(plain)  # the function put back
+
+
+@pytest.mark.parametrize("pad", [None, 0])
+def test_a_causal_classifier_is_read_at_its_last_token(tiny, tmp_path, pad):
+    """GPT-2's classifier reads the last token (without a padding token, one row at a time)."""
+    source = tiny("gpt2")
+    config = transformers.AutoConfig.from_pretrained(source)
+    config.architectures, config.num_labels, config.pad_token_id = None, 2, pad
+    torch.manual_seed(0)
+    transformers.GPT2ForSequenceClassification(config).save_pretrained(tmp_path)
+    transformers.AutoTokenizer.from_pretrained(source).save_pretrained(tmp_path)
+    m = attnkit.load(f"hf:{tmp_path}")
+    subject = PretrainedClassifierSubject(m, TEXT)
+    assert subject.read == len(subject.ids) - 1
+    probs = m.classify(TEXT).probs
+    everything = torch.ones(1, len(subject.positions), dtype=torch.bool)
+    np.testing.assert_allclose(
+        subject.predict(everything)[0, 0].numpy(), list(probs.values()), atol=1e-5
+    )
+    options = Options(percents=(50,), permutations=3, adversarial_steps=2, ig_steps=2)
+    scores = question(subject, options)
+    assert scores.permutation["permutations"] == 3 and len(scores.adversarial["max_jsd"]) == 1

@@ -91,7 +91,7 @@ class PretrainedClassifierSubject(Subject):
         ``self.ids``), right-padded and masked."""
         pad = self.pm.model.config.pad_token_id
         width = max(len(r) for r in rows)
-        if pad is None and any(len(r) != width for r in rows):  # its head cannot skip padding
+        if pad is None and len(rows) > 1:  # a causal model's head then reads one row a call
             return torch.cat([self._run([r]) for r in rows])
         pad = 0 if pad is None else pad
         ids = torch.full((len(rows), width), pad, dtype=torch.long)
@@ -130,6 +130,8 @@ class PretrainedClassifierSubject(Subject):
 
     def predict_with_attention(self, weights: Tensor) -> Tensor:
         n = weights.size(0)
+        if self.pm.model.config.pad_token_id is None and n > 1:  # one row a forward (_run)
+            return torch.cat([self.predict_with_attention(weights[i : i + 1]) for i in range(n)])
         full = self.row.to(weights.dtype).expand(n, -1).clone()  # (N, T)
         slots = torch.tensor(self.slots)
         full = full.index_copy(1, slots, weights[:, 0] * self.mass)

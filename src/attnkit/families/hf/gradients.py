@@ -64,7 +64,12 @@ def _scorer(pm, result, inputs: dict) -> tuple[Callable[[dict], Tensor], Tensor 
 
     if result.task == "classify":
         target = int(np.argmax(result.logits))
-        return lambda given: _log_probs(model(**batch(given)).logits)[:, target : target + 1]
+
+        def label(given: dict) -> Tensor:
+            return _log_probs(model(**batch(given)).logits)[:, target : target + 1]
+
+        # without a padding token, a causal classifier's head takes one row a call
+        return label if model.config.pad_token_id is not None else _row_by_row(label)
     sequence = torch.tensor([result.ids], device=pm.device)  # (1, T)
     if result.task == "translate":
         extra["decoder_input_ids"] = sequence[:, :-1]
@@ -74,6 +79,16 @@ def _scorer(pm, result, inputs: dict) -> tuple[Callable[[dict], Tensor], Tensor 
     extra = {"attention_mask": torch.ones_like(sequence)}  # as the result's forward ran
     chosen = sequence[:, start:]
     return lambda given: _picked(model(**batch(given)).logits[:, start - 1 : -1], chosen)
+
+
+def _row_by_row(score: Callable[[dict], Tensor]) -> Callable[[dict], Tensor]:
+    """``score`` of a batch of inputs, called one row at a time."""
+
+    def each(given: dict) -> Tensor:
+        rows = next(iter(given.values())).size(0)
+        return torch.cat([score({k: v[i : i + 1] for k, v in given.items()}) for i in range(rows)])
+
+    return each
 
 
 def _log_probs(logits: Tensor) -> Tensor:
