@@ -52,6 +52,14 @@ def add_parser(sub) -> None:
         "--tsv", type=Path, default=None, metavar="FILE", help="source<TAB>reference lines"
     )
     p.add_argument(
+        "--gold",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="pretrained (hf:) translators: the AER of their cross-attention against human word "
+        "alignments (a NAME.src-tgt / NAME.gold pair, or their directory)",
+    )
+    p.add_argument(
         "--stories",
         type=Path,
         default=None,

@@ -36,7 +36,7 @@ def add_parser(sub) -> None:
         "of --split (default test): each hop's attention beside the saliency of the answer over "
         "the story's sentences.",
     )
-    model_option(p, "seq2seq or text checkpoint directory")
+    model_option(p, "seq2seq or text checkpoint directory, or hf:DIR (a pretrained model)")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
     p.add_argument(
         "--split", choices=("dev", "test"), default=None, help="explain the first items of a split"

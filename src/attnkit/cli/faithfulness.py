@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
         "is searched for by gradient ascent (--adversarial-steps). Writes scores.json and "
         "report.html (with the AOPC curves) to --out and prints a short table.",
     )
-    model_option(p, "seq2seq, vision or text checkpoint directory")
+    model_option(p, "seq2seq, vision or text checkpoint directory, or hf:DIR (a classifier)")
     p.add_argument(
         "inputs",
         nargs="*",
@@ -48,7 +48,19 @@ def add_parser(sub) -> None:
         help="question the first --count items of a split (the default without inputs: test)",
     )
     p.add_argument(
-        "--count", type=int, default=10, metavar="N", help="items of the split (default 10)"
+        "--data",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="pretrained (hf:) classifiers: question the first --count texts of FILE (one a "
+        "line, label<TAB>text, or SST trees)",
+    )
+    p.add_argument(
+        "--count",
+        type=int,
+        default=10,
+        metavar="N",
+        help="items of the split or of --data (default 10)",
     )
     p.add_argument(
         "--permutations",

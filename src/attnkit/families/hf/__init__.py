@@ -12,5 +12,6 @@ FAMILY = Family(
     train="train:train",
     endpoint="endpoint:ENDPOINT",
     scheme="hf",
+    own_options={"faithfulness": ("data",), "evaluate": ("gold",)},
     public=("model:PretrainedModel", "results:PretrainedResult"),
 )

@@ -5,8 +5,10 @@ layer and head, one layer or head (``--layer``/``--head``, from 1), all of them 
 the mean beside its rollout (``--map rollout``). ``attnkit translate --model hf:DIR TEXT``
 translates with an encoder-decoder (Marian, T5, BART): one output a line, ``--beam`` its
 ``generate``'s beams, ``--attention-out`` every output's cross-attention (every layer and head,
-with its rollout) as JSON or NPZ. ``evaluate`` refuses in one line; a command with no function
-here does not apply to the family."""
+with its rollout) as JSON or NPZ. ``explain`` draws attention beside gradient
+saliency; ``evaluate --gold PATH`` scores a translator's cross-attention against human word
+alignments (AER); ``faithfulness`` questions a text classifier's attention; a command with no
+function here does not apply to the family."""
 
 from __future__ import annotations
 
@@ -102,11 +104,54 @@ def translate(args) -> None:
         with writing(out, "--attention-out "):
             save_records([r.record() for r in results], out)
         print(f"attention of {len(results)} outputs written to {out}", file=sys.stderr)
+def explain(args) -> str:
+    """``attnkit explain --model hf:DIR TEXT...``: attention beside gradient saliency
+    (:func:`attnkit.families.hf.gradients.explain_report`)."""
+    import json
+
+    from attnkit.families.hf.gradients import explain_report
+    from attnkit.families.hf.model import PretrainedModel
+
+    if args.split is not None or args.reference or args.node:
+        raise AttnkitError("--split/--reference/--node: a pretrained model explains typed TEXTs")
+    if args.format is not None or args.pictures is not None:
+        raise AttnkitError("--format/--pictures are for seq2seq checkpoints; -o FILE draws one")
+    model = PretrainedModel.load(args.model, args.device)
+    scores = explain_report(model, args.texts, args.method, args.out, args.output)
+    return json.dumps(scores, indent=1)
+
+
+def faithfulness(args):
+    """``attnkit faithfulness --model hf:DIR TEXT... | --data FILE``: a text classifier's
+    attention questioned (:meth:`PretrainedModel.faithfulness`)."""
+    from attnkit.families.commands import faithfulness_options
+    from attnkit.families.hf.model import PretrainedModel
+
+    if args.split is not None:
+        raise AttnkitError("--split: a pretrained model has no split; give TEXT or --data FILE")
+    if args.inputs and args.data is not None:
+        raise AttnkitError("give TEXT or --data FILE, not both")
+    model = PretrainedModel.load(args.model, args.device)
+    options = faithfulness_options(args)
+    return model.faithfulness(args.inputs or None, data=args.data, **options)
 
 
 def evaluate(args):
+    """``attnkit evaluate --model hf:DIR --gold PATH [--out DIR]``: a translator's
+    cross-attention against human word alignments (:meth:`PretrainedModel.alignment_error`),
+    its scores.json written to ``--out``."""
+    from attnkit.families.hf.model import PretrainedModel
+
     model = args.model[0] if isinstance(args.model, list) else args.model
-    raise AttnkitError(
-        f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
-        f"attnkit plot --model {model} TEXT -o map.png draws its attention"
-    )
+    if args.gold is None:
+        raise AttnkitError(
+            f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
+            f"--gold PATH scores a translator's cross-attention against human word alignments"
+        )
+    scores = PretrainedModel.load(model, args.device).alignment_error(args.gold)
+    if args.out is not None:  # scores.json, as every evaluation writes
+        import json
+
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "scores.json").write_text(json.dumps(scores.to_dict(), indent=1), "utf-8")
+    return scores

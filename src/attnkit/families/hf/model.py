@@ -8,6 +8,7 @@ model is::
     r.show()                                  # every layer and head, inline in a notebook
     r.plot("bert.png", layer=2, head=1)       # one map, counted from 1
     r.rollout()                               # (T, T) attention rollout
+    m.explain("the cat sat", method="integrated_gradients").show()  # beside gradient saliency
 
 ``classify(text)`` (sequence classifiers; ``classify(image)`` for image classifiers such as ViT),
 ``encode(text or image)`` (encoders without a head), ``generate(prompt, max_new_tokens=)``
@@ -118,6 +119,59 @@ class PretrainedModel:
         _positive(beam, "beam")
         texts = [texts] if isinstance(texts, str) else list(texts)
         return [self._translate_one(text, max_new_tokens, beam) for text in texts]
+
+    def explain(self, inputs: Any, method: str = "gradient", steps: int = 16, words: bool = False):
+        """The model's own task on a text (a list: one each), its attention beside the gradient
+        saliency of its answer over the input tokens (``method``: gradient, input_x_gradient,
+        integrated_gradients; ``steps``: integrated-gradients points): an
+        :class:`~attnkit.explain.explanation.Explanation` (:mod:`attnkit.families.hf.gradients`
+        says what each task explains)."""
+        from attnkit.families.hf.gradients import explain
+
+        return self._each(inputs, lambda text: explain(self, self.run(text), method, steps, words))
+
+    def faithfulness(
+        self,
+        texts: str | Sequence[str] | None = None,
+        *,
+        data: str | Path | None = None,
+        count: int = 10,
+        out: str | Path | None = None,
+        permutations: int = 100,
+        adversarial_steps: int = 100,
+        ig_steps: int = 16,
+        seed: int = 0,
+    ):
+        """Is a text classifier's attention an explanation of its label? ``texts`` (or the
+        first ``count`` texts of the file ``data``: lines, ``label<TAB>text`` or SST trees)
+        questioned as every attnkit model is (:mod:`attnkit.families.hf.erasure`): erasure
+        (comprehensiveness, sufficiency, AOPC) by attention, rollout, gradients, leave-one-out
+        and random, rank agreement, the permutation test and the adversarial search; scores.json
+        and report.html written to ``out`` (None: not written). Returns
+        :class:`~attnkit.evaluation.scores.FaithfulnessScores`."""
+        from attnkit.families.hf.erasure import faithfulness
+
+        return faithfulness(
+            self,
+            texts,
+            data,
+            count,
+            None if out is None else Path(out),
+            ig_steps=ig_steps,
+            permutations=permutations,
+            adversarial_steps=adversarial_steps,
+            seed=seed,
+        )
+
+    def alignment_error(self, gold: str | Path, layer: int | None = None, count: int | None = None):
+        """A translator's cross-attention as word alignments of the human-aligned pairs of
+        ``gold`` (a ``NAME.src-tgt``/``NAME.gold`` pair or their directory), teacher-forced,
+        scored by AER, precision and recall (:mod:`attnkit.families.hf.aligning`); ``layer``
+        (from 1): that layer's heads, None: every layer's and head's mean; ``count``: the first
+        pairs only."""
+        from attnkit.families.hf.aligning import alignment_error
+
+        return alignment_error(self, gold, layer, count)
 
     def run(self, one: Any) -> PretrainedResult:
         """The model's own task (:attr:`kind`'s) on one input: what ``attnkit plot`` draws."""
