@@ -104,6 +104,8 @@ def translate(args) -> None:
         with writing(out, "--attention-out "):
             save_records([r.record() for r in results], out)
         print(f"attention of {len(results)} outputs written to {out}", file=sys.stderr)
+
+
 def explain(args) -> str:
     """``attnkit explain --model hf:DIR TEXT...``: attention beside gradient saliency
     (:func:`attnkit.families.hf.gradients.explain_report`)."""
