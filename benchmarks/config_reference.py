@@ -151,8 +151,7 @@ RANGES = {
     "TransformerConfig.attention_window": "at least 1, below the longest input",
     "TransformerConfig.global_tokens": "at least 0",
     **{
-        f"TransformerConfig.{name}": "at least 1"
-        for name in ("random_features", "attention_chunk")
+        f"TransformerConfig.{name}": "at least 1" for name in ("random_features", "attention_chunk")
     },
     "DecodeConfig.n_best": "at most beam_size",
     **{
