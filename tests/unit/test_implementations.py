@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnkit.attention.chunked import ChunkedAttention
-from attnkit.attention.exact import ExplicitAttention, SdpaAttention
+from attnkit.attention.exact import ExplicitAttention
 from attnkit.attention.implementations import IMPLEMENTATIONS, ImplOptions, build_implementation
 from attnkit.attention.kernelized import LinearAttention, PerformerAttention
 from attnkit.attention.sliding import SlidingWindowAttention
@@ -58,11 +58,17 @@ def _outputs_and_grads(fn, q, k, v):
     return (out, *torch.autograd.grad((out * probe).sum(), (q, k, v)))
 
 
-EXACT = [ExplicitAttention(), SdpaAttention(), ChunkedAttention(3), ChunkedAttention(128)]
+#: every exact implementation of the registry (a new one is compared the day it is registered),
+#: chunked with a tile narrower than the inputs and one wider
+EXACT = [
+    impl
+    for impl in (build_implementation(name, 8, ImplOptions(chunk=3)) for name in IMPLEMENTATIONS)
+    if impl.exact
+] + [ChunkedAttention(128)]
 SHAPES = [(7, 7), (3, 10), (10, 4), (1, 9)]
 
 
-@pytest.mark.parametrize("impl", EXACT, ids=lambda i: f"{i.name}")
+@pytest.mark.parametrize("impl", EXACT, ids=lambda i: i.name)
 @pytest.mark.parametrize("t,s", SHAPES)
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("pad", [False, True])
