@@ -122,10 +122,11 @@ def check_fits(q: Tensor, k: Tensor, name: str, limit: int | None = None) -> Non
     limit = machine_bytes(q.device) if limit is None else limit
     if need > limit:
         b, h, t, _ = q.shape
+        where = "of the GPU" if q.device.type == "cuda" else "of this machine's memory"
         raise ConfigError(
             f"model.attention_impl {name}: a {t} x {k.size(-2)} score matrix for batch {b} and "
             f"{h} heads needs at least {need / 2**30:.1f} GiB, more than the "
-            f"{limit / 2**30:.1f} GiB of {q.device.type} memory; use {LINEAR_MEMORY} "
+            f"{limit / 2**30:.1f} GiB {where}; use {LINEAR_MEMORY} "
             "(memory linear in the length)"
         )
 
