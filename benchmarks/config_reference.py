@@ -148,6 +148,11 @@ RANGES = {
         for name in ("encoder_layers", "decoder_layers", "heads", "ff_dim")
     },
     "TransformerConfig.dropout": "in [0, 1)",
+    "TransformerConfig.attention_window": "at least 1, below the longest input",
+    "TransformerConfig.global_tokens": "at least 0",
+    **{
+        f"TransformerConfig.{name}": "at least 1" for name in ("random_features", "attention_chunk")
+    },
     "DecodeConfig.n_best": "at most beam_size",
     **{
         f"DataConfig.{name}": "at least 1"

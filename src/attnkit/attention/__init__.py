@@ -1,5 +1,7 @@
 """Attention: pure score functions (scores.py) and modules that own parameters (modules.py)."""
 
+from attnkit.attention.exact import AttentionImpl
+from attnkit.attention.implementations import IMPLEMENTATIONS, ImplOptions, build_implementation
 from attnkit.attention.modules import (
     ATTENTION_TYPES,
     Attention,
@@ -29,7 +31,9 @@ from attnkit.attention.scores import (
 
 __all__ = [
     "ATTENTION_TYPES",
+    "IMPLEMENTATIONS",
     "Attention",
+    "AttentionImpl",
     "AttentionOptions",
     "BahdanauAttention",
     "CosineAttention",
@@ -39,6 +43,8 @@ __all__ = [
     "MultiHeadAttention",
     "ScaledDotAttention",
     "build_attention",
+    "build_implementation",
+    "ImplOptions",
     "additive_scores",
     "attend",
     "concat_scores",

@@ -24,6 +24,12 @@ keys). Two ways to compute the same function, chosen per call:
   same meaning as ours. It gives NaN for a query row with no allowed key; no row of a Transformer
   is like that (a source holds at least ``</s>``; a causal row sees itself).
 
+A module given an ``impl`` (an :class:`~attnkit.attention.exact.AttentionImpl` of
+:mod:`attnkit.attention.implementations`: ``chunked``, ``local``, ``linear``, ...) computes with
+it instead, through :meth:`MultiHeadAttention.attend_parts`, which takes the mask in two parts (a
+key mask and a causal flag) so that no (T, S) mask is built; weights wanted are the
+implementation's ``implied_weights``.
+
 Two parameter layouts, so that checkpoints of either use keep their names: the RNN decoders'
 (``query_proj``, ``key_proj``, ``value_proj``, ``out_proj``, no biases; the query and memory
 widths may differ) and, with ``packed=True``, the Transformer's (one ``in_proj`` of shape (3A, D)
@@ -42,6 +48,7 @@ from torch import Tensor, nn
 
 from attnkit.attention.base import Attention
 from attnkit.attention.dropout import dropout
+from attnkit.attention.exact import AttentionImpl, dense_mask
 from attnkit.attention.scores import attend, masked_softmax, scaled_dot_scores
 from attnkit.errors import ConfigError
 
@@ -51,7 +58,8 @@ class MultiHeadAttention(Attention):
 
     ``MultiHeadAttention(query_dim, key_dim, attn_dim, heads)``: the RNN decoders' layout, the
     context projected back to the key width Dk. ``packed=True`` (query_dim == key_dim ==
-    attn_dim): the Transformer's. ``dropout``: on the weights, in training.
+    attn_dim): the Transformer's. ``dropout``: on the weights, in training (only where the
+    implementation holds them). ``impl``: how to compute it (None: explicit or fused, per call).
     """
 
     def __init__(
@@ -63,6 +71,7 @@ class MultiHeadAttention(Attention):
         *,
         packed: bool = False,
         dropout: float = 0.0,
+        impl: AttentionImpl | None = None,
     ):
         super().__init__()
         if attn_dim % heads:
@@ -86,6 +95,7 @@ class MultiHeadAttention(Attention):
             self.key_proj = nn.Linear(key_dim, attn_dim, bias=False)
             self.value_proj = nn.Linear(key_dim, attn_dim, bias=False)
         self.out_proj = nn.Linear(attn_dim, key_dim, bias=packed)
+        self.impl = impl
 
     def split_heads(self, x: Tensor) -> Tensor:
         """(B, N, A) -> (B, H, N, Dh)."""
@@ -143,9 +153,39 @@ class MultiHeadAttention(Attention):
             dropped = dropout(weights, p, True) if p else weights
             context = attend(dropped, values)  # (B, H, T, Dh)
             weights = weights if need_weights else None
+        return self.merge_heads(context), weights
+
+    def merge_heads(self, context: Tensor) -> Tensor:
+        """Per-head context (B, H, T, Dh) -> the output projection of their concatenation
+        (B, T, Dk)."""
         b, h, t, dh = context.shape
-        context = context.transpose(1, 2).reshape(b, t, h * dh)  # (B, T, A)
-        return self.out_proj(context), weights
+        return self.out_proj(context.transpose(1, 2).reshape(b, t, h * dh))  # (B, T, Dk)
+
+    def attend_parts(
+        self,
+        q: Tensor,
+        keys: Tensor,
+        values: Tensor,
+        key_mask: Tensor | None,
+        causal: bool,
+        need_weights: bool = True,
+        fast: bool = False,
+    ) -> tuple[Tensor, Tensor | None]:
+        """:meth:`attend` with the mask in two parts: ``key_mask`` (B, S) and ``causal`` (query
+        t at position t + S - T sees keys up to it). Without an ``impl``, :meth:`attend` with
+        the dense mask; with one, the implementation (its implied weights where wanted)."""
+        t, s = q.size(-2), keys.size(-2)
+        causal = causal and t > 1  # one query, the last position, sees every key
+        if self.impl is None:
+            mask = dense_mask(key_mask, causal, t, s, q.device)
+            return self.attend(q, keys, values, mask, need_weights, fast)
+        p = self.dropout if self.training and self.impl.drops_weights else 0.0
+        if need_weights:
+            weights = self.impl.implied_weights(q, keys, key_mask, causal)  # (B, H, T, S)
+            context = attend(dropout(weights, p, True) if p else weights, values)
+            return self.merge_heads(context), weights
+        context = self.impl(q, keys, values, key_mask, causal, p)  # (B, H, T, Dh)
+        return self.merge_heads(context), None
 
     def forward_heads(
         self,
@@ -158,8 +198,8 @@ class MultiHeadAttention(Attention):
         """query (B, T, Dq), ``projected`` = ``project_keys(keys)``, mask (B, S) -> context
         (B, T, Dk), per-head weights (B, H, T, S) (None where not wanted; see :meth:`attend`)."""
         keys_h, values_h = projected
-        mask = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, S)
-        return self.attend(self.project_queries(query), keys_h, values_h, mask, need_weights, fast)
+        q = self.project_queries(query)
+        return self.attend_parts(q, keys_h, values_h, mask, False, need_weights, fast)
 
     def context_from_weights(self, weights: Tensor, keys: Tensor, projected=None) -> Tensor:
         """Given weights (B, T, S) (or (B, S)) used by every head over its values -> context

@@ -29,6 +29,17 @@ explicitly: torch's fused kernel would fall back to a slower unfused path. Dropo
 CPU), where attnkit's cheaper CPU masks (:mod:`attnkit.accel.dropout`) draw them. All compute the
 same function.
 
+``model.attention_impl`` chooses how every attention is computed instead
+(:mod:`attnkit.attention.implementations`): ``auto`` (the default, and what every checkpoint
+written before the key existed means) is the backend's choice above; ``explicit``, ``sdpa`` and
+``chunked`` compute the same function their own way (the backend no longer chooses); ``local``,
+``linear`` and ``performer`` compute another one, memory linear in the length. ``local`` needs
+the queries and keys of one sequence: it serves the self-attentions, and cross-attention stays
+``auto``. Attention dropout applies where the implementation holds weights (``explicit``,
+``sdpa``); the others have none to drop. Weights asked for (pictures, decoding's
+cross-attention, rollout) are each implementation's implied weights. The implementations hold no
+parameters of their own, so a checkpoint loads under any of them.
+
 Shapes: B batch, S source length, T target length, D model width, H heads, Dh = D / H,
 L decoder layers, V vocab, F feed-forward width.
 """
@@ -44,71 +55,11 @@ from torch import Tensor, nn
 
 from attnkit.accel.backend import DEFAULT, Backend
 from attnkit.attention.dropout import Dropout
+from attnkit.attention.implementations import build_implementation
 from attnkit.attention.qkv import MultiHeadAttention
-from attnkit.config import join_key
 from attnkit.data.vocab import PAD_ID
-from attnkit.errors import ConfigError
 from attnkit.models.positions import POSITIONAL, sinusoids  # noqa: F401 (sinusoids: lessons)
-
-#: what ``model.attention`` reads for a Transformer (reports and the model list show it)
-ATTENTION_NAME = "transformer"
-
-
-@dataclass
-class TransformerConfig:
-    """The model section of an experiment file with ``arch: transformer``."""
-
-    arch: str = "transformer"
-    embedding_dim: int = 256  # the model width D (embeddings, every sub-layer's output)
-    encoder_layers: int = 3
-    decoder_layers: int = 3
-    heads: int = 4  # attention heads per layer; embedding_dim must be divisible by it
-    ff_dim: int = 1024  # inner width of each feed-forward sub-layer
-    dropout: float = 0.1  # on embeddings, sub-layer outputs, attention weights, feed-forward
-    tie_output: bool = False  # the output layer reuses the target embeddings (Press & Wolf 2017)
-    positional: str = "sinusoidal"  # how order enters: sinusoidal | learned (a table) | none
-    max_positions: int = 512  # learned: rows of the table, the longest source or target + 1
-
-    CHOICES = {"arch": ("transformer",), "positional": tuple(POSITIONAL)}
-    #: max_positions sizes the learned table only (see attnkit.config.check_applicable)
-    APPLIES = {"max_positions": ("positional", ("learned",), "model.positional")}
-
-    def validate(self, where: str) -> None:
-        sizes = ("embedding_dim", "encoder_layers", "decoder_layers", "heads", "ff_dim")
-        for name in (*sizes, "max_positions"):
-            if getattr(self, name) < 1:
-                raise ConfigError(
-                    f"{join_key(where, name)}: must be at least 1, got {getattr(self, name)}"
-                )
-        if self.embedding_dim % self.heads:
-            raise ConfigError(
-                f"{join_key(where, 'embedding_dim')}: {self.embedding_dim} is not divisible by "
-                f"model.heads ({self.heads})"
-            )
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(
-                f"{join_key(where, 'dropout')}: must be in [0, 1), got {self.dropout}"
-            )
-
-    def check_lengths(self, max_src_len: int, max_tgt_len: int, where: str) -> None:
-        """ConfigError when a learned table is shorter than the data's longest source
-        (``max_src_len``, </s> included) or decoder input (<s> + ``max_tgt_len`` tokens)."""
-        longest = max(max_src_len, max_tgt_len + 1)
-        if self.positional == "learned" and self.max_positions < longest:
-            raise ConfigError(
-                f"{join_key(where, 'max_positions')}: {self.max_positions} learned positions, "
-                f"but data.max_src_len {max_src_len} and data.max_tgt_len {max_tgt_len} allow "
-                f"sequences of {longest}; raise it to at least {longest} or lower those"
-            )
-
-    @property
-    def attention(self) -> str:
-        return ATTENTION_NAME
-
-    @property
-    def layers_and_heads(self) -> tuple[int, int]:
-        """(L, H) of the cross-attention decoding returns: decoder layers, heads."""
-        return self.decoder_layers, self.heads
+from attnkit.models.transformer_config import ATTENTION_NAME, TransformerConfig  # noqa: F401
 
 
 @dataclass
@@ -179,28 +130,33 @@ class FeedForward(nn.Sequential):
         )
 
 
-def _attention(cfg: TransformerConfig) -> MultiHeadAttention:
-    """One multi-head attention of width D in the packed layout (one (3D, D) input projection)."""
+def _attention(cfg: TransformerConfig, seed: int, cross: bool = False) -> MultiHeadAttention:
+    """One multi-head attention of width D in the packed layout (one (3D, D) input projection),
+    computed by ``model.attention_impl`` (``seed``: a performer's random features)."""
     d = cfg.embedding_dim
-    return MultiHeadAttention(d, d, d, cfg.heads, packed=True, dropout=cfg.dropout)
+    impl = None
+    if cfg.attention_impl != "auto":
+        impl = build_implementation(cfg.attention_impl, d // cfg.heads, cfg.impl_options(seed))
+        impl = None if cross and impl.self_only else impl
+    return MultiHeadAttention(d, d, d, cfg.heads, packed=True, dropout=cfg.dropout, impl=impl)
 
 
 class EncoderLayer(nn.Module):
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, index: int = 0):
         super().__init__()
         d = cfg.embedding_dim
         self.norm_self = nn.LayerNorm(d)
-        self.self_attn = _attention(cfg)
+        self.self_attn = _attention(cfg, index)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
 
     def forward(self, x: Tensor, mask: Tensor, fast: bool, weights: list | None = None) -> Tensor:
-        """x (B, S, D), mask (B, 1, 1, S) -> (B, S, D); the self-attention weights (B, H, S, S)
-        are appended to ``weights`` when it is given."""
+        """x (B, S, D), mask (B, S) -> (B, S, D); the self-attention weights (B, H, S, S) are
+        appended to ``weights`` when it is given."""
         queries, keys, values = self.self_attn.project_all(self.norm_self(x))
         wanted = weights is not None
-        context, w = self.self_attn.attend(queries, keys, values, mask, wanted, fast)
+        context, w = self.self_attn.attend_parts(queries, keys, values, mask, False, wanted, fast)
         if wanted:
             weights.append(w)
         x = x + self.dropout(context)
@@ -208,13 +164,13 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, index: int = 0):
         super().__init__()
         d = cfg.embedding_dim
         self.norm_self = nn.LayerNorm(d)
-        self.self_attn = _attention(cfg)
+        self.self_attn = _attention(cfg, 1000 + 2 * index)
         self.norm_cross = nn.LayerNorm(d)
-        self.cross_attn = _attention(cfg)
+        self.cross_attn = _attention(cfg, 1001 + 2 * index, cross=True)
         self.norm_ff = nn.LayerNorm(d)
         self.ff = FeedForward(d, cfg.ff_dim, cfg.dropout)
         self.dropout = Dropout(cfg.dropout)
@@ -223,22 +179,21 @@ class DecoderLayer(nn.Module):
         self,
         y: Tensor,
         cache: tuple[Tensor, Tensor] | None,
-        causal: Tensor | None,
         cross: tuple[Tensor, Tensor],
         src_mask: Tensor,
         need_weights: bool,
         fast: bool,
     ) -> tuple[Tensor, tuple[Tensor, Tensor], Tensor | None]:
-        """y (B, N, D): the whole target (teacher forcing, ``cache`` None, ``causal`` (N, N)) or
-        the next token (decoding, N = 1, ``cache`` the earlier tokens' keys and values, no mask
-        needed); ``cross`` the encoder's keys and values for this layer, ``src_mask`` (B, S) the
-        source positions it may attend to. Returns y (B, N, D), the keys and values of every token
-        so far (B, H, t + N, Dh), and the cross-attention weights (B, H, N, S) when
-        ``need_weights``."""
+        """y (B, N, D): the whole target (teacher forcing, ``cache`` None, each token attending
+        to itself and those before it) or the next token (decoding, N = 1, ``cache`` the earlier
+        tokens' keys and values); ``cross`` the encoder's keys and values for this layer,
+        ``src_mask`` (B, S) the source positions it may attend to. Returns y (B, N, D), the keys
+        and values of every token so far (B, H, t + N, Dh), and the cross-attention weights
+        (B, H, N, S) when ``need_weights``."""
         queries, keys, values = self.self_attn.project_all(self.norm_self(y))  # (B, H, N, Dh)
         if cache is not None:
             keys, values = torch.cat([cache[0], keys], 2), torch.cat([cache[1], values], 2)
-        context, _ = self.self_attn.attend(queries, keys, values, causal, False, fast)
+        context, _ = self.self_attn.attend_parts(queries, keys, values, None, True, False, fast)
         y = y + self.dropout(context)
         context, weights = self.cross_attn.forward_heads(
             self.norm_cross(y), cross, src_mask, need_weights, fast
@@ -252,7 +207,7 @@ class TransformerEncoder(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.embeddings = Embeddings(vocab_size, cfg)
-        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.encoder_layers))
+        self.layers = nn.ModuleList(EncoderLayer(cfg, i) for i in range(cfg.encoder_layers))
         self.norm = nn.LayerNorm(cfg.embedding_dim)
 
     @property
@@ -264,9 +219,8 @@ class TransformerEncoder(nn.Module):
         """src (B, S), mask (B, S) -> states (B, S, D); every layer's self-attention weights
         (B, H, S, S) are appended to ``weights`` when it is given."""
         x = self.embeddings(src)
-        attend_mask = mask[:, None, None, :]  # (B, 1, 1, S)
         for layer in self.layers:
-            x = layer(x, attend_mask, fast, weights)
+            x = layer(x, mask, fast, weights)
         return self.norm(x)
 
 
@@ -279,7 +233,7 @@ class TransformerDecoder(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.embeddings = Embeddings(vocab_size, cfg)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.decoder_layers))
+        self.layers = nn.ModuleList(DecoderLayer(cfg, i) for i in range(cfg.decoder_layers))
         self.norm = nn.LayerNorm(cfg.embedding_dim)
         # tied: the output layer is the embedding matrix itself (no second parameter sharing its
         # memory, which a safetensors checkpoint could not hold), plus a bias of its own
@@ -312,11 +266,9 @@ class TransformerDecoder(nn.Module):
         every layer and head (B, L, H, T, S)."""
         with self.backend.scope():
             y = self.embeddings(tgt_in)
-            t = tgt_in.size(1)
-            causal = torch.ones(t, t, dtype=torch.bool, device=tgt_in.device).tril()  # (T, T)
             weights = []
             for layer, cross in zip(self.layers, memory.cross):
-                y, _, w = layer(y, None, causal, cross, memory.mask, need_weights, self.fast)
+                y, _, w = layer(y, None, cross, memory.mask, need_weights, self.fast)
                 weights.append(w)
             return self.logits(y), torch.stack(weights, 1) if need_weights else None
 
@@ -329,7 +281,7 @@ class TransformerDecoder(nn.Module):
             y = self.embeddings(prev_tokens.unsqueeze(1), start=state.length)  # (B, 1, D)
             cache, weights = [], []
             for layer, past, cross in zip(self.layers, state.cache, memory.cross):
-                y, kv, w = layer(y, past, None, cross, memory.mask, True, self.fast)
+                y, kv, w = layer(y, past, cross, memory.mask, True, self.fast)
                 cache.append(kv)
                 weights.append(w.squeeze(2))  # (B, H, S)
             logits = self.logits(y).squeeze(1)
@@ -384,6 +336,8 @@ class Transformer(nn.Module):
             else "F.scaled_dot_product_attention where no weights are read and no attention "
             "dropout applies, explicit attention elsewhere"
         )
+        if self.cfg.attention_impl != "auto":
+            how = f"attention_impl {self.cfg.attention_impl} (the backend does not choose)"
         return f"backend: {backend.name} (Transformer: {how})"
 
     def encode(
