@@ -220,7 +220,7 @@ class TextModel:
         base = self.path if self.path is not None else Path("runs/text/best")
         out = Path(out) if out is not None else base.parent / "faithfulness" / base.name
         return FaithfulnessScores(
-            text_faithfulness(self.net, self.vocab, words, out, options, inputs)
+            text_faithfulness(self.net, self.vocab, words, out, options, inputs, family=self.family)
         )
 
 

@@ -159,6 +159,7 @@ class VisionModel:
             None if out is None else Path(out),
             options,
             str(self.path or ""),
+            family=self.family,
         )
         return FaithfulnessScores(scores)
 
