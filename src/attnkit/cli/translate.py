@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attnkit.cli.options import add_command, check_decode_args, decode_options, model_option
+from attnkit.cli.options import add_command, decode_options, model_option
 from attnkit.errors import AttnkitError, writing
 
 
@@ -88,7 +88,6 @@ def run(args) -> None:
     from attnkit.api import Seq2SeqModel
     from attnkit.viz import save_records
 
-    check_decode_args(args)
     texts = _inputs(args.texts, args.input)
     out = args.attention_out
     if out is not None and out.suffix not in (".json", ".npz"):
