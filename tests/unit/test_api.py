@@ -234,6 +234,22 @@ def test_classify_refuses_a_wrong_image_in_one_line(tmp_path, digits):  # noqa: 
     ):
         with pytest.raises(ConfigError, match=needle):
             model.classify(image)
+    with pytest.raises(InputError, match="image: not an image Pillow can read") as refused:
+        model.classify(b"GIF89a, or anything but a PNG or JPEG")  # an upload's bytes
+    assert refused.value.name == "image"
+
+
+def test_classify_reads_an_uploaded_file_as_plot_reads_it(tmp_path, digits):  # noqa: F811
+    from PIL import Image
+
+    model = attnkit.load(_checkpoint(tmp_path, digits, "attention_pooling"))
+    stroke = np.zeros((56, 56), np.uint8)
+    stroke[10:46, 26:30] = 255  # a "1", white on black, twice the model's size
+    Image.fromarray(stroke).save(tmp_path / "one.png")
+    from_file = model.classify(tmp_path / "one.png")
+    from_bytes = model.classify((tmp_path / "one.png").read_bytes())
+    assert np.array_equal(from_bytes.image, from_file.image) and from_file.image.max() > 0.5
+    assert from_bytes.prediction == from_file.prediction
 
 
 def test_vision_evaluate_returns_scores(tmp_path, digits):  # noqa: F811

@@ -166,8 +166,10 @@ def test_text_faithfulness_sums_up_sentences(tmp_path):
 
     options = Options(permutations=5, adversarial_steps=2, ig_steps=2)
     sentences = [WORDS, ["the", "film", "was", "good"]]
-    scores = text_faithfulness(Decider().eval(), Words(), sentences, tmp_path, options, "typed")
-    assert scores["family"] == "text" and scores["summary"]["examples"] == 2
+    scores = text_faithfulness(
+        Decider().eval(), Words(), sentences, tmp_path, options, "typed", family="a family"
+    )
+    assert scores["family"] == "a family" and scores["summary"]["examples"] == 2
     assert (tmp_path / "scores.json").is_file() and (tmp_path / "report.html").is_file()
     with pytest.raises(AttnkitError, match="input 2 is empty"):
-        text_faithfulness(Decider().eval(), Words(), [WORDS, []], None, options, "typed")
+        text_faithfulness(Decider().eval(), Words(), [WORDS, []], None, options, "typed", family="")

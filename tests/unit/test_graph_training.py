@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import attnkit
-from attnkit.errors import ConfigError
+from attnkit.errors import ConfigError, InputError
 from attnkit.families.graph.config import parse_config
 
 
@@ -106,8 +106,9 @@ def test_api_explains_a_node_with_attention_saliency_and_pictures(tmp_path):
     explained.plot(tmp_path / "node.png")
     assert (tmp_path / "node.png").stat().st_size > 1000
     assert "<img" in explained._repr_html_()
-    with pytest.raises(ConfigError, match="no node of that name"):
+    with pytest.raises(InputError, match="no node of that name") as refused:
         model.explain_node("nope")
+    assert refused.value.name == "node"
 
 
 def _cli(*args, cwd):

@@ -385,16 +385,9 @@ FAMILY_NAMES = sorted(
 PENDING_FAMILY_NAMES: dict[str, str] = {
     "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
     "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
-    "attnkit.evaluation.babi": "bAbI scores say their family",
     "attnkit.evaluation.evaluate": "the seq2seq evaluation: to families/seq2seq/",
     "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
-    "attnkit.evaluation.faithfulness_text": "faithfulness scores say their family",
-    "attnkit.evaluation.faithfulness_vision": "faithfulness scores say their family",
     "attnkit.experiment": "the seq2seq experiment config: to families/seq2seq/config.py",
-    "attnkit.models.pointer": "a model's family attribute",
-    "attnkit.models.seq2seq": "a model's family attribute",
-    "attnkit.models.transformer": "a model's family attribute",
-    "attnkit.zoo": "the zoo's greedy/test-set column by family",
 }
 
 

@@ -24,8 +24,7 @@ class ToyAdapter:
 
     items = "items"
 
-    def __init__(self, batches_per_epoch: int, dev_scores: list[float], counts_epoch_first=False):
-        self.counts_epoch_first = counts_epoch_first
+    def __init__(self, batches_per_epoch: int, dev_scores: list[float]):
         self.weight = torch.nn.Parameter(torch.zeros(()))
         self.optimizer = torch.optim.SGD([self.weight], lr=0.1)
         self.batches = [1.0] * batches_per_epoch
@@ -74,44 +73,50 @@ def run(adapter, state=None, lines=None, **settings):
     return state
 
 
-def test_one_evaluation_an_epoch_scores_then_counts_the_epoch():
-    adapter = ToyAdapter(3, [0.5, 0.4])
+def test_one_evaluation_an_epoch_is_scored_on_the_epochs_done():
+    adapter = ToyAdapter(3, [0.5, 0.6])
     state = run(adapter)
     assert (state.step, state.epoch, state.batches_done, state.best, state.best_step) == (
         6,
         2,
         0,
-        0.4,
-        6,
+        0.5,
+        3,
     )
     scores = [e for e in adapter.events if e[0] == "score"]
-    assert scores == [("score", 0, 3, 0.5), ("score", 1, 6, 0.4)]  # in the epoch, as its end
-    # each evaluation improves: best (for decoding) then last (resumable), at batches_done 3
-    assert [e for e in adapter.events if e[0] == "save"][:2] == [
-        ("save", "best", False, 3, 0, 3),
-        ("save", "last", True, 3, 0, 3),
+    assert scores == [("score", 1, 3, 0.5), ("score", 2, 6, 0.6)]  # the epoch counted first
+    # an improvement: best (for decoding) then last (resumable); no improvement: last alone
+    assert [e for e in adapter.events if e[0] == "save"] == [
+        ("save", "best", False, 3, 1, 0),
+        ("save", "last", True, 3, 1, 0),
+        ("save", "last", True, 6, 2, 0),
     ]
+    assert (state.best_epoch, state.bad_evals, state.stopped) == (1, 1, "epochs")
     assert float(adapter.weight.detach()) != 0.0  # the updates were applied
 
 
-def test_a_family_that_counts_its_epoch_first_is_scored_on_the_epochs_done():
-    adapter = ToyAdapter(2, [0.5, 0.6], counts_epoch_first=True)
-    state = run(adapter)
+def test_an_evaluation_due_at_an_epoch_s_last_update_is_its_one_evaluation():
+    adapter = ToyAdapter(2, [0.5, 0.4])
+    state = run(adapter, eval_every=2)  # due after updates 2 and 4: each an epoch's last
     assert [e for e in adapter.events if e[0] == "score"] == [
         ("score", 1, 2, 0.5),
-        ("score", 2, 4, 0.6),
+        ("score", 2, 4, 0.4),
     ]
-    saves = [e for e in adapter.events if e[0] == "save"]
-    assert saves == [("save", "best", False, 2, 1, 0), ("save", "last", True, 2, 1, 0)] + [
-        ("save", "last", True, 4, 2, 0)  # no improvement: last alone
-    ]
-    assert (state.best, state.best_epoch, state.bad_evals, state.stopped) == (0.5, 1, 1, "epochs")
+    assert (state.epoch, state.stopped) == (2, "epochs")
+
+
+def test_an_old_checkpoint_written_at_an_epoch_s_end_before_it_was_counted_goes_on():
+    adapter = ToyAdapter(3, [0.4])
+    state = run(adapter, TrainerState(epoch=0, batches_done=3, step=3, planned_epochs=2))
+    assert adapter.events[:2] == [("begin", 0, 3), ("begin", 1, 0)]  # counted, not evaluated
+    assert [e for e in adapter.events if e[0] == "score"] == [("score", 2, 6, 0.4)]
+    assert (state.step, state.epoch) == (6, 2)
 
 
 def test_eval_every_evaluates_between_updates_and_patience_ends_the_run():
     adapter = ToyAdapter(4, [0.5, 0.6, 0.7, 0.1])
     state = run(adapter, planned=5, eval_every=2, patience=2)
-    assert [e[2] for e in adapter.events if e[0] == "score"] == [2, 4, 6]
+    assert [e[2] for e in adapter.events if e[0] == "score"] == [2, 4, 6]  # none more at 4
     assert ("stopped", "patience") in adapter.events
     assert (state.step, state.epoch, state.batches_done, state.bad_evals) == (6, 1, 2, 2)
 
@@ -149,14 +154,18 @@ def test_a_signal_saves_last_after_the_current_update_and_a_resumed_run_goes_on_
     assert (state.step, state.epoch) == (6, 2)
 
 
-def test_a_spent_budget_evaluates_at_once_and_ends_the_run():
-    adapter = ToyAdapter(3, [0.5])
+def test_a_spent_budget_evaluates_at_once_and_ends_the_run_mid_epoch():
+    adapter = ToyAdapter(3, [0.5, 0.4])
     state = TrainerState(planned_epochs=3, elapsed_s=100.0)  # resumed past a 1-minute budget
     state = run(adapter, state, budget_s=60.0)
-    assert state.step == 1 and ("stopped", "budget") in adapter.events
-    first = ToyAdapter(3, [0.5], counts_epoch_first=True)  # the budget ends the epoch there
-    state = run(first, TrainerState(planned_epochs=3, elapsed_s=100.0), budget_s=60.0)
-    assert (state.step, state.epoch, state.batches_done, state.stopped) == (1, 1, 0, "budget")
+    assert ("stopped", "budget") in adapter.events
+    # the epoch is not done: last/ goes on from its second batch
+    assert (state.step, state.epoch, state.batches_done, state.stopped) == (1, 0, 1, "budget")
+    assert adapter.events[-2] == ("save", "last", True, 1, 0, 1)
+    resumed = ToyAdapter(3, [0.4, 0.3, 0.2])
+    state.elapsed_s, state.stopped = 0.0, ""  # a resumed run with a larger budget
+    run(resumed, state, budget_s=600.0)
+    assert resumed.events[0] == ("begin", 0, 1)
 
 
 def test_the_settings_of_each_family_s_train_section():

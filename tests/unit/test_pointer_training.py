@@ -43,6 +43,9 @@ def test_a_pointer_network_learns_to_sort_five_numbers(tmp_path):
         model.solve([0.1, 0.1, 0.5, 0.3, 0.7])
     with pytest.raises(InputError, match="reads 1 coordinate"):
         model.solve([[0.1, 0.2], [0.3, 0.4]])
+    with pytest.raises(InputError, match=r"points\[2\]: .* got 2") as ragged:
+        model.solve([[0.1], [0.2], [0.3, 0.4]])  # the point at fault, not a ragged-array crash
+    assert ragged.value.name == "points[2]"
 
 
 def test_bad_configs_are_one_line_errors():

@@ -88,6 +88,20 @@ def test_the_answer_is_the_python_apis(client, served):
         assert got["record"]["output_tokens"] == [want.label]
 
 
+def test_a_request_is_read_once(client, monkeypatch):
+    from attnkit.families.text import model as text_model
+
+    read = []
+    tokenize = text_model.tokenize
+    monkeypatch.setattr(text_model, "tokenize", lambda *a: read.append(a[0]) or tokenize(*a))
+    sentences = ["a gripping film", "dull plot ."]
+    for explain in (False, True):
+        read.clear()
+        body = {"model": "lin", "inputs": sentences, "explain": explain}
+        _ok(client.post("/v1/classify_text", json=body))
+        assert read == sentences  # checked and read by the API object, then classified as read
+
+
 def test_explain_adds_saliency_and_heads_come_as_rows(client):
     body = _ok(
         client.post(

@@ -6,6 +6,7 @@ alone serves two of them side by side."""
 from __future__ import annotations
 
 import argparse
+import json
 
 import numpy as np
 import pytest
@@ -115,6 +116,9 @@ def test_attnkit_zoo_lists_every_model_with_its_score(capsys):
         row = zoo.index()[name]["test"]
         line = next(line for line in lines if line.startswith(f"zoo:{name} "))
         assert f"{row['metric']} {row['value']:.2f}" in line
+        # a translation model's score is of greedy decoding; an image model's, of the test set
+        family = json.loads((zoo.MODELS / name / "meta.json").read_text())["family"]
+        assert ("(greedy" if family == "seq2seq" else "(test set") in line
 
 
 def test_serve_without_a_model_serves_two_zoo_models_side_by_side():

@@ -3,9 +3,10 @@
 One module per command (demo, train, translate, evaluate, plot, explain, faithfulness, serve,
 zoo), each with ``add_parser(sub)`` and ``run(args)``; :mod:`attnkit.cli.options` defines the
 shared options. Errors a user can cause print one line ``attnkit: error: ...`` and exit with
-status 2. Training
-stopped by Ctrl-C or SIGTERM saves ``last``, prints one line ``attnkit: interrupted: ...`` and
-exits with 130 (SIGINT) or 143 (SIGTERM).
+status 2; a setting the API object refuses (an :class:`~attnkit.errors.InputError` naming
+``n_best``) is named by the option that gave it (``--n-best``): the command checks nothing the
+API object checks. Training stopped by Ctrl-C or SIGTERM saves ``last``, prints one line
+``attnkit: interrupted: ...`` and exits with 130 (SIGINT) or 143 (SIGTERM).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import warnings
 from attnkit import __version__
 from attnkit.cli import demo, evaluate, explain, faithfulness, plot, serve, train, translate, zoo
 from attnkit.cli.options import formatter
-from attnkit.errors import AttnkitError, TrainingInterrupted, file_error
+from attnkit.errors import AttnkitError, InputError, TrainingInterrupted, file_error
 
 #: the commands, in the order ``attnkit --help`` lists them
 COMMANDS = (demo, train, translate, evaluate, plot, explain, faithfulness, serve, zoo)
@@ -59,8 +60,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def option_error(exc: InputError, argv: list[str]) -> str:
+    """The API object's message, led by the option of ``argv`` that gave the setting it refused
+    (``--n-best: ...`` for ``n_best``); as it is where no option did."""
+    flag = "--" + exc.name.replace("_", "-")
+    given = any(a == flag or a.startswith(f"{flag}=") for a in argv)
+    return f"{flag}: {exc}" if given else str(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(argv)
     formatwarning = warnings.formatwarning
     warnings.formatwarning = lambda msg, cat, *a, **k: f"attnkit: warning: {msg}\n"
@@ -75,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         # its newline apart, so the lines of two torchrun ranks could run into each other
         sys.stderr.write(f"attnkit: interrupted: {exc}\n")
         return exc.exit_status
+    except InputError as exc:
+        sys.stderr.write(f"attnkit: error: {option_error(exc, [str(a) for a in argv])}\n")
+        return 2
     except AttnkitError as exc:
         sys.stderr.write(f"attnkit: error: {exc}\n")
         return 2

@@ -7,7 +7,6 @@ import argparse
 
 from attnkit import zoo
 from attnkit.errors import AttnkitError
-from attnkit.families.commands import check_decode_args as check_decode_args
 
 
 def formatter(prog):

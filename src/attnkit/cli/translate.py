@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from attnkit.cli.options import add_command, check_decode_args, decode_options, model_option
+from attnkit.cli.options import add_command, decode_options, model_option
 from attnkit.errors import AttnkitError, writing
 
 
@@ -90,7 +90,6 @@ def run(args) -> None:
     from attnkit.families import scheme_family
     from attnkit.viz import save_records
 
-    check_decode_args(args)
     texts = _inputs(args.texts, args.input)
     if scheme_family(args.model[0]) is not None:  # a model its family loads itself (hf:DIR)
         args.inputs = texts  # what the family's translate hook reads

@@ -20,6 +20,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> None:
     from attnkit import zoo
+    from attnkit.families import checkpoint_family
 
     names = zoo.names()
     if not names:
@@ -27,8 +28,8 @@ def run(args) -> None:
             "the zoo is empty: this installation has no zoo files (benchmarks/zoo.py builds them)"
         )
         return
-    for name in names:
-        print(zoo.score_line(name))
+    for name in names:  # the family its meta.json names says how its score was measured
+        print(zoo.score_line(name, checkpoint_family(zoo.MODELS / name).scoring))
     print(
         "\nuse: attnkit translate --model zoo:NAME TEXT (images: attnkit plot --model "
         "zoo:mnist-ram --image 0 -o glimpses.png); attnkit serve --model zoo:NAME "

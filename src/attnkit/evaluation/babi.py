@@ -133,12 +133,17 @@ def records(questions: list[Question], answers: list[str], attention: np.ndarray
 
 
 def evaluate_to_dir(
-    path: Path, split: str, out: Path | None, loaded, questions: list[Question] | None = None
+    path: Path,
+    split: str,
+    out: Path | None,
+    loaded,
+    family: str,
+    questions: list[Question] | None = None,
 ) -> dict:
-    """Score checkpoint ``path`` (``loaded``: its (config, vocab, model)) on ``split`` (test or
-    dev; or ``questions`` of your own, ``split`` naming them) and write scores.json,
-    predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``);
-    returns the scores."""
+    """Score checkpoint ``path`` (``loaded``: its (config, vocab, model); ``family``: what its
+    meta.json says, recorded in the scores) on ``split`` (test or dev; or ``questions`` of your
+    own, ``split`` naming them) and write scores.json, predictions.tsv and report.html to
+    ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``); returns the scores."""
     from attnkit.viz.report import Tally, write_report
 
     cfg, vocab, model = loaded
@@ -151,7 +156,7 @@ def evaluate_to_dir(
     out = Path(out) if out is not None else directory.parent / "eval" / f"{directory.name}-{split}"
     out.mkdir(parents=True, exist_ok=True)
     scores = {
-        "family": "memnet",
+        "family": family,
         "task": str(cfg.data.task),
         "split": split,
         "checkpoint": str(directory),

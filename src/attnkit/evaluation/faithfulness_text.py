@@ -16,7 +16,7 @@ R heads is ranked by the mean of its heads, and an attention given to it goes to
 The family's API object joins it in a few lines: its ``faithfulness(texts, split=, count=,
 out=, permutations=, adversarial_steps=, ig_steps=, seed=)`` (the signature of
 :meth:`attnkit.api.Seq2SeqModel.faithfulness`) turns the texts or the split's first sentences
-into word lists and calls :func:`text_faithfulness`, wrapping the result in
+into word lists and calls :func:`text_faithfulness` with its family's name, wrapping the result in
 :class:`attnkit.evaluation.scores.FaithfulnessScores`; ``attnkit faithfulness`` reaches it
 through the text family's ``faithfulness`` hook.
 
@@ -97,17 +97,20 @@ def _one_map(weights: Tensor) -> Tensor:
     return weights.mean(1) if weights.dim() == 3 else weights
 
 
-def text_faithfulness(net, vocab, sentences: list[list[str]], out, options, inputs: str) -> dict:
+def text_faithfulness(
+    net, vocab, sentences: list[list[str]], out, options, inputs: str, *, family: str
+) -> dict:
     """What ``attnkit faithfulness`` computes for a text classifier: each sentence (a list of
     words; ``vocab.encode(words)`` gives their ids) questioned over its words, summed up,
-    written to ``out`` (None: not written). ``inputs`` says where the sentences came from."""
+    written to ``out`` (None: not written). ``inputs`` says where the sentences came from,
+    ``family`` whose model it is (the caller's family, recorded in the scores)."""
     from attnkit.errors import AttnkitError
     from attnkit.evaluation.faithfulness_report import evaluate_subjects
 
     for i, words in enumerate(sentences):
         if not words:
             raise AttnkitError(f"input {i + 1} is empty: nothing to question")
-    meta = {"family": "text", "units": "the label; positions: words", "inputs": inputs}
+    meta = {"family": family, "units": "the label; positions: words", "inputs": inputs}
     net.eval()
     subjects = (TextClassifierSubject(net, vocab.encode(w), w) for w in sentences)
     return evaluate_subjects(subjects, options, out, meta)

@@ -181,11 +181,12 @@ VISION_SUBJECTS: dict[str, Callable[[nn.Module, Tensor], Subject]] = {
 
 
 def vision_faithfulness(
-    net, model_type: str, read_image, images, count, out, options, model: str = ""
+    net, model_type: str, read_image, images, count, out, options, model: str = "", *, family: str
 ) -> dict:
     """What ``attnkit faithfulness`` computes for a vision checkpoint: ``images`` (or test
     images 0 .. count - 1), each made the model's input by ``read_image(image) -> (H, W) uint8
-    pixels``, questioned over the regions, summed up, written to ``out`` (None: not written)."""
+    pixels``, questioned over the regions, summed up, written to ``out`` (None: not written).
+    ``model`` and ``family`` (the caller's) are recorded in the scores."""
     from attnkit.evaluation.faithfulness_report import evaluate_subjects
     from attnkit.evaluation.faithfulness_seq2seq import split_or_texts
 
@@ -204,7 +205,7 @@ def vision_faithfulness(
 
     meta = {
         "model": model,
-        "family": "vision",
+        "family": family,
         "units": "the class" if model_type == "attention_pooling" else "reading steps",
         "inputs": f"test images 0-{len(chosen) - 1}" if images is None else "given",
     }

@@ -98,6 +98,8 @@ class Family:
     #: ``("src", "ref", "tsv")``); given for a checkpoint of another family, they are refused
     own_options: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     scheme: str | None = None  # "<scheme>:<rest>" names a model this family loads
+    #: how a test-set score of its models was measured, as ``attnkit zoo`` says it
+    scoring: str = "test set"
 
     def owns(self, path: object) -> bool:
         """``path`` is ``"<scheme>:<rest>"`` of this family's scheme."""

@@ -1,23 +1,10 @@
 """Checks the families' command-line hooks share: decoding options given to a model that does not
-decode, and the decoding options themselves."""
+decode, and the options of ``attnkit faithfulness``. The decoding options themselves are checked
+by the API object that decodes (``Seq2SeqModel.search_options``), once."""
 
 from __future__ import annotations
 
-import argparse
-import math
-
 from attnkit.errors import AttnkitError
-
-
-def check_decode_args(args: argparse.Namespace) -> None:
-    """``--beam``, ``--alpha`` and ``--n-best`` of a decoding command, or one-line errors."""
-    if args.beam < 1:
-        raise AttnkitError(f"--beam must be at least 1, got {args.beam}")
-    if args.alpha is not None and not (math.isfinite(args.alpha) and args.alpha >= 0):
-        raise AttnkitError(f"--alpha must be a finite number >= 0, got {args.alpha}")
-    n_best = getattr(args, "n_best", 1)
-    if not 1 <= n_best <= max(args.beam, 1):
-        raise AttnkitError(f"--n-best must be between 1 and --beam ({args.beam}), got {n_best}")
 
 
 def refuse_decoding_options(args, answers: str, hint: str = "") -> None:

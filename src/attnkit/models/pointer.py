@@ -98,8 +98,6 @@ class PointerNet(nn.Module):
     """See the module docstring. ``forward`` is teacher-forced; decoding steps with
     :meth:`start` and :meth:`step` (:mod:`attnkit.decoding.pointer`)."""
 
-    family = "pointer"
-
     def __init__(self, cfg: PointerConfig, dims: int, permutation: bool, min_points: int = 3):
         super().__init__()
         self.cfg, self.dims = cfg, dims

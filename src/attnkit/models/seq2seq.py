@@ -242,8 +242,6 @@ class Seq2Seq(nn.Module):
     """Encoder + the decoder ``cfg.decoder_style`` names.  ``forward`` is teacher-forced;
     decoding uses ``encode``/``decoder.step``."""
 
-    family = "seq2seq"
-
     def __init__(self, cfg: Seq2SeqConfig, src_vocab_size: int, tgt_vocab_size: int):
         super().__init__()
         self.cfg = cfg

@@ -291,7 +291,6 @@ class TransformerDecoder(nn.Module):
 class Transformer(nn.Module):
     """Encoder + decoder stacks; see the module docstring."""
 
-    family = "seq2seq"
     has_attention = True
 
     def __init__(self, cfg: TransformerConfig, src_vocab_size: int, tgt_vocab_size: int):

@@ -5,7 +5,9 @@ signal stopped at), SIGINT/SIGTERM (``last`` saved after the current update, the
 :class:`attnkit.errors.TrainingInterrupted`), the time budget, the update guard (an update whose
 loss or gradient norm is NaN or inf is skipped, :mod:`attnkit.training.guard`), the learning
 rate of each update, the progress bar, the training scalars of TensorBoard, dev evaluations
-(every ``eval_every`` updates or once an epoch) with their one log line
+(every ``eval_every`` updates, or once an epoch: an epoch is counted once its last batch is
+trained, before the evaluation that follows; where the time budget runs out, at once, the
+epoch left to go on in a resumed run) with their one log line
 (:mod:`attnkit.training.report`), their TensorBoard scalars and pictures and their entry in the
 history, patience, and ``best``/``last`` after each evaluation.
 
@@ -85,10 +87,6 @@ class FamilyAdapter(Protocol):
 
     #: what an update's ``count`` counts ("tokens", "images", ...): the log's items per second
     items: str
-    #: True: an epoch is counted done before its dev evaluation (the evaluation belongs to the
-    #: epochs completed; a budget spent mid-epoch ends the epoch there); False: an epoch's
-    #: evaluation is counted in the epoch, as its last batch (``batches_done`` = all of them)
-    counts_epoch_first: bool
     optimizer: torch.optim.Optimizer
 
     def parameters(self) -> Iterable[torch.Tensor]:
@@ -170,27 +168,21 @@ class TrainingLoop:
                 if self._sync(self._start)[0]:  # between epochs
                     self._interrupted(state)
                 batches = self.adapter.epoch_batches(state)
-                # resumed from an epoch's final checkpoint: its evaluation is done
-                evaluated_already = state.batches_done >= len(batches)
-                stop, cut = self._epoch(state, batches, guard)
-                if stop:
-                    break
-                counts_first = self.adapter.counts_epoch_first
-                if counts_first:
+                if state.batches_done >= len(batches):
+                    # a checkpoint of an older attnkit, written at an epoch's end before it was
+                    # counted: its batches and its evaluation are done
                     state.epoch, state.batches_done = state.epoch + 1, 0
-                if counts_first or (not self.settings.eval_every and not evaluated_already):
-                    stop = self._evaluate(state, cut)
-                if not counts_first:
-                    state.epoch, state.batches_done = state.epoch + 1, 0
+                    continue
+                stop = self._epoch(state, batches, guard)
         finally:
             self.progress.end()
         state.elapsed_s = self.elapsed()
 
-    def _epoch(self, state: TrainerState, batches: Sequence, guard: UpdateGuard):
+    def _epoch(self, state: TrainerState, batches: Sequence, guard: UpdateGuard) -> bool:
         """The updates of an epoch from ``state.batches_done``, each followed by an evaluation
-        where one is due; (stop the run?, the budget cut the epoch?)."""
+        where one is due; the epoch is counted once its last batch is trained, before the
+        evaluation that follows it. True: the run stops."""
         adapter, settings = self.adapter, self.settings
-        counts_first = adapter.counts_epoch_first
         self.progress.begin(state.epoch + 1, state.planned_epochs, len(batches), state.batches_done)
         for index in range(state.batches_done, len(batches)):
             stop_now, elapsed = self._sync(self._start)
@@ -209,16 +201,16 @@ class TrainingLoop:
             last = index == len(batches) - 1
             figures = self.progress.show_bar and (index % POSTFIX_EVERY == 0 or last)
             self.progress.advance(self._postfix() if figures else None)  # no device read unshown
-            out_of_time = self._out_of_time()
-            if out_of_time and counts_first:
-                return False, True  # the budget ends the epoch here; its evaluation follows
-            due = settings.eval_every and state.step % settings.eval_every == 0
-            if counts_first and last:
-                due = False  # the epoch's own evaluation follows at once, once it is counted
-            if due or out_of_time:
-                if self._evaluate(state, out_of_time):
-                    return True, out_of_time
-        return False, False
+            if last:  # the epoch is done: its evaluation belongs to the epochs completed
+                state.epoch, state.batches_done = state.epoch + 1, 0
+            out_of_time = self._out_of_time()  # mid-epoch: evaluated there, the epoch goes on
+            if settings.eval_every:
+                due = state.step % settings.eval_every == 0
+            else:
+                due = last  # once an epoch, at its end
+            if (due or out_of_time) and self._evaluate(state, out_of_time):
+                return True
+        return False
 
     def _postfix(self) -> dict[str, str]:
         """The bar's figures: the loss and accuracy of the updates since the last evaluation,
@@ -321,15 +313,15 @@ class TrainingLoop:
         state.history.append(entry)
 
     def _stop_reason(self, state: TrainerState, out_of_time: bool) -> str:
-        """Why the run ends after this evaluation: budget, patience, epochs, or "" (it goes on).
-        The planned epochs are done only once counted (``counts_epoch_first``)."""
+        """Why the run ends after this evaluation: budget, patience, epochs (the planned ones
+        counted; "budget" where a time budget planned fewer), or "" (it goes on)."""
         patience = self.settings.patience
         budget = self.settings.budget_s
         if out_of_time or (budget is not None and self.elapsed() > budget):  # this process's clock
             return "budget"
         if patience is not None and state.bad_evals >= patience:
             return "patience"
-        if self.adapter.counts_epoch_first and state.epoch >= state.planned_epochs:
+        if state.epoch >= state.planned_epochs:
             return "epochs" if state.epoch >= self.settings.epochs else "budget"
         return ""
 

@@ -79,13 +79,13 @@ def checkpoint_argument(text: str) -> Path:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def score_line(name: str) -> str:
-    """``NAME  exact_match 99.00% (greedy ...)  ...``: one model's row, for ``attnkit zoo``."""
+def score_line(name: str, how: str) -> str:
+    """``NAME  exact_match 99.00% (greedy ...)  ...``: one model's row, for ``attnkit zoo``;
+    ``how`` says how its test score was measured (its family's ``scoring``: ``greedy``)."""
     row = index()[name]
     test = row["test"]
     value = f"{test['value']:.2f}{'%' if test['percent'] else ''}"
     aer = "" if test.get("aer") is None else f", AER {test['aer']:.2f}"
-    how = "greedy" if row.get("family", "seq2seq") == "seq2seq" else "test set"
     return (
         f"zoo:{name:24s} {test['metric']} {value} ({how}{aer}; {row['parameters']:,} parameters)"
         f"  {row['about']}"

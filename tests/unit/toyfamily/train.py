@@ -24,7 +24,6 @@ class ToyAdapter:
     """What the loop asks of the toy family: batches of lists, an update, a dev score."""
 
     items = "lists"
-    counts_epoch_first = True
 
     def __init__(self, out: Path, data: dict, lr: float):
         self.out, self.data = out, data

@@ -99,7 +99,6 @@ class GraphAdapter:
     """A graph model's full-graph updates, dev score and checkpoints, for the training loop."""
 
     items = "nodes"
-    counts_epoch_first = True
 
     def __init__(
         self,

@@ -5,7 +5,6 @@
 
 from pydantic import BaseModel, Field
 
-from attnkit.errors import ConfigError, RequestError
 from attnkit.families.serving import Endpoint, Routes, ServedModel
 
 
@@ -31,11 +30,9 @@ def add_route(app, routes: Routes) -> None:
 
 def explain_node(model: ServedModel, node: int | str) -> dict:
     """A node's neighbourhood, attention per layer and head, and saliency (``to_dict``), with
-    each neighbour's class; a node that is none of the graph's is a 422 naming ``node``."""
-    try:
-        explained = model.loaded.explain_node(node)
-    except ConfigError as exc:
-        raise RequestError(422, "node", str(exc)) from None
+    each neighbour's class; a node that is none of the graph's is the API object's InputError
+    naming ``node`` (a 422)."""
+    explained = model.loaded.explain_node(node)
     graph = model.loaded.graph
     index = {name: i for i, name in enumerate(graph.nodes)}
     classes = [int(graph.y[index[name]]) for name in explained.neighbours]

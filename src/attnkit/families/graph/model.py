@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from attnkit.checkpoint import checkpoint_dir
-from attnkit.errors import ConfigError
+from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.families.graph.adapter import DeviceGraph
 from attnkit.families.graph.bundle import load_graph_model
@@ -123,16 +123,18 @@ class GraphModel:
         return f"GraphModel({self.config.model.type}, data={self.graph.name}, {self.path})"
 
     def node_index(self, node: int | str) -> int:
-        """A node's index: an int, or a name of the data's (the Planetoid names are indices)."""
+        """A node's index: an int, or a name of the data's (the Planetoid names are indices);
+        an InputError naming ``node`` otherwise."""
         n = self.graph.num_nodes
         if isinstance(node, str) and node in self._names():
             return self._names()[node]
         try:
             index = int(node)
         except (TypeError, ValueError):
-            raise ConfigError(f"node {node!r}: no node of that name in {self.graph.name}") from None
+            message = f"node {node!r}: no node of that name in {self.graph.name}"
+            raise InputError(message, "node") from None
         if not 0 <= index < n:
-            raise ConfigError(f"node {node}: the graph has nodes 0..{n - 1}")
+            raise InputError(f"node {node}: the graph has nodes 0..{n - 1}", "node")
         return index
 
     def _names(self) -> dict[str, int]:

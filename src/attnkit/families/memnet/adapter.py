@@ -40,7 +40,6 @@ class MemnetAdapter:
     ``pictures()`` the TensorBoard figures of a validation question's hops."""
 
     items = "questions"
-    counts_epoch_first = True
 
     def __init__(
         self,

@@ -268,4 +268,4 @@ class MemoryModel:
             questions = read_file(stories, 0, self.vocab.memory_size)
             split = Path(stories).stem
         directory = checkpoint_dir(self.path)
-        return BabiScores(evaluate_to_dir(directory, split, out, loaded, questions))
+        return BabiScores(evaluate_to_dir(directory, split, out, loaded, self.family, questions))

@@ -12,8 +12,6 @@ coordinates of the wrong width are 422 answers naming ``points``.
 
 from dataclasses import dataclass
 
-from attnkit.data.tasks.pointer import check_points
-from attnkit.errors import RequestError
 from attnkit.families.pointer.schemas import SolveResponse, request_model
 from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
 
@@ -29,19 +27,10 @@ class SolveJob:
     points: tuple[tuple[float, ...], ...]
 
 
-def check_request(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
-    """The batch key and job of a request; otherwise a 422 naming the field (a RequestError, or
-    the InputError of the API object's check)."""
-    dims = model.loaded.config.data.dims
-    for i, point in enumerate(request.points):
-        if len(point) != dims:
-            raise RequestError(
-                422,
-                f"points[{i}]",
-                f"points[{i}]: a {model.loaded.task} model reads {dims} coordinate(s) per point, "
-                f"got {len(point)}",
-            )
-    check_points(request.points)  # equal points: no single answer (InputError: one 422)
+def request_job(model: ServedModel, request) -> tuple[SolveKey, SolveJob]:
+    """The batch key and job of a request (the schema bounds its size). Its points are checked
+    once, by :meth:`~attnkit.api.PointerModel.solve`: a point of the wrong width or equal points
+    are its InputError, one 422 naming the field."""
     return SolveKey(model.name, request.beam), SolveJob(tuple(map(tuple, request.points)))
 
 
@@ -64,7 +53,7 @@ def add_route(app, routes: Routes) -> None:
     @app.post("/v1/solve", response_model=SolveResponse, responses=routes.errors)
     async def solve(request: SolveRequest):  # type: ignore[valid-type]
         model = routes.pick(request.model, "pointer")
-        key, job = check_request(model, request)
+        key, job = request_job(model, request)
         return JSONResponse(await routes.submit(key, job, 1))
 
 

@@ -98,14 +98,18 @@ class PointerModel:
 
     def solve(self, points, beam: int = 1) -> PointerSolution:
         """One instance: ``points`` (n, 2) for hull and TSP, (n,) or (n, 1) values for sort.
-        Duplicate points, or coordinates of the wrong width, are one-line InputErrors."""
+        Duplicate points, or a point of the wrong width, are one-line InputErrors naming
+        ``points`` (or the point, ``points[i]``)."""
+        dims = self.config.data.dims
+        for i, point in enumerate(points):  # each point's width, before a ragged array
+            width = len(point) if np.ndim(point) else 1  # a number (a sort value) is one
+            if width != dims:
+                raise InputError(
+                    f"points[{i}]: a {self.task} model reads {dims} coordinate(s) per point, "
+                    f"got {width}",
+                    f"points[{i}]",
+                )
         arr = check_points(points)
-        if arr.shape[1] != self.config.data.dims:
-            raise InputError(
-                f"points: a {self.task} model reads {self.config.data.dims} coordinate(s) per "
-                f"point, got {arr.shape[1]}",
-                "points",
-            )
         device = next(self.net.parameters()).device
         inputs = torch.as_tensor(arr, dtype=torch.float32, device=device)[None]
         (found,) = beam_pointer(self.net, inputs, beam)

@@ -64,7 +64,6 @@ class PointerAdapter:
     """The pointer family's part of the training loop (see :class:`FamilyAdapter`)."""
 
     items = "instances"
-    counts_epoch_first = True
 
     def __init__(self, cfg, out, model, optimizer, train: PointerSplit, dev):
         """``dev``: (model -> dev scores, model -> (tag, figure) pairs or None)."""

@@ -13,4 +13,5 @@ FAMILY = Family(
     describe="train:describe",
     ensembles=True,
     own_options={"evaluate": ("src", "ref", "tsv")},
+    scoring="greedy",  # its zoo models' test scores are of greedy decoding
 )

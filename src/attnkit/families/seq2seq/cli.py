@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from attnkit.errors import AttnkitError
-from attnkit.families.commands import check_decode_args, faithfulness_options
+from attnkit.families.commands import faithfulness_options
 from attnkit.families.seq2seq.model import Seq2SeqModel
 
 _ALONG = {"own output": "the model's own output", "reference": "the reference"}
@@ -29,7 +29,6 @@ def plot(args) -> None:
             "--explain is for vision models; a seq2seq model's saliency: attnkit explain "
             f"--model {args.model} TEXT"
         )
-    check_decode_args(args)
     if not args.text or not args.text.strip():
         raise AttnkitError("give the TEXT to translate and draw (it is blank: nothing to draw)")
     if output.suffix.lower() not in (".png", ".svg", ".pdf"):
@@ -93,7 +92,6 @@ def _draw_attention(record, args, output: Path) -> None:
 def evaluate(args):
     from attnkit.evaluation.inputs import EvalFiles
 
-    check_decode_args(args)
     EvalFiles(args.src, args.ref, args.tsv)  # --src without --ref and the like: before loading
     model = Seq2SeqModel.load(args.model, args.device)
     return model.evaluate(

@@ -6,7 +6,7 @@ trains the rest of that epoch's batches as the first run would have. The loss is
 cross-entropy of the labels, plus ``model.penalty`` x Lin et al.'s ``||AA^T - I||_F^2`` for
 structured self-attention. Each epoch is counted, then scored on dev (the callable the adapter
 is given: the dev accuracy, higher is better); ``train.eval_every`` N > 0 scores it every N
-updates inside the epoch too. ``train.average_checkpoints`` N >= 2 keeps the N best
+updates instead. ``train.average_checkpoints`` N >= 2 keeps the N best
 evaluations' weights and saves the best of their means (or the best single one) as ``averaged``
 at the end (:mod:`attnkit.training.averaging`).
 """
@@ -37,7 +37,6 @@ class TextAdapter:
     """
 
     items = "sentences"
-    counts_epoch_first = True
 
     def __init__(
         self,

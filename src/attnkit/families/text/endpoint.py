@@ -27,11 +27,12 @@ class SentenceKey:
 @dataclass(frozen=True)
 class SentenceJob:
     inputs: tuple[str, ...]
+    words: tuple[list[str], ...]  # each input's words, as the API object read them
 
 
 def check_request(model: ServedModel, request, max_explain: int) -> tuple[SentenceKey, SentenceJob]:
-    """The batch key and job of a request; otherwise a 422 naming the field (a RequestError, or
-    the InputError of the API object's check)."""
+    """The batch key and job of a request, its inputs read once by the API object (an
+    InputError naming ``inputs[i]``: one 422), or a RequestError for the server's own limit."""
     if request.explain and len(request.inputs) > max_explain:
         raise RequestError(
             422,
@@ -39,17 +40,17 @@ def check_request(model: ServedModel, request, max_explain: int) -> tuple[Senten
             f"inputs: {len(request.inputs)} with explain: true, above the limit of {max_explain} "
             "(--max-explain-inputs)",
         )
-    for i, text in enumerate(request.inputs):  # an InputError naming inputs[i]: one 422
-        model.loaded.tokens(text, f"inputs[{i}]")
-    return SentenceKey(model.name, request.explain), SentenceJob(tuple(request.inputs))
+    words = tuple(model.loaded.tokens(t, f"inputs[{i}]") for i, t in enumerate(request.inputs))
+    return SentenceKey(model.name, request.explain), SentenceJob(tuple(request.inputs), words)
 
 
 def run_batch(model: ServedModel, key: SentenceKey, jobs: list[SentenceJob]) -> list:
     """One answer (a list of results) per job, their sentences classified together."""
     texts = [text for job in jobs for text in job.inputs]
+    words = [w for job in jobs for w in job.words]
     try:
         answer = model.loaded.explain if key.explain else model.loaded.classify
-        results = [_result(r) for r in answer(texts)]
+        results = [_result(r) for r in answer(texts, words=words)]
     except Exception as exc:
         return [exc] * len(jobs)
     out, start = [], 0

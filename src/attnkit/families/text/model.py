@@ -67,14 +67,17 @@ class TextModel:
             raise InputError(f"{name}: {len(words)} words, more than {MAX_WORDS}", name)
         return words
 
-    def classify(self, text: str | Sequence[str]):
+    def classify(self, text: str | Sequence[str], words: Sequence[list[str]] | None = None):
         """The model's answer on a sentence (or a list of them: a list of answers): the label,
-        the probability of every class and the attention over the words."""
+        the probability of every class and the attention over the words. ``words``: each
+        text's words as :meth:`tokens` read them already (the server reads a request's once,
+        before it joins a batch); None: read here."""
         texts = [text] if isinstance(text, str) else list(text)
-        words = [
-            self.tokens(t, f"inputs[{i}]" if len(texts) > 1 else "text")
-            for i, t in enumerate(texts)
-        ]
+        if words is None:
+            words = [
+                self.tokens(t, f"inputs[{i}]" if len(texts) > 1 else "text")
+                for i, t in enumerate(texts)
+            ]
         answers = predict(self.net, words, self.vocab)
         results = [
             TextClassification(
@@ -88,12 +91,18 @@ class TextModel:
         ]
         return results[0] if isinstance(text, str) else results
 
-    def explain(self, text: str | Sequence[str], method: str = "gradient"):
-        """:meth:`classify`, with the gradient saliency of each answer over the words beside
-        its attention (``method``: gradient, input_x_gradient or integrated_gradients)."""
+    def explain(
+        self,
+        text: str | Sequence[str],
+        method: str = "gradient",
+        words: Sequence[list[str]] | None = None,
+    ):
+        """:meth:`classify` (``words`` as it takes them), with the gradient saliency of each
+        answer over the words beside its attention (``method``: gradient, input_x_gradient or
+        integrated_gradients)."""
         if method not in METHODS:
             raise ConfigError(f"method {method!r}: use one of {', '.join(METHODS)}")
-        results = self.classify(text)
+        results = self.classify(text, words)
         listed = [results] if isinstance(results, TextClassification) else results
         device = next(self.net.parameters()).device
         tokens, mask = encode([r.tokens for r in listed], self.vocab)
@@ -220,7 +229,7 @@ class TextModel:
         base = self.path if self.path is not None else Path("runs/text/best")
         out = Path(out) if out is not None else base.parent / "faithfulness" / base.name
         return FaithfulnessScores(
-            text_faithfulness(self.net, self.vocab, words, out, options, inputs)
+            text_faithfulness(self.net, self.vocab, words, out, options, inputs, family=self.family)
         )
 
 

@@ -60,7 +60,6 @@ class VisionAdapter:
     """
 
     items = "images"
-    counts_epoch_first = True
 
     def __init__(
         self,
@@ -135,7 +134,10 @@ class VisionAdapter:
         the model looks; with a time budget, the epochs it can still finish (:func:`plan`)."""
         dev = self.dev_score()
         self.epoch_seconds.append(time.perf_counter() - self.began)
-        state.planned_epochs = plan(self.t_cfg, state, self.epoch_seconds)
+        # a budget spent mid-epoch is evaluated there: the epoch in progress stays planned
+        state.planned_epochs = max(
+            plan(self.t_cfg, state, self.epoch_seconds), state.epoch_number()
+        )
         return DevScore(
             {"error_pct": dev["error_pct"], "accuracy": dev["accuracy"]},
             "error_pct",

@@ -1,8 +1,9 @@
 """``POST /v1/classify``: where a vision model looks on one image, step by step.
 
-The image is a test-set image (by index) or an upload (:func:`check_upload`: a PNG or JPEG
-within the server's limits, made into the model's input as ``attnkit plot --image FILE`` does).
-:meth:`attnkit.api.VisionModel.classify` answers it, as in Python: the prediction, and where the
+The image is a test-set image (by index) or an upload (:func:`check_upload`: within the
+server's limits). :meth:`attnkit.api.VisionModel.classify` answers it, as in Python (it makes
+an upload, a PNG or JPEG, the model's input as ``attnkit plot --image FILE`` does, and refuses
+any other with an InputError: one 422 naming ``image``): the prediction, and where the
 model looked from the model kind's ``steps`` (:mod:`attnkit.families.vision.kinds`), the
 same data ``report.html`` draws: soft attention maps over the image's regions, or the glimpses of
 the Recurrent Attention Model (centre in -1..1, the finest patch's side in pixels).
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from attnkit.errors import AttnkitError, RequestError
+from attnkit.errors import AttnkitError, InputError, RequestError
 from attnkit.families.serving import Endpoint, Routes, ServedModel, one_at_a_time
 from attnkit.families.vision.schemas import ClassifyResponse, request_model
 
@@ -31,14 +32,14 @@ class ClassifyKey:
 
 @dataclass(frozen=True)
 class ClassifyJob:
-    pixels: np.ndarray | None  # uint8 (H, W) of an upload, or None for a test image
+    upload: bytes | None  # a PNG or JPEG file's bytes, or None for a test image
     index: int | None = None
 
 
-def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
-    """An upload as the model's input, uint8 (H, W); RequestError naming ``image`` otherwise."""
-    from attnkit.data.image_file import image_from_bytes
-
+def check_upload(data: bytes, max_side: int) -> bytes:
+    """An upload within the server's ``--max-image-side`` (read from its header: a 413
+    RequestError naming ``image`` above it). The API object decodes it, refusing what is no
+    PNG or JPEG it can read (an InputError naming ``image``: one 422)."""
     size = _image_size(data, max_side)
     if size is not None and max(size) > max_side:
         raise RequestError(
@@ -47,11 +48,7 @@ def check_upload(model: ServedModel, data: bytes, max_side: int) -> np.ndarray:
             f"image: {size[0]}x{size[1]} pixels, above the limit of {max_side} pixels a side "
             "(--max-image-side)",
         )
-    cfg = model.loaded.config
-    try:
-        return image_from_bytes(data, cfg.data.image_shape(), "image", max_side).pixels
-    except AttnkitError as exc:
-        raise RequestError(422, "image", str(exc)) from None
+    return data
 
 
 def _image_size(data: bytes, max_side: int) -> tuple[int, int] | None:
@@ -68,7 +65,7 @@ def _image_size(data: bytes, max_side: int) -> tuple[int, int] | None:
             f"image: more than {2 * Image.MAX_IMAGE_PIXELS:,} pixels, above the limit of "
             f"{max_side} pixels a side (--max-image-side)",
         ) from None
-    except Exception:  # not an image: image_from_bytes says so, naming the field
+    except Exception:  # not an image: the API object says so, naming the field
         return None
 
 
@@ -79,8 +76,8 @@ def run_batch(model: ServedModel, key: ClassifyKey, jobs: list[ClassifyJob]) -> 
 
 def _classify(model: ServedModel, job: ClassifyJob) -> dict:
     """The API's classification (:meth:`attnkit.api.VisionModel.classify`) as the answer."""
-    pixels = job.pixels if job.pixels is not None else _test_image(model, job.index)
-    answer = model.loaded.classify(pixels)
+    image = job.upload if job.upload is not None else _test_image(model, job.index)
+    answer = model.loaded.classify(image)
     return {
         "model": model.name,
         "prediction": answer.prediction,
@@ -105,7 +102,7 @@ def _test_image(model: ServedModel, index: int) -> np.ndarray:
             ) from None
     images = _TEST_IMAGES[model.name]
     if not 0 <= index < len(images):
-        raise RequestError(422, "index", f"index: the test split has images 0..{len(images) - 1}")
+        raise InputError(f"index: the test split has images 0..{len(images) - 1}", "index")
     return images[index]
 
 
@@ -125,8 +122,8 @@ def add_route(app, routes: Routes) -> None:
     async def classify_(request: Request):
         data, index, name = await _classify_input(request, body, routes.limits)
         model = routes.pick(name, "vision")
-        pixels = None if data is None else check_upload(model, data, routes.limits.max_image_side)
-        job = ClassifyJob(pixels, index)
+        upload = None if data is None else check_upload(data, routes.limits.max_image_side)
+        job = ClassifyJob(upload, index)
         return JSONResponse(await routes.submit(ClassifyKey(model.name), job, 1))
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from attnkit.errors import ConfigError
+from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.families.vision.bundle import load_vision_model
 from attnkit.families.vision.pictures import plot_input
@@ -70,10 +70,12 @@ class VisionModel:
     def _input(self, image) -> tuple[np.ndarray, object, str]:
         """``(H, W)`` uint8 pixels, the label (None for a user's picture) and a name for files,
         of test image N (an int), an image file (a path: PNG or JPEG, made into the model's
-        input as ``attnkit plot --image FILE`` does), or an array (uint8 0..255, or floats in
-        0..1)."""
+        input as ``attnkit plot --image FILE`` does; or its bytes, an upload), or an array
+        (uint8 0..255, or floats in 0..1)."""
         if isinstance(image, np.ndarray):
             return _pixels(image, self.config.data.image_shape()), None, "array"
+        if isinstance(image, bytes):
+            return _upload(image, self.config.data.image_shape()), None, "upload"
         if isinstance(image, bool) or not isinstance(image, int | str | Path):
             raise ConfigError(
                 f"image: give a test-image index, an image file or an (H, W) array, not "
@@ -83,8 +85,10 @@ class VisionModel:
 
     def classify(self, image) -> Classification:
         """The model's answer on one image: test image N (an int), an image file (a path: PNG
-        or JPEG, made into the model's input as ``attnkit plot --image FILE`` does), or an
-        ``(H, W)`` array (uint8 0..255, or floats in 0..1); and where it looked, step by step."""
+        or JPEG, made into the model's input as ``attnkit plot --image FILE`` does; or the
+        file's bytes), or an ``(H, W)`` array (uint8 0..255, or floats in 0..1); and where it
+        looked, step by step. An upload that is no such image is an InputError naming
+        ``image``."""
         pixels, label, _ = self._input(image)
         device = next(self.net.parameters()).device
         x = torch.from_numpy(np.ascontiguousarray(pixels)).float().div(255.0)[None, None]
@@ -159,6 +163,7 @@ class VisionModel:
             None if out is None else Path(out),
             options,
             str(self.path or ""),
+            family=self.family,
         )
         return FaithfulnessScores(scores)
 
@@ -176,6 +181,18 @@ class VisionModel:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
         loaded = (self.config, self.kind, self.net)
         return Scores(evaluate_to_dir(self.path, split, mc_samples, "auto", out, loaded), summary)
+
+
+def _upload(data: bytes, shape: tuple[int, int]) -> np.ndarray:
+    """PNG or JPEG bytes as the model's ``(H, W)`` uint8 input (as ``attnkit plot --image FILE``
+    makes a file), or an InputError naming ``image``."""
+    from attnkit.data.image_file import image_from_bytes
+    from attnkit.errors import DataError
+
+    try:
+        return image_from_bytes(data, shape, "image").pixels
+    except DataError as exc:
+        raise InputError(str(exc), "image") from None
 
 
 def _pixels(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
