@@ -177,7 +177,7 @@ def test_the_plot_command_draws_and_refuses_in_one_line(bert, gpt2, tmp_path, ca
         (["plot", "--model", f"hf:{bert}", "x", "-o", str(picture), "--map", "flow"], "rollout"),
         (["plot", "--model", f"hf:{bert}", "x", "-o", str(tmp_path / "m.gif")], ".png, .svg"),
         (["evaluate", "--model", f"hf:{bert}"], "has no attnkit test split to evaluate"),
-        (["explain", "--model", f"hf:{bert}", "x"], "explain is for seq2seq"),
+        (["explain", "--model", f"hf:{bert}", "x"], "summarizes its heads: add --heads"),
         (["plot", "--model", f"hf:{tmp_path}/none", "x", "-o", str(picture)], "no such directory"),
     ):
         capsys.readouterr()

@@ -12,4 +12,5 @@ FAMILY = Family(
     train="train:train",
     scheme="hf",
     public=("model:PretrainedModel", "results:PretrainedResult"),
+    own_options={"explain": ("heads", "sort")},
 )

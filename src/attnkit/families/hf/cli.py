@@ -2,8 +2,10 @@
 runs the model's own task on TEXT (or ``--image FILE`` for an image model) and draws its main
 attention (the cross-attention of a translation, the self-attention otherwise): the mean of every
 layer and head, one layer or head (``--layer``/``--head``, from 1), all of them (``--grid``), or
-the mean beside its rollout (``--map rollout``). ``evaluate`` refuses in one line; a command
-with no function here does not apply to the family."""
+the mean beside its rollout (``--map rollout``). ``attnkit explain --model hf:DIR --heads
+[TEXT] -o heads.png`` summarizes every layer and head (:mod:`attnkit.families.hf.heads`).
+``evaluate`` refuses in one line; a command with no function here does not apply to the
+family."""
 
 from __future__ import annotations
 
@@ -70,3 +72,13 @@ def evaluate(args):
         f"--model {model}: a pretrained model has no attnkit test split to evaluate; "
         f"attnkit plot --model {model} TEXT -o map.png draws its attention"
     )
+
+
+def explain(args) -> str:
+    if not args.heads:
+        raise AttnkitError(
+            f"--model {args.model}: a pretrained model's explain summarizes its heads: add --heads"
+        )
+    from attnkit.families.hf.heads import command
+
+    return command(args)
