@@ -44,6 +44,7 @@ PICTURES = {
     "09": 1,
     "10": 2,
     "11": 2,
+    "12": 2,
 }
 """Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
 CPU_CELL = (
