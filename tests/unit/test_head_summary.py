@@ -256,6 +256,12 @@ def test_the_explain_command_prints_the_table_and_draws_the_grids(gpt2, tmp_path
     )
     saved = json.loads((tmp_path / "heads.json").read_text(encoding="utf-8"))
     assert saved["period"] is None and len(saved["rows"]) == 8
+    capsys.readouterr()
+    assert main([*argv, "--json", "--sort", "sink"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 8 and [r["sink"] for r in rows] == sorted(
+        (r["sink"] for r in rows), reverse=True
+    )
     for extra, needle in (([], "-o FILE"), (["-o", str(tmp_path / "h.gif")], ".png, .svg")):
         capsys.readouterr()
         assert main(["explain", "--model", f"hf:{gpt2}", "--heads", *extra]) == 2

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -181,16 +182,20 @@ class HeadSummary:
         names = list(self.scores())
         head = "".join(f"<th>{html.escape(n)}</th>" for n in ("layer", "head", *names))
         body = "".join(
-            "<tr>" + "".join(f"<td>{_cell(row[n])}</td>" for n in ("layer", "head", *names))
+            "<tr>"
+            + "".join(f"<td>{_cell(row[n])}</td>" for n in ("layer", "head", *names))
+            + "</tr>"
             for row in self.rows(sort)
         )
+        box = f"attnkit-heads-{uuid.uuid4().hex[:12]}"
         return (
-            f'<div class="attnkit-heads" style="font:13px system-ui,sans-serif">'
+            f'<div class="attnkit-heads" id="{box}" style="font:13px system-ui,sans-serif">'
             f"<p>{html.escape(self.title)}: {self.tokens} tokens; uniform entropy "
             f"{self.entropy_max:.3f} nats; click a column to sort</p>{picture}"
             f'<table style="max-height:24em;display:block;overflow:auto">'
-            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-            f"<script>{_SORT_SCRIPT}</script></div>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            f"<script>(function(){{var t=document.querySelector('#{box} table');"
+            f"{_SORT_SCRIPT}}})();</script>"
         )
 
     def show(self, sort: str | None = None) -> Path | None:
@@ -219,14 +224,13 @@ def _cell(value) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-# sorts the table it sits under by the clicked column (numbers, highest first; again: lowest)
+# sorts the table ``t`` by the clicked column (numbers: highest first; clicked again, lowest)
 _SORT_SCRIPT = (
-    "(function(){var t=document.currentScript.parentNode.querySelector('table');"
     "t.querySelectorAll('th').forEach(function(th,c){th.style.cursor='pointer';"
     "th.onclick=function(){var b=t.tBodies[0],r=Array.from(b.rows),d=th.dataset.d==='1';"
     "r.sort(function(x,y){var u=+x.cells[c].textContent,v=+y.cells[c].textContent;"
     "return d?u-v:v-u;});th.dataset.d=d?'0':'1';r.forEach(function(x){b.appendChild(x);});};"
-    "});})();"
+    "});"
 )
 
 

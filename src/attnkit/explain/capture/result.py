@@ -81,7 +81,7 @@ class CaptureRecord:
 class CaptureResult(Sequence[CaptureRecord]):
     """The records of a capture, in call order (a list: ``len``, indexing, iteration), filled while
     the capture is active, and views over them: :meth:`stack`, :meth:`rollout`, :meth:`record`,
-    :meth:`plot`, :meth:`show`, :meth:`to_dict`.
+    :meth:`plot`, :meth:`show`, :meth:`to_dict`, :meth:`head_summary`.
 
     ``online``: the capture's online mode (None, ``"mean"`` or ``"rollout"``); ``layer_names``:
     the module of each layer number the forwards met (selected or not)."""
