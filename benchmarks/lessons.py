@@ -44,7 +44,8 @@ PICTURES = {
     "09": 1,
     "10": 2,
     "11": 2,
-    "12": 0,
+    "12": 2,
+    "13": 0,
 }
 """Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
 CPU_CELL = (

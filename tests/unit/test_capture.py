@@ -490,3 +490,16 @@ def test_the_api_doc_example_runs(tmp_path, monkeypatch):
 def test_the_public_name():
     assert attnkit.capture is attnkit.api.capture
     assert "capture" in attnkit.__all__
+
+
+def test_chosen_heads_take_their_own_rows_of_a_per_head_mask():
+    """A mask (H, T, S) with a head axis but no batch axis: the heads chosen read their own."""
+    torch.manual_seed(5)
+    q, k = torch.randn(2, 3, 5, 4), torch.randn(2, 3, 5, 4)
+    mask = torch.rand(3, 5, 5) > 0.4
+    mask[..., 0] = True  # every row keeps a key
+    call = sdpa_call(q, k, k, attn_mask=mask)
+    chosen = attention_weights(call, heads=[2, 0])
+    expected = reference(q, k, mask[None])[:, [2, 0]]
+    assert chosen.shape == (2, 2, 5, 5)
+    assert torch.allclose(chosen.double(), expected, atol=TOL)

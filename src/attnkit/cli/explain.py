@@ -34,7 +34,7 @@ def add_parser(sub) -> None:
         "sentences get their words' attention beside their saliency (explanations.json, "
         "scores.json, report.html). A memory network (bAbI) explains the first --count questions "
         "of --split (default test): each hop's attention beside the saliency of the answer over "
-        "the story's sentences.",
+        "the story's sentences. A pretrained model (hf:NAME) summarizes its heads (--heads).",
     )
     model_option(p, "seq2seq or text checkpoint directory, or hf:DIR (a pretrained model)")
     p.add_argument("texts", nargs="*", metavar="TEXT", help="inputs to explain")
@@ -80,8 +80,29 @@ def add_parser(sub) -> None:
         help="graph models: explain node N (repeatable): the attention over its neighbours beside "
         "the gradient saliency of its prediction over their features, and their agreement",
     )
+    _heads_options(p)
     device_option(p)
     threads_option(p)
+
+
+def _heads_options(p) -> None:
+    """A pretrained model's head summaries (``attnkit.families.hf.heads``)."""
+    p.add_argument(
+        "--heads",
+        action="store_true",
+        default=None,
+        help="pretrained models (hf:NAME): summarize every layer and head (entropy, sink share, "
+        "previous-token and induction scores, mean distance) on a random block of tokens said "
+        "twice, or on TEXT when given; prints a table and draws a grid per score to -o FILE or "
+        "--out DIR (heads.png and heads.json)",
+    )
+    p.add_argument(
+        "--sort",
+        choices=("entropy", "sink", "previous", "induction", "distance"),
+        default=None,
+        help="--heads: sort the table by this score, highest first (default: induction, or "
+        "entropy for TEXT)",
+    )
 
 
 def run(args) -> None:

@@ -3,19 +3,24 @@
 A record of a Transformer holds ``heads`` (T, L, H, S), every decoder layer's and head's
 cross-attention; its ``weights`` are their mean. :func:`choose_map` picks what one picture shows
 (one head, one layer's mean over its heads, or the mean of all); :func:`plot_head_grid` draws
-every layer and head at once (rows = layers, columns = heads). Layers and heads are numbered from
-1 here, as people count them (the arrays count from 0).
+every layer and head at once (rows = layers, columns = heads); :func:`plot_score_grids` draws one
+number per layer and head (the head summaries of :mod:`attnkit.explain.head_summary`) as a grid
+per score. Layers and heads are numbered from 1 here, as people count them (the arrays count from
+0).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from attnkit.errors import AttnkitError
-from attnkit.viz.heatmap import plot_heatmap_grid
+from attnkit.viz.heatmap import _save, plot_heatmap_grid
 from attnkit.viz.records import AttentionRecord
 
 
@@ -64,3 +69,43 @@ def plot_head_grid(record: AttentionRecord, path: str | Path | None) -> Figure:
             panels.append(choose_map(record, layer, head))
             titles.append(f"layer {layer} · head {head}")
     return plot_heatmap_grid(panels, path, cols=n_heads, titles=titles)
+
+
+def plot_score_grids(
+    grids: Mapping[str, np.ndarray],
+    path: str | Path | None = None,
+    first: int = 1,
+    title: str | None = None,
+    limits: Mapping[str, tuple[float, float]] | None = None,
+) -> Figure:
+    """One panel per entry of ``grids`` (its title -> an (L, H) array of one score per layer
+    and head): layers as rows, heads as columns (numbered from ``first``), each panel on its own
+    colour scale (``limits``: title -> (low, high), else the array's range), saved to ``path``
+    (.png, .svg or .pdf) when given."""
+    if not grids:
+        raise AttnkitError("plot_score_grids: no scores to draw")
+    layers, heads = next(iter(grids.values())).shape
+    cols = min(len(grids), 3)
+    rows = -(-len(grids) // cols)
+    cell = (max(2.6, 0.35 * heads + 1.4), max(2.0, 0.3 * layers + 1.0))
+    fig = Figure(figsize=(cell[0] * cols, cell[1] * rows + 0.4), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    limits = limits or {}
+    for ax, (name, grid) in zip(axes.flat, grids.items()):
+        low, high = limits.get(name, (float(np.min(grid)), float(np.max(grid))))
+        image = ax.imshow(grid, cmap="viridis", vmin=low, vmax=high, aspect="auto")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("head")
+        ax.set_ylabel("layer")
+        for axis, count in ((ax.xaxis, heads), (ax.yaxis, layers)):
+            ticks = np.arange(0, count, max(1, count // 12))
+            axis.set_ticks(ticks, [str(t + first) for t in ticks])
+        fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    for ax in list(axes.flat)[len(grids) :]:
+        ax.set_axis_off()
+    if title:
+        fig.suptitle(title, fontsize=11)
+    if path is not None:
+        _save(fig, path)
+    return fig

@@ -81,7 +81,7 @@ class CaptureRecord:
 class CaptureResult(Sequence[CaptureRecord]):
     """The records of a capture, in call order (a list: ``len``, indexing, iteration), filled while
     the capture is active, and views over them: :meth:`stack`, :meth:`rollout`, :meth:`record`,
-    :meth:`plot`, :meth:`show`, :meth:`to_dict`.
+    :meth:`plot`, :meth:`show`, :meth:`to_dict`, :meth:`head_summary`.
 
     ``online``: the capture's online mode (None, ``"mean"`` or ``"rollout"``); ``layer_names``:
     the module of each layer number the forwards met (selected or not)."""
@@ -178,11 +178,11 @@ class CaptureResult(Sequence[CaptureRecord]):
         number = self._forward(forward)
         if self.online == "rollout":
             groups = [g for f, g in self._rollouts if f == number]
-            return self._rollouts[number, self._group(groups, group)]
+            return self._rollouts[number, self._group(groups, group, "rollout")]
         from attnkit.explain.rollout import rollout
 
         records = self.select("self", None, forward)
-        chosen = self._group(list(dict.fromkeys(r.group for r in records)), group)
+        chosen = self._group(list(dict.fromkeys(r.group for r in records)), group, "rollout")
         means = [r.head_mean() for r in records if r.group == chosen]
         if any(m is None for m in means) or not means:
             raise CaptureError("rollout: no self-attention maps were kept for it")
@@ -191,14 +191,45 @@ class CaptureResult(Sequence[CaptureRecord]):
         return torch.stack([rollout(layers[:, b]) for b in range(layers.size(1))])
 
     @staticmethod
-    def _group(groups: list[str], group: str | None) -> str:
+    def _group(groups: list[str], group: str | None, what: str) -> str:
         if group is not None and group in groups:
             return group
         if group is None and len(groups) == 1:
             return groups[0]
         listed = ", ".join(repr(g) for g in groups) or "none"
-        what = "choose one" if group is None else f"no group {group!r}"
-        raise CaptureError(f"rollout: {what} of the self-attention groups: {listed}")
+        which = "choose one" if group is None else f"no group {group!r}"
+        raise CaptureError(f"{what}: {which} of the self-attention groups: {listed}")
+
+    def head_summary(
+        self,
+        index: int = 0,
+        group: str | None = None,
+        forward: int = -1,
+        period: int | None = None,
+        offset: int = 0,
+    ):
+        """The :class:`~attnkit.explain.head_summary.HeadSummary` (entropy, sink share,
+        previous-token score, distance profile; the induction score when the input was
+        ``[offset tokens, x, x]`` with len(x) = ``period``) of batch element ``index``'s
+        self-attention layers of ``group`` (the only group when None), counted from 0 in their
+        order within the group (``modules`` names each), every head kept."""
+        from attnkit.explain.capture.views import _check_index
+        from attnkit.explain.head_summary import summarize
+
+        records = self.select("self", None, forward)
+        chosen = self._group(list(dict.fromkeys(r.group for r in records)), group, "head_summary")
+        kept = [r for r in records if r.group == chosen]
+        if any(r.weights is None for r in kept):
+            raise CaptureError(f"head_summary: online={self.online!r} keeps no maps to summarize")
+        if any(r.head_ids != tuple(range(r.heads)) for r in kept):
+            raise CaptureError("head_summary: capture every head (heads=None) to summarize them")
+        self._one_shape(kept, "head_summary")
+        _check_index(index, kept[0].batch)
+        maps = torch.stack([r.weights[index] for r in kept])  # (L, H, T, T)
+        title = f"{describe(chosen)}: self-attention heads"
+        about = {"modules": [r.name for r in kept], "first": 0, "title": title}
+        causal = all(r.causal for r in kept)
+        return summarize(maps, causal, period, offset, **about)
 
     def record(self, index: int = 0, group: str | None = None, kind: str | None = None, **view):
         """One batch element's maps as an :class:`attnkit.viz.AttentionRecord`: ``heads``

@@ -144,8 +144,8 @@ def additive_mask(call: AttentionCall, heads: Sequence[int] | None) -> Tensor | 
     mask = call.mask
     if mask is None:
         return None
-    if heads is not None and mask.dim() == 4 and mask.size(1) > 1:
-        mask = mask.index_select(1, torch.as_tensor(list(heads), device=mask.device))
+    if heads is not None and mask.dim() >= 3 and mask.size(-3) > 1:  # (H, T, S) counts too
+        mask = mask.index_select(-3, torch.as_tensor(list(heads), device=mask.device))
     dtype = compute_dtype(call.q.dtype)
     if mask.dtype == torch.bool:
         if bool(mask.all()):

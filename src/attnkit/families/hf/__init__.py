@@ -12,6 +12,6 @@ FAMILY = Family(
     train="train:train",
     endpoint="endpoint:ENDPOINT",
     scheme="hf",
-    own_options={"faithfulness": ("data",), "evaluate": ("gold",)},
+    own_options={"faithfulness": ("data",), "evaluate": ("gold",), "explain": ("heads", "sort")},
     public=("model:PretrainedModel", "results:PretrainedResult"),
 )

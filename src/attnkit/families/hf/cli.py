@@ -5,9 +5,10 @@ layer and head, one layer or head (``--layer``/``--head``, from 1), all of them 
 the mean beside its rollout (``--map rollout``). ``attnkit translate --model hf:DIR TEXT``
 translates with an encoder-decoder (Marian, T5, BART): one output a line, ``--beam`` its
 ``generate``'s beams, ``--attention-out`` every output's cross-attention (every layer and head,
-with its rollout) as JSON or NPZ. ``explain`` draws attention beside gradient
-saliency; ``evaluate --gold PATH`` scores a translator's cross-attention against human word
-alignments (AER); ``faithfulness`` questions a text classifier's attention; a command with no
+with its rollout) as JSON or NPZ. ``explain`` draws attention beside gradient saliency, and
+with ``--heads`` summarizes every layer and head (:mod:`attnkit.families.hf.heads`);
+``evaluate --gold PATH`` scores a translator's cross-attention against human word alignments
+(AER); ``faithfulness`` questions a text classifier's attention; a command with no
 function here does not apply to the family."""
 
 from __future__ import annotations
@@ -108,8 +109,14 @@ def translate(args) -> None:
 
 def explain(args) -> str:
     """``attnkit explain --model hf:DIR TEXT...``: attention beside gradient saliency
-    (:func:`attnkit.families.hf.gradients.explain_report`)."""
+    (:func:`attnkit.families.hf.gradients.explain_report`); with ``--heads``, every layer's and
+    head's summary (:func:`attnkit.families.hf.heads.command`)."""
     import json
+
+    if args.heads:
+        from attnkit.families.hf.heads import command
+
+        return command(args)
 
     from attnkit.families.hf.gradients import explain_report
     from attnkit.families.hf.model import PretrainedModel

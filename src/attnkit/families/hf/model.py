@@ -173,6 +173,16 @@ class PretrainedModel:
 
         return alignment_error(self, gold, layer, count)
 
+    def head_summary(self, part: str | None = None, period: int | None = None, seed: int = 0):
+        """Every layer's and head's entropy, sink share, previous-token and induction scores and
+        distance profile (:class:`~attnkit.explain.head_summary.HeadSummary`, layers and heads
+        from 1), read from one forward over a random block of ``period`` tokens drawn with
+        ``seed``, said twice (:mod:`attnkit.families.hf.heads`; ``period`` None: 50, or what
+        fits). ``part``: an encoder-decoder's ``"decoder"`` (default) or ``"encoder"``."""
+        from attnkit.families.hf.heads import summary
+
+        return summary(self, part, period, seed)
+
     def run(self, one: Any) -> PretrainedResult:
         """The model's own task (:attr:`kind`'s) on one input: what ``attnkit plot`` draws."""
         answer = getattr(self, self.kind.task)(one)
@@ -310,7 +320,8 @@ class PretrainedModel:
                 f"its tokens {len(queries)} x {len(keys)}"
             )
         kind = "cross" if name == "cross" else "self"
-        return Part(heads, queries, keys, [r.name for r in records], kind)
+        causal = all(r.causal for r in records)
+        return Part(heads, queries, keys, [r.name for r in records], kind, causal)
 
     def _encoder_name(self) -> str | None:
         """The qualified name of an encoder-decoder's encoder; None for a model of one stack."""

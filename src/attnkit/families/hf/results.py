@@ -32,13 +32,14 @@ from attnkit.viz.records import AttentionRecord
 class Part:
     """One stack's attention: ``heads`` (L, H, T, S) float32, each row summing to 1; the
     ``queries`` (T) and ``keys`` (S) as :class:`Tokens`; ``modules``, the module of each layer;
-    ``kind``: ``"self"`` or ``"cross"``."""
+    ``kind``: ``"self"`` or ``"cross"``; ``causal``: no query weighs a later key."""
 
     heads: np.ndarray
     queries: Tokens
     keys: Tokens
     modules: list[str]
     kind: str = "self"
+    causal: bool = False
 
     @property
     def layers_and_heads(self) -> tuple[int, int]:
@@ -123,6 +124,19 @@ class PretrainedResult:
                 raise AttnkitError(f"rollout: part {name!r} is not square (T != S)")
             rolled = rollout(torch.from_numpy(chosen.heads.mean(1))).numpy()  # (T, T)
         return self._merged(rolled, chosen, words)
+
+    def head_summary(self, part: str | None = None):
+        """The :class:`~attnkit.explain.head_summary.HeadSummary` of ``part``'s every layer and
+        head on this input (entropy, sink share, previous-token score, distance profile; the
+        induction score is :meth:`PretrainedModel.head_summary
+        <attnkit.families.hf.model.PretrainedModel.head_summary>`'s, on a repeated sequence), layers
+        and heads counted from 1."""
+        from attnkit.explain.head_summary import summarize
+
+        name = self.main if part is None else part
+        chosen = self.part(name)
+        title = f"{self.title(name)} heads on {self.source!r}"[:120]
+        return summarize(chosen.heads, chosen.causal, modules=list(chosen.modules), title=title)
 
     def record(self, part: str | None = None, words: bool = False) -> AttentionRecord:
         """``part`` (None: :attr:`main`) as an :class:`~attnkit.viz.AttentionRecord`: heads

@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Lesson 12: what attention costs
+# # Lesson 13: what attention costs
 #
 # Every query scores every key: for a sequence of $n$ positions self-attention computes an
 # $n \times n$ matrix of weights, in every head of every layer. Time and memory grow as $n^2$,
