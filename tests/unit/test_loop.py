@@ -113,6 +113,15 @@ def test_an_old_checkpoint_written_at_an_epoch_s_end_before_it_was_counted_goes_
     assert (state.step, state.epoch) == (6, 2)
 
 
+def test_a_run_whose_eval_every_is_never_reached_is_evaluated_at_its_end():
+    """Every run that ends by its planned epochs has a best, however far apart evaluations are."""
+    adapter = ToyAdapter(3, [0.5, 0.4])
+    state = run(adapter, planned=2, eval_every=100)
+    assert [e for e in adapter.events if e[0] == "score"] == [("score", 2, 6, 0.5)]
+    assert ("save", "best", False, 6, 2, 0) in adapter.events
+    assert (state.best_step, state.stopped) == (6, "epochs")
+
+
 def test_eval_every_evaluates_between_updates_and_patience_ends_the_run():
     adapter = ToyAdapter(4, [0.5, 0.6, 0.7, 0.1])
     state = run(adapter, planned=5, eval_every=2, patience=2)

@@ -5,9 +5,9 @@ signal stopped at), SIGINT/SIGTERM (``last`` saved after the current update, the
 :class:`attnkit.errors.TrainingInterrupted`), the time budget, the update guard (an update whose
 loss or gradient norm is NaN or inf is skipped, :mod:`attnkit.training.guard`), the learning
 rate of each update, the progress bar, the training scalars of TensorBoard, dev evaluations
-(every ``eval_every`` updates, or once an epoch: an epoch is counted once its last batch is
-trained, before the evaluation that follows; where the time budget runs out, at once, the
-epoch left to go on in a resumed run) with their one log line
+(every ``eval_every`` updates and at the last planned epoch's end, or once an epoch: an epoch
+is counted once its last batch is trained, before the evaluation that follows; where the time
+budget runs out, at once, the epoch left to go on in a resumed run) with their one log line
 (:mod:`attnkit.training.report`), their TensorBoard scalars and pictures and their entry in the
 history, patience, and ``best``/``last`` after each evaluation.
 
@@ -204,8 +204,9 @@ class TrainingLoop:
             if last:  # the epoch is done: its evaluation belongs to the epochs completed
                 state.epoch, state.batches_done = state.epoch + 1, 0
             out_of_time = self._out_of_time()  # mid-epoch: evaluated there, the epoch goes on
-            if settings.eval_every:
+            if settings.eval_every:  # and at the run's end, so that every run has a best
                 due = state.step % settings.eval_every == 0
+                due = due or (last and state.epoch >= state.planned_epochs)
             else:
                 due = last  # once an epoch, at its end
             if (due or out_of_time) and self._evaluate(state, out_of_time):
