@@ -17,9 +17,9 @@ SOURCE = "dreiundzwanzig"
 
 def show(token: str) -> str:
     """A token as the page writes it (heatmap.js showToken)."""
-    if token == "":
-        return "\u2205"
-    return token.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5")
+    from attnkit.viz.heatmap import display_token  # the same rule, in Python
+
+    return display_token(token).replace(r"\$", "$")
 
 
 def body(model: str, text: str = SOURCE, **kw) -> dict:

@@ -149,3 +149,20 @@ def test_step_labels_on_a_line_of_sorted_numbers_do_not_overlap(page, server):
         for b in boxes[i + 1 :]:
             apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
             assert apart, f"{a[4]!r} overlaps {b[4]!r}"
+
+
+def test_a_notebook_answer_shows_the_story_with_its_spaces(driver, tmp_path):
+    import numpy as np
+
+    from attnkit.families.memnet.model import Answer
+
+    story = ["Mary moved to the bathroom.", "John went to the hallway."]
+    weights = np.array([[0.9, 0.1], [0.7, 0.3]])  # (hops, sentences)
+    answer = Answer("Where is Mary?", "bathroom", story, weights, supporting=[0])
+    page = tmp_path / "answer.html"
+    page.write_text("<!doctype html><meta charset=utf-8>" + answer._repr_html_(), "utf-8")
+    driver.get(page.as_uri())
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "td.hm-cell")) == 4, "the map")
+    rows = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view tbody th")
+    assert [row.text for row in rows] == story  # spaces, not U+2423
+    assert severe(driver) == []

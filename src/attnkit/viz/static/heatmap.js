@@ -59,10 +59,13 @@
     return {css: "rgb(" + c.join(",") + ")", dark: luma < 128, rgb: c};
   }
 
-  /** A token as text that shows: the empty token, spaces, newlines and tabs made visible. */
+  /** A token as text that shows: the empty token, spaces, newlines and tabs made visible. A
+   * single space between two other characters reads as one (a sentence's words) and stays. */
   function showToken(t) {
     if (t === "" || t === null || t === undefined) return "\u2205";
-    return String(t).replace(/ /g, "\u2423").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+    return String(t).replace(/ +/g, function (run, at, all) {
+      return run.length === 1 && at > 0 && at + 1 < all.length ? run : run.replace(/ /g, "\u2423");
+    }).replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
   }
 
   function el(tag, cls, text) {
