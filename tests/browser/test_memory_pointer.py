@@ -125,6 +125,9 @@ def test_points_draw_the_chosen_order_beside_the_pointer_heatmap(page, server):
     )
     wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "circle.pointer-point")) == 6, "6")
     assert len(page.find_element(By.ID, "pointer-points").get_attribute("value").split()) == 6
+    beam = page.find_element(By.ID, "pointer-beam")
+    set_value(page, "pointer-beam", int(beam.get_attribute("max")) + 2)  # past the limit
+    assert beam.get_attribute("value") == beam.get_attribute("max")  # shows the beam sent
 
 
 LABEL_BOXES = """var texts = document.querySelectorAll('#pointer-plane text');

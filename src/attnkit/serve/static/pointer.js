@@ -174,13 +174,21 @@
       {legend: true, tooltip: $("tooltip"), float: true});
   }
 
+  /** The beam box within 1..its max (the server's limit), shown as sent. */
+  function beam() {
+    var box = $("pointer-beam"), most = parseInt(box.max, 10) || Infinity;
+    var value = Math.min(Math.max(1, parseInt(box.value, 10) || 1), most);
+    box.value = value;
+    return value;
+  }
+
   function solve() {
     var points = parse();
     if (!state.info || !points.length) return;
     var seq = ++state.seq;
     $("busy").hidden = false;
     root.AttnkitApi.solve({model: state.info.name, points: points,
-      beam: Math.max(1, +$("pointer-beam").value || 1)}).then(function (body) {
+      beam: beam()}).then(function (body) {
       if (seq !== state.seq) return;
       showError(null);
       show(body);
@@ -210,6 +218,7 @@
       $("pointer-summary").textContent = "";
       drawPlane([], null);
     });
+    $("pointer-beam").addEventListener("change", beam);
     $("pointer-points").addEventListener("keydown", function (e) {
       if (e.key === "Enter") solve();
     });
