@@ -86,6 +86,8 @@ def test_a_story_and_its_question_draw_each_hops_attention(page, server):
     outlined = page.find_elements(By.CSS_SELECTOR, "#memory-map td.hm-gold")
     assert {c.get_attribute("data-i") for c in outlined} == {"0"}  # the supporting fact
     assert len(outlined) == 3  # at every hop
+    key = page.find_element(By.CSS_SELECTOR, "#memory-map .hm-gold-key").text
+    assert key == "outlined: a supporting fact of the question"
     assert page.find_element(By.ID, "memory-answer").text == answer["answer"]
     rows = page.find_elements(By.CSS_SELECTOR, "#memory-map tbody th")
     assert rows[0].text == "* 1 Mary moved to the bathroom."
@@ -168,4 +170,15 @@ def test_a_notebook_answer_shows_the_story_with_its_spaces(driver, tmp_path):
     wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "td.hm-cell")) == 4, "the map")
     rows = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view tbody th")
     assert [row.text for row in rows] == story  # spaces, not U+2423
+    # the supporting fact is outlined, and a key under the map says what an outline means
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".attnkit-view td.hm-gold")) == 2
+    (key,) = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view .hm-gold-key")
+    assert key.text == "outlined: gold, where the task says the output comes from"
+    swatch = key.find_element(By.CSS_SELECTOR, "span.swatch")
+    assert "239, 68, 68" in swatch.value_of_css_property("box-shadow")  # the outline's red
+    answer.supporting = []  # no gold: no key
+    page.write_text("<!doctype html><meta charset=utf-8>" + answer._repr_html_(), "utf-8")
+    driver.get(page.as_uri())
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "td.hm-cell")) == 4, "the map")
+    assert driver.find_elements(By.CSS_SELECTOR, ".hm-gold-key") == []
     assert severe(driver) == []
