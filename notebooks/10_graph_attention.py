@@ -89,14 +89,14 @@ scores = {
     for name, m in models.items()
 }
 print("accuracy (%):", scores)
-fig, ax = plt.subplots(figsize=(5, 3))
+fig, ax = plt.subplots(figsize=(6, 3), layout="constrained")
 x = np.arange(2)
 for shift, name in ((-0.2, "gat"), (0.2, "gatv2")):
     ax.bar(x + shift, [scores[name]["train"], scores[name]["test"]], 0.4, label=name)
 ax.axhline(100 / K, color="grey", ls=":", label="chance")
 ax.set_xticks(x, ["train", "test"])
 ax.set_ylabel("accuracy (%)")
-ax.legend()
+ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False)  # beside the bars
 plt.show()
 
 # %% [markdown]

@@ -17,9 +17,9 @@ SOURCE = "dreiundzwanzig"
 
 def show(token: str) -> str:
     """A token as the page writes it (heatmap.js showToken)."""
-    if token == "":
-        return "\u2205"
-    return token.replace(" ", "\u2423").replace("\n", "\u21b5").replace("\t", "\u21e5")
+    from attnkit.viz.heatmap import display_token  # the same rule, in Python
+
+    return display_token(token).replace(r"\$", "$")
 
 
 def body(model: str, text: str = SOURCE, **kw) -> dict:
@@ -283,6 +283,12 @@ def test_enter_decodes_and_a_beam_past_the_limit_is_the_limit(page, server):
     set_value(page, "beam", limits["max_beam"] + 2)
     wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) >= 1, "n-best")
     assert not page.find_element(By.ID, "error").is_displayed()
+    # the box shows the beam asked for, not the number typed
+    assert page.find_element(By.ID, "beam").get_attribute("value") == str(limits["max_beam"])
+    typed = str(limits["max_beam"] + 5)
+    set_value(page, "nbest", typed)
+    wait(page, lambda d: d.find_element(By.ID, "nbest").get_attribute("value") != typed, "n-best")
+    assert page.find_element(By.ID, "nbest").get_attribute("value") == str(limits["max_beam"])
 
 
 def test_errors_from_the_api_are_shown_inline(page, server):

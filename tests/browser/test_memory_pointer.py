@@ -35,7 +35,7 @@ def memnet_checkpoint(directory):
     return directory
 
 
-def pointer_checkpoint(directory):
+def pointer_checkpoint(directory, task: str = "hull", points: int = 5):
     import torch
 
     from attnkit.checkpoint import write_checkpoint
@@ -43,7 +43,8 @@ def pointer_checkpoint(directory):
     from attnkit.families.pointer.config import parse_config
 
     model = {"hidden": 8, "attention_dim": 8}
-    cfg = parse_config({"family": "pointer", "data": {"task": "hull", "points": 5}, "model": model})
+    data = {"task": task, "points": points}
+    cfg = parse_config({"family": "pointer", "data": data, "model": model})
     torch.manual_seed(0)
     write_checkpoint(directory, "pointer", build_model(cfg).state_dict(), cfg.to_dict(), {})
     return directory
@@ -57,6 +58,7 @@ def server(tmp_path_factory):
     models = [
         ("babi", memnet_checkpoint(root / "babi" / "best")),
         ("hull", pointer_checkpoint(root / "hull" / "best")),
+        ("sort", pointer_checkpoint(root / "sort" / "best", "sort", 10)),
     ]
     srv = start_server(models, root / "serve.log")
     yield srv
@@ -84,6 +86,8 @@ def test_a_story_and_its_question_draw_each_hops_attention(page, server):
     outlined = page.find_elements(By.CSS_SELECTOR, "#memory-map td.hm-gold")
     assert {c.get_attribute("data-i") for c in outlined} == {"0"}  # the supporting fact
     assert len(outlined) == 3  # at every hop
+    key = page.find_element(By.CSS_SELECTOR, "#memory-map .hm-gold-key").text
+    assert key == "outlined: a supporting fact of the question"
     assert page.find_element(By.ID, "memory-answer").text == answer["answer"]
     rows = page.find_elements(By.CSS_SELECTOR, "#memory-map tbody th")
     assert rows[0].text == "* 1 Mary moved to the bathroom."
@@ -123,3 +127,58 @@ def test_points_draw_the_chosen_order_beside_the_pointer_heatmap(page, server):
     )
     wait(page, lambda d: len(d.find_elements(By.CSS_SELECTOR, "circle.pointer-point")) == 6, "6")
     assert len(page.find_element(By.ID, "pointer-points").get_attribute("value").split()) == 6
+    beam = page.find_element(By.ID, "pointer-beam")
+    set_value(page, "pointer-beam", int(beam.get_attribute("max")) + 2)  # past the limit
+    assert beam.get_attribute("value") == beam.get_attribute("max")  # shows the beam sent
+
+
+LABEL_BOXES = """var texts = document.querySelectorAll('#pointer-plane text');
+return Array.from(texts).map(function (t) {
+  var r = t.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, t.textContent];
+});"""
+
+
+def test_step_labels_on_a_line_of_sorted_numbers_do_not_overlap(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("sort")
+    numbers = " ".join(f"0.{n}" for n in range(10, 20))  # ten numbers 3 pixels apart
+    set_value(page, "pointer-points", numbers)
+    page.find_element(By.ID, "pointer-solve").click()
+    wait(page, lambda d: d.find_element(By.ID, "pointer-summary").text.startswith("order"), "order")
+    boxes = page.execute_script(LABEL_BOXES)
+    assert sorted(int(b[4].split()[0]) for b in boxes) == list(range(10))  # every point named
+    plane = page.find_element(By.CSS_SELECTOR, "#pointer-plane svg").rect
+    for left, top, right, bottom, text in boxes:
+        assert plane["x"] <= left and right <= plane["x"] + plane["width"], text
+        assert plane["y"] <= top and bottom <= plane["y"] + plane["height"], text
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+            assert apart, f"{a[4]!r} overlaps {b[4]!r}"
+
+
+def test_a_notebook_answer_shows_the_story_with_its_spaces(driver, tmp_path):
+    import numpy as np
+
+    from attnkit.families.memnet.model import Answer
+
+    story = ["Mary moved to the bathroom.", "John went to the hallway."]
+    weights = np.array([[0.9, 0.1], [0.7, 0.3]])  # (hops, sentences)
+    answer = Answer("Where is Mary?", "bathroom", story, weights, supporting=[0])
+    page = tmp_path / "answer.html"
+    page.write_text("<!doctype html><meta charset=utf-8>" + answer._repr_html_(), "utf-8")
+    driver.get(page.as_uri())
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "td.hm-cell")) == 4, "the map")
+    rows = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view tbody th")
+    assert [row.text for row in rows] == story  # spaces, not U+2423
+    # the supporting fact is outlined, and a key under the map says what an outline means
+    assert len(driver.find_elements(By.CSS_SELECTOR, ".attnkit-view td.hm-gold")) == 2
+    (key,) = driver.find_elements(By.CSS_SELECTOR, ".attnkit-view .hm-gold-key")
+    assert key.text == "outlined: gold, where the task says the output comes from"
+    swatch = key.find_element(By.CSS_SELECTOR, "span.swatch")
+    assert "239, 68, 68" in swatch.value_of_css_property("box-shadow")  # the outline's red
+    answer.supporting = []  # no gold: no key
+    page.write_text("<!doctype html><meta charset=utf-8>" + answer._repr_html_(), "utf-8")
+    driver.get(page.as_uri())
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "td.hm-cell")) == 4, "the map")
+    assert driver.find_elements(By.CSS_SELECTOR, ".hm-gold-key") == []
+    assert severe(driver) == []

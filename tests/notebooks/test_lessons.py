@@ -97,6 +97,34 @@ def test_the_track_has_its_lessons_in_order():
     assert all(p.name in readme for p in LESSONS)  # the front page lists every lesson
 
 
+def test_lesson_10s_legend_covers_no_bar(tmp_path):
+    """Lesson 10's accuracy chart, drawn by its own lines with scores as the lesson reaches them
+    (GAT near chance, GATv2 at 100%): the legend's box overlaps no bar."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    text = (LESSONS_DIR / "10_graph_attention.py").read_text(encoding="utf-8")
+    start = text.index("fig, ax = plt.subplots(")
+    chart = text[start : text.index("plt.show()", start)]
+    assert "ax.bar(" in chart and "ax.legend(" in chart, "lesson 10: the accuracy chart moved"
+    scores = {"gat": {"train": 31.0, "test": 24.0}, "gatv2": {"train": 100.0, "test": 100.0}}
+    space = {"plt": plt, "np": np, "K": 5, "scores": scores}
+    exec(chart, space)
+    fig, ax = space["fig"], space["ax"]
+    try:
+        fig.savefig(tmp_path / "chart.png")
+        renderer = fig.canvas.get_renderer()
+        legend = ax.get_legend().get_window_extent(renderer)
+        bars = [patch.get_window_extent(renderer) for patch in ax.patches]
+        assert len(bars) == 4 and not any(legend.overlaps(bar) for bar in bars)
+        assert fig.bbox.contains(legend.x1 - 1, legend.y0 + 1)  # inside the picture
+    finally:
+        plt.close(fig)
+
+
 def _skip_without_data(path: Path) -> None:
     """A lesson that says it needs a data set (``*Needs MNIST*``) skips where the test session
     has none (tests/conftest.py points ATTNKIT_DATA_DIR at ../shared/data when it exists)."""

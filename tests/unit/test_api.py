@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from pathlib import Path
 
 import numpy as np
@@ -260,6 +261,26 @@ def test_vision_evaluate_returns_scores(tmp_path, digits):  # noqa: F811
 
 
 # ---- train and configs -------------------------------------------------------------------------
+def test_scores_show_their_table_in_a_monospace_font_in_a_notebook():
+    from attnkit.evaluation.scores import Scores
+
+    scores = Scores(
+        {
+            "model": "bahdanau",
+            "task": "numbers",
+            "split": "test",
+            "metric": "exact_match",
+            "greedy": {"exact_match": 97.5, "cer": 0.61, "examples": 400},
+            "beam5": {"exact_match": 98.25, "cer": 0.4, "examples": 400},
+        }
+    )
+    page = scores._repr_html_()
+    style = re.search(r'<pre class="attnkit-scores" style="([^"]*)">', page).group(1)
+    font = re.search(r"font-family:([^;]*)", style).group(1)
+    assert font.split(",")[-1] == "monospace" and "white-space:pre" in style
+    assert escape(scores.table()) in page and "beam5" in scores.table()
+
+
 def test_train_returns_the_run_with_its_scores(transformer_run):
     assert transformer_run.best == transformer_run.directory / "best"
     assert (transformer_run.best / "model.safetensors").is_file()

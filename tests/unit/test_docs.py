@@ -5,6 +5,8 @@ its command list parses with the real command line."""
 import importlib.util
 import re
 import shlex
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,6 +163,23 @@ def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path, mon
 
 def test_the_readme_stays_short():
     assert len(README.read_text(encoding="utf-8").splitlines()) <= 250
+
+
+def test_the_readme_notebook_command_leaves_nothing_for_git_to_track():
+    """The README's ``jupytext --to notebook notebooks/*.py`` writes ``notebooks/NN.ipynb`` beside
+    each lesson; git ignores every one of them."""
+    command = "jupytext --to notebook notebooks/*.py"
+    assert command in README.read_text(encoding="utf-8")
+    if shutil.which("git") is None or not (REPO_ROOT / ".git").exists():
+        pytest.skip("not a git checkout")
+    written = [f"notebooks/{p.stem}.ipynb" for p in sorted((REPO_ROOT / "notebooks").glob("*.py"))]
+    done = subprocess.run(
+        ["git", "check-ignore", "--no-index", *written],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert sorted(done.stdout.split()) == written
 
 
 def test_the_readme_command_list_parses_and_names_files_that_exist():

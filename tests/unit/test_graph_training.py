@@ -14,7 +14,9 @@ import pytest
 
 import attnkit
 from attnkit.errors import ConfigError, InputError
+from attnkit.families.graph.cli import table
 from attnkit.families.graph.config import parse_config
+from attnkit.families.graph.model import NodeExplanation
 
 
 def _communities(directory, seed: int, per_class: int = 30, classes: int = 3):
@@ -111,6 +113,35 @@ def test_api_explains_a_node_with_attention_saliency_and_pictures(tmp_path):
     assert refused.value.name == "node"
 
 
+def _explained(heads: int) -> NodeExplanation:
+    """Node a with direct neighbours b (attended most), c and itself; d two hops away."""
+    edges = np.array([[0, 0], [1, 0], [2, 0], [3, 1]])
+    weights = np.array([[0.2] * heads, [0.5] * heads, [0.3] * heads, [1.0] * heads])
+    weights[1, 0] = 0.7  # head 1 favours b more
+    weights[0, 0] = 0.0
+    return NodeExplanation(
+        node="a", index=0, label="x", prediction="y", probs=[0.4, 0.6],
+        neighbours=["a", "b", "c", "d"], hops=[0, 1, 1, 2], edges=edges, weights=[weights],
+        saliency=np.array([0.1, 0.2, 0.6, 0.1]),
+        agreement={"rank_correlation": -0.5, "same_top_neighbour": False},
+        classes=["x", "x", "Neural_Networks", "-"],
+    )  # fmt: skip
+
+
+def test_explain_prints_a_table_of_the_neighbours_most_attended_first():
+    lines = table(_explained(heads=2)).splitlines()
+    assert lines[0] == "node a: label x, predicted y (wrong)"
+    assert "Spearman's rho -0.50, same top neighbour: no" in lines[1]
+    assert lines[2].split() == ["neighbour", "class", "head", "1", "head", "2", "mean", "saliency"]
+    assert [line.split()[:2] for line in lines[3:6]] == [["b", "x"], ["c", "Neural_Networks"],
+                                                         ["a", "(self)"]]  # fmt: skip
+    assert lines[3].split()[2:] == ["0.700", "0.500", "0.600", "0.200"]
+    assert lines[6] == "1 node at two hops not listed (--json: every node's saliency)"
+    one = table(_explained(heads=1)).splitlines()
+    assert one[2].split() == ["neighbour", "class", "attention", "saliency"]
+    assert one[3].split() == ["b", "x", "0.700", "0.200"]
+
+
 def _cli(*args, cwd):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     return subprocess.run(
@@ -135,6 +166,11 @@ def test_cli_train_evaluate_plot_explain(tmp_path):
     done = _cli("plot", "--model", "run/best", "--entropy", "-o", "e.svg", cwd=tmp_path)
     assert done.returncode == 0 and (tmp_path / "e.svg").is_file(), done.stderr
     done = _cli("explain", "--model", "run/best", "--node", "n0", "--node", "5", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("node n0: label c0, predicted") and "\nnode n5: " in done.stdout
+    done = _cli(
+        "explain", "--model", "run/best", "--node", "n0", "--node", "5", "--json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert [e["node"] for e in json.loads(done.stdout)] == ["n0", "n5"]
     done = _cli("plot", "--model", "run/best", "--node", "999", "-o", "x.png", cwd=tmp_path)

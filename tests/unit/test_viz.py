@@ -249,7 +249,8 @@ def test_save_heatmap_rejects_other_formats(tmp_path):
 
 def test_space_token_is_visible_and_dollars_stay_literal():
     assert display_token(" ") == "␣"
-    assert display_token("a b") == "a␣b"
+    assert display_token("Mary moved to the bathroom.") == "Mary moved to the bathroom."
+    assert display_token(" a  b ") == "␣a␣␣b␣"  # at the edges and in a run: marked
     assert display_token("") == "∅"
     fig = plot_heatmap(make_record("a b$", output="$5"))
     xs = tick_labels(fig, "x")

@@ -11,6 +11,11 @@ from typing import Any
 
 from attnkit.viz.inline import show_html
 
+_MONOSPACE = (
+    "font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,'DejaVu Sans Mono',monospace;"
+    "white-space:pre;font-size:13px;line-height:1.35;overflow-x:auto"
+)
+
 
 class Scores(Mapping):
     """The scores of an evaluation (what ``scores.json`` holds), readable as a mapping:
@@ -110,7 +115,8 @@ class Scores(Mapping):
         return show_html(self._repr_html_())
 
     def _repr_html_(self) -> str:
-        return "<pre>" + html.escape(self.table()) + "</pre>"
+        # the table's columns are aligned by spaces: monospace whatever a theme gives <pre>
+        return f'<pre class="attnkit-scores" style="{_MONOSPACE}">{html.escape(self.table())}</pre>'
 
 
 class FaithfulnessScores(Scores):

@@ -1,8 +1,9 @@
 """Pictures of graph attention (pure functions: arrays and labels in, a matplotlib Figure out).
 
 - :func:`neighbourhood_figure`: a node's two-hop neighbourhood, every edge shaded and widened by
-  the attention it carries into its target, one panel per head; nodes coloured by class, the
-  node itself ringed, its true and predicted class in the title.
+  the attention it carries into its target, one panel per head; nodes coloured by class (a
+  legend names them), the node itself ringed and named, its most attended neighbours named with
+  their weights, its true and predicted class in the (wrapped) title.
 - :func:`entropy_figure`: each node's attention entropy per head against the entropy of
   uniform attention over its degree (what constant attention would have).
 - :func:`lookup_figure`: the query x key attention matrices of DictionaryLookup side by side
@@ -13,6 +14,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +22,14 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 _PANEL = 4.2  # inches per panel
+_NAMED = 5  # neighbours named per panel: the most attended ones
 
 
 def _figure(panels: int, cols: int = 4, height: float = _PANEL) -> tuple[Figure, list]:
     cols = max(1, min(panels, cols))
     rows = -(-panels // cols)
-    fig = Figure(figsize=(cols * _PANEL, rows * height + 0.5), dpi=100)
+    # constrained layout keeps titles, labels and the legend inside the canvas
+    fig = Figure(figsize=(cols * _PANEL, rows * height + 0.5), dpi=100, layout="constrained")
     FigureCanvasAgg(fig)
     return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(panels)]
 
@@ -55,10 +59,32 @@ def _positions(n: Neighbourhood) -> np.ndarray:
     return pos
 
 
+def _colours(n: Neighbourhood) -> list:
+    from matplotlib import colormaps
+
+    palette = colormaps["tab10"]
+    return [palette(c % 10) if c >= 0 else (0.8, 0.8, 0.8, 1) for c in n.classes]
+
+
+def _named(n: Neighbourhood, weights: np.ndarray | None) -> dict[int, str]:
+    """Node position -> its label: the centre (with its self-loop's weight) and the direct
+    neighbours it attends to most (with their weights; the first few without attention)."""
+    into = [k for k, (s, t) in enumerate(n.edges) if t == 0 and s != 0]
+    own = [k for k, (s, t) in enumerate(n.edges) if s == t == 0]
+    if weights is not None:
+        into.sort(key=lambda k: -float(weights[k]))
+    self_loop = f" (self {weights[own[0]]:.2f})" if own and weights is not None else ""
+    labels = {0: n.names[0] + self_loop}
+    for k in into[:_NAMED]:
+        source = int(n.edges[k][0])
+        labels[source] = n.names[source] + ("" if weights is None else f" {weights[k]:.2f}")
+    return labels
+
+
 def _draw_panel(ax, n: Neighbourhood, pos: np.ndarray, weights: np.ndarray | None, title: str):
     from matplotlib import colormaps
 
-    cmap, palette = colormaps["Blues"], colormaps["tab10"]
+    cmap = colormaps["Blues"]
     for k, (s, t) in enumerate(n.edges):
         if s == t:
             continue
@@ -76,34 +102,69 @@ def _draw_panel(ax, n: Neighbourhood, pos: np.ndarray, weights: np.ndarray | Non
                 "shrinkB": 5,
             },
         )
-    colours = [palette(c % 10) if c >= 0 else (0.8, 0.8, 0.8, 1) for c in n.classes]
     sizes = [160 if h == 0 else (60 if h == 1 else 25) for h in n.hops]
-    ax.scatter(pos[:, 0], pos[:, 1], c=colours, s=sizes, zorder=3, edgecolors="black", lw=0.3)
+    ax.scatter(pos[:, 0], pos[:, 1], c=_colours(n), s=sizes, zorder=3, edgecolors="black", lw=0.3)
     ax.scatter(*pos[0], s=320, facecolors="none", edgecolors="red", lw=1.5, zorder=4)
-    if weights is not None:  # the self-loop's weight, written by the centre
-        own = [k for k, (s, t) in enumerate(n.edges) if s == t == 0]
-        if own:
-            ax.text(*pos[0] + 0.12, f"self {weights[own[0]]:.2f}", fontsize=7, zorder=5)
+    box = {"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8}
+    for i, label in _named(n, weights).items():
+        centre = i == 0  # its name below it, the neighbours' above right
+        ax.annotate(
+            label,
+            pos[i],
+            xytext=(0, -16) if centre else (6, 6),
+            textcoords="offset points",
+            ha="center" if centre else "left",
+            fontsize=7,
+            fontweight="bold" if centre else "normal",
+            bbox=box,
+            zorder=5,
+        )
     ax.set_title(title, fontsize=9)
     ax.set_aspect("equal")
+    ax.margins(0.12)  # room for the names at the rim
     ax.set_axis_off()
 
 
+def _class_legend(fig: Figure, n: Neighbourhood, columns: int) -> None:
+    """Below the panels: each class present (by colour), the ringed node, what an edge shows."""
+    from matplotlib.lines import Line2D
+
+    colours = _colours(n)
+    handles, seen = [], set()
+    for i in np.argsort(n.classes, kind="stable"):
+        c = int(n.classes[i])
+        if c in seen:
+            continue
+        seen.add(c)
+        name = n.class_names[c] if 0 <= c < len(n.class_names) else "no label"
+        handles.append(Line2D([], [], ls="", marker="o", mfc=colours[i], mec="black", label=name))
+    handles.append(Line2D([], [], ls="", marker="o", mfc="none", mec="red", ms=10,
+                          label=f"node {n.names[0]}"))  # fmt: skip
+    handles.append(Line2D([], [], color="#08306b", lw=2.5, label="edge: attention into target"))
+    fig.legend(handles=handles, loc="outside lower center", ncols=columns, fontsize=8,
+               frameon=False)  # fmt: skip
+
+
 def neighbourhood_figure(n: Neighbourhood) -> Figure:
-    """One panel per head (one panel without attention), edges shaded and widened by weight."""
+    """One panel per head (one panel without attention), edges shaded and widened by weight,
+    the centre and its most attended neighbours named, a class legend below."""
     heads = 1 if n.weights is None else n.weights.shape[1]
     fig, axes = _figure(heads)
+    width = max(fig.get_figwidth(), 6.4)  # one panel: room for the legend and the title
+    fig.set_size_inches(width, fig.get_figheight() + 1.0)
     pos = _positions(n)
     for h, ax in enumerate(axes):
         weights = None if n.weights is None else n.weights[:, h]
         label = "no attention (uniform edges)" if weights is None else f"head {h + 1}"
         _draw_panel(ax, n, pos, weights, label)
     mark = "right" if n.true == n.predicted else "wrong"
-    fig.suptitle(
+    title = (
         f"{n.title}node {n.names[0]}: true {n.true}, predicted {n.predicted} ({mark}); "
-        f"{int((n.hops == 1).sum())} neighbours, {int((n.hops == 2).sum())} at two hops",
-        fontsize=10,
+        f"{int((n.hops == 1).sum())} neighbours, {int((n.hops == 2).sum())} at two hops"
     )
+    chars = int(width * 72 / (10 * 0.62))  # about a 10-point character's width
+    fig.suptitle("\n".join(textwrap.wrap(title, chars)), fontsize=10)
+    _class_legend(fig, n, columns=max(1, int(width // 2.1)))
     return fig
 
 
@@ -138,7 +199,6 @@ def lookup_figure(matrices: list[tuple[str, np.ndarray]]) -> Figure:
         ax.set_xlabel("key (by attribute)")
         ax.set_ylabel("query (by attribute)")
         fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
-    fig.tight_layout()
     return fig
 
 
@@ -153,5 +213,4 @@ def saliency_figure(names: list[str], attention: np.ndarray, saliency: np.ndarra
     ax.set_xticks(x, names, rotation=90, fontsize=7)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
-    fig.tight_layout()
     return fig

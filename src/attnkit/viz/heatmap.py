@@ -8,6 +8,7 @@ so it works headless, in threads, and leaks no global figure state.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,16 +22,25 @@ from matplotlib.figure import Figure
 from attnkit.viz.records import AttentionRecord
 
 ANNOTATE_MAX = 12  # annotate cell values when both T and S are at most this
-_SPECIAL = {" ": "␣", "\n": "↵", "\t": "⇥"}
+_SPECIAL = {"\n": "↵", "\t": "⇥"}
+_SPACES = re.compile(" +")
 _MIN_SIZE, _MAX_SIZE = (4.0, 3.0), (16.0, 12.0)  # figure inches (w, h)
 _FORMATS = (".png", ".svg", ".pdf")
 
 
+def _mark_spaces(run: re.Match) -> str:
+    """A single space between two other characters reads as one (a sentence's words); a space
+    alone, at an edge or in a run would not be seen, so it is marked."""
+    inside = 0 < run.start() and run.end() < len(run.string)
+    return run.group() if inside and len(run.group()) == 1 else "␣" * len(run.group())
+
+
 def display_token(token: str) -> str:
-    """A token as an axis label: whitespace made visible, ``$`` kept literal."""
+    """A token as an axis label: whitespace made visible (a phrase's inner single spaces kept),
+    ``$`` kept literal."""
     if token == "":
         return "∅"
-    text = "".join(_SPECIAL.get(ch, ch) for ch in token)
+    text = "".join(_SPECIAL.get(ch, ch) for ch in _SPACES.sub(_mark_spaces, token))
     return text.replace("$", r"\$")  # a pair of $ would start matplotlib mathtext
 
 

@@ -34,8 +34,9 @@ class NodeExplanation:
     saliency of the same prediction over its neighbours' features.
 
     ``neighbours``: the names of the M nodes (the node first, then by distance ``hops``);
-    ``edges``: (K, 2) pairs of positions in ``neighbours`` (source, target); ``weights``: per
-    attention layer a (K, H) array (empty for GCN); ``saliency``: (M,) shares summing to 1;
+    ``classes``: their true classes ("-": none); ``edges``: (K, 2) pairs of positions in
+    ``neighbours`` (source, target); ``weights``: per attention layer a (K, H) array (empty for
+    GCN); ``saliency``: (M,) shares summing to 1;
     ``agreement``: Spearman's rho between the last layer's attention into the node and the
     saliency of its direct neighbours, and whether their top neighbour is the same."""
 
@@ -50,6 +51,7 @@ class NodeExplanation:
     weights: list[np.ndarray]
     saliency: np.ndarray
     agreement: dict[str, Any] | None
+    classes: list[str] = field(default_factory=list)
     figure_of: Any = field(default=None, repr=False)  # (layer) -> Figure, set by the model
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,17 +91,17 @@ class NodeExplanation:
         for k in into:
             source = int(self.edges[k][0])
             heads = " ".join(f"{w:.3f}" for w in self.weights[-1][k]) if self.weights else "-"
+            cls = self.classes[source] if self.classes else "-"
             rows.append(
-                f"<tr><td>{esc(self.neighbours[source])}</td><td>{heads}</td>"
+                f"<tr><td>{esc(self.neighbours[source])}</td><td>{esc(cls)}</td><td>{heads}</td>"
                 f"<td>{self.saliency[source]:.3f}</td></tr>"
             )
         return (
             f"<div><p>node {esc(self.node)}: label {esc(self.label)}, predicted "
             f"{esc(self.prediction)}; agreement {esc(str(self.agreement))}</p>"
             f'<img alt="neighbourhood" src="{_png(self.plot())}">'
-            "<table><tr><th>neighbour</th><th>attention per head</th><th>saliency</th></tr>"
-            + "".join(rows)
-            + "</table></div>"
+            "<table><tr><th>neighbour</th><th>class</th><th>attention per head</th>"
+            "<th>saliency</th></tr>" + "".join(rows) + "</table></div>"
         )
 
 
@@ -161,6 +163,8 @@ class GraphModel:
         def figure(layer: int = -1):
             return neighbourhood_figure(explain.neighbourhood_of(self.graph, found, layer))
 
+        classes = [int(self.graph.y[int(n)]) for n in found["nodes"]]
+
         return NodeExplanation(
             node=self.graph.nodes[index],
             index=index,
@@ -173,6 +177,7 @@ class GraphModel:
             weights=found["weights"],
             saliency=found["saliency"],
             agreement=found["agreement"],
+            classes=[self.graph.classes[c] if c >= 0 else "-" for c in classes],
             figure_of=figure,
         )
 

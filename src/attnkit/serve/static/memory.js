@@ -49,7 +49,7 @@
     var map = {rows: labels, cols: record.source_tokens, weights: record.weights,
       gold: record.gold || null, title: result.question + " \u2192 " + result.answer};
     var drawn = root.AttnkitHeatmap.draw(box, map, {legend: true, tooltip: $("tooltip"),
-      float: true});
+      float: true, goldLabel: "outlined: a supporting fact of the question"});
     labelRows(drawn, labels, record.source_tokens);
     if (result.saliency) {
       var sal = {rows: labels, cols: ["saliency"], gold: null, title: "saliency (gradient)",

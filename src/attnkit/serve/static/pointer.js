@@ -9,7 +9,7 @@
   "use strict";
   var $ = function (id) { return document.getElementById(id); };
   var NS = "http://www.w3.org/2000/svg";
-  var SIZE = 360, PAD = 24;
+  var SIZE = 360, PAD = 24, LANE = 14;  // LANE: a label's line height
   var state = {info: null, seq: 0, last: null};
 
   function showError(err) {
@@ -59,8 +59,65 @@
     };
   }
 
+  /** Where a label may go, nearest its point first: [dx, baseline dy, text-anchor]. On a line
+   * (sorting) lanes above and below the line, alternately; on a plane the four corners, then
+   * farther out. */
+  function offsets() {
+    var out = [];
+    if (dims() === 1) {
+      for (var lane = 0; lane < 22; lane++) {
+        var far = Math.floor(lane / 2) * LANE;
+        out.push(lane % 2 ? [0, 19 + far, "middle"] : [0, -9 - far, "middle"]);
+      }
+      return out;
+    }
+    for (var ring = 0; ring < 4; ring++) {
+      var up = -7 - ring * LANE, down = 15 + ring * LANE;
+      out.push([7, up, "start"], [7, down, "start"], [-7, up, "end"], [-7, down, "end"]);
+    }
+    return out;
+  }
+
+  function overlaps(a, b) {
+    return a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+  }
+
+  /** Each label at the first place of offsets() that lies inside the square and overlaps no dot
+   * and no label placed before it (a thin line joins a label set away from its point); a label
+   * with no such place is left out: its point's tooltip still names its step. */
+  function placeLabels(svg, labels) {
+    var taken = labels.map(function (l) {  // the dots
+      return {x0: l.at[0] - 5, x1: l.at[0] + 5, y0: l.at[1] - 5, y1: l.at[1] + 5};
+    });
+    var spots = offsets();
+    labels.forEach(function (l) {
+      var text = el("text", {"class": "pointer-label"});
+      text.textContent = l.text;
+      svg.appendChild(text);
+      var width = text.getComputedTextLength() || l.text.length * 6.7;  // 11px monospace
+      for (var k = 0; k < spots.length; k++) {
+        var dx = spots[k][0], dy = spots[k][1], anchor = spots[k][2];
+        var x = l.at[0] + dx, y = l.at[1] + dy;
+        var x0 = anchor === "start" ? x : (anchor === "end" ? x - width : x - width / 2);
+        var box = {x0: x0 - 1, x1: x0 + width + 1, y0: y - 10, y1: y + 3};
+        if (box.x0 < 0 || box.x1 > SIZE || box.y0 < 0 || box.y1 > SIZE) continue;
+        if (taken.some(function (t) { return overlaps(t, box); })) continue;
+        taken.push(box);
+        text.setAttribute("x", x);
+        text.setAttribute("y", y);
+        text.setAttribute("text-anchor", anchor);
+        if (Math.abs(dy) > LANE + 8) {
+          svg.insertBefore(el("line", {x1: l.at[0], y1: l.at[1], x2: x, y2: dy < 0 ? y + 3 : y - 10,
+            stroke: "#d1d5db", "class": "pointer-leader"}), svg.firstChild);
+        }
+        return;
+      }
+      svg.removeChild(text);
+    });
+  }
+
   function drawPlane(points, order) {
-    var box = $("pointer-plane"), s = scale(points);
+    var box = $("pointer-plane"), s = scale(points), labels = [];
     box.textContent = "";
     var svg = el("svg", {width: SIZE, height: SIZE, viewBox: "0 0 " + SIZE + " " + SIZE});
     if (dims() === 1) {
@@ -84,10 +141,14 @@
         (step >= 0 ? " (step " + (step + 1) + ")" : "");
       dot.appendChild(title);
       svg.appendChild(dot);
-      var label = el("text", {x: xy[0] + 7, y: xy[1] - (dims() === 1 && i % 2 ? -14 : 7)});
-      label.textContent = step >= 0 ? i + " (step " + (step + 1) + ")" : String(i);
-      svg.appendChild(label);
+      labels.push({at: xy, step: step, text: step >= 0 ? i + " (step " + (step + 1) + ")" :
+        String(i)});
     });
+    box.appendChild(svg);  // in the page first: the labels' widths are measured there
+    labels.sort(function (a, b) {  // the model's order first: a crowded line drops the last steps
+      return (a.step < 0 ? 1e9 : a.step) - (b.step < 0 ? 1e9 : b.step);
+    });
+    placeLabels(svg, labels);
     svg.addEventListener("click", function (e) {
       var r = svg.getBoundingClientRect();
       var points = parse().filter(function (p) { return p.length === dims(); });
@@ -95,7 +156,6 @@
       write(points);
       solve();
     });
-    box.appendChild(svg);
   }
 
   function show(result) {
@@ -114,13 +174,21 @@
       {legend: true, tooltip: $("tooltip"), float: true});
   }
 
+  /** The beam box within 1..its max (the server's limit), shown as sent. */
+  function beam() {
+    var box = $("pointer-beam"), most = parseInt(box.max, 10) || Infinity;
+    var value = Math.min(Math.max(1, parseInt(box.value, 10) || 1), most);
+    box.value = value;
+    return value;
+  }
+
   function solve() {
     var points = parse();
     if (!state.info || !points.length) return;
     var seq = ++state.seq;
     $("busy").hidden = false;
     root.AttnkitApi.solve({model: state.info.name, points: points,
-      beam: Math.max(1, +$("pointer-beam").value || 1)}).then(function (body) {
+      beam: beam()}).then(function (body) {
       if (seq !== state.seq) return;
       showError(null);
       show(body);
@@ -150,6 +218,7 @@
       $("pointer-summary").textContent = "";
       drawPlane([], null);
     });
+    $("pointer-beam").addEventListener("change", beam);
     $("pointer-points").addEventListener("keydown", function (e) {
       if (e.key === "Enter") solve();
     });

@@ -45,13 +45,25 @@
     return (field ? field + ": " : "") + text;
   }
 
-  function requestBody(model, withPrefix) {
+  /** The beam and n-best of the boxes within 1..the model's limit (n-best within the beam); the
+   * boxes show what the model shown is asked (a beam of 12 past a limit of 10 reads 10). */
+  function beamChoice(model) {
     var m = info(model);
     var most = m && m.limits ? m.limits.max_beam : Infinity;  // the server's limit
     var beam = Math.min(Math.max(1, parseInt($("beam").value, 10) || 1), most);
     var nbest = Math.min(Math.max(1, parseInt($("nbest").value, 10) || 1), beam);
+    if (model === state.model) {
+      $("beam").value = beam;
+      $("nbest").value = nbest;
+    }
+    return {beam: beam, nbest: nbest};
+  }
+
+  function requestBody(model, withPrefix) {
+    var m = info(model), asked = beamChoice(model);
     return {
-      model: model, inputs: [$("source").value], beam: beam, n_best: nbest, top_k: TOP_K,
+      model: model, inputs: [$("source").value], beam: asked.beam, n_best: asked.nbest,
+      top_k: TOP_K,
       prefix: withPrefix ? state.prefix : null,
       explain: Boolean($("saliency").checked && m && m.explain),
       gold: Boolean($("gold").checked && m && m.has_gold),

@@ -10,6 +10,9 @@
 (function (root) {
   "use strict";
 
+  // the key under a map with outlined cells (opts.goldLabel: a view's own words)
+  var GOLD_LABEL = "outlined: gold, where the task says the output comes from";
+
   // Viridis at 9 evenly spaced stops, interpolated linearly.
   var VIRIDIS = [[68, 1, 84], [71, 44, 122], [59, 81, 139], [44, 113, 142], [33, 144, 141],
     [39, 173, 129], [92, 200, 99], [170, 220, 50], [253, 231, 37]];
@@ -31,6 +34,10 @@
     ".hm-legend{display:flex;align-items:center;gap:.3rem;font:11px system-ui,sans-serif;",
     "color:#4b5563;margin:.2rem 0}",
     ".hm-legend span.bar{display:inline-block;width:120px;height:10px;border-radius:2px}",
+    ".hm-gold-key{display:flex;align-items:center;gap:.3rem;font:11px system-ui,sans-serif;",
+    "color:#4b5563;margin:.2rem 0}",
+    ".hm-gold-key span.swatch{display:inline-block;width:14px;height:14px;",
+    "box-shadow:inset 0 0 0 2px #ef4444;background:#f3f4f6}",
     ".ov{position:relative;display:inline-block;line-height:0}",
     ".ov canvas{image-rendering:pixelated;display:block}",
     ".ov-cell{position:absolute;box-sizing:border-box}",
@@ -59,10 +66,13 @@
     return {css: "rgb(" + c.join(",") + ")", dark: luma < 128, rgb: c};
   }
 
-  /** A token as text that shows: the empty token, spaces, newlines and tabs made visible. */
+  /** A token as text that shows: the empty token, spaces, newlines and tabs made visible. A
+   * single space between two other characters reads as one (a sentence's words) and stays. */
   function showToken(t) {
     if (t === "" || t === null || t === undefined) return "\u2205";
-    return String(t).replace(/ /g, "\u2423").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
+    return String(t).replace(/ +/g, function (run, at, all) {
+      return run.length === 1 && at > 0 && at + 1 < all.length ? run : run.replace(/ /g, "\u2423");
+    }).replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5");
   }
 
   function el(tag, cls, text) {
@@ -155,7 +165,8 @@
       cell: opts.cell || 22,
       numbers: opts.numbers === undefined ? small && (opts.cell || 22) >= 22 : opts.numbers,
       readout: opts.tooltip || el("div", "hm-readout", "hover a cell"),
-      float: Boolean(opts.tooltip && opts.float)
+      float: Boolean(opts.tooltip && opts.float),
+      gold: maps.some(function (m) { return m.gold && m.gold.length > 0; })
     };
   }
 
@@ -170,9 +181,18 @@
     return box;
   }
 
+  /** What an outlined cell means, under a map that has some. */
+  function goldKey(label) {
+    var box = el("div", "hm-gold-key");
+    box.appendChild(el("span", "swatch"));
+    box.appendChild(el("span", null, label || GOLD_LABEL));
+    return box;
+  }
+
   function finishBox(container, box, ctx, opts) {
     if (!opts.tooltip) box.insertBefore(ctx.readout, box.firstChild);
     if (opts.legend) box.appendChild(legend(ctx.vmax, opts.legendLabel));
+    if (ctx.gold) box.appendChild(goldKey(opts.goldLabel));
     if (container) container.appendChild(box);
     return box;
   }
@@ -182,7 +202,8 @@
    * opts: vmax (number | "auto"; default 1 unless a weight is larger), cell (px, default 22),
    * numbers (write the weights in the cells; default for small maps), tooltip (an element that
    * shows the hovered cell's "output <- source: weight"; default a line above the map), float
-   * (move the tooltip beside the cell), legend (draw a colour bar), title.
+   * (move the tooltip beside the cell), legend (draw a colour bar), title, goldLabel (the key
+   * under a map with gold cells: what the outline means).
    */
   function draw(container, map, opts) {
     injectStyle();
