@@ -16,9 +16,9 @@ own floor or below:
     serve and cli   serve, cli, demo, __main__
 
 Within a floor packages may import each other, but never round a cycle: on the training and
-inference floor the order is viz < translator < training < explain < evaluation (the trainer
-is given its dev scorer; evaluation's reports draw explanations). Every ``import`` statement
-counts, at the top of a module or inside a function.
+inference floor the order is viz < translator < training < explain < evaluation (evaluation's
+reports draw explanations). Every ``import`` statement counts, at the top of a module or inside
+a function.
 
 A module ``src/attnkit/<package>/<module>.py`` is tested in ``test_<module>.py`` anywhere under
 ``tests/``, or in the test modules that ``tests/MODULES.md`` names for it.
@@ -362,7 +362,7 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(
         "from attnkit import __version__\n"
-        "from . import report\n"
+        "from . import metrics\n"
         "def f():\n"
         "    from attnkit.viz import visual\n"
         "    import attnkit.errors\n",
@@ -370,7 +370,7 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path):
     )
     assert _imported("attnkit.evaluation.m", path) == {
         "attnkit",
-        "attnkit.evaluation.report",
+        "attnkit.evaluation.metrics",
         "attnkit.viz.visual",
         "attnkit.errors",
     }
@@ -389,7 +389,6 @@ PENDING_FAMILY_NAMES: dict[str, str] = {
     "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
     "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
     "attnkit.evaluation.babi": "bAbI scores say their family",
-    "attnkit.evaluation.evaluate": "the seq2seq evaluation: to families/seq2seq/",
     "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
     "attnkit.evaluation.faithfulness_text": "faithfulness scores say their family",
     "attnkit.evaluation.faithfulness_vision": "faithfulness scores say their family",

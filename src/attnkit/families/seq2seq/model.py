@@ -270,7 +270,7 @@ class Seq2SeqModel:
         hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
         beside the checkpoint)."""
         from attnkit.evaluation.inputs import EvalFiles
-        from attnkit.evaluation.report import evaluate_model
+        from attnkit.families.seq2seq.report import evaluate_model
 
         self.search_options(beam, alpha=alpha)  # before anything is decoded
         if not self.paths:

@@ -26,11 +26,11 @@ from attnkit.data.tokenizers import CharTokenizer, MosesTokenizer, Tokenizer, Wh
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
 from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
+from attnkit.families.seq2seq.checkpoints import restore_seq2seq
 from attnkit.models.architectures import build_model
 from attnkit.training import resume_config, schedules
 from attnkit.training.optim import adam
 from attnkit.training.rundir import recover_before_resume
-from attnkit.training.seq2seq_checkpoints import restore_seq2seq
 from attnkit.training.state import TrainerState
 
 #: the levels whose tokenizer learns nothing from the data
