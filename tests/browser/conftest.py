@@ -70,7 +70,7 @@ def train_numbers(out: Path, attention: str) -> Path:
     """A tiny numbers translator (German and English words to digits), a few seconds of
     training; its checkpoint directory. ``attention`` "transformer" trains a two-layer,
     two-head Transformer."""
-    from attnkit.experiment import experiment_from_dict
+    from attnkit.families.seq2seq.config import experiment_from_dict
     from attnkit.families.seq2seq.evaluate import evaluate_translator
     from attnkit.families.seq2seq.trainer import train_experiment
 

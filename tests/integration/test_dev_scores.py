@@ -12,7 +12,7 @@ from test_trainer_checkpoints import _config, _digits, _write_tsvs
 
 from attnkit.families.seq2seq.evaluate import evaluate_translator
 from attnkit.families.seq2seq.trainer import Trainer
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,11 @@ import yaml
 
 from attnkit.cli import main
 from attnkit.errors import ConfigError
-from attnkit.experiment import load_experiment
+from attnkit.families.seq2seq.config import load_experiment
 from attnkit.families.seq2seq.evaluate import evaluate_translator
 from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.training.loop import TrainingLoop
-from attnkit.translator import Translator
 from attnkit.viz import load_records
 
 pytestmark = pytest.mark.slow
@@ -173,7 +173,7 @@ def test_every_demo_recipe_is_a_valid_experiment():
     """What the demo hands attnkit.train passes its checks as a person's file: every key applies
     (a model without attention has no attention_dim)."""
     from attnkit.demo import demo_config
-    from attnkit.experiment import experiment_from_dict
+    from attnkit.families.seq2seq.config import experiment_from_dict
 
     for quick in (False, True):
         for attention in ("bahdanau", "none", "luong-general"):

@@ -20,11 +20,11 @@ import attnkit
 from attnkit import checkpoint as ckpt
 from attnkit.cli import main
 from attnkit.errors import TrainingInterrupted
-from attnkit.experiment import load_experiment
+from attnkit.families.seq2seq.config import load_experiment
 from attnkit.families.seq2seq.evaluate import evaluate_translator
 from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.training import rundir
-from attnkit.translator import Translator
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,7 @@ from attnkit.evaluation.examples import (
     sentence_chrf,
     tally,
 )
-from attnkit.translator import Translation
+from attnkit.families.seq2seq.translator import Translation
 from attnkit.viz import load_records, save_records
 
 

@@ -7,17 +7,17 @@ own floor or below:
     core        errors, config, device, renamed_keys, size_caps
     data        data, zoo
     attention   attention
-    models      models, accel, decoding, checkpoint (the file format, and the seq2seq and vision
-                bundles), experiment and vision_experiment (the seq2seq and vision experiment
-                files), train_config, train_keys, train_table (the train: keys of every family)
-    training and inference   training, evaluation, explain, viz, translator (seq2seq inference)
+    models      models, accel, decoding, checkpoint (the file format, and the vision bundle),
+                vision_experiment (the vision experiment file), train_config, train_keys,
+                train_table (the train: keys of every family)
+    training and inference   training, evaluation, explain, viz
     families    one folder per family, and the registry (docs/FAMILIES.md)
     api         api, lessons, the package itself (attnkit/__init__.py: the public API)
     serve and cli   serve, cli, demo, __main__
 
 Within a floor packages may import each other, but never round a cycle: on the training and
-inference floor the order is viz < translator < training < explain < evaluation (evaluation's
-reports draw explanations). Every ``import`` statement counts, at the top of a module or inside
+inference floor the order is viz < training < explain < evaluation (evaluation's reports draw
+explanations). Every ``import`` statement counts, at the top of a module or inside
 a function.
 
 A module ``src/attnkit/<package>/<module>.py`` is tested in ``test_<module>.py`` anywhere under
@@ -208,13 +208,12 @@ FLOOR_UNITS: dict[str, tuple[str, ...]] = {
         "accel",
         "decoding",
         "checkpoint",
-        "experiment",
         "vision_experiment",
         "train_config",
         "train_keys",
         "train_table",
     ),  # fmt: skip
-    "training and inference": ("training", "evaluation", "explain", "viz", "translator"),
+    "training and inference": ("training", "evaluation", "explain", "viz"),
     "families": ("families",),
     "api": ("api", "lessons", "__init__"),
     "serve and cli": ("serve", "cli", "demo", "__main__"),
@@ -386,13 +385,11 @@ FAMILY_NAMES = sorted(
 #: (or for the generic mechanism that makes the name unnecessary); delete an entry when its module
 #: no longer names one (test_pending_family_names_still_exist says which)
 PENDING_FAMILY_NAMES: dict[str, str] = {
-    "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
     "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
     "attnkit.evaluation.babi": "bAbI scores say their family",
     "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
     "attnkit.evaluation.faithfulness_text": "faithfulness scores say their family",
     "attnkit.evaluation.faithfulness_vision": "faithfulness scores say their family",
-    "attnkit.experiment": "the seq2seq experiment config: to families/seq2seq/config.py",
     "attnkit.models.pointer": "a model's family attribute",
     "attnkit.models.seq2seq": "a model's family attribute",
     "attnkit.models.transformer": "a model's family attribute",

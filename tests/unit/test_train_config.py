@@ -11,7 +11,7 @@ import pytest
 
 from attnkit.config import from_dict, read_yaml, to_dict
 from attnkit.errors import ConfigError
-from attnkit.experiment import TrainConfig as Seq2SeqTrain
+from attnkit.families.seq2seq.config import TrainConfig as Seq2SeqTrain
 from attnkit.train_config import KEYS, keys_of
 from attnkit.vision_experiment import TrainConfig as VisionTrain
 

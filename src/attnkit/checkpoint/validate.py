@@ -13,8 +13,8 @@ machine runs out of memory. Loading therefore goes in three steps, each bounded:
    allocates is what the file holds.
 
 Every family's loader goes through :func:`build_checked` (the bundles of
-:mod:`attnkit.checkpoint.seq2seq` and :mod:`attnkit.checkpoint.vision`, and any family registered
-later: a test iterates the registries).
+:mod:`attnkit.families.seq2seq.bundle` and :mod:`attnkit.checkpoint.vision`, and any family
+registered later: a test iterates the registries).
 """
 
 from __future__ import annotations

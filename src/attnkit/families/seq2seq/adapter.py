@@ -16,10 +16,11 @@ from collections.abc import Callable
 
 import torch
 
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.batching import make_batches
-from attnkit.experiment import ExperimentConfig
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle
 from attnkit.families.seq2seq.checkpoints import RunCheckpoints
+from attnkit.families.seq2seq.config import ExperimentConfig
+from attnkit.families.seq2seq.translator import Translation
 from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
@@ -27,7 +28,6 @@ from attnkit.training.loop import Update
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.report import DevScore
 from attnkit.training.state import TrainerState
-from attnkit.translator import Translation
 
 #: greedy dev scoring: ``(bundle, metric family, dev pairs, beam_size=1)`` -> (metrics,
 #: sources, references per source, translations)

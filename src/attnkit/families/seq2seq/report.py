@@ -37,7 +37,7 @@ from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
 from attnkit.families.seq2seq.evaluate import evaluate_translator
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.viz import Tally, save_records, write_report
 
 #: the most attention-flow work one report spends on its examples (about 10 s of CPU)

@@ -12,7 +12,7 @@ from attnkit.families.base import ConfigSummary, TrainRequest, describe_experime
 def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a seq2seq experiment: its best checkpoint. ``resume`` continues with
     the run's own config, changed where the request's overrides ask."""
-    from attnkit.experiment import experiment_from_dict
+    from attnkit.families.seq2seq.config import experiment_from_dict
     from attnkit.families.seq2seq.evaluate import evaluate_translator
     from attnkit.families.seq2seq.trainer import train_experiment
 
