@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from attnkit.data.tasks.gold import gold_aligner  # noqa: E402
 from attnkit.data.tasks.registry import build_split  # noqa: E402
-from attnkit.translator import Translator  # noqa: E402
+from attnkit.families.seq2seq.translator import Translator  # noqa: E402
 
 FAR = 5  # distances of FAR or more are counted together
 

@@ -349,7 +349,7 @@ def table(cls: type, prefix: str, fields: list[str] | None = None) -> list[str]:
 def seq2seq_sections() -> list[str]:
     from attnkit.data.tasks.registry import TASK_REGISTRY
     from attnkit.data.tasks.settings import TaskData
-    from attnkit.experiment import DecodeConfig, ExperimentConfig, TrainConfig
+    from attnkit.families.seq2seq.config import DecodeConfig, ExperimentConfig, TrainConfig
     from attnkit.models.architectures import ARCHITECTURES
 
     sections = {"data", "model", "train", "decode"}

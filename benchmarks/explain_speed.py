@@ -50,8 +50,8 @@ t0 = time.perf_counter()
 import torch
 from attnkit.device import set_threads
 from attnkit.explain.no_attention import saliency_translations
-from attnkit.evaluation.explain_report import _draw, explain_model
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.explain_report import _draw, explain_model
+from attnkit.families.seq2seq.translator import Translator
 set_threads(1)
 imports = time.perf_counter() - t0
 model, text, method, picture, mode = sys.argv[1:6]

@@ -282,7 +282,7 @@ def saved_maps(paths: list[Path]) -> dict:
 
 
 def _data_cfg(config: str):
-    from attnkit.experiment import load_experiment
+    from attnkit.families.seq2seq.config import load_experiment
 
     return load_experiment(ROOT / config).data
 

@@ -38,7 +38,7 @@ from machine_info import describe  # noqa: E402
 
 from attnkit.data.tasks.human_gold import read_human_gold  # noqa: E402
 from attnkit.evaluation.word_alignment import MAP_KINDS, score_word_alignment  # noqa: E402
-from attnkit.translator import Translator  # noqa: E402
+from attnkit.families.seq2seq.translator import Translator  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -374,7 +374,7 @@ def main() -> None:
 def multi30k_test(config_path: Path) -> list:
     """The raw test pairs of a Multi30k experiment, in the order ``attnkit evaluate`` writes."""
     from attnkit.data.tasks.registry import build_split
-    from attnkit.experiment import load_experiment
+    from attnkit.families.seq2seq.config import load_experiment
 
     return build_split(load_experiment(config_path).data, "test")
 

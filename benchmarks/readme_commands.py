@@ -263,7 +263,7 @@ def _paths(args: argparse.Namespace, problems: list[str], where: str) -> tuple[l
         reads.append(image)  # a picture file (a number is a test image)
     writes = [p for p in (getattr(args, k, None) for k in ("out", "output", "attention_out")) if p]
     if args.command == "evaluate" and args.out is None:
-        from attnkit.evaluation.report import default_eval_dir
+        from attnkit.evaluation.summary import default_eval_dir
 
         files = args.tsv or args.src
         writes.append(default_eval_dir(models, Path(files).name if files else args.split))

@@ -226,7 +226,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "src"))
     from attnkit.data.location import dataset_dir
     from attnkit.data.tasks.registry import task_metric
-    from attnkit.experiment import load_experiment
+    from attnkit.families.seq2seq.config import load_experiment
 
     cfg = load_experiment(args.config, args.overrides)  # fails early, naming the bad key
     if args.anchor_epochs is not None and cfg.data.task != "g2p":

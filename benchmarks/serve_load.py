@@ -54,7 +54,7 @@ def test_inputs(model_dir: Path, path: Path | None, limit: int) -> list[str]:
         return [line for line in lines if line][:limit]
     from attnkit.checkpoint import read_config
     from attnkit.data.tasks.registry import build_split
-    from attnkit.experiment import experiment_from_dict
+    from attnkit.families.seq2seq.config import experiment_from_dict
 
     cfg = experiment_from_dict(read_config(model_dir), source=str(model_dir / "config.yaml"))
     return [src for src, _ in build_split(cfg.data, "test")][:limit]

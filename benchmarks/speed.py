@@ -165,7 +165,7 @@ def build(args, device):
     from attnkit.data.tasks import g2p
     from attnkit.data.tokenizers import CharTokenizer, WhitespaceTokenizer
     from attnkit.data.vocab import Vocab
-    from attnkit.experiment import experiment_from_dict
+    from attnkit.families.seq2seq.config import experiment_from_dict
     from attnkit.models.architectures import build_model
 
     splits = g2p.load(args.data)
@@ -325,7 +325,7 @@ def interleaved_decoding(
 ) -> dict:
     """Decode dev+test greedy and with beam 5 on both paths, alternating them ``rounds`` times each
     (model loading not included): entries/s of each path and the ratio of their total times."""
-    from attnkit.translator import Translator
+    from attnkit.families.seq2seq.translator import Translator
 
     translator = Translator(model.eval(), cfg, *tokenizers, device)
     entries = [s for s, _ in splits.dev] + [s for s, _ in splits.test]
@@ -408,7 +408,7 @@ def _cycle(items):
 
 def decode_speed(args, cfg, model, tokenizers, splits, device) -> dict:
     """Save, reload (timed, as JoeyNMT's numbers include loading), decode dev+test entries."""
-    from attnkit.translator import Translator
+    from attnkit.families.seq2seq.translator import Translator
 
     src_tok, tgt_tok, src_vocab, tgt_vocab = tokenizers
     entries = [s for s, _ in splits.dev] + [s for s, _ in splits.test]

@@ -12,6 +12,9 @@ The demo trains to a data budget (at most 60 epochs, stopping early after 4 eval
 a better dev score), so it reaches the same accuracy on a slow or busy machine as on a fast one,
 only later. A wall clock (:data:`SAFETY_MINUTES`, or ``--minutes``) is only a safety cap: when it
 ends training, one line says so, with the dev score reached and how to go on (``--resume``).
+
+The demo uses the Python API as a notebook would: :func:`attnkit.train` on its experiment,
+:func:`attnkit.load` on the best checkpoint, and the model's ``translate``.
 """
 
 from __future__ import annotations
@@ -20,15 +23,13 @@ import json
 import time
 from pathlib import Path
 
+from attnkit.api import load, train
 from attnkit.attention.modules import NO_ATTENTION
 from attnkit.config import applicable
+from attnkit.data.tasks.registry import build_splits
 from attnkit.errors import AttnkitError
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.evaluation.examples import choose, judge, judged_record, tally
-from attnkit.experiment import ExperimentConfig, experiment_from_dict
+from attnkit.evaluation.examples import choose, group_references, judge, judged_record, tally
 from attnkit.explain.no_attention import NOTE, TITLE, pictured
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
 from attnkit.viz import save_heatmap, save_records, write_report
 
 #: shown in every demo: compounds whose digits come out in the opposite order of their words
@@ -47,36 +48,35 @@ EPOCHS = 60  # the data budget (early stopping ends the run well before)
 
 def demo_config(
     out_dir: Path, quick: bool, attention: str, minutes: float | None, threads: int | None = None
-) -> ExperimentConfig:
-    """The demo's experiment: ``minutes`` is the safety cap (None: :data:`SAFETY_MINUTES`)."""
-    overrides = [f"model.attention={attention}"]
-    if quick:
-        # a smoke test: smaller numbers and model, a few epochs
-        overrides += [
-            "data.max_number=199",
-            "model.encoder_hidden=64",
-            "model.decoder_hidden=128",
-            "train.epochs=4",
-        ]
-        if attention != NO_ATTENTION:  # a model without attention has no attention space
-            overrides.append("model.attention_dim=64")
-    overrides.append(f"train.max_minutes={SAFETY_MINUTES if minutes is None else minutes}")
+) -> dict:
+    """The demo's experiment, as the mapping :func:`attnkit.train` takes: ``minutes`` is the
+    safety cap (None: :data:`SAFETY_MINUTES`)."""
+    data = {"task": "numbers", "direction": "words2digits", "max_number": 999}
+    model = {
+        "attention": attention,
+        "embedding_dim": 64,
+        "encoder_hidden": 128,
+        "decoder_hidden": 256,
+        "attention_dim": 128,
+        "dropout": 0.1,
+    }
+    training = {"epochs": EPOCHS, "batch_size": 32, "lr": 0.001, "patience": 4}
+    if quick:  # a smoke test: smaller numbers and model, a few epochs
+        data["max_number"] = 199
+        model.update(encoder_hidden=64, decoder_hidden=128, attention_dim=64)
+        training["epochs"] = 4
+    if attention == NO_ATTENTION:  # a model without attention has no attention space
+        del model["attention_dim"]
+    training["max_minutes"] = SAFETY_MINUTES if minutes is None else minutes
     if threads is not None:
-        overrides.append(f"train.threads={threads}")
-    base = {
+        training["threads"] = threads
+    return {
         "name": "demo",
         "output_dir": str(out_dir / "model"),
-        "data": {"task": "numbers", "direction": "words2digits", "max_number": 999},
-        "model": {
-            "embedding_dim": 64,
-            "encoder_hidden": 128,
-            "decoder_hidden": 256,
-            "attention_dim": 128,
-            "dropout": 0.1,
-        },
-        "train": {"epochs": EPOCHS, "batch_size": 32, "lr": 0.001, "patience": 4},
+        "data": data,
+        "model": model,
+        "train": training,
     }
-    return experiment_from_dict(base, overrides, source="demo")
 
 
 def default_out(attention: str) -> Path:
@@ -106,29 +106,27 @@ def run_demo(
         flush=True,
     )
     cfg = demo_config(out, quick, attention, minutes, threads)
-    cfg.train.progress = progress
+    cfg["train"]["progress"] = progress
     t0 = time.time()
-    trainer, best, state, capped = _train(cfg, resume, _rerun(out, attention, quick))
+    best, state, capped = _train(cfg, resume, _rerun(out, attention, quick))
     train_s = time.time() - t0
-    translator = Translator.load(best)
-    metrics, sources, refs, hyps = evaluate_translator(
-        translator, "exact", trainer.splits.test, progress=progress
-    )
+    model = load(best)
+    refs, hyps, right = _test(model, progress)
+    metrics = {"exact_match": round(100.0 * sum(right) / max(1, len(right)), 2), "items": len(hyps)}
     print(
         f"\ntest exact match: {metrics['exact_match']:.2f}% of {metrics['items']} held-out numbers "
         f"(trained {train_s / 60:.1f} min)"
     )
 
-    shown = translator.translate(SHOWCASE)
+    shown = model.translate(SHOWCASE)
     print("\nsome translations:")
     for t in shown:
         print(f"  {t.source:32s} -> {t.output}")
     # a model without attention is drawn by its gradient saliency, titled to say so
     title = None if attends else TITLE
     label = "attention weight" if attends else "saliency"
-    right = judge([t.output for t in hyps], refs)
     chosen = choose(right)  # every error first (the report lists them first), then right ones
-    examples = pictured(translator, shown + [hyps[i] for i in chosen])
+    examples = pictured(model.translator, shown + [hyps[i] for i in chosen])
     heat_dir = out / "heatmaps"
     paths = []
     for i, t in enumerate(examples[: len(shown)]):
@@ -152,7 +150,7 @@ def run_demo(
         f"attnkit demo: numbers, {what}",
         summary,
         records,
-        config=applicable(translator.config),
+        config=applicable(model.config),
         notes=None if attends else NOTE,
         map_title=title,
         tally=tally(right),
@@ -167,22 +165,36 @@ def run_demo(
     return summary
 
 
-def _train(cfg: ExperimentConfig, resume: bool, rerun: str):
-    """Train the demo (``resume``: on from ``last``, for ``max_minutes`` more at most); the
-    trainer, the best checkpoint, ``last``'s state and whether the safety cap ended training
-    (then one line says so)."""
-    last = Path(cfg.output_dir) / "last"
-    cap = cfg.train.max_minutes
+def _train(cfg: dict, resume: bool, rerun: str):
+    """Train the demo (``resume``: on from ``last``, for ``max_minutes`` more at most) with
+    :func:`attnkit.train`; the best checkpoint, ``last``'s state and whether the safety cap ended
+    training (then one line says so)."""
+    last = Path(cfg["output_dir"]) / "last"
+    cap = cfg["train"]["max_minutes"]
+    overrides = {}
     if resume:  # the cap is a run's total clock: this call's minutes come on top of the time spent
-        cfg.train.max_minutes = round(cap + _state(last, "--resume")["elapsed_s"] / 60, 3)
-    trainer = Trainer(cfg, dev_scorer=evaluate_translator)
+        total = round(cap + _state(last, "--resume")["elapsed_s"] / 60, 3)
+        # a resumed run keeps its saved config but for the keys this call sets
+        keys = ("max_minutes", "progress", "threads")
+        cfg["train"]["max_minutes"] = total
+        overrides = {f"train.{k}": cfg["train"][k] for k in keys if k in cfg["train"]}
     # a fresh demo replaces the previous demo's model in the same directory
-    best = trainer.train(resume=resume, overwrite=not resume)
+    best = train(cfg, overrides, resume=resume, overwrite=not resume).best
     state = _state(last, "")
-    capped = _stopped_by_clock(state, cfg)
+    capped = _stopped_by_clock(state, cfg["train"])
     if capped:
-        print(_capped_line(cfg, cap, state, rerun), flush=True)
-    return trainer, best, state, capped
+        print(_capped_line(cfg["train"], cap, state, rerun), flush=True)
+    return best, state, capped
+
+
+def _test(model, progress: bool) -> tuple[list[list[str]], list, list[bool]]:
+    """The test split decoded greedily: each distinct number once, its references, its
+    translation and whether that is right (any of its references: as ``attnkit evaluate``
+    scores it)."""
+    grouped = group_references(build_splits(model.config.data).test)
+    refs = list(grouped.values())
+    hyps = model.translate(list(grouped), progress=progress)
+    return refs, hyps, judge([t.output for t in hyps], refs)
 
 
 def _state(last: Path, option: str) -> dict:
@@ -193,11 +205,12 @@ def _state(last: Path, option: str) -> dict:
     return json.loads(path.read_text())["state"]
 
 
-def _stopped_by_clock(state: dict, cfg: ExperimentConfig) -> bool:
-    """True when a finished run's clock ended it: neither its epochs nor its patience did."""
-    patience = cfg.train.patience
+def _stopped_by_clock(state: dict, train_cfg: dict) -> bool:
+    """True when a finished run's clock ended it: neither its epochs nor its patience did
+    (``train_cfg``: the experiment's ``train:`` section)."""
+    patience = train_cfg.get("patience")
     by_patience = patience is not None and state["bad_evals"] >= patience
-    return not by_patience and state["epoch"] < cfg.train.epochs
+    return not by_patience and state["epoch"] < train_cfg["epochs"]
 
 
 def _rerun(out: Path, attention: str, quick: bool) -> str:
@@ -212,13 +225,14 @@ def _rerun(out: Path, attention: str, quick: bool) -> str:
     return " ".join(words)
 
 
-def _capped_line(cfg: ExperimentConfig, cap: float, state: dict, rerun: str) -> str:
+def _capped_line(train_cfg: dict, cap: float, state: dict, rerun: str) -> str:
     """The one line of a demo whose safety cap ended training before its data budget."""
     best = state.get("best")
     score = "no dev score yet" if best is None else f"best dev exact match {best:.2f}%"
     return (
         f"\nstopped by the {cap:g}-minute safety cap after {state['step']} updates "
-        f"(epoch {state['epoch'] + 1} of {cfg.train.epochs}, early stopping not reached): {score}; "
+        f"(epoch {state['epoch'] + 1} of {train_cfg['epochs']}, early stopping not reached): "
+        f"{score}; "
         f"this machine is slower or busier than the recipe expects. Go on with "
         f"`{rerun} --resume` (another {cap:g} minutes at most) or give more time "
         f"with `--minutes`."

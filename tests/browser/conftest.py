@@ -70,9 +70,9 @@ def train_numbers(out: Path, attention: str) -> Path:
     """A tiny numbers translator (German and English words to digits), a few seconds of
     training; its checkpoint directory. ``attention`` "transformer" trains a two-layer,
     two-head Transformer."""
-    from attnkit.evaluation.evaluate import evaluate_translator
-    from attnkit.experiment import experiment_from_dict
-    from attnkit.training.trainer import train_experiment
+    from attnkit.families.seq2seq.config import experiment_from_dict
+    from attnkit.families.seq2seq.evaluate import evaluate_translator
+    from attnkit.families.seq2seq.trainer import train_experiment
 
     cfg = experiment_from_dict(
         {

@@ -10,9 +10,9 @@ import pytest
 import torch
 from test_trainer_checkpoints import _config, _digits, _write_tsvs
 
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,11 @@ import yaml
 
 from attnkit.cli import main
 from attnkit.errors import ConfigError
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.experiment import load_experiment
+from attnkit.families.seq2seq.config import load_experiment
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.training.loop import TrainingLoop
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
 from attnkit.viz import load_records
 
 pytestmark = pytest.mark.slow
@@ -163,10 +163,24 @@ def test_a_demo_stopped_by_its_safety_cap_says_so_in_one_line_and_resumes(tmp_pa
 def test_demo_recipe_is_a_data_budget_with_a_safety_cap():
     from attnkit.demo import SAFETY_MINUTES, demo_config
 
-    cfg = demo_config(Path("runs/demo"), quick=False, attention="bahdanau", minutes=None)
-    assert cfg.train.epochs == 60 and cfg.train.patience == 4
-    assert cfg.train.max_minutes == SAFETY_MINUTES >= 10
-    assert demo_config(Path("x"), False, "bahdanau", 3, threads=1).train.threads == 1
+    train = demo_config(Path("runs/demo"), quick=False, attention="bahdanau", minutes=None)["train"]
+    assert train["epochs"] == 60 and train["patience"] == 4
+    assert train["max_minutes"] == SAFETY_MINUTES >= 10
+    assert demo_config(Path("x"), False, "bahdanau", 3, threads=1)["train"]["threads"] == 1
+
+
+def test_every_demo_recipe_is_a_valid_experiment():
+    """What the demo hands attnkit.train passes its checks as a person's file: every key applies
+    (a model without attention has no attention_dim)."""
+    from attnkit.demo import demo_config
+    from attnkit.families.seq2seq.config import experiment_from_dict
+
+    for quick in (False, True):
+        for attention in ("bahdanau", "none", "luong-general"):
+            data = demo_config(Path("x"), quick, attention, None, threads=1)
+            cfg = experiment_from_dict(data, source="demo", user=True)
+            assert cfg.model.attention == attention and cfg.train.threads == 1
+            assert cfg.train.epochs == (4 if quick else 60)
 
 
 def test_demo_quick_without_attention_says_so_and_draws_saliency(tmp_path, capsys):
@@ -220,7 +234,8 @@ def test_patience_stops_early_and_null_never_does(
 ):
     """A dev score that never improves after the first evaluation: patience 2 stops at the third,
     null runs on."""
-    import attnkit.evaluation.evaluate as evaluate_module  # the dev scorer `attnkit train` passes
+    # the dev scorer `attnkit train` passes
+    import attnkit.families.seq2seq.evaluate as evaluate_module
 
     original = evaluate_module.evaluate_translator
 

@@ -62,7 +62,7 @@ def test_word_buckets_score_each_length_on_its_own():
 def test_multi30k_configs_load_as_experiments_of_the_pair(tmp_path):
     from argparse import Namespace
 
-    from attnkit.experiment import load_experiment
+    from attnkit.families.seq2seq.config import load_experiment
 
     curve = _benchmark()
     args = Namespace(pair="en-fr", epochs=3, minutes=None, seed=0, threads=1)

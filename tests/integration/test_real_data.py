@@ -19,10 +19,10 @@ import yaml
 
 from attnkit.data.tasks import g2p, multi30k
 from attnkit.data.tasks.base import Splits
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.experiment import load_experiment
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.config import load_experiment
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 
 pytestmark = pytest.mark.slow
 

@@ -20,11 +20,11 @@ import attnkit
 from attnkit import checkpoint as ckpt
 from attnkit.cli import main
 from attnkit.errors import TrainingInterrupted
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.experiment import load_experiment
+from attnkit.families.seq2seq.config import load_experiment
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.training import rundir
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
 
 pytestmark = pytest.mark.slow
 
@@ -248,7 +248,8 @@ def test_a_read_only_run_directory_fails_before_training(tmp_path, monkeypatch, 
     run.mkdir()
     cfg = _config(tmp_path / "exp.yaml", run, {"epochs": 1})
     monkeypatch.setattr(
-        "attnkit.training.trainer.starting_point", lambda *a: pytest.fail("training started")
+        "attnkit.families.seq2seq.trainer.starting_point",
+        lambda *a: pytest.fail("training started"),
     )
     if os.geteuid() == 0:  # root bypasses permissions: fail the probe as a read-only mount would
 

@@ -12,11 +12,11 @@ import yaml
 from safetensors.torch import save_file
 
 from attnkit import checkpoint as ckpt
-from attnkit.evaluation.evaluate import evaluate_translator
-from attnkit.experiment import load_experiment
-from attnkit.training import seq2seq_adapter as adapter_module
-from attnkit.training.trainer import Trainer
-from attnkit.translator import Translator
+from attnkit.families.seq2seq import adapter as adapter_module
+from attnkit.families.seq2seq.config import load_experiment
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.trainer import Trainer
+from attnkit.families.seq2seq.translator import Translator
 
 pytestmark = pytest.mark.slow
 

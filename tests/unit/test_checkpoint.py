@@ -19,10 +19,10 @@ from attnkit.data.batching import collate, encode_pairs
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import PAD_ID, Vocab
 from attnkit.errors import AttnkitError, CheckpointError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.training import resume
-from attnkit.translator import Translator
 
 PAIRS = [
     ("abc", "cba"),

@@ -16,7 +16,7 @@ import yaml
 
 from attnkit.checkpoint import read_json, read_tensors
 from attnkit.cli import main
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.viz import load_records
 
 REPO = Path(__file__).resolve().parents[2]

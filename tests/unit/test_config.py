@@ -21,7 +21,7 @@ from attnkit.data.tasks.registry import (
 )
 from attnkit.data.tasks.settings import FLAT_DEFAULTS, NumbersData
 from attnkit.errors import AttnkitError, ConfigError
-from attnkit.experiment import (
+from attnkit.families.seq2seq.config import (
     DecodeConfig,
     ExperimentConfig,
     TrainConfig,

@@ -189,8 +189,8 @@ def test_slot_accuracy_counts_names_and_numbers_in_place():
 def _copying_translator(p_gen_logit: float):
     """A tiny untrained copying translator on copyrare's words whose switch is fixed near
     sigmoid(p_gen_logit)."""
-    from attnkit.experiment import experiment_from_dict
-    from attnkit.translator import Translator
+    from attnkit.families.seq2seq.config import experiment_from_dict
+    from attnkit.families.seq2seq.translator import Translator
 
     cfg = experiment_from_dict(
         {
@@ -269,8 +269,8 @@ def test_every_cpu_backend_computes_the_reference_copy_distribution(backend):
 def test_a_copying_checkpoint_loads_and_one_with_two_vocabularies_is_refused(tmp_path):
     import json
 
-    from attnkit.checkpoint.seq2seq import load_seq2seq
     from attnkit.errors import CheckpointError
+    from attnkit.families.seq2seq.bundle import load_seq2seq
 
     directory = tmp_path / "copier"
     _copying_translator(0.0).save(directory)

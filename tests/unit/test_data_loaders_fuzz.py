@@ -22,7 +22,7 @@ from attnkit.data.tasks import g2p, multi30k, parallel
 from attnkit.data.tokenizers import tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
 from attnkit.families.vision.config import parse_config
 
 FUZZ = settings(

@@ -9,13 +9,14 @@ import sacrebleu
 from attnkit.data.tasks.registry import data_from_dict
 from attnkit.evaluation.examples import (
     choose,
+    group_references,
     is_translation,
     judge,
     judged_record,
     sentence_chrf,
     tally,
 )
-from attnkit.translator import Translation
+from attnkit.families.seq2seq.translator import Translation
 from attnkit.viz import load_records, save_records
 
 
@@ -23,6 +24,14 @@ def translation(source: str, output: str) -> Translation:
     src, out = source.split() + ["</s>"], output.split() + ["</s>"]
     weights = np.full((len(out), len(src)), 1.0 / len(src))  # (T, S)
     return Translation(source, src, output, out, weights, score=-1.5)
+
+
+def test_each_source_is_scored_once_against_all_its_references():
+    pairs = [("vier", "4"), ("zwei", "2"), ("vier", "IV"), ("vier", "4"), ("eins", "1")]
+    grouped = group_references(pairs)
+    assert list(grouped) == ["vier", "zwei", "eins"]  # first seen first, each once
+    assert grouped["vier"] == ["4", "IV"]  # every reference, none twice
+    assert judge(["IV", "3", "1"], list(grouped.values())) == [True, False, True]
 
 
 def test_every_error_comes_first_then_right_answers_fill_the_bound():

@@ -13,13 +13,14 @@ from attnkit.cli import main
 from attnkit.data.tasks.registry import build_splits
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
-from attnkit.evaluation.explain_report import argmax_agreement, explain_model, rank_correlation
-from attnkit.evaluation.report import evaluate_model
-from attnkit.experiment import experiment_from_dict
+from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
 from attnkit.explain.no_attention import TITLE
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.explain_report import explain_model
+from attnkit.families.seq2seq.report import evaluate_model
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.decoders import FixedContextDecoder
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.translator import Translator
 from attnkit.viz import load_records
 
 TINY = {

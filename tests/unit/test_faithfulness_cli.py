@@ -11,9 +11,9 @@ from attnkit.cli import main
 from attnkit.data.tasks.registry import build_splits
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.architectures import build_model
-from attnkit.translator import Translator
 
 RNN = {"attention": "bahdanau", "embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16,
        "attention_dim": 8, "dropout": 0.0}  # fmt: skip

@@ -12,9 +12,9 @@ from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.faithfulness import Options, decided, question
 from attnkit.evaluation.faithfulness_seq2seq import Seq2SeqSubject, plain
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.architectures import build_model
-from attnkit.translator import Translator
 
 RNN = {"embedding_dim": 8, "encoder_hidden": 8, "decoder_hidden": 16, "attention_dim": 8,
        "dropout": 0.0}  # fmt: skip

@@ -188,6 +188,7 @@ def test_a_family_resolves_absolute_and_relative_references():
     family = Family(name="x", package="attnkit.families.seq2seq", model="model:Seq2SeqModel",
                     train="train:train")  # fmt: skip
     assert family.resolve("model:Seq2SeqModel").__module__ == "attnkit.families.seq2seq.model"
-    assert family.resolve("attnkit.translator:Translation").__name__ == "Translation"
+    assert family.resolve("translator:Translation").__name__ == "Translation"
+    assert family.resolve("attnkit.evaluation.scores:Scores").__name__ == "Scores"
     assert family.resolve("train").__name__ == "attnkit.families.seq2seq.train"
     assert family.hook("explain") is not None and family.hook("nonsense") is None

@@ -5,7 +5,7 @@ from num2words import num2words
 
 from attnkit.data.tasks import dates, numbers
 from attnkit.data.tasks.gold import gold_aligner
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
 
 
 def _named(source: str, target: str, align) -> list[str]:

@@ -16,7 +16,7 @@ from test_cli import _reversal_tsv
 from attnkit.cli import main
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import per_head_metrics
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.viz import AttentionRecord, load_records
 from attnkit.viz.heads import choose_map, map_title, plot_head_grid
 

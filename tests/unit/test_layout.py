@@ -7,18 +7,17 @@ own floor or below:
     core        errors, config, device, renamed_keys, size_caps
     data        data, zoo
     attention   attention
-    models      models, accel, decoding, checkpoint (the file format, and the seq2seq bundle),
-                experiment (the seq2seq experiment file), train_config (the train: keys, each
-                family's defaults being its own: families/<name>/config.py)
-    training and inference   training, evaluation, explain, viz, translator (seq2seq inference)
+    models      models, accel, decoding, checkpoint (the file format), train_config (the
+                train: keys, each family's defaults being its own: families/<name>/config.py)
+    training and inference   training, evaluation, explain, viz
     families    one folder per family, and the registry (docs/FAMILIES.md)
     api         api, lessons, the package itself (attnkit/__init__.py: the public API)
     serve and cli   serve, cli, demo, __main__
 
 Within a floor packages may import each other, but never round a cycle: on the training and
-inference floor the order is viz < translator < training < explain < evaluation (the trainer
-is given its dev scorer; evaluation's reports draw explanations). Every ``import`` statement
-counts, at the top of a module or inside a function.
+inference floor the order is viz < training < explain < evaluation (evaluation's reports draw
+explanations). Every ``import`` statement counts, at the top of a module or inside
+a function.
 
 A module ``src/attnkit/<package>/<module>.py`` is tested in ``test_<module>.py`` anywhere under
 ``tests/``, or in the test modules that ``tests/MODULES.md`` names for it.
@@ -208,10 +207,9 @@ FLOOR_UNITS: dict[str, tuple[str, ...]] = {
         "accel",
         "decoding",
         "checkpoint",
-        "experiment",
         "train_config",
     ),  # fmt: skip
-    "training and inference": ("training", "evaluation", "explain", "viz", "translator"),
+    "training and inference": ("training", "evaluation", "explain", "viz"),
     "families": ("families",),
     "api": ("api", "lessons", "__init__"),
     "serve and cli": ("serve", "cli", "demo", "__main__"),
@@ -359,7 +357,7 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path):
     path = tmp_path / "m.py"
     path.write_text(
         "from attnkit import __version__\n"
-        "from . import report\n"
+        "from . import metrics\n"
         "def f():\n"
         "    from attnkit.viz import visual\n"
         "    import attnkit.errors\n",
@@ -367,7 +365,7 @@ def test_imports_inside_functions_and_relative_ones_count(tmp_path):
     )
     assert _imported("attnkit.evaluation.m", path) == {
         "attnkit",
-        "attnkit.evaluation.report",
+        "attnkit.evaluation.metrics",
         "attnkit.viz.visual",
         "attnkit.errors",
     }
@@ -383,11 +381,8 @@ FAMILY_NAMES = sorted(
 #: (or for the generic mechanism that makes the name unnecessary); delete an entry when its module
 #: no longer names one (test_pending_family_names_still_exist says which)
 PENDING_FAMILY_NAMES: dict[str, str] = {
-    "attnkit.checkpoint.seq2seq": "the seq2seq bundle: to families/seq2seq/bundle.py",
     "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
-    "attnkit.evaluation.evaluate": "the seq2seq evaluation: to families/seq2seq/",
     "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
-    "attnkit.experiment": "the seq2seq experiment config: to families/seq2seq/config.py",
 }
 
 

@@ -16,7 +16,7 @@ from attnkit.data.download import HOW_TO_DOWNLOAD, ensure_files
 from attnkit.data.tasks import registry
 from attnkit.data.tasks import vision as vision_tasks
 from attnkit.errors import DataError
-from attnkit.experiment import load_experiment
+from attnkit.families.seq2seq.config import load_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 

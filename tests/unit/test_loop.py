@@ -178,7 +178,7 @@ def test_a_spent_budget_evaluates_at_once_and_ends_the_run_mid_epoch():
 
 
 def test_the_settings_of_each_family_s_train_section():
-    from attnkit.experiment import TrainConfig as Seq2SeqTrain
+    from attnkit.families.seq2seq.config import TrainConfig as Seq2SeqTrain
     from attnkit.families.vision.config import TrainConfig as VisionTrain
 
     seq2seq = LoopSettings.of(Seq2SeqTrain(eval_every=7, max_minutes=2.0, clip=None))

@@ -16,7 +16,7 @@ from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.validate import build_checked
 from attnkit.data.vocab import BOS_ID, EOS_ID
 from attnkit.errors import AttnkitError, CheckpointError, ConfigError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
 from attnkit.models.architectures import build_model, model_config_from_dict
 from attnkit.models.positions import POSITIONAL, LearnedPositions, SinusoidalPositions
 from attnkit.size_caps import check_sizes

@@ -8,9 +8,9 @@ import torch
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import EOS, EOS_ID, Vocab
 from attnkit.errors import AttnkitError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.translator import Translator
 
 SOURCES = ["abc", "hello", "cab", "lo", "hecab"]
 

@@ -11,7 +11,7 @@ import yaml
 
 import attnkit
 from attnkit.config import applicable
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
 from attnkit.families.vision.config import parse_config
 
 

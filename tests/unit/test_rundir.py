@@ -177,8 +177,8 @@ def test_resume_repairs_an_interrupted_swap_before_it_reads_last(tmp_path, left)
     (both trainers look through recover_before_resume before 'nothing to resume')."""
     from types import SimpleNamespace
 
+    from attnkit.families.seq2seq import setup as seq2seq_setup
     from attnkit.families.vision import train as vision
-    from attnkit.training import seq2seq_setup
 
     run = tmp_path / "run"
     _checkpoint(run / left, step=3)

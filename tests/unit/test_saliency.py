@@ -188,7 +188,7 @@ def _lookup_model(seed: int, sharpness: float = 20.0):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("method", METHODS)
 def test_attention_and_saliency_agree_where_the_source_passes_only_through_attention(seed, method):
-    from attnkit.evaluation.explain_report import argmax_agreement
+    from attnkit.evaluation.agreement import argmax_agreement
 
     model = _lookup_model(seed)
     source = [9, 4, 12, 7, 5, 14, 10]  # distinct tokens: each step attends somewhere else

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attnkit.experiment import TrainConfig
+from attnkit.families.seq2seq.config import TrainConfig
 from attnkit.families.vision.config import TrainConfig as VisionTrainConfig
 from attnkit.training import schedules
 from attnkit.training.schedules import learning_rate, run_progress

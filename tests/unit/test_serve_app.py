@@ -16,11 +16,11 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_splits
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import BOS_ID, EOS, EOS_ID, Vocab
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.models.seq2seq import Seq2Seq
 from attnkit.serve.app import ServeSettings, create_app
 from attnkit.serve.models import model_name, model_names
-from attnkit.translator import Translator
 
 TINY = {
     "attention": "bahdanau",

@@ -12,7 +12,7 @@ from attnkit.data.tokenizers import (
     tokenizer_from_json,
 )
 from attnkit.errors import CheckpointError
-from attnkit.training.seq2seq_setup import make_tokenizer
+from attnkit.families.seq2seq.setup import make_tokenizer
 
 SENTENCES = [
     "Ein Mann mit einem Hut, der die Kamera anstarrt.",

@@ -13,7 +13,7 @@ import pytest
 
 from attnkit.config import from_dict, read_yaml, to_dict
 from attnkit.errors import ConfigError
-from attnkit.experiment import TrainConfig as Seq2SeqTrain
+from attnkit.families.seq2seq.config import TrainConfig as Seq2SeqTrain
 from attnkit.families.vision.config import TrainConfig as VisionTrain
 from attnkit.train_config import KEYS, Row, train_config_class
 
@@ -67,7 +67,7 @@ def test_choices_and_rules_are_the_family_s():
 
 #: where each family's train column (TRAIN_KEYS, TRAIN_CHOICES) and TrainConfig live
 CONFIG_MODULES = {
-    "seq2seq": "attnkit.experiment",
+    "seq2seq": "attnkit.families.seq2seq.config",
     "vision": "attnkit.families.vision.config",
     "text": "attnkit.families.text.config",
     "graph": "attnkit.families.graph.config",

@@ -13,7 +13,7 @@ from attnkit.data.vocab import BOS_ID, EOS_ID, PAD_ID
 from attnkit.decoding import beam_search, forced_decode, greedy_decode
 from attnkit.decoding.ensemble import Ensemble
 from attnkit.errors import ConfigError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
 from attnkit.models.architectures import build_model, model_config_from_dict
 from attnkit.models.seq2seq import Seq2Seq, Seq2SeqConfig
 from attnkit.models.transformer import Transformer, TransformerConfig, sinusoids
@@ -246,7 +246,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_every_shipped_transformer_config_builds_and_checkpoints(config, tmp_path):
     from attnkit.checkpoint import write_checkpoint
     from attnkit.checkpoint.weights import load_model_state
-    from attnkit.experiment import load_experiment
+    from attnkit.families.seq2seq.config import load_experiment
 
     cfg = load_experiment(REPO / "configs" / config)
     assert isinstance(cfg.model, TransformerConfig)

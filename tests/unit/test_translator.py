@@ -11,9 +11,9 @@ from attnkit.data.text_input import read_inputs
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import EOS, EOS_ID, UNK_ID, Vocab
 from attnkit.errors import AttnkitError, InputError
-from attnkit.experiment import experiment_from_dict
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translation, Translator
 from attnkit.models.seq2seq import Seq2Seq
-from attnkit.translator import Translation, Translator
 from attnkit.viz.records import AttentionRecord
 
 PAIRS = [

@@ -26,11 +26,11 @@ from attnkit.config import from_dict
 from attnkit.data.tokenizers import CharTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import CheckpointError
-from attnkit.experiment import experiment_from_dict
 from attnkit.families import FAMILIES
+from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.families.vision.kinds import MODEL_TYPES
 from attnkit.models.architectures import ARCHITECTURES, build_model
-from attnkit.translator import Translator
 
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
 TINY_SEQ2SEQ = {

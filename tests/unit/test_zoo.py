@@ -17,7 +17,7 @@ from attnkit import zoo
 from attnkit.cli import build_parser, main
 from attnkit.data.tasks.registry import build_splits, task_metric
 from attnkit.errors import CheckpointError
-from attnkit.evaluation.evaluate import evaluate_translator
+from attnkit.families.seq2seq.evaluate import evaluate_translator
 
 NAMES = zoo.names()
 #: how far a zoo model's test score (in points) may lie from its float32 weights' score, measured
@@ -140,7 +140,7 @@ def test_checkpoint_argument_leaves_paths_alone():
 def test_outputs_beside_a_zoo_model_go_to_runs_zoo_not_into_the_package():
     from pathlib import Path
 
-    from attnkit.evaluation.report import default_eval_dir
+    from attnkit.evaluation.summary import default_eval_dir
 
     model = zoo.resolve("zoo:numbers-bahdanau")
     assert default_eval_dir([model], "test") == Path("runs/zoo/eval/numbers-bahdanau-test")

@@ -1,5 +1,5 @@
 """One batch through greedy decoding or beam search, from a forced target prefix when given:
-what :meth:`attnkit.translator.Translator.decode` runs for each of its batches."""
+what :meth:`attnkit.families.seq2seq.translator.Translator.decode` runs for each of its batches."""
 
 from __future__ import annotations
 

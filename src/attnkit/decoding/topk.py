@@ -1,8 +1,9 @@
 """The model's k most likely tokens at every step of given outputs.
 
 :func:`top_k_steps` gives them for a translator's outputs (a
-:class:`~attnkit.translator.Translator` and its :class:`~attnkit.translator.Translation`
-list): read from what the search kept where it kept them, else by the pass below.
+:class:`~attnkit.families.seq2seq.translator.Translator` and its
+:class:`~attnkit.families.seq2seq.translator.Translation` list): read from what the search
+kept where it kept them, else by the pass below.
 
 One teacher-forced pass over each output (as :mod:`attnkit.decoding.forced`): at step t the
 decoder has read ``<s>`` and the output's first t tokens, and its distribution over the next

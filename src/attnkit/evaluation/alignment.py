@@ -115,7 +115,8 @@ def score_alignments(translator, aligner, sources, refs, translations) -> dict:
     * ``own_output``: the attention of the model's own output, on the examples it got right
       (only there do the gold links of the source and its output exist);
     * ``teacher_forced``: the attention paid while the model is made to write the first
-      reference (:meth:`attnkit.translator.Translator.teacher_forced`), on every example;
+      reference (:meth:`attnkit.families.seq2seq.translator.Translator.teacher_forced`), on
+      every example;
     * ``per_head`` (a Transformer): the teacher-forced scores of every layer's and head's own
       map (:func:`per_head_metrics`).
 

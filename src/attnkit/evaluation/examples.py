@@ -11,6 +11,7 @@ sentence chrF against its reference (sacrebleu's ``sentence_chrf``), which the r
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import sacrebleu
@@ -28,6 +29,16 @@ def is_translation(data_cfg) -> bool:
     """Whether the task of ``data_cfg`` is scored as translation (multi30k; parallel with
     ``data.metric`` bleu or chrf): its examples carry a sentence chrF."""
     return task_metric(data_cfg).key in TRANSLATION_METRICS
+
+
+def group_references(pairs: Sequence[tuple[str, str]]) -> OrderedDict[str, list[str]]:
+    """source -> every reference target, sources in first-seen order."""
+    refs: OrderedDict[str, list[str]] = OrderedDict()
+    for src, tgt in pairs:
+        refs.setdefault(src, [])
+        if tgt not in refs[src]:
+            refs[src].append(tgt)
+    return refs
 
 
 def judge(outputs: Sequence[str], refs: Sequence[Sequence[str]]) -> list[bool]:

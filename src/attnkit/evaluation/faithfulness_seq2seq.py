@@ -95,7 +95,8 @@ def given_attention(decoder, weights: Tensor) -> Iterator[None]:
 
 
 class Seq2SeqSubject(Subject):
-    """One input of a :class:`attnkit.translator.Translator`, forced along its greedy output."""
+    """One input of a :class:`attnkit.families.seq2seq.translator.Translator`, forced along its
+    greedy output."""
 
     def __init__(self, translator, text: str):
         self.model = translator.model

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnkit.evaluation.report import default_eval_dir
+from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain import graph as explain
 from attnkit.viz import graph as pictures
 from attnkit.viz import visual

@@ -1,6 +1,12 @@
-"""What ``attnkit evaluate`` prints: a short table of its ``scores.json`` for a person."""
+"""What ``attnkit evaluate`` prints, a short table of its ``scores.json`` for a person, and where
+it writes by default (:func:`default_eval_dir`), for every family alike."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from attnkit.zoo import run_parent
 
 SIZES = ("items", "sentences", "words")  # how many were scored, per metric family
 TIMINGS = ("decode_s", "inputs_per_s")
@@ -65,3 +71,13 @@ def _number(value) -> str:
     if value is None:
         return "-"
     return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
+    """``RUN/eval/CHECKPOINT-SPLIT`` for the checkpoint ``RUN/CHECKPOINT`` (runs/x/eval/best-test;
+    a zoo model's: runs/zoo/eval/NAME-SPLIT);
+    ``RUN/eval/CHECKPOINT-SPLIT-ensembleN`` for an ensemble of N whose first is RUN/CHECKPOINT."""
+    first = Path(model_dirs[0])
+    first = first if first.name not in ("", ".", "..") else first.resolve()
+    suffix = "" if len(model_dirs) == 1 else f"-ensemble{len(model_dirs)}"
+    return run_parent(first) / "eval" / f"{first.name}-{split}{suffix}"

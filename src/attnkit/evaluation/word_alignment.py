@@ -2,10 +2,10 @@
 against human links (:mod:`attnkit.data.tasks.human_gold`).
 
 The model is made to write the gold pair's target (forced decoding,
-:meth:`attnkit.translator.Translator.teacher_forced`) and its map over subword tokens is brought
-to words: the columns of a source word's pieces are summed, the rows of a target word's pieces
-averaged, the ``</s>`` row and column dropped and each row renormalised. Each target word is then
-linked to its most-attended source word, and the links are scored by
+:meth:`attnkit.families.seq2seq.translator.Translator.teacher_forced`) and its map over subword
+tokens is brought to words: the columns of a source word's pieces are summed, the rows of a
+target word's pieces averaged, the ``</s>`` row and column dropped and each row renormalised.
+Each target word is then linked to its most-attended source word, and the links are scored by
 :class:`~attnkit.evaluation.alignment.AlignmentTotals`: AER, precision (links on a sure or
 possible gold link) and recall (sure gold links found).
 """

@@ -5,6 +5,11 @@ which no picture may draw and no score may read as attention. Where a heatmap of
 would be drawn (``attnkit plot``, the demo, report.html), :func:`pictured` gives the saliency map
 of the same output instead (:mod:`attnkit.explain.saliency`, captum, the ``gradient`` method),
 and :data:`TITLE` says on the picture what it is.
+
+A ``translator`` here is the seq2seq family's
+:class:`~attnkit.families.seq2seq.translator.Translator` (what is read of it: ``model``,
+``config``, ``device``, its vocabularies and ``encode_sources``) and a translation its
+``Translation``; the family hands them in, this floor below it imports neither.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ from attnkit.data.batching import collate
 from attnkit.data.copy_ids import output_ids
 from attnkit.data.vocab import EOS
 from attnkit.explain.saliency import saliency_maps
-from attnkit.translator import Translation, Translator
 
 #: the title of every picture of a model without attention
 TITLE = "no attention: gradient saliency"
@@ -29,9 +33,7 @@ NOTE = (
 )
 
 
-def saliency_translations(
-    translator: Translator, translations: Sequence[Translation], method: str = "gradient"
-) -> list[Translation]:
+def saliency_translations(translator, translations: Sequence, method: str = "gradient") -> list:
     """The same translations with the saliency maps of their outputs as weights
     (len(output_tokens), len(source_tokens)): the model is forced along each output token by
     token (from greedy decoding, beam search or a forced reference alike). Each must have a
@@ -59,24 +61,24 @@ def saliency_translations(
             maps[index] = m.numpy()
     return [
         # an output cut off before </s> has no row for it
-        Translation(
+        type(t)(
             t.source, t.source_tokens, t.output, t.output_tokens, m[: len(t.output_tokens)], t.score
         )
         for t, m in zip(translations, maps)
     ]
 
 
-def _finished(translation: Translation) -> bool:
+def _finished(translation) -> bool:
     return translation.output_tokens[-1:] == [EOS]
 
 
-def can_explain(translator: Translator) -> bool:
+def can_explain(translator) -> bool:
     """Whether saliency can be drawn for the translator's model: one model, not an ensemble
     (captum differentiates one encoder's embeddings)."""
     return getattr(translator.model, "members", None) is None
 
 
-def pictured(translator: Translator, translations: Sequence[Translation]) -> list[Translation]:
+def pictured(translator, translations: Sequence) -> list:
     """The translations as pictures show them, one per translation: as they are for a model that
     attends; for one without attention, with their outputs' saliency maps in place of the zero
     weights (a blank input, with nothing decoded, stays as it is). An ensemble without

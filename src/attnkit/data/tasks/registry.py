@@ -98,7 +98,7 @@ def _multi30k(cfg: Multi30kData) -> Splits:
 class Metric:
     """How a task's outputs are scored, and which score decides."""
 
-    family: str  # exact | g2p | bleu | text: the scores computed (attnkit.evaluation.evaluate)
+    family: str  # exact | g2p | bleu | text: the scores computed (the seq2seq family's evaluate)
     key: str  # the dev score that picks best, stops early, steps the plateau LR, ranks averaging
     higher_is_better: bool
 

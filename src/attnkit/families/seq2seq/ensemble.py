@@ -19,7 +19,7 @@ from attnkit.data.tokenizers import Tokenizer
 from attnkit.decoding.ensemble import Ensemble
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError, CheckpointError
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 
 
 def load_translator(

@@ -12,7 +12,7 @@ included), L decoder layers.
 
 from __future__ import annotations
 
-from attnkit.translator import Translation, Translator
+from attnkit.families.seq2seq.translator import Translation, Translator
 
 
 def explain_output(
@@ -22,7 +22,7 @@ def explain_output(
     (T, S); the same with the gradient saliency of every output token by ``method`` as its
     ``weights``; and, for a model that ``attends``, the agreement of the two maps:
     ``argmax_agreement`` and ``rank_correlation``)."""
-    from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+    from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
     from attnkit.explain.no_attention import saliency_translations
 
     (forced,) = translator.teacher_forced([text], [output])

@@ -13,7 +13,7 @@ notebooks::
 :class:`Seq2SeqModel` is the one object a user holds: it loads one checkpoint or an ensemble and
 checks every argument once (:meth:`Seq2SeqModel.search_options`, :meth:`Seq2SeqModel.prepare`,
 which the server checks its requests with too); decoding is the service underneath,
-:class:`attnkit.translator.Translator` (``model.translator``).
+:class:`attnkit.families.seq2seq.translator.Translator` (``model.translator``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from attnkit.errors import AttnkitError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.explain.explanation import Explanation
 from attnkit.families.seq2seq.ensemble import load_translator
-from attnkit.translator import Translation, Translator
+from attnkit.families.seq2seq.translator import Translation, Translator
 
 
 class Seq2SeqModel:
@@ -188,7 +188,7 @@ class Seq2SeqModel:
         attention.json, saliency.json, scores.json and report.html (default
         ``RUN/explain/CHECKPOINT``); with ``picture``, one input drawn to that file alone.
         Returns the scores."""
-        from attnkit.evaluation.explain_report import explain_model
+        from attnkit.families.seq2seq.explain_report import explain_model
 
         if not self.paths:
             raise AttnkitError("explain_report: this model was not loaded from a checkpoint")
@@ -270,7 +270,7 @@ class Seq2SeqModel:
         hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
         beside the checkpoint)."""
         from attnkit.evaluation.inputs import EvalFiles
-        from attnkit.evaluation.report import evaluate_model
+        from attnkit.families.seq2seq.report import evaluate_model
 
         self.search_options(beam, alpha=alpha)  # before anything is decoded
         if not self.paths:

@@ -12,9 +12,9 @@ from attnkit.families.base import ConfigSummary, TrainRequest, describe_experime
 def train(data: dict, request: TrainRequest) -> Path:
     """``attnkit.train`` of a seq2seq experiment: its best checkpoint. ``resume`` continues with
     the run's own config, changed where the request's overrides ask."""
-    from attnkit.evaluation.evaluate import evaluate_translator
-    from attnkit.experiment import experiment_from_dict
-    from attnkit.training.trainer import train_experiment
+    from attnkit.families.seq2seq.config import experiment_from_dict
+    from attnkit.families.seq2seq.evaluate import evaluate_translator
+    from attnkit.families.seq2seq.trainer import train_experiment
 
     source = str(request.config)
     cfg = experiment_from_dict(
@@ -23,13 +23,12 @@ def train(data: dict, request: TrainRequest) -> Path:
     if request.output_dir is not None:  # a path, never parsed as YAML
         cfg.output_dir = str(request.output_dir)
     if request.resume:
+        from attnkit.families.seq2seq.setup import config_to_resume
         from attnkit.training.distributed import rank
-        from attnkit.training.seq2seq_setup import config_to_resume
 
         cfg, note = config_to_resume(cfg, request.overrides, source)
         if note and rank() == 0:
             print(note, file=sys.stderr)  # beside the run's lines
-    # the dev scorer is handed in: training/ imports nothing of evaluation/
     return train_experiment(
         cfg, resume=request.resume, overwrite=request.overwrite, dev_scorer=evaluate_translator
     )

@@ -21,7 +21,7 @@ import torch
 
 from attnkit.data.tasks.text import TextData, encode, task_name
 from attnkit.errors import ConfigError
-from attnkit.evaluation.report import default_eval_dir
+from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain.text_saliency import text_saliency
 from attnkit.families.text.bundle import TextBundle
 from attnkit.families.text.scoring import Answer, accuracy, predict, record_of

@@ -236,7 +236,7 @@ class TextModel:
 def _agreement(records, has_attention: bool) -> dict:
     """Mean Spearman's rho of attention and saliency over the sentences, and the percent whose
     most attended and most salient word agree (None without attention)."""
-    from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+    from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
 
     if not has_attention or not records:
         return {"rank_correlation": None, "argmax_agreement": None}

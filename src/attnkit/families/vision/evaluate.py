@@ -32,7 +32,7 @@ from attnkit.checkpoint import checkpoint_dir
 from attnkit.config import applicable
 from attnkit.data.tasks.vision import Split, VisionData
 from attnkit.errors import ConfigError
-from attnkit.evaluation.report import default_eval_dir
+from attnkit.evaluation.summary import default_eval_dir
 from attnkit.families.vision import explain as implicit
 from attnkit.families.vision.bundle import load_vision_model
 from attnkit.families.vision.config import VisionConfig
@@ -108,7 +108,7 @@ def evaluate_to_dir(
     loaded: tuple | None = None,
 ) -> dict:
     """Score ``model_dir`` on ``split`` and write scores.json, predictions.tsv and report.html to
-    ``out_dir`` (default: :func:`attnkit.evaluation.report.default_eval_dir`); the scores, with
+    ``out_dir`` (default: :func:`attnkit.evaluation.summary.default_eval_dir`); the scores, with
     ``"out"`` naming the directory. ``loaded`` as :func:`score_vision` takes it."""
     checkpoint = checkpoint_dir(model_dir)
     scored = score_vision(checkpoint, split, mc_samples, device, loaded)

@@ -6,7 +6,7 @@ schedule steps on dev scores instead); one update is the mean token loss of a ba
 each rank trains its shard under DistributedDataParallel (the figures returned are the whole
 batch's, so every rank's guard decides alike). Each evaluation greedily decodes dev with the scorer
 the adapter is given (``dev_scorer``), steps the plateau schedule and draws the first examples'
-attention for TensorBoard; :class:`attnkit.training.seq2seq_checkpoints.RunCheckpoints` writes
+attention for TensorBoard; :class:`attnkit.families.seq2seq.checkpoints.RunCheckpoints` writes
 the checkpoints and keeps the best for averaging.
 """
 
@@ -16,18 +16,18 @@ from collections.abc import Callable
 
 import torch
 
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.batching import make_batches
-from attnkit.experiment import ExperimentConfig
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle
+from attnkit.families.seq2seq.checkpoints import RunCheckpoints
+from attnkit.families.seq2seq.config import ExperimentConfig
+from attnkit.families.seq2seq.translator import Translation
 from attnkit.training import schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.loop import Update
 from attnkit.training.loss import token_loss_backward
 from attnkit.training.report import DevScore
-from attnkit.training.seq2seq_checkpoints import RunCheckpoints
 from attnkit.training.state import TrainerState
-from attnkit.translator import Translation
 
 #: greedy dev scoring: ``(bundle, metric family, dev pairs, beam_size=1)`` -> (metrics,
 #: sources, references per source, translations)

@@ -21,7 +21,6 @@ import torch
 from tqdm import tqdm
 
 from attnkit.accel.backend import resolve as resolve_backend
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import Example, collate
 from attnkit.data.copy_ids import decode_extended, output_ids, source_oovs
 from attnkit.data.text_input import Prepared, SourceReader, as_utf8
@@ -31,7 +30,8 @@ from attnkit.decoding import forced_decode, max_output_length
 from attnkit.decoding.search import SearchOptions, search
 from attnkit.device import resolve_device
 from attnkit.errors import AttnkitError
-from attnkit.experiment import ExperimentConfig
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle, TextSides, load_seq2seq
+from attnkit.families.seq2seq.config import ExperimentConfig
 from attnkit.models.architectures import MODEL_CLASSES
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.records import AttentionRecord
@@ -130,7 +130,7 @@ class Translator:
         """Whether the model copies source words (``model.copy``: extended ids in and out)."""
         return bool(getattr(self.config.model, "copy", False))
 
-    # ---- checkpoint directory (attnkit.checkpoint.seq2seq) -----------------
+    # ---- checkpoint directory (attnkit.families.seq2seq.bundle) -----------------
     @property
     def bundle(self) -> Seq2SeqBundle:
         """The model, config and text sides this translator decodes with (shared, not copied)."""

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 from attnkit import checkpoint as ckpt
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.errors import CheckpointError
-from attnkit.experiment import ExperimentConfig
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle
+from attnkit.families.seq2seq.config import ExperimentConfig
 from attnkit.training import resume
 from attnkit.training.averaging import CheckpointAverager
 from attnkit.training.guard import check_weights

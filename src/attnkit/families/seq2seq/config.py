@@ -1,4 +1,4 @@
-"""The experiment file: sections ``data``, ``model``, ``train``, ``decode``.
+"""The seq2seq experiment file: sections ``data``, ``model``, ``train``, ``decode``.
 
 Each section is a typed dataclass (``data``: the class of its task, from
 :mod:`attnkit.data.tasks.registry`; ``model``: the class of its ``arch``, from

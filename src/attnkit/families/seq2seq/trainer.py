@@ -28,13 +28,12 @@ holds the best of them, or the best single checkpoint where no mean beats it
 
 The run, its log lines, progress bar and files are the driver's (:mod:`attnkit.training.run`)
 and the loop's (:mod:`attnkit.training.loop`), shared by every family; what is seq2seq's in
-the updates and evaluations is :mod:`attnkit.training.seq2seq_adapter`. The trainer builds the
+the updates and evaluations is :mod:`attnkit.families.seq2seq.adapter`. The trainer builds the
 run (model, vocabularies, backend, DDP) and finishes it (the final checkpoints, averaging).
-What it trains is a :class:`~attnkit.checkpoint.seq2seq.Seq2SeqBundle` (model, config,
+What it trains is a :class:`~attnkit.families.seq2seq.bundle.Seq2SeqBundle` (model, config,
 tokenizers and vocabularies), which is also what it saves. It is given its dev scorer
-(``dev_scorer``, called with the bundle; the commands pass
-:func:`attnkit.evaluation.evaluate.evaluate_translator`): training imports nothing of
-evaluation.
+(``dev_scorer``, called with the bundle; :mod:`attnkit.families.seq2seq.train` passes
+:func:`attnkit.families.seq2seq.evaluate.evaluate_translator`, a test may pass another).
 """
 
 from __future__ import annotations
@@ -42,16 +41,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnkit.accel.backend import resolve as resolve_backend
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_metric
 from attnkit.errors import AttnkitError
-from attnkit.experiment import ExperimentConfig
+from attnkit.families.seq2seq.adapter import DevScorer, Seq2SeqAdapter
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle
+from attnkit.families.seq2seq.checkpoints import RunCheckpoints
+from attnkit.families.seq2seq.config import ExperimentConfig
+from attnkit.families.seq2seq.setup import checkpoint_bytes, starting_point, training_examples
 from attnkit.training import distributed, rundir
 from attnkit.training.run import Context, Plan, Started, run
-from attnkit.training.seq2seq_adapter import DevScorer, Seq2SeqAdapter
-from attnkit.training.seq2seq_checkpoints import RunCheckpoints
-from attnkit.training.seq2seq_setup import checkpoint_bytes, starting_point, training_examples
 from attnkit.training.state import TrainerState
 
 

@@ -1,5 +1,5 @@
-"""``attnkit evaluate``: decode a split, or the user's files, greedily and with beam search, and
-write everything down.
+"""The seq2seq family's ``attnkit evaluate``: decode a split, or the user's files, greedily and
+with beam search, and write everything down.
 
 Output directory: ``hyps.greedy.txt``, ``hyps.beamK.txt`` (one output per
 evaluated source, in order), ``scores.json``, ``attention.json`` and ``report.html`` (metrics
@@ -32,26 +32,16 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import mark_gold, score_alignments
-from attnkit.evaluation.evaluate import evaluate_translator
 from attnkit.evaluation.examples import choose, is_translation, judge, judged_record, tally
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
+from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.evaluate import evaluate_translator
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.viz import Tally, save_records, write_report
-from attnkit.zoo import run_parent
 
 #: the most attention-flow work one report spends on its examples (about 10 s of CPU)
 REPORT_FLOW_WORK = 1_000_000
-
-
-def default_eval_dir(model_dirs: Sequence[Path], split: str) -> Path:
-    """``RUN/eval/CHECKPOINT-SPLIT`` for the checkpoint ``RUN/CHECKPOINT`` (runs/x/eval/best-test;
-    a zoo model's: runs/zoo/eval/NAME-SPLIT);
-    ``RUN/eval/CHECKPOINT-SPLIT-ensembleN`` for an ensemble of N whose first is RUN/CHECKPOINT."""
-    first = Path(model_dirs[0])
-    first = first if first.name not in ("", ".", "..") else first.resolve()
-    suffix = "" if len(model_dirs) == 1 else f"-ensemble{len(model_dirs)}"
-    return run_parent(first) / "eval" / f"{first.name}-{split}{suffix}"
 
 
 def evaluate_model(

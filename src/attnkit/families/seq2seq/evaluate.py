@@ -14,25 +14,15 @@ task's :class:`attnkit.data.tasks.registry.Metric`.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
+from attnkit.evaluation.examples import group_references
 from attnkit.evaluation.metrics import bleu, chrf, g2p_scores, text_scores
-from attnkit.translator import as_translator
+from attnkit.families.seq2seq.translator import as_translator
 
 LINE_BY_LINE = ("bleu", "text")
 """Families that score every line against its own reference; the others score each distinct
 source against all of its references."""
-
-
-def group_references(pairs: Sequence[tuple[str, str]]) -> OrderedDict[str, list[str]]:
-    """source -> every reference target, sources in first-seen order."""
-    refs: OrderedDict[str, list[str]] = OrderedDict()
-    for src, tgt in pairs:
-        refs.setdefault(src, [])
-        if tgt not in refs[src]:
-            refs[src].append(tgt)
-    return refs
 
 
 def evaluation_inputs(
@@ -72,8 +62,9 @@ def evaluate_translator(
     progress: bool = False,
 ):
     """Decode ``pairs``' sources -> (metrics, sources, references, translations). ``translator``:
-    a :class:`~attnkit.translator.Translator`, or the :class:`~attnkit.checkpoint.seq2seq.
-    Seq2SeqBundle` a run trains (the trainer's dev scorer)."""
+    a :class:`~attnkit.families.seq2seq.translator.Translator`, or the
+    :class:`~attnkit.families.seq2seq.bundle.Seq2SeqBundle` a run trains (the trainer's dev
+    scorer)."""
     sources, refs = evaluation_inputs(family, pairs)
     translations = as_translator(translator).translate(
         sources, beam_size=beam_size, alpha=alpha, progress=progress, warn_unknown=False

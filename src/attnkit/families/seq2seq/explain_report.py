@@ -1,5 +1,5 @@
-"""``attnkit explain``: the attention a model pays beside its gradient saliency, as pictures,
-data and scores.
+"""The seq2seq family's ``attnkit explain``: the attention a model pays beside its gradient
+saliency, as pictures, data and scores.
 
 For each explained input the model is forced along one output (its own greedy output, or the
 reference with ``reference=True``) and two maps of that output are made: the attention it
@@ -30,49 +30,18 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
+from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
 from attnkit.evaluation.alignment import alignment_metrics, mark_gold
 from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
-from attnkit.translator import Translator
+from attnkit.families.seq2seq.translator import Translator
 from attnkit.viz import plot_heatmap, plot_side_by_side, save_records, write_report
 from attnkit.zoo import run_parent
 
 MAX_EXAMPLES = 500
-
-
-def argmax_agreement(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
-    """Percent of output rows where two (T, S) maps put their maximum on the same source token."""
-    same = total = 0
-    for a, b in pairs:
-        same += int((np.asarray(a).argmax(1) == np.asarray(b).argmax(1)).sum())
-        total += len(a)
-    return round(100.0 * same / max(1, total), 2)
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks of ``x`` from 0, tied values sharing their mean rank."""
-    order = x.argsort(kind="stable")
-    ranks = np.empty(len(x))
-    ranks[order] = np.arange(len(x))
-    _, tie_group = np.unique(x, return_inverse=True)
-    return (np.bincount(tie_group, weights=ranks) / np.bincount(tie_group))[tie_group]
-
-
-def rank_correlation(pairs: Sequence[tuple[np.ndarray, np.ndarray]]) -> float | None:
-    """Mean over output rows of the Spearman correlation of two (T, S) maps' rows (rows where
-    either map is constant have no correlation and are left out); None when no row has one."""
-    values = []
-    for a, b in pairs:
-        for row_a, row_b in zip(np.asarray(a, float), np.asarray(b, float)):
-            ra, rb = _ranks(row_a), _ranks(row_b)
-            if ra.std() > 0 and rb.std() > 0:
-                values.append(float(np.corrcoef(ra, rb)[0, 1]))
-    return round(float(np.mean(values)), 4) if values else None
 
 
 def explain_model(

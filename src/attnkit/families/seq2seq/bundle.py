@@ -6,7 +6,8 @@ Files beside the common ones (:mod:`attnkit.checkpoint`): ``src_vocab.json``,
 ``tgt_vocab.json``, ``tokenizers.json`` (each side's tokenizer settings) and, for sentencepiece
 sides, their model files. :func:`read_seq2seq` checks every file and builds nothing;
 :func:`load_seq2seq` also builds the model from the config and loads its weights. The trainer
-holds a bundle (and saves it); :class:`attnkit.translator.Translator` decodes with one.
+holds a bundle (and saves it); :class:`attnkit.families.seq2seq.translator.Translator` decodes
+with one.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from attnkit.data.copy_ids import same_vocab
 from attnkit.data.tokenizers import Tokenizer, tokenizer_from_json
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
-from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
+from attnkit.families.seq2seq.config import (
+    ExperimentConfig,
+    experiment_from_dict,
+    experiment_to_dict,
+)
 from attnkit.models.architectures import build_model
 
 FAMILY = "seq2seq"

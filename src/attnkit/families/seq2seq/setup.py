@@ -1,6 +1,7 @@
-"""What a seq2seq run starts from: its bundle (:class:`~attnkit.checkpoint.seq2seq.Seq2SeqBundle`:
-tokenizers, vocabularies and a seeded model, or those of the checkpoint it resumes), with the
-optimizer, schedule and counters (:func:`starting_point`); and its training examples, encoded."""
+"""What a seq2seq run starts from: its bundle
+(:class:`~attnkit.families.seq2seq.bundle.Seq2SeqBundle`: tokenizers, vocabularies and a seeded
+model, or those of the checkpoint it resumes), with the optimizer, schedule and counters
+(:func:`starting_point`); and its training examples, encoded."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import numpy as np
 import torch
 
 from attnkit import checkpoint as ckpt
-from attnkit.checkpoint.seq2seq import Seq2SeqBundle, TextSides, load_seq2seq
 from attnkit.data.batching import encode_pairs
 from attnkit.data.copy_ids import joint_vocab
 from attnkit.data.tasks.base import Splits
@@ -25,12 +25,17 @@ from attnkit.data.tasks.registry import task_metric
 from attnkit.data.tokenizers import CharTokenizer, MosesTokenizer, Tokenizer, WhitespaceTokenizer
 from attnkit.data.vocab import Vocab
 from attnkit.errors import AttnkitError, CheckpointError
-from attnkit.experiment import ExperimentConfig, experiment_from_dict, experiment_to_dict
+from attnkit.families.seq2seq.bundle import Seq2SeqBundle, TextSides, load_seq2seq
+from attnkit.families.seq2seq.checkpoints import restore_seq2seq
+from attnkit.families.seq2seq.config import (
+    ExperimentConfig,
+    experiment_from_dict,
+    experiment_to_dict,
+)
 from attnkit.models.architectures import build_model
 from attnkit.training import resume_config, schedules
 from attnkit.training.optim import adam
 from attnkit.training.rundir import recover_before_resume
-from attnkit.training.seq2seq_checkpoints import restore_seq2seq
 from attnkit.training.state import TrainerState
 
 #: the levels whose tokenizer learns nothing from the data
