@@ -149,7 +149,7 @@ def explain(pm, result, method: str = "gradient", steps: int = 16, words: bool =
     """``result``'s attention beside its saliency, as an
     :class:`~attnkit.explain.explanation.Explanation` (``.show()``, ``.plot()``,
     ``.to_dict()``), with their agreement (``scores``); ``words``: subwords merged to words."""
-    from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+    from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
 
     method = _check_method(method)
     salient = saliency(pm, result, method, steps)
@@ -189,7 +189,7 @@ def explain_report(pm, texts, method: str = "gradient", out=None, picture=None) 
     import json
     from pathlib import Path
 
-    from attnkit.evaluation.explain_report import argmax_agreement, rank_correlation
+    from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
     from attnkit.viz.report import write_report
 
     if not texts:
