@@ -38,7 +38,7 @@ class LASConfig:
     attention_dim: int = 128  # width A of the additive energies
     location_channels: int = 10  # location: filters over the previous alignment
     location_kernel: int = 31  # location: their width in listener frames (odd)
-    dropout: float = 0.1
+    dropout: float = 0.1  # between the listener layers and before the output layer
 
     CHOICES = {"attention": ATTENTIONS}
 
