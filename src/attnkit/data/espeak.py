@@ -133,7 +133,8 @@ def _open() -> ctypes.CDLL:
 
 def _close(lib: ctypes.CDLL) -> None:
     lib.espeak_Terminate()
-    _ctypes.dlclose(lib._handle)  # the next _open starts from the library's initial state
+    unload = getattr(_ctypes, "dlclose", None) or _ctypes.FreeLibrary  # POSIX, else Windows
+    unload(lib._handle)  # the next _open starts from the library's initial state
 
 
 class _Collector:

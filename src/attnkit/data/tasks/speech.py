@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -252,8 +252,3 @@ def generate(
                 )
                 items[name].append(Item(text, digits, voice))
     return items
-
-
-def item_to_json(item: Item) -> dict:
-    """An item as plain data (a run's record of what it heard)."""
-    return {"text": item.text, "digits": item.digits, "voice": asdict(item.voice)}
