@@ -444,10 +444,23 @@ def memnet_sections() -> list[str]:
     return out
 
 
+def speech_sections() -> list[str]:
+    from attnkit.data.tasks.speech_set import SpeechData
+    from attnkit.families.speech.config import SpeechExperiment, TrainConfig
+    from attnkit.models.las import LASConfig
+
+    out = ["## Speech experiments (`family: speech`)", "", "### Top level", ""]
+    out += ["`family: speech` marks the file as a speech (spoken numbers) experiment.", ""]
+    out += [*table(SpeechExperiment, "", ["output_dir"]), "", "### `data`", ""]
+    out += [*table(SpeechData, "data."), "", "### `model`", "", *table(LASConfig, "model.")]
+    out += ["", "### `train`", "", *table(TrainConfig, "train."), ""]
+    return out
+
+
 def generated() -> str:
     """The generated part of docs/CONFIG.md, markers included."""
     lines = [BEGIN, "", *seq2seq_sections(), *vision_sections(), *pointer_sections()]
-    lines += [*graph_sections(), *text_sections(), *memnet_sections(), END]
+    lines += [*graph_sections(), *text_sections(), *memnet_sections(), *speech_sections(), END]
     return "\n".join(lines) + "\n"
 
 

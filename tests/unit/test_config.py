@@ -742,6 +742,7 @@ FAMILY_PARSERS = {
     "graph": ("attnkit.families.graph.config", "parse_config"),
     "text": ("attnkit.families.text.config", "parse_config"),
     "memnet": ("attnkit.families.memnet.config", "parse_config"),
+    "speech": ("attnkit.families.speech.config", "parse_config"),
 }
 
 

@@ -113,11 +113,11 @@ def test_a_family_leaves_the_registry_as_it_was(tmp_path):
 
 
 def test_an_unknown_family_is_one_error_naming_the_known_ones(tmp_path):
-    with pytest.raises(ConfigError, match=r"x\.yaml: family: 'speech' is no family; choose"):
-        family_of("speech", "x.yaml: family")
+    with pytest.raises(ConfigError, match=r"x\.yaml: family: 'smell' is no family; choose"):
+        family_of("smell", "x.yaml: family")
     config = tmp_path / "bad.yaml"
-    config.write_text("family: speech\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match=f"{config}: family: 'speech' is no family"):
+    config.write_text("family: smell\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"{config}: family: 'smell' is no family"):
         attnkit.train(config)
 
 

@@ -76,6 +76,20 @@ def _pointer(directory: Path) -> Path:
     return directory
 
 
+def _speech(attention: str):
+    def make(directory: Path) -> Path:
+        from attnkit.families.speech.bundle import build_model as build_speech
+        from attnkit.families.speech.config import parse_config as speech_config
+
+        model = {"attention": attention, "listener_hidden": 4, "speller_hidden": 6}
+        model.update(attention_dim=4, embedding=3, location_channels=2, location_kernel=3)
+        cfg = speech_config({"family": "speech", "data": {"n_mels": 8}, "model": model})
+        write_checkpoint(directory, "speech", build_speech(cfg).state_dict(), cfg.to_dict(), {})
+        return directory
+
+    return make
+
+
 def _graph(model_type: str):
     def make(directory: Path) -> Path:
         from attnkit.data.graph.sources import load_graph
@@ -134,6 +148,7 @@ MAKERS = {
     "text": {name: _text(name) for name in ("additive", "none")},
     "graph": {name: _graph(name) for name in ("gat", "gcn")},
     "pointer": {"pointer_net": _pointer},
+    "speech": {name: _speech(name) for name in ("location", "content")},
     "seq2seq": {arch: _seq2seq(arch) for arch in ARCHITECTURES},
     "vision": {name: _vision(name) for name in MODEL_TYPES},
 }

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from attnkit.errors import CheckpointError, ConfigError
-from attnkit.families import graph, hf, memnet, pointer, seq2seq, text, vision
+from attnkit.families import graph, hf, memnet, pointer, seq2seq, speech, text, vision
 from attnkit.families.base import ConfigSummary, Family, TrainRequest
 
 #: every family, by the name its experiment files and checkpoints carry
@@ -26,6 +26,7 @@ FAMILIES: dict[str, Family] = {
         graph.FAMILY,
         memnet.FAMILY,
         pointer.FAMILY,
+        speech.FAMILY,
         hf.FAMILY,
     )
 }

@@ -1,0 +1,12 @@
+"""Attention over audio: Listen, Attend and Spell on spoken numbers synthesised offline."""
+
+from attnkit.families.base import Family
+
+FAMILY = Family(
+    name="speech",
+    package=__name__,
+    model="model:SpeechModel",
+    train="train:train",
+    public=("model:SpeechModel",),
+    describe="config:describe",
+)

@@ -1,0 +1,32 @@
+"""A Listen-Attend-Spell model built from its config, and a checkpoint read back (config and
+model, shapes checked before the weights are allocated)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.validate import build_checked
+from attnkit.data.tasks.speech_set import BOS, EOS, OUTPUTS
+from attnkit.device import resolve_device
+from attnkit.errors import CheckpointError, ConfigError
+from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_config
+from attnkit.models.las import LAS
+
+
+def build_model(cfg: SpeechExperiment) -> LAS:
+    """The model ``cfg`` describes (untrained)."""
+    return LAS(cfg.model, cfg.data.n_mels, len(OUTPUTS), BOS, EOS)
+
+
+def load_speech(directory: str | Path, device: str = "cpu") -> tuple[SpeechExperiment, LAS]:
+    """(config, model in eval mode) of a speech checkpoint (or a run directory holding
+    ``best/``)."""
+    directory = ckpt.checkpoint_dir(directory)
+    ckpt.read_meta(directory, FAMILY)
+    try:
+        cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
+    except ConfigError as exc:  # the checkpoint's own config: the checkpoint is at fault
+        raise CheckpointError(str(exc)) from None
+    model = build_checked(directory, lambda: build_model(cfg))
+    return cfg, model.to(resolve_device(device)).eval()

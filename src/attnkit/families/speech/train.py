@@ -1,0 +1,148 @@
+"""Training for the speech family (``family: speech``): Listen, Attend and Spell on spoken
+numbers, through the one driver (:mod:`attnkit.training.run`) and :class:`SpeechAdapter`.
+
+The splits are spoken once (:func:`attnkit.data.tasks.speech_set.make_set`, from the audio cache
+where it can), the model learns by teacher forcing (the negative log-likelihood of every digit
+and ``</s>``), and dev is scored by greedy spelling (exact match decides ``best``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from attnkit import checkpoint as ckpt
+from attnkit.config import apply_overrides
+from attnkit.data.tasks.speech_set import PAD, SpeechSet, make_set
+from attnkit.families.base import TrainRequest
+from attnkit.families.speech.bundle import build_model
+from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_config
+from attnkit.families.speech.evaluate import dev_scorer
+from attnkit.training import resumable as resumable_run
+from attnkit.training import resume_config as rules
+from attnkit.training.guard import check_weights
+from attnkit.training.loop import Update
+from attnkit.training.report import DevScore
+from attnkit.training.run import Context, Plan, Started, run
+from attnkit.training.state import TrainerState
+
+__all__ = ["SpeechAdapter", "nll", "train", "train_speech"]
+
+#: what a resumed run may change: how and when it runs, and the dev batch size (as memnet's)
+_RESUME_RULES = rules.Rules(honoured=rules.MEMNET.honoured, locating=("output_dir",))
+
+
+def nll(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, int]:
+    """Mean negative log-likelihood of the target outputs: log_probs (B, U, V), targets (B, U)
+    (:data:`PAD` past the end) -> loss, correct argmax outputs, counted outputs."""
+    keep = targets != PAD
+    picked = log_probs.gather(-1, targets.clamp_min(0).unsqueeze(-1)).squeeze(-1)  # (B, U)
+    count = int(keep.sum())
+    loss = -(picked * keep).sum() / max(count, 1)
+    correct = ((log_probs.argmax(-1) == targets) & keep).sum()
+    return loss, correct, count
+
+
+class SpeechAdapter:
+    """The speech family's part of the training loop (see :class:`FamilyAdapter`)."""
+
+    items = "utterances"
+    counts_epoch_first = True
+
+    def __init__(self, cfg: SpeechExperiment, out: Path, model, optimizer, sets):
+        self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
+        self.train_set, self.dev_set = sets
+        self.device = next(model.parameters()).device
+        self.generator = torch.Generator().manual_seed(cfg.train.seed)
+        self.drawn = 0  # the epochs whose order the generator has drawn
+
+    def parameters(self):
+        return self.model.parameters()
+
+    def epoch_batches(self, state: TrainerState) -> list[Tensor]:
+        """Epoch ``state.epoch``'s batches of item indices (a resumed run draws the epochs
+        before it again first, so its orders are the first run's)."""
+        while True:
+            order = torch.randperm(len(self.train_set), generator=self.generator)
+            self.drawn += 1
+            if self.drawn > state.epoch:
+                return list(order.split(self.cfg.train.batch_size))
+
+    def rate(self, state, index, n_batches, elapsed):
+        return None  # Adam's constant rate
+
+    def step(self, batch: Tensor, update: int) -> Update:
+        self.model.train()
+        features, lengths, targets = self.train_set.batch(batch.tolist())
+        targets = targets.to(self.device)
+        log_probs, _ = self.model(features.to(self.device), lengths, targets)
+        loss, correct, count = nll(log_probs, targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        loss = loss.detach()
+        return Update(loss, float(loss), int(correct), count)
+
+    def evaluate(self, state: TrainerState) -> DevScore:
+        dev = dev_scorer(self.model, self.dev_set, self.cfg.train.eval_batch_size)
+        figures = {k: dev[k] for k in ("exact_match", "cer")}
+        return DevScore(figures, dev["metric"], dev["higher_is_better"])
+
+    def save(self, name: str, state: TrainerState, resumable: bool) -> None:
+        directory = self.out / name
+        check_weights(self.model, f"update {state.step}: {directory} not written")
+        optimizer = self.optimizer if resumable else None
+        trainer, tensors = resumable_run.trainer_files(state, optimizer)
+        ckpt.write_checkpoint(
+            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
+        )
+
+    def saved(self, state: TrainerState, reason: str) -> None:
+        """Nothing more: the run's last line says why it stopped."""
+
+
+def train_speech(
+    config: dict,
+    output_dir: Path | None = None,
+    source: str = "config",
+    overwrite: bool = False,
+    overrides=None,
+    resume: bool = False,
+) -> Path:
+    """Train the experiment ``config`` (the parsed YAML, ``overrides`` applied); returns
+    ``OUT/best``."""
+    cfg = parse_config(apply_overrides(config, overrides or ()), source)
+    out = Path(output_dir) if output_dir is not None else Path(cfg.output_dir)
+    if resume:
+        cfg = resumable_run.config_to_resume(
+            cfg, out / "last", overrides or (), source, parse_config, _RESUME_RULES
+        )
+    plan = Plan(out, cfg.train, "utterances", resume, overwrite, source)
+    return run(plan, lambda context: _start(cfg, context))
+
+
+def _start(cfg: SpeechExperiment, context: Context) -> Started:
+    """The spoken splits, the model and optimizer (fresh, or ``last``'s) and the adapter."""
+    out, device = context.plan.out, context.device
+    began = time.perf_counter()
+    sets: tuple[SpeechSet, SpeechSet] = (make_set(cfg.data, "train"), make_set(cfg.data, "dev"))
+    model = build_model(cfg).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.train.lr)
+    state = TrainerState(planned_epochs=cfg.train.epochs)
+    if context.plan.resume:
+        state = resumable_run.restore(out / "last", FAMILY, model, optimizer)
+        state.stopped, state.planned_epochs = "", cfg.train.epochs
+    parameters = sum(p.numel() for p in model.parameters())
+    context.log(
+        f"speech {', '.join(cfg.data.languages)} 0..{cfg.data.max_number}: {len(sets[0])} train "
+        f"/ {len(sets[1])} dev utterances (spoken in {time.perf_counter() - began:.1f}s); "
+        f"{cfg.model.attention} attention; {parameters:,} parameters; device {device}"
+    )
+    return Started(SpeechAdapter(cfg, out, model, optimizer, sets), state)
+
+
+def train(data: dict, request: TrainRequest) -> Path:
+    """``attnkit.train`` of a speech experiment: its best checkpoint."""
+    return train_speech(data, **request.run_options())

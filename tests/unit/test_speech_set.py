@@ -1,0 +1,41 @@
+"""The speech task as a model reads it: its data section, targets, features and batches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+pytest.importorskip("espeakng_loader")
+
+from attnkit.config import from_dict  # noqa: E402
+from attnkit.data.tasks import speech_set  # noqa: E402
+from attnkit.data.tasks.speech_set import EOS, PAD, SpeechData, decode, encode  # noqa: E402
+from attnkit.errors import ConfigError  # noqa: E402
+
+
+def test_digits_become_ids_ending_the_spelling_and_back():
+    assert encode("97") == [11, 9, EOS]
+    assert decode([11, 9, EOS, 3, 4]) == "97"
+    assert decode([0, 2, 3]) == "01"  # <s> is left out; no </s>: all of it
+
+
+def test_bad_data_keys_are_named():
+    with pytest.raises(ConfigError, match=r"data\.languages"):
+        from_dict(SpeechData, {"languages": ["xx"]}, "data")
+    with pytest.raises(ConfigError, match=r"data\.rates: give \[low, high\]"):
+        from_dict(SpeechData, {"rates": [200, 100]}, "data")
+    with pytest.raises(ConfigError, match=r"data\.n_mels"):
+        from_dict(SpeechData, {"n_mels": 2}, "data")
+
+
+def test_a_split_is_features_and_targets_batched_with_padding(tmp_path):
+    cfg = SpeechData(languages=["es"], max_number=19, directory=str(tmp_path), n_mels=24)
+    data = speech_set.make_set(cfg, "test")
+    assert len(data) == 2 and all(f.shape[1] == 24 for f in data.features)
+    features, lengths, targets = data.batch([0, 1])
+    assert features.shape == (2, int(lengths.max()), 24)
+    assert lengths.tolist() == [len(f) for f in data.features]
+    for row, item in enumerate(data.items):
+        assert decode([t for t in targets[row].tolist() if t != PAD]) == item.digits
+    short = int(lengths.argmin())
+    assert torch.all(features[short, int(lengths[short]) :] == 0)
