@@ -85,11 +85,11 @@ class Seq2SeqModel:
         ``top_k``, ``prefix[i]``); ``beam`` and ``top_k`` are bounded by
         :data:`~attnkit.families.arguments.MAX_BEAM` and ``MAX_TOP_K``."""
         beam = check.integer(beam, "beam", 1, check.MAX_BEAM)
-        if isinstance(n_best, int) and not isinstance(n_best, bool) and not 1 <= n_best <= beam:
+        n_best = check.integer(n_best, "n_best")
+        if not 1 <= n_best <= beam:
             raise InputError(
                 f"n_best must be between 1 and the beam size ({beam}), got {n_best}", "n_best"
             )
-        n_best = check.integer(n_best, "n_best", 1, beam)
         alpha = self.config.decode.alpha if alpha is None else alpha
         if isinstance(alpha, float) and not (math.isfinite(alpha) and alpha >= 0):
             raise InputError(
@@ -97,7 +97,7 @@ class Seq2SeqModel:
             )
         alpha = check.number(alpha, "alpha", 0)
         top_k = check.integer(top_k, "top_k", 0, check.MAX_TOP_K)
-        if prefix is not None:
+        if prefix is not None and not isinstance(prefix, str):  # a string: its characters
             prefix = check.texts(prefix, "prefix")
         prefix_ids = tuple(target_prefix_ids(self.translator.tgt_vocab, prefix)) if prefix else None
         return SearchOptions(beam, alpha, n_best, prefix_ids, heads, top_k)
