@@ -58,13 +58,51 @@ def test_perfect_and_wrong_attention():
     assert perfect["entropy_nats"] == 0.0 and perfect["entropy_normalised"] == 0.0
 
 
-def test_unlinked_outputs_and_missing_rows_are_left_out():
+def test_the_gold_linked_rule_leaves_unlinked_outputs_and_missing_rows_out():
     gold = Alignment.from_possible({(0, 0), (2, 1)})  # output 1 ("-") has no links
     weights = _one_hot([0, 3, 1], 4)
-    m = alignment_metrics([(weights, gold)])
+    m = alignment_metrics([(weights, gold)], rule="gold_linked")
     assert m["linked_steps"] == 2 and m["aer"] == 0.0
-    short = alignment_metrics([(weights[:1], gold)])  # an output shorter than its gold
+    short = alignment_metrics([(weights[:1], gold)], rule="gold_linked")  # shorter than its gold
     assert short["linked_steps"] == 1
+
+
+def _aer_py(hypothesis: set, sure: set, possible: set) -> float:
+    """AER as the standard aer.py (awesome-align, alignment-scripts) computes it: every
+    hypothesis link counts, ``1 - (|A & S| + |A & P|) / (|A| + |S|)``, in %."""
+    return 100.0 * (
+        1.0 - (len(hypothesis & sure) + len(hypothesis & possible)) / (len(hypothesis) + len(sure))
+    )
+
+
+def test_by_default_every_output_tokens_link_is_scored_as_the_standard_aer_py():
+    gold = Alignment.from_possible({(0, 0), (2, 1)})  # output 1 has no gold link
+    weights = _one_hot([0, 3, 1], 4)
+    m = alignment_metrics([(weights, gold)])
+    hypothesis = {(j, int(weights[j].argmax())) for j in range(len(weights))}
+    assert m["linked_steps"] == 3
+    assert m["aer"] == pytest.approx(
+        _aer_py(hypothesis, set(gold.sure), set(gold.possible)), abs=0.01
+    )
+    assert m["aer"] == pytest.approx(20.0)  # 1 - (2 + 2) / (3 + 2)
+    assert m["argmax_in_span"] == pytest.approx(200 / 3, abs=0.01)
+
+
+def test_a_corpus_scores_as_the_standard_aer_py_pooled():
+    rng = np.random.default_rng(0)
+    items, hyp, sure, possible = [], set(), set(), set()
+    for n in range(30):
+        t, s = rng.integers(2, 8), rng.integers(2, 8)
+        links = {(j, i) for j in range(t) for i in range(s) if rng.random() < 0.15}
+        gold = Alignment.from_possible(links)
+        weights = rng.random((t, s))
+        items.append((weights, gold))
+        hyp |= {(n, j, int(weights[j].argmax())) for j in range(t)}
+        sure |= {(n, *link) for link in gold.sure}
+        possible |= {(n, *link) for link in gold.possible}
+    assert alignment_metrics(items)["aer"] == pytest.approx(_aer_py(hyp, sure, possible), abs=0.01)
+    with pytest.raises(ValueError, match="gold_linked"):
+        AlignmentTotals(rule="nope")
 
 
 def test_entropy_and_coverage_of_uniform_attention():

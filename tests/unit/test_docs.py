@@ -360,3 +360,17 @@ def test_the_splice_check_passes_clean_text(tmp_path):
         "Seven words said twice are allowed here: seven words said twice are allowed.\n"
     )
     assert splices(doc) == []
+
+
+def test_the_conventions_behind_published_comparisons_are_said():
+    """The bAbI targets are labelled as the MATLAB reference code's, and its selection rule said;
+    the Hansards AER says which rule its figures used."""
+    results = (REPO_ROOT / "docs" / "RESULTS.md").read_text(encoding="utf-8")
+    readme = README.read_text(encoding="utf-8")
+    babi = results[results.index("## Memory networks on bAbI") :]
+    assert "| MATLAB reference code |" in babi
+    assert "not the paper's Table 1" in babi and "chosen by validation error" in babi
+    assert "(the MATLAB reference code: 13.8% / 11)" in readme and "by validation error" in readme
+    assert "the paper: 13.8%" not in readme and "as the paper takes it" not in results
+    hansards = results[results.index("English->French on an H200") :]
+    assert 'rule="gold_linked"' in hansards[: hansards.index("## Visual attention")]

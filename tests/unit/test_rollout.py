@@ -45,19 +45,33 @@ def test_rollout_by_hand():
 def test_flow_by_hand():
     """Top 0 -> input 0: 0.75 through middle 0 plus 0.25 through middle 1 (its edge to input 0
     holds 0.25); top 0 -> input 1: only through middle 1, min(0.25, 0.75); top 1 -> input 0:
-    min(1, 0.25); top 1 -> input 1: min(1, 0.75)."""
-    torch.testing.assert_close(flow(TOY), torch.tensor([[1.0, 0.25], [0.25, 0.75]]))
+    min(1, 0.25); top 1 -> input 1: min(1, 0.75). Raw on request; by default each row divided
+    by its sum, as Abnar & Zuidema's code does (rows of 1.25 and 1.0 here)."""
+    raw = torch.tensor([[1.0, 0.25], [0.25, 0.75]])
+    torch.testing.assert_close(flow(TOY, normalize=False), raw)
+    torch.testing.assert_close(flow(TOY), torch.tensor([[0.8, 0.2], [0.25, 0.75]]))
+    torch.testing.assert_close(flow(TOY).sum(-1), torch.ones(2))
 
 
 def test_encoder_decoder_variants_by_hand():
     one = torch.tensor([[1.0, 0.0]])
     torch.testing.assert_close(cross_rollout(one, TOY), torch.tensor([[0.8125, 0.1875]]))
-    torch.testing.assert_close(cross_flow(one, TOY), torch.tensor([[1.0, 0.25]]))
+    torch.testing.assert_close(cross_flow(one, TOY, normalize=False), torch.tensor([[1.0, 0.25]]))
+    torch.testing.assert_close(cross_flow(one, TOY), torch.tensor([[0.8, 0.2]]))
     half = torch.tensor([[0.5, 0.5]])
     torch.testing.assert_close(cross_rollout(half, TOY), torch.tensor([[0.53125, 0.46875]]))
     # to input 0: 0.5 through top 0 and middle 0, 0.25 more through middle 1's edge;
     # to input 1: middle 1 gets 0.25 from top 0 and 0.5 from top 1, its edge holds 0.75
-    torch.testing.assert_close(cross_flow(half, TOY), torch.tensor([[0.75, 0.75]]))
+    torch.testing.assert_close(cross_flow(half, TOY, normalize=False), torch.tensor([[0.75, 0.75]]))
+    torch.testing.assert_close(cross_flow(half, TOY), torch.tensor([[0.5, 0.5]]))
+
+
+def test_a_row_no_path_reaches_stays_zero_when_normalised():
+    cut = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]])  # no residual: top 0 reaches input 0 alone
+    torch.testing.assert_close(flow(cut, residual=False), torch.eye(2))
+    torch.testing.assert_close(
+        cross_flow(torch.zeros(1, 2), cut, residual=False), torch.zeros(1, 2)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +92,10 @@ def test_transformer_maps(transformer):
         assert maps[name].shape == (3, 5), name
     torch.testing.assert_close(maps["rollout"].sum(-1), torch.ones(3))
     torch.testing.assert_close(maps["encoder_rollout"], rollout(maps["encoder_attention"]))
-    # a flow never exceeds the capacity leaving its step: the step's cross-attention, 1
-    assert (maps["flow"] <= 1 + 1e-5).all() and (maps["flow"] >= 0).all()
+    # each step's flow over the source is normalised, as the reference's (Abnar & Zuidema)
+    torch.testing.assert_close(maps["flow"].sum(-1), torch.ones(3))
+    torch.testing.assert_close(maps["encoder_flow"].sum(-1), torch.ones(5))
+    assert (maps["flow"] >= 0).all()
 
 
 def test_encoder_attention_rows_are_distributions_over_the_real_tokens(transformer):

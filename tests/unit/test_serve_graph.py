@@ -16,7 +16,7 @@ from attnkit.serve.app import ServeSettings, create_app
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def checkpoint(tmp_path_factory):
     cfg = parse_config(
         {
             "family": "graph",
@@ -28,7 +28,12 @@ def client(tmp_path_factory):
     model = build_model(cfg, load_graph(cfg.data))
     best = tmp_path_factory.mktemp("lookup") / "best"
     write_checkpoint(best, "graph", model.state_dict(), cfg.to_dict(), {})
-    with TestClient(create_app(ServeSettings(models=[best], names=["lookup"]))) as c:
+    return best
+
+
+@pytest.fixture(scope="module")
+def client(checkpoint):
+    with TestClient(create_app(ServeSettings(models=[checkpoint], names=["lookup"]))) as c:
         yield c
 
 
@@ -63,3 +68,25 @@ def test_the_page_has_the_graph_view(client):
     assert 'id="graph-view"' in page and "static/graph.js" in page
     script = client.get("/static/graph.js")
     assert script.status_code == 200 and "AttnkitGraph" in script.text
+
+
+def test_a_model_of_another_family_is_a_422_naming_its_endpoint(checkpoint, tmp_path):
+    """Never a 500: a pointer network named at /v1/graph/node, or a graph model at another
+    family's route, is told where to ask; with no graph model served, a 422 says so."""
+    from test_serve_pointer import _checkpoint
+
+    hull = _checkpoint(tmp_path / "hull" / "best", "hull")
+    settings = ServeSettings(models=[checkpoint, hull], names=["lookup", "hull"])
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        for body, needle in (
+            ({"model": "hull", "node": 1}, "'hull' is a pointer model: use /v1/solve"),
+            ({"model": "hull", "node": "1"}, "use /v1/solve"),
+        ):
+            answer = c.post("/v1/graph/node", json=body)
+            assert answer.status_code == 422 and answer.json()["error"]["field"] == "model"
+            assert needle in answer.json()["error"]["message"]
+        answer = c.post("/v1/solve", json={"model": "lookup", "points": [[0, 0], [1, 1]]})
+        assert answer.status_code == 422 and "use /v1/graph/node" in answer.text
+    with TestClient(create_app(ServeSettings(models=[hull])), raise_server_exceptions=False) as c:
+        answer = c.post("/v1/graph/node", json={"node": 1})
+        assert answer.status_code == 422 and "no graph model is served" in answer.text

@@ -140,3 +140,17 @@ def test_the_page_has_the_memory_view(client):
     assert 'id="memory-view"' in page and "static/memory.js" in page
     script = client.get("/static/memory.js")
     assert script.status_code == 200 and "AttnkitMemory" in script.text
+
+
+def test_plot_refuses_a_question_of_thousands_of_words_in_one_line(checkpoint, tmp_path, capsys):
+    """As a text model refuses a sentence of more than 1,000 words, before any drawing."""
+    from attnkit.cli import main
+
+    picture = tmp_path / "hops.png"
+    story = "Mary moved to the bathroom. John moved to the hallway."
+    argv = ["plot", "--model", str(checkpoint), "--story", story, "-o", str(picture)]
+    assert main([*argv, "where " * 24_000]) == 2
+    err = capsys.readouterr().err
+    assert "question: 24,000 words, more than 1,000" in err and len(err.splitlines()) == 1, err
+    assert not picture.exists()
+    assert main([*argv, "Where is Mary?"]) == 0 and picture.is_file()

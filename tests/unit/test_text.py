@@ -137,7 +137,7 @@ def test_explain_puts_saliency_beside_attention(keyword_run):
         assert result.saliency.sum() == pytest.approx(1.0, abs=1e-5)
         record = result.record()
         assert record.saliency.shape == (1, 4) and record.weights.shape == (1, 4)
-    with pytest.raises(ConfigError, match="method 'lime'"):
+    with pytest.raises(InputError, match="method 'lime'"):
         model.explain("bad", method="lime")
 
 

@@ -106,6 +106,20 @@ def test_saved_records_follow_the_umask(tmp_path, records, suffix):
     assert [p.name for p in tmp_path.iterdir()] == [path.name]
 
 
+@pytest.mark.parametrize("suffix", [".json", ".npz"])
+def test_a_failed_write_names_the_file_asked_for_not_its_temporary(tmp_path, records, suffix):
+    """A directory where the file belongs: the rename fails; the one line names that path."""
+    from attnkit.errors import writing
+
+    path = tmp_path / f"attention{suffix}"
+    path.mkdir()
+    with pytest.raises(AttnkitError) as caught, writing(path, "--attention-out "):
+        save_records(records, path)
+    message = str(caught.value)
+    assert message.startswith(f"--attention-out {path}:") and ".tmp" not in message, message
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temporary left behind
+
+
 def test_npz_needs_no_pickle(tmp_path, records):
     path = tmp_path / "attention.npz"
     save_records_npz(records, path)

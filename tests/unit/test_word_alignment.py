@@ -61,3 +61,35 @@ def test_scoring_word_maps_counts_precision_recall_and_aer():
     # A = {(0,1), (1,1)}, S = {(0,0)}, P = S + {(1,1), (1,0)}: AER = 1 - (0 + 1) / (2 + 1)
     assert half["aer"] == pytest.approx(100 * (1 - 1 / 3), abs=0.01)
     assert half["recall"] == 0.0 and half["argmax_in_span"] == 50.0
+
+
+def _aer_py(gold_lines: list[str], hypotheses: list[set]) -> float:
+    """AER (%) as the standard aer.py (awesome-align's, the alignment-scripts') computes it from
+    the gold file's text: ``i-j`` sure, ``ipj`` possible, every hypothesis link counted."""
+    a = s = a_s = a_p = 0
+    for line, hypothesis in zip(gold_lines, hypotheses, strict=True):
+        sure = {tuple(map(int, x.split("-"))) for x in line.split() if "-" in x}
+        possible = sure | {tuple(map(int, x.split("p"))) for x in line.split() if "p" in x}
+        a, s = a + len(hypothesis), s + len(sure)
+        a_s, a_p = a_s + len(hypothesis & sure), a_p + len(hypothesis & possible)
+    return 100.0 * (1.0 - (a_s + a_p) / (a + s))
+
+
+def test_hansards_aer_is_the_standard_aer_py_by_default():
+    """Random maps' argmax links over the 447 Hansards pairs, scored by attnkit and by the standard
+    rule from the gold file itself; the gold-linked rule, kept as an option, scores lower."""
+    from conftest import shared_data_dir
+
+    from attnkit.data.tasks.human_gold import read_human_gold
+
+    directory = shared_data_dir("gold_alignments")
+    pairs = read_human_gold(directory / "enfr.src-tgt", directory / "enfr.gold")
+    lines = (directory / "enfr.gold").read_text(encoding="utf-8").splitlines()
+    rng = np.random.default_rng(0)
+    maps = [rng.random((len(p.target), len(p.source))) for p in pairs]
+    # links "source-target", 1-based, as the gold file writes them
+    hypotheses = [{(int(m[j].argmax()) + 1, j + 1) for j in range(len(m))} for m in maps]
+    standard = alignment_metrics(zip(maps, (p.gold for p in pairs), strict=True))["aer"]
+    assert standard == pytest.approx(_aer_py(lines, hypotheses), abs=0.01)
+    old = alignment_metrics(zip(maps, (p.gold for p in pairs), strict=True), rule="gold_linked")
+    assert old["aer"] < standard

@@ -24,7 +24,14 @@ def load(path: str | Path | Sequence[str | Path], device: str = "auto", **option
     ``"hf:DIR"`` or ``"hf:MODEL_ID"`` a pretrained Hugging Face model
     (:class:`PretrainedModel`: ``classify``, ``encode``, ``generate``, ``translate``).
     ``options`` go to the family's loader (``download=``, ``dtype=`` of a pretrained model)."""
-    paths = [path] if isinstance(path, str | Path) else list(path)
+    from attnkit.families import arguments as check
+
+    if isinstance(path, str | Path):
+        paths = [path]
+    elif isinstance(path, Sequence) and not isinstance(path, bytes):
+        paths = [check.path(p, f"path[{i}]") for i, p in enumerate(path)]
+    else:
+        check.path(path, "path")  # None, a number: one line naming the argument
     if not paths:
         raise CheckpointError("load: give a checkpoint directory")
     named = scheme_family(paths[0])

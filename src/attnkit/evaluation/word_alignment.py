@@ -93,9 +93,13 @@ def _saliency(translator, sources, targets, method: str, batch: int = 32) -> lis
     return maps
 
 
-def score_word_alignment(translator, pairs: Sequence[GoldPair], kind: str = "attention") -> dict:
+def score_word_alignment(
+    translator, pairs: Sequence[GoldPair], kind: str = "attention", rule: str = "all"
+) -> dict:
     """AER, precision and recall (%) of the model's ``kind`` map against the pairs' human links,
-    with the maps' entropy; pooled over the corpus."""
+    with the maps' entropy; pooled over the corpus. ``rule``: every target word's link scored
+    (``"all"``, the standard ``aer.py``'s), or only those of words with gold links
+    (``"gold_linked"``, the rule of figures recorded before it was the default)."""
     with torch.no_grad() if kind == "attention" else torch.enable_grad():
         maps = word_maps(translator, pairs, kind)
-    return alignment_metrics((m, p.gold) for m, p in zip(maps, pairs))
+    return alignment_metrics(((m, p.gold) for m, p in zip(maps, pairs)), rule)

@@ -11,7 +11,9 @@ renormalised (:func:`with_residual`).
   path from input j up to position i, the product of its edges (:func:`rollout`);
 * **flow** treats the edges as pipe capacities and takes the maximum flow from position i of the
   top layer to input j (networkx's max-flow, :func:`flow`): a path gives no more than its
-  narrowest edge.
+  narrowest edge. Each row is then divided by its sum, as Abnar & Zuidema's code does, so that
+  rows sum to 1 as rollout's do (``normalize=False``: the raw max-flow values, whose rows may sum
+  to more than 1).
 
 The encoder-decoder variant (:func:`cross_rollout`, :func:`cross_flow`) adds the decoder's
 cross-attention on top: each output step t attends to the encoder's top layer with the weights
@@ -96,14 +98,23 @@ def _flows(graph: nx.DiGraph, sources: list, sinks: list) -> np.ndarray:
     return out
 
 
-def flow(attention: Tensor, residual: bool = True) -> Tensor:
+def _rows_to_one(values: np.ndarray) -> np.ndarray:
+    """Each row divided by its sum (the reference's normalisation); a row of zeros (no path from
+    that position to any input) stays zeros."""
+    sums = values.sum(-1, keepdims=True)
+    return np.divide(values, sums, out=np.zeros_like(values), where=sums > 0)
+
+
+def flow(attention: Tensor, residual: bool = True, normalize: bool = True) -> Tensor:
     """(L, S, S) -> (S, S): row i the maximum flow from position i of the top layer to each input
-    token, in the graph of the (residual) attention."""
+    token, in the graph of the (residual) attention; each row summing to 1 (``normalize``, as
+    Abnar & Zuidema's code), or the raw max-flow values."""
     layers = (with_residual(attention) if residual else attention).double().cpu().numpy()
     n_layers, s, _ = layers.shape
     graph = _layer_graph(layers)
     top = [(n_layers, i) for i in range(s)]
-    return torch.from_numpy(_flows(graph, top, [(0, j) for j in range(s)])).float()
+    values = _flows(graph, top, [(0, j) for j in range(s)])
+    return torch.from_numpy(_rows_to_one(values) if normalize else values).float()
 
 
 def cross_rollout(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tensor:
@@ -112,9 +123,12 @@ def cross_rollout(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tens
     return cross.to(encoder.dtype) @ rollout(encoder, residual)
 
 
-def cross_flow(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tensor:
+def cross_flow(
+    cross: Tensor, encoder: Tensor, residual: bool = True, normalize: bool = True
+) -> Tensor:
     """cross (T, S), encoder (L, S, S) -> (T, S): the maximum flow from each output step (a node
-    joined to the top encoder layer with capacities ``cross[t]``) to each source token."""
+    joined to the top encoder layer with capacities ``cross[t]``) to each source token; each row
+    summing to 1 (``normalize``), or the raw max-flow values."""
     layers = (with_residual(encoder) if residual else encoder).double().cpu().numpy()
     n_layers, s, _ = layers.shape
     graph = _layer_graph(layers)
@@ -126,7 +140,8 @@ def cross_flow(cross: Tensor, encoder: Tensor, residual: bool = True) -> Tensor:
             if weights[t, i] > 0:
                 graph.add_edge(step, (n_layers, i), capacity=float(weights[t, i]))
         steps.append(step)
-    return torch.from_numpy(_flows(graph, steps, [(0, j) for j in range(s)])).float()
+    values = _flows(graph, steps, [(0, j) for j in range(s)])
+    return torch.from_numpy(_rows_to_one(values) if normalize else values).float()
 
 
 def transformer_maps(

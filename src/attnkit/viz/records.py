@@ -376,5 +376,9 @@ def _atomic_write(path: Path, write) -> None:
         with os.fdopen(fd, "wb") as f:
             write(f)
         tmp.replace(path)
+    except OSError as exc:  # the user asked for ``path``: name it, never the temporary
+        if exc.filename is not None and Path(os.fsdecode(exc.filename)) == tmp:
+            exc.filename, exc.filename2 = str(path), None
+        raise
     finally:
         tmp.unlink(missing_ok=True)

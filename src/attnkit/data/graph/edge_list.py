@@ -12,7 +12,7 @@ and ``features`` are numbers separated by spaces or commas, as many on every lin
 undirected unless ``data.directed`` is set. Lines that are blank or start with ``#`` are skipped.
 Every problem is one :class:`~attnkit.errors.DataError` naming the file and line: a line without
 its columns, an edge to a node the table lacks, features of another width, a split that is none
-of the above, a node listed twice.
+of the above, a node listed twice, a feature that is not a finite number (nan, inf).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from attnkit.errors import DataError
 
 MAX_LINE = 1 << 20  # characters: longer lines are refused, not read whole
 _NUMBERS = re.compile(r"[,\s]+")
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _lines(path: Path):
@@ -67,6 +68,10 @@ def _node_rows(path: Path):
             row = [float(v) for v in _NUMBERS.split(values) if v]
         except ValueError:
             raise DataError(f"features must be numbers: {values[:60]!r}", path, number) from None
+        if not all(abs(v) <= _FLOAT32_MAX for v in row):  # nan, inf, or inf once float32
+            raise DataError(
+                f"features must be finite numbers (float32): {values[:60]!r}", path, number
+            )
         if width is None:
             width = len(row)
         if len(row) != width or not row:

@@ -23,6 +23,7 @@ import torch
 from attnkit.checkpoint import checkpoint_dir
 from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families import arguments as check
 from attnkit.families.graph.adapter import DeviceGraph
 from attnkit.families.graph.bundle import load_graph_model
 from attnkit.viz.inline import show_html
@@ -130,11 +131,12 @@ class GraphModel:
         n = self.graph.num_nodes
         if isinstance(node, str) and node in self._names():
             return self._names()[node]
-        try:
-            index = int(node)
-        except (TypeError, ValueError):
-            message = f"node {node!r}: no node of that name in {self.graph.name}"
-            raise InputError(message, "node") from None
+        if isinstance(node, str):
+            if not node.strip().isascii() or not node.strip().isdigit() or len(node) > 20:
+                message = f"node {node!r}: no node of that name in {self.graph.name}"
+                raise InputError(message, "node")
+            node = int(node)
+        index = check.integer(node, "node")  # 1.5 is no node: never rounded to one
         if not 0 <= index < n:
             raise InputError(f"node {node}: the graph has nodes 0..{n - 1}", "node")
         return index
@@ -209,8 +211,7 @@ class GraphModel:
         report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
         from attnkit.evaluation.graph import evaluate_to_dir, summary
 
-        if split not in ("dev", "test", "train"):
-            raise ConfigError(f"split {split!r}: choose train, dev or test")
+        check.choice(split, "split", ("train", "dev", "test"))
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
         loaded = (self.config, self.graph, self.net, self.data)

@@ -24,12 +24,16 @@ from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.babi import Question, parse_stories
 from attnkit.errors import AttnkitError, InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families import arguments as check
 from attnkit.families.memnet.bundle import load_memnet_model
 from attnkit.viz.inline import ShowsRecord
 from attnkit.viz.memory import hops_record, save_hops
 from attnkit.viz.records import AttentionRecord
 
 MAX_SENTENCES = 1000
+MAX_WORDS = 1000  # words of one sentence or of the question (the text family's bound)
+#: the splits of a bAbI task (dev is valid: the held-out 10% of training)
+SPLITS = ("train", "valid", "dev", "test")
 _NUMBERED = re.compile(r"^\s*\d+\s+")
 
 
@@ -112,6 +116,15 @@ class BabiScores(Scores):
         return [(f"task {t} error %", s["error_pct"]) for t, s in self["tasks"].items()]
 
 
+def _words_within(text: str, what: str) -> None:
+    """An InputError where ``text`` has more than :data:`MAX_WORDS` words (the picture of
+    a longer one takes minutes to draw)."""
+    words = len(text.split())
+    if words > MAX_WORDS:
+        name = "question" if what == "question" else "story"
+        raise InputError(f"{what}: {words:,} words, more than {MAX_WORDS:,}", name)
+
+
 def story_sentences(story: str | Sequence[str]) -> list[str]:
     """A story as its sentences: a list of them, or a text of one sentence a line (bAbI's line
     numbers may be kept) or of sentences ending in ``.``, ``!`` or ``?``."""
@@ -124,6 +137,8 @@ def story_sentences(story: str | Sequence[str]) -> list[str]:
     sentences = [str(s).strip() for s in story if str(s).strip()]
     if not sentences:
         raise InputError("story: no sentence to read", "story")
+    for i, sentence in enumerate(sentences):
+        _words_within(sentence, f"story sentence {i + 1}")
     if len(sentences) > MAX_SENTENCES:
         raise InputError(f"story: {len(sentences)} sentences; at most {MAX_SENTENCES}", "story")
     return sentences
@@ -161,12 +176,16 @@ class MemoryModel:
         if question is not None and not isinstance(question, str):
             raise InputError("question: give the question as text", "question")
         asked = question.strip() if question is not None and question.strip() else None
-        lines = story.splitlines() if isinstance(story, str) else [str(s) for s in story]
+        _words_within(asked or "", "question")
+        lines = [line for item in check.texts(story, "story") for line in item.splitlines()]
         if any("\t" in line for line in lines):
             try:
                 last = parse_stories("\n".join(lines), "story", 0, self.vocab.memory_size)[-1]
             except AttnkitError as exc:  # bAbI's reader names the story's line at fault
                 raise InputError(str(exc), "story") from None
+            for i, sentence in enumerate(last.memories):
+                _words_within(sentence, f"story sentence {i + 1}")
+            _words_within(last.question, "question")
             return last if asked is None else Question(last.memories, asked, "", ())
         if asked is None:
             raise InputError(
@@ -200,7 +219,7 @@ class MemoryModel:
         beside the hops' attention (``.saliency``, summing to 1)."""
         from attnkit.explain.memory import METHODS, memory_saliency
 
-        method = method.replace("-", "_")
+        method = check.text(method, "method").replace("-", "_")
         if method not in METHODS:
             raise InputError(f"method: {method!r} is not one of {', '.join(METHODS)}", "method")
         result = self.answer(story, question)
@@ -259,6 +278,10 @@ class MemoryModel:
         from attnkit.data.babi import read_file
         from attnkit.evaluation.babi import evaluate_to_dir
 
+        if stories is None:
+            check.choice(split, "split", SPLITS)
+        else:
+            check.path(stories, "stories")
         if self.path is None:
             raise InputError("this model was not loaded from a checkpoint directory", "evaluate")
         loaded = (self.config, self.vocab, self.net)

@@ -24,6 +24,7 @@ from attnkit.data.tasks.pointer import check_points, make_split, polygon_area, t
 from attnkit.decoding.pointer import beam_pointer
 from attnkit.errors import InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families import arguments as check
 from attnkit.families.pointer.bundle import load_pointer
 from attnkit.families.pointer.evaluate import DECIDING, decode_split, score_outputs
 from attnkit.viz.inline import ShowsRecord
@@ -100,6 +101,10 @@ class PointerModel:
         """One instance: ``points`` (n, 2) for hull and TSP, (n,) or (n, 1) values for sort.
         Duplicate points, or a point of the wrong width, are one-line InputErrors naming
         ``points`` (or the point, ``points[i]``)."""
+        beam = check.integer(beam, "beam", 1, check.MAX_BEAM)  # as Seq2SeqModel.translate's
+        if isinstance(points, str | bytes) or not hasattr(points, "__len__"):
+            kind = "None" if points is None else type(points).__name__
+            raise InputError(f"points: give a list or array of points, not {kind}", "points")
         dims = self.config.data.dims
         for i, point in enumerate(points):  # each point's width, before a ragged array
             width = len(point) if np.ndim(point) else 1  # a number (a sort value) is one
@@ -127,8 +132,10 @@ class PointerModel:
         scores of the task's ``split``, drawn as in training (same seed); ``out``: a directory
         for ``scores.json``."""
         data = self.config.data
-        instances = make_split(data, split)
+        check.choice(split, "split", ("train", "dev", "test"))
         beam = self.config.decode.beam_size if beam is None else beam
+        beam = check.integer(beam, "beam", 1, check.MAX_BEAM)
+        instances = make_split(data, split)
         metric, higher = DECIDING[data.task]
         scores: dict[str, Any] = {
             "model": str(self.path),

@@ -34,7 +34,7 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
-from attnkit.evaluation.alignment import alignment_metrics, mark_gold
+from attnkit.evaluation.alignment import SYNTHETIC_RULE, alignment_metrics, mark_gold
 from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
 from attnkit.families.seq2seq.translator import Translator
@@ -164,8 +164,10 @@ def _score(scores, aligner, sources, forced_outputs, attention, saliency, attend
     if aligner is not None:
         gold = [aligner(src, o) for src, o in zip(sources, forced_outputs)]
         if attends:
-            scores["attention"] = alignment_metrics((a.weights, g) for a, g in zip(attention, gold))
-        scores["saliency"] = alignment_metrics((s.weights, g) for s, g in zip(saliency, gold))
+            pairs = ((a.weights, g) for a, g in zip(attention, gold))
+            scores["attention"] = alignment_metrics(pairs, SYNTHETIC_RULE)
+        pairs = ((s.weights, g) for s, g in zip(saliency, gold))
+        scores["saliency"] = alignment_metrics(pairs, SYNTHETIC_RULE)
 
 
 def _write_page(out, cfg, method, scores, att_records, sal_records, attends, aligner) -> None:

@@ -29,6 +29,7 @@ from attnkit.decoding.search import SearchOptions
 from attnkit.errors import AttnkitError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.explain.explanation import Explanation
+from attnkit.families import arguments as check
 from attnkit.families.seq2seq.ensemble import load_translator
 from attnkit.families.seq2seq.translator import Translation, Translator
 
@@ -81,20 +82,23 @@ class Seq2SeqModel:
         server checks each request's with too. ``alpha`` None is the checkpoint's length
         penalty; ``prefix`` tokens must be tokens of the target vocabulary. A setting that cannot
         be is an :class:`~attnkit.errors.InputError` naming it (``beam``, ``n_best``, ``alpha``,
-        ``top_k``, ``prefix[i]``)."""
-        if beam < 1:
-            raise InputError(f"beam must be at least 1, got {beam}", "beam")
+        ``top_k``, ``prefix[i]``); ``beam`` and ``top_k`` are bounded by
+        :data:`~attnkit.families.arguments.MAX_BEAM` and ``MAX_TOP_K``."""
+        beam = check.integer(beam, "beam", 1, check.MAX_BEAM)
+        n_best = check.integer(n_best, "n_best")
         if not 1 <= n_best <= beam:
             raise InputError(
                 f"n_best must be between 1 and the beam size ({beam}), got {n_best}", "n_best"
             )
         alpha = self.config.decode.alpha if alpha is None else alpha
-        if not (math.isfinite(alpha) and alpha >= 0):
+        if isinstance(alpha, float) and not (math.isfinite(alpha) and alpha >= 0):
             raise InputError(
                 f"alpha, the length penalty, must be finite and >= 0, got {alpha}", "alpha"
             )
-        if top_k < 0:
-            raise InputError(f"top_k must be at least 0, got {top_k}", "top_k")
+        alpha = check.number(alpha, "alpha", 0)
+        top_k = check.integer(top_k, "top_k", 0, check.MAX_TOP_K)
+        if prefix is not None and not isinstance(prefix, str):  # a string: its characters
+            prefix = check.texts(prefix, "prefix")
         prefix_ids = tuple(target_prefix_ids(self.translator.tgt_vocab, prefix)) if prefix else None
         return SearchOptions(beam, alpha, n_best, prefix_ids, heads, top_k)
 
@@ -110,7 +114,7 @@ class Seq2SeqModel:
         naming it (``names[i]``, default ``input i+1``); a blank one gives a blank output, with a
         warning (``warn``), or with ``allow_blank`` False an error. The server prepares each
         request's inputs with it and decodes what it prepared."""
-        texts = [texts] if isinstance(texts, str) else list(texts)
+        texts = check.texts(texts, "texts")
         return self.translator.prepare(texts, names=names, allow_blank=allow_blank, warn=warn)
 
     def translate(
@@ -143,13 +147,15 @@ class Seq2SeqModel:
         from attnkit.explain.saliency import METHODS
         from attnkit.families.seq2seq.explain import explain_output
 
-        method = method.replace("-", "_")
+        method = check.text(method, "method").replace("-", "_")
         if method not in METHODS:
             valid = ", ".join(METHODS)
             raise InputError(
                 f"method: unknown saliency method {method!r}; valid: {valid}", "method"
             )
         _one_text(text, "explain")
+        if reference is not None:
+            check.text(reference, "reference")
         output = self.translate(text, heads=False)[0].output if reference is None else reference
         forced, salient, scores = explain_output(
             self.translator, text, output, method, self.has_attention
@@ -273,6 +279,8 @@ class Seq2SeqModel:
         from attnkit.families.seq2seq.report import evaluate_model
 
         self.search_options(beam, alpha=alpha)  # before anything is decoded
+        if src is None and ref is None and tsv is None:
+            check.choice(split, "split", SPLITS)
         if not self.paths:
             raise AttnkitError("evaluate: this model was not loaded from a checkpoint directory")
         files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
@@ -281,6 +289,10 @@ class Seq2SeqModel:
             self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
         )
         return Scores(scores)
+
+
+#: the splits a seq2seq task is made in
+SPLITS = ("train", "dev", "test")
 
 
 def _default_out(path: Path | None, name: str) -> Path | None:

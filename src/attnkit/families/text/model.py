@@ -26,6 +26,7 @@ from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.explain.saliency import METHODS
 from attnkit.explain.text_saliency import text_saliency
+from attnkit.families import arguments as check
 from attnkit.families.text.bundle import TextBundle, load_text_model
 from attnkit.families.text.results import TextClassification
 from attnkit.families.text.scoring import predict
@@ -72,7 +73,7 @@ class TextModel:
         the probability of every class and the attention over the words. ``words``: each
         text's words as :meth:`tokens` read them already (the server reads a request's once,
         before it joins a batch); None: read here."""
-        texts = [text] if isinstance(text, str) else list(text)
+        texts = check.texts(text, "text")
         if words is None:
             words = [
                 self.tokens(t, f"inputs[{i}]" if len(texts) > 1 else "text")
@@ -100,8 +101,7 @@ class TextModel:
         """:meth:`classify` (``words`` as it takes them), with the gradient saliency of each
         answer over the words beside its attention (``method``: gradient, input_x_gradient or
         integrated_gradients)."""
-        if method not in METHODS:
-            raise ConfigError(f"method {method!r}: use one of {', '.join(METHODS)}")
+        check.choice(method, "method", METHODS)
         results = self.classify(text, words)
         listed = [results] if isinstance(results, TextClassification) else results
         device = next(self.net.parameters()).device
@@ -140,6 +140,7 @@ class TextModel:
         predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
         from attnkit.families.text.evaluate import evaluate_to_dir, summary
 
+        check.choice(split, "split", ("test", "dev"))
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
         return Scores(evaluate_to_dir(self.bundle, self.path, split, out), summary)

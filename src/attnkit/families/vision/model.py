@@ -20,6 +20,7 @@ from torch import nn
 
 from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families import arguments as check
 from attnkit.families.vision.bundle import load_vision_model
 from attnkit.families.vision.pictures import plot_input
 from attnkit.families.vision.results import Classification
@@ -76,11 +77,14 @@ class VisionModel:
             return _pixels(image, self.config.data.image_shape()), None, "array"
         if isinstance(image, bytes):
             return _upload(image, self.config.data.image_shape()), None, "upload"
-        if isinstance(image, bool) or not isinstance(image, int | str | Path):
-            raise ConfigError(
+        if isinstance(image, bool) or not isinstance(image, int | str | Path | np.integer):
+            raise InputError(
                 f"image: give a test-image index, an image file or an (H, W) array, not "
-                f"{type(image).__name__}"
+                f"{type(image).__name__}",
+                "image",
             )
+        if not isinstance(image, str | Path):
+            image = check.integer(image, "image", 0)
         return plot_input(self.config, image)
 
     def classify(self, image) -> Classification:
@@ -177,6 +181,9 @@ class VisionModel:
         predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
         from attnkit.families.vision.evaluate import evaluate_to_dir, summary
 
+        check.choice(split, "split", ("test", "dev"))
+        if mc_samples is not None:
+            check.integer(mc_samples, "mc_samples", 1)
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
         loaded = (self.config, self.kind, self.net)
