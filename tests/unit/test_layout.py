@@ -379,11 +379,8 @@ FAMILY_NAMES = sorted(
 )
 #: modules outside families/ that still name a family, each waiting for a move into its family
 #: (or for the generic mechanism that makes the name unnecessary); delete an entry when its module
-#: no longer names one (test_pending_family_names_still_exist says which)
-PENDING_FAMILY_NAMES: dict[str, str] = {
-    "attnkit.decoding.ensemble": "the ensemble's family: seq2seq's own",
-    "attnkit.evaluation.faithfulness_seq2seq": "faithfulness scores say their family",
-}
+#: no longer names one (test_pending_family_names_still_exist says which). None are left.
+PENDING_FAMILY_NAMES: dict[str, str] = {}
 
 
 def _names_a_family(node: ast.AST) -> str | None:

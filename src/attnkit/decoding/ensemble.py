@@ -38,8 +38,6 @@ class MemberStates(tuple):
 class Ensemble(nn.Module):
     """Seq2seq models (M >= 1) decoding together; see the module docstring."""
 
-    family = "seq2seq"
-
     def __init__(self, members: Sequence[Seq2Seq]):
         super().__init__()
         if not members:

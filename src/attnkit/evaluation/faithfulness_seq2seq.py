@@ -202,10 +202,12 @@ def split_or_texts(texts, split: str | None, count: int, read_split) -> list:
     return items
 
 
-def seq2seq_faithfulness(translator, texts, split, count, out, options, model: str = "") -> dict:
+def seq2seq_faithfulness(
+    translator, texts, split, count, out, options, model: str = "", *, family: str
+) -> dict:
     """What ``attnkit faithfulness`` computes for a seq2seq checkpoint: the inputs (see
     :func:`split_or_texts`) questioned step by step, summed up, written to ``out`` (None: not
-    written); ``model`` names the checkpoint in the outputs."""
+    written); ``model`` names the checkpoint in the outputs, ``family`` its family."""
     from attnkit.data.tasks.registry import build_split
     from attnkit.evaluation.faithfulness_report import evaluate_subjects
 
@@ -218,7 +220,7 @@ def seq2seq_faithfulness(translator, texts, split, count, out, options, model: s
             raise AttnkitError(f"input {i + 1} is empty: nothing to question")
     meta = {
         "model": model,
-        "family": "seq2seq",
+        "family": family,
         "units": "decoding steps of the model's own output; positions: source tokens",
         "inputs": f"{split or 'test'} split, first {len(sources)}" if texts is None else "typed",
     }

@@ -243,8 +243,9 @@ class Seq2SeqModel:
         )
         out = _default_out(self.path, "faithfulness") if out is None else Path(out)
         scores = seq2seq_faithfulness(
-            self.translator, texts, split, count, out, options, str(self.path or "")
-        )
+            self.translator, texts, split, count, out, options, str(self.path or ""),
+            family=self.family,
+        )  # fmt: skip
         return FaithfulnessScores(scores)
 
     def rollout(self, text: str) -> dict:
