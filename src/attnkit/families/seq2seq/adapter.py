@@ -43,7 +43,6 @@ class Seq2SeqAdapter:
     """
 
     items = "tokens"
-    counts_epoch_first = False
 
     def __init__(
         self,

@@ -50,7 +50,6 @@ class SpeechAdapter:
     """The speech family's part of the training loop (see :class:`FamilyAdapter`)."""
 
     items = "utterances"
-    counts_epoch_first = True
 
     def __init__(self, cfg: SpeechExperiment, out: Path, model, optimizer, sets):
         self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
