@@ -166,3 +166,17 @@ def test_the_heads_table_sorts_by_a_score_and_a_row_shows_its_map(page, server):
     np.testing.assert_allclose(
         drawn(wait_cells(page, size, CELLS)), want[layer - 1, head - 1], atol=1e-4
     )
+
+
+def test_induction_scores_join_the_table_of_a_self_attention_part_only(page, server):
+    type_text(page, TEXT)
+    assert not page.find_element(By.ID, "pt-induction").is_enabled()  # no table yet
+    page.find_element(By.ID, "pt-heads").click()
+    box = page.find_element(By.ID, "pt-induction")
+    wait(page, lambda d: box.is_enabled(), "induction offered with the table")
+    box.click()
+    css = "#pt-heads-table th[data-key='induction']"
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, css), "an induction column")
+    Select(page.find_element(By.ID, "model")).select_by_value("t5")
+    wait(page, lambda d: not box.is_enabled(), "none for the translator's cross part")
+    wait(page, lambda d: not d.find_elements(By.CSS_SELECTOR, css), "the cross part's table")
