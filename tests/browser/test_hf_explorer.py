@@ -2,7 +2,8 @@
 hf:DIR`` of tiny Hugging Face models saved here (a BERT classifier and a T5 translator; nothing
 downloaded): a typed text draws the model's answer and the heatmap of the layer and head chosen
 (the weights the API gives for them), rollout is drawn on request, a long input is painted on a
-canvas instead of table cells, and a text longer than the model holds is one line inline."""
+canvas instead of table cells, a text longer than the model holds is one line inline, and the
+heads table sorts by a score and shows a clicked head's map."""
 
 from __future__ import annotations
 
@@ -120,3 +121,62 @@ def test_a_text_longer_than_the_model_holds_is_one_line_inline(page, server):
     assert all("status of 4" in m for m in logged), logged
     type_text(page, TEXT)
     wait(page, lambda d: not error.is_displayed(), "the error cleared")
+
+
+def table_order(driver) -> list[tuple[int, int]]:
+    """The (layer, head) of the heads table's rows, top to bottom."""
+    rows = driver.find_elements(By.CSS_SELECTOR, "#pt-heads-table tbody tr")
+    return [(int(r.get_attribute("data-layer")), int(r.get_attribute("data-head"))) for r in rows]
+
+
+def test_the_heads_table_sorts_by_a_score_and_a_row_shows_its_map(page, server):
+    type_text(page, TEXT)
+    wait(page, lambda d: d.find_element(By.ID, "pt-results").is_displayed(), "the answer")
+    page.find_element(By.ID, "pt-heads").click()
+    wait(page, lambda d: len(table_order(d)) == 2 * 4, "a row per layer and head")
+    answer = server.post("v1/pretrained", {"model": "bert", "text": TEXT, "heads": True})
+    rows = answer["head_summary"]["rows"]
+    header = page.find_element(By.CSS_SELECTOR, "#pt-heads-table th[data-key='sink']")
+    header.click()
+    highest = [(r["layer"], r["head"]) for r in sorted(rows, key=lambda r: -r["sink"])]
+    wait(page, lambda d: table_order(d) == highest, "rows by sink share, highest first")
+    page.find_element(By.CSS_SELECTOR, "#pt-heads-table th[data-key='sink']").click()
+    lowest = [(r["layer"], r["head"]) for r in sorted(rows, key=lambda r: r["sink"])]
+    wait(page, lambda d: table_order(d) == lowest, "clicked again: lowest first")
+    layer, head = lowest[0]
+    page.find_element(By.CSS_SELECTOR, "#pt-heads-table tbody tr").click()
+    assert page.find_element(By.ID, "pt-layer").get_attribute("value") == str(layer)
+    assert page.find_element(By.ID, "pt-head").get_attribute("value") == str(head)
+    title = f"layer {layer}, head {head}"
+    wait(
+        page,
+        lambda d: title in d.find_element(By.CSS_SELECTOR, "#pt-map-box .hm-title").text,
+        title,
+    )
+    chosen = "#pt-heads-table tr.chosen"
+    wait(page, lambda d: table_order(d)[0] == (layer, head), "the sort kept across answers")
+    row = page.find_element(By.CSS_SELECTOR, chosen)
+    assert (row.get_attribute("data-layer"), row.get_attribute("data-head")) == (
+        str(layer),
+        str(head),
+    )
+    whole = server.post("v1/pretrained", {"model": "bert", "text": TEXT})
+    want = np.array(whole["parts"]["self"]["maps"])
+    size = want.shape[2] * want.shape[3]
+    np.testing.assert_allclose(
+        drawn(wait_cells(page, size, CELLS)), want[layer - 1, head - 1], atol=1e-4
+    )
+
+
+def test_induction_scores_join_the_table_of_a_self_attention_part_only(page, server):
+    type_text(page, TEXT)
+    assert not page.find_element(By.ID, "pt-induction").is_enabled()  # no table yet
+    page.find_element(By.ID, "pt-heads").click()
+    box = page.find_element(By.ID, "pt-induction")
+    wait(page, lambda d: box.is_enabled(), "induction offered with the table")
+    box.click()
+    css = "#pt-heads-table th[data-key='induction']"
+    wait(page, lambda d: d.find_elements(By.CSS_SELECTOR, css), "an induction column")
+    Select(page.find_element(By.ID, "model")).select_by_value("t5")
+    wait(page, lambda d: not box.is_enabled(), "none for the translator's cross part")
+    wait(page, lambda d: not d.find_elements(By.CSS_SELECTOR, css), "the cross part's table")

@@ -152,3 +152,68 @@ def test_an_answer_too_big_for_the_limit_says_how_to_ask_for_less(client):
 def test_a_request_naming_a_model_of_another_route_is_refused(client, models):
     response = post(client, model="nobody", text=TEXT)
     assert response.status_code == 404 and "bert" in response.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2"])
+def test_heads_add_the_head_summary_the_api_gives_for_the_text(client, models, kind):
+    text, model = "the cat sat", attnkit.load(models[kind])
+    if kind == "bert":
+        body = post(client, model=kind, text=text, heads=True, mean=True).json()
+        want = model.classify(text).head_summary()
+    else:
+        body = post(client, model=kind, text=text, heads=True, mean=True, max_new_tokens=4).json()
+        want = model.generate(text, max_new_tokens=4).head_summary()
+    got = body["head_summary"]
+    assert got["part"] == "self" and got["tokens"] == want.tokens and got["induction"] is None
+    assert got["causal"] is (kind == "gpt2")
+    for name in ("entropy", "sink", "previous", "distance"):
+        np.testing.assert_allclose(got["scores"][name], getattr(want, name), atol=1e-5)
+    rows = {(r["layer"], r["head"]): r for r in got["rows"]}
+    layers, heads = want.layers_and_heads
+    assert sorted(rows) == [(a, b) for a in range(1, layers + 1) for b in range(1, heads + 1)]
+    assert rows[(2, 3)]["sink"] == pytest.approx(float(want.sink[1, 2]), abs=1e-5)
+    assert np.array(got["profile"]).shape == want.profile.shape
+    assert post(client, model=kind, text=text, mean=True).json()["head_summary"] is None
+
+
+def test_induction_adds_the_models_seeded_scores(client, models):
+    body = post(client, model="gpt2", text="the cat", heads=True, induction=True, mean=True)
+    got = body.json()["head_summary"]
+    want = attnkit.load(models["gpt2"]).head_summary()
+    assert got["induction"]["period"] == want.period and got["induction"]["seed"] == 0
+    np.testing.assert_allclose(got["induction"]["scores"], want.induction, atol=1e-5)
+    row = next(r for r in got["rows"] if (r["layer"], r["head"]) == (2, 1))
+    assert row["induction"] == pytest.approx(float(want.induction[1, 0]), abs=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("body", "field", "says"),
+    [
+        ({"model": "bert", "text": TEXT, "heads": "yes"}, "heads", "boolean"),
+        ({"model": "bert", "text": TEXT, "induction": True}, "induction", "heads: true"),
+        (
+            {"model": "marian", "text": TEXT, "heads": True, "induction": True},
+            "induction",
+            "part encoder or decoder",
+        ),
+    ],
+)
+def test_bad_head_summary_requests_name_the_field(client, body, field, says):
+    response = post(client, **body)
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == field and says in error["message"], error
+
+
+def test_the_head_summary_counts_against_the_map_limit(models):
+    settings = ServeSettings(
+        models=[models["bert"]], names=["bert"], limits=Limits(max_map_cells=100)
+    )
+    with TestClient(create_app(settings)) as small:
+        alone = post(small, model="bert", text="the cat sat", mean=True)
+        tokens = len(alone.json()["parts"]["self"]["query_tokens"])
+        # one mean map fits; with 2 x 4 heads' distance profiles and rows it does not
+        assert tokens**2 <= 100 < tokens**2 + 2 * 4 * tokens + 2 * 4 * 6
+        response = post(small, model="bert", text="the cat sat", mean=True, heads=True)
+    assert response.status_code == 422
+    assert "head summary" in response.json()["error"]["message"]

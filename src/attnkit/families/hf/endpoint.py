@@ -9,12 +9,20 @@ written) longer than the model's positions are InputErrors naming the field, one
 (:mod:`attnkit.serve.problems`); a layer or head the answer's attention does not have is the
 same, said by the worker once it knows the parts. Requests are answered one at a time.
 
+``heads: true`` adds ``head_summary``: the asked part's (default the result's main part's) head
+summary on this text (:meth:`PretrainedResult.head_summary
+<attnkit.families.hf.results.PretrainedResult.head_summary>`), counted with the maps against
+``--max-map-cells``; ``induction: true`` adds the model's induction scores, read once per model
+and part from its seeded repeated block (:meth:`PretrainedModel.head_summary
+<attnkit.families.hf.model.PretrainedModel.head_summary>`: at most 50 tokens said twice) and kept.
+
 Shapes: L layers, H heads, T queries, S keys.
 """
 
 # no "from __future__ import annotations": FastAPI reads the route's request model (built
 # from the limits, local to add_route) from the handler's annotation at runtime
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +36,10 @@ from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel, one_
 DIGITS = 5
 #: the tokens ``generate`` writes when a request does not say (PretrainedModel.generate's default)
 GENERATE_TOKENS = 20
+#: the induction scores' seed (PretrainedModel.head_summary's default)
+INDUCTION_SEED = 0
+#: loaded model -> part -> its induction answer: the same every request, so read once
+_INDUCTION: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -49,6 +61,8 @@ class PretrainedJob:
     words: bool
     rollout: bool
     max_cells: int  # the server's --max-map-cells
+    heads: bool = False
+    induction: bool = False
 
 
 def check_request(
@@ -74,6 +88,7 @@ def check_request(
     if request.part is not None and request.part not in parts:
         raise InputError(f"part: {request.part!r}; {model.name} has {', '.join(parts)}", "part")
     _check_length(model, request, task)
+    _check_heads(model, request, parts)
     job = PretrainedJob(
         request.text,
         task,
@@ -85,8 +100,25 @@ def check_request(
         request.words,
         request.rollout,
         limits.max_map_cells,
+        request.heads,
+        request.induction,
     )
     return PretrainedKey(model.name), job
+
+
+def _check_heads(model: ServedModel, request, parts: list[str]) -> None:
+    """``induction`` only with ``heads``, and of a self-attention part."""
+    if not request.induction:
+        return
+    if not request.heads:
+        raise InputError("induction: the induction scores come with heads: true", "induction")
+    name = request.part or ("cross" if "cross" in parts else parts[0])
+    if name == "cross":
+        raise InputError(
+            f"induction: {model.name}'s cross part is not self-attention and has no induction "
+            "score; ask for part encoder or decoder",
+            "induction",
+        )
 
 
 def _check_length(model: ServedModel, request, task: str) -> None:
@@ -132,13 +164,15 @@ def answer(model: ServedModel, job: PretrainedJob) -> dict:
         result = getattr(loaded, job.task)(job.text)
     names = [job.part] if job.part is not None else list(result.parts)
     parts = {name: _part(model, result, name, job) for name in names}
-    cells = sum(p["maps"].size for p in parts.values())
+    summary = _head_summary(model, result, job) if job.heads else None
+    cells = sum(p["maps"].size for p in parts.values()) + _summary_cells(summary)
     if cells > job.max_cells:
         raise RequestError(
             422,
             None,
-            f"the maps asked for hold {cells} weights, above the limit of {job.max_cells} "
-            "(--max-map-cells): ask for one part, layer or head, or mean: true",
+            f"the maps {'and head summary ' if summary else ''}asked for hold {cells} weights, "
+            f"above the limit of {job.max_cells} (--max-map-cells): ask for one part, layer or "
+            "head, or mean: true",
         )
     for p in parts.values():
         p["maps"] = np.round(p["maps"], DIGITS).tolist()
@@ -153,7 +187,47 @@ def answer(model: ServedModel, job: PretrainedJob) -> dict:
         else {k: round(p, 6) for k, p in result.probs.items()},
         "words": job.words,
         "parts": parts,
+        "head_summary": summary,
     }
+
+
+def _head_summary(model: ServedModel, result, job: PretrainedJob) -> dict:
+    """The asked part's head summary on this text (as ``HeadSummary.to_dict``) and its ``part``;
+    with ``job.induction``, the model's induction scores as ``induction`` and in each row."""
+    name = job.part if job.part is not None else result.main
+    found = result.head_summary(name).to_dict()
+    found["part"] = name
+    found["induction"] = None
+    if job.induction:
+        scores = _induction(model, name)
+        found["induction"] = scores
+        for row in found["rows"]:
+            row["induction"] = scores["scores"][row["layer"] - 1][row["head"] - 1]
+    return found
+
+
+def _induction(model: ServedModel, name: str) -> dict:
+    """The model's seeded induction scores of part ``name`` (L, H), read once and kept."""
+    loaded = model.loaded
+    kept = _INDUCTION.setdefault(loaded, {})
+    if name not in kept:
+        found = loaded.head_summary(name, seed=INDUCTION_SEED)
+        kept[name] = {
+            "title": found.title,
+            "period": found.period,
+            "seed": INDUCTION_SEED,
+            "scores": np.round(found.induction, DIGITS).tolist(),
+        }
+    return kept[name]
+
+
+def _summary_cells(summary: dict | None) -> int:
+    """The numbers a head summary holds: its distance profile (L, H, T) and a row per head."""
+    if summary is None:
+        return 0
+    rows = len(summary["rows"]) * len(summary["rows"][0])
+    profile = summary["profile"]
+    return rows + (0 if profile is None else len(profile) * len(profile[0]) * summary["tokens"])
 
 
 def _chosen(value: int | None, count: int, what: str, model: ServedModel, name: str) -> list[int]:

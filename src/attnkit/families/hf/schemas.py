@@ -31,6 +31,33 @@ class PartAnswer(BaseModel):
     rollout: list[list[float]] | None = Field(description="attention rollout (T, S), or null")
 
 
+class InductionAnswer(BaseModel):
+    title: str = Field(description="the repeated block the scores were read on")
+    period: int = Field(description="the block's tokens (said twice)")
+    seed: int = Field(description="the seed the block was drawn with")
+    scores: list[list[float]] = Field(description="(layers, heads) induction scores")
+
+
+class HeadSummaryAnswer(BaseModel):
+    part: str = Field(description="the part summarized")
+    title: str
+    tokens: int = Field(description="the queries summarized (T)")
+    causal: bool
+    period: int | None = Field(description="null: the text, not a repeated block")
+    offset: int
+    first: int = Field(description="layers and heads are counted from it (1)")
+    modules: list[str]
+    entropy_max: float = Field(description="the mean entropy of uniform rows, in nats")
+    scores: dict[str, list[list[float]]] = Field(
+        description="score -> (layers, heads): entropy, sink, previous, distance (self only)"
+    )
+    profile: list[list[list[float]]] | None = Field(
+        description="(layers, heads, T) mean weight at each distance; null for cross"
+    )
+    rows: list[dict[str, float]] = Field(description="one per head: layer, head and its scores")
+    induction: InductionAnswer | None = Field(description="with induction: true")
+
+
 class PretrainedResponse(BaseModel):
     model: str
     task: str
@@ -40,6 +67,7 @@ class PretrainedResponse(BaseModel):
     probs: dict[str, float] | None = None
     words: bool = Field(description="subword tokens merged into words")
     parts: dict[str, PartAnswer]
+    head_summary: HeadSummaryAnswer | None = Field(None, description="with heads: true")
 
 
 def request_model(limits: Limits) -> type[BaseModel]:
@@ -73,4 +101,21 @@ def request_model(limits: Limits) -> type[BaseModel]:
         mean=(bool, Field(False, description="the mean of the maps asked for, one (T, S) map")),
         words=(bool, Field(False, description="subword tokens merged into words")),
         rollout=(bool, Field(True, description="add each part's attention rollout")),
+        heads=(
+            bool,
+            Field(
+                False,
+                description="add the head summary of the part asked for (default the main one) "
+                "on this text: each layer's and head's entropy, sink share, previous-token score "
+                "and mean distance",
+            ),
+        ),
+        induction=(
+            bool,
+            Field(
+                False,
+                description="with heads: add the model's induction scores, read on a seeded "
+                "random block said twice",
+            ),
+        ),
     )

@@ -5,13 +5,16 @@
  * them), or the part's rollout. The server reduces the map to the one chosen, so a long input
  * never sends L x H maps; a map beyond LONG tokens a side (or MAX_TABLE_CELLS cells) is painted
  * on a canvas, one pixel per weight scaled up, its labels drawn only where they fit and every
- * cell read on hover, instead of thousands of table cells that would freeze the page.
+ * cell read on hover, instead of thousands of table cells that would freeze the page. With
+ * "heads", the answer carries the part's head summary, drawn as a sortable table
+ * (headstable.js) whose row click chooses that layer and head's map.
  */
 (function (root) {
   "use strict";
   var H = root.AttnkitHeatmap, $ = function (id) { return document.getElementById(id); };
   var DEBOUNCE_MS = 300, LONG = 200, MAX_TABLE_CELLS = 10000, WIDTH = 900, LABEL_PX = 110;
-  var state = {model: null, info: null, seq: 0, timer: null, result: null};
+  var state = {model: null, info: null, seq: 0, timer: null, result: null,
+    heads: {sort: null, layer: null, head: null}};
 
   function showError(err) {
     var box = $("error");
@@ -49,9 +52,18 @@
     if ($("pt-part").value) body.part = $("pt-part").value;
     if ($("pt-layer").value !== "mean") body.layer = +$("pt-layer").value;
     if ($("pt-head").value !== "mean") body.head = +$("pt-head").value;
+    if ($("pt-heads").checked) body.heads = true;
+    if ($("pt-heads").checked && canInduce()) body.induction = $("pt-induction").checked;
     var n = parseInt($("pt-new").value, 10);
     if (writes(state.info) && n > 0) body.max_new_tokens = n;
     return body;
+  }
+
+  /** Induction scores: of a self-attention part's heads only, with the heads table. */
+  function canInduce() {
+    var ok = $("pt-heads").checked && $("pt-part").value !== "cross";
+    $("pt-induction").disabled = !ok;
+    return ok;
   }
 
   function run() {
@@ -126,6 +138,31 @@
     $("pt-layer").disabled = $("pt-head").disabled = mapKind() === "rollout";
     if (got.map) drawMap(box, got.map, {tooltip: $("tooltip"), float: true, legend: true,
       vmax: "auto", legendLabel: mapKind()});
+    renderHeads(body.head_summary);
+  }
+
+  /** The heads table, its sort kept across answers, the chosen layer and head marked. */
+  function renderHeads(summary) {
+    $("pt-heads-box").hidden = !summary;
+    if (!summary) return;
+    var layer = $("pt-layer").value, head = $("pt-head").value, scroll = $("pt-heads-scroll");
+    state.heads.layer = layer === "mean" ? null : +layer;
+    state.heads.head = head === "mean" ? null : +head;
+    $("pt-heads-title").textContent = summary.part + " heads on this text, " + summary.tokens +
+      " tokens (uniform entropy " + summary.entropy_max.toFixed(3) + " nats)" +
+      (summary.induction ? "; induction: " + summary.induction.title : "") +
+      ". Click a column to sort, a row to see its map.";
+    var top = scroll.scrollTop;
+    root.AttnkitHeadsTable.render($("pt-heads-table"), summary, state.heads, pick);
+    scroll.scrollTop = top;  // a new answer keeps the reader's place
+  }
+
+  /** A row of the heads table clicked: its layer's and head's map. */
+  function pick(layer, head) {
+    $("pt-layer").value = String(layer);
+    $("pt-head").value = String(head);
+    if (mapKind() === "rollout") $("pt-map").value = "attention";
+    run();
   }
 
   /** Whether a map is too big for table cells: painted on a canvas instead. */
@@ -224,6 +261,7 @@
     if ((m.parts || []).indexOf("cross") >= 0) part.value = "cross";
     fillCount($("pt-layer"), m.layers);
     fillCount($("pt-head"), m.heads);
+    canInduce();
     $("pt-new-label").hidden = !writes(m);
     var most = m.limits ? m.limits.max_new_tokens : null;
     if (most) {
@@ -248,7 +286,9 @@
       e.preventDefault();
       run();
     });
-    ["pt-part", "pt-layer", "pt-head", "pt-map", "pt-words", "pt-new"].forEach(function (id) {
+    var ids = ["pt-part", "pt-layer", "pt-head", "pt-map", "pt-words", "pt-new", "pt-heads",
+      "pt-induction"];
+    ids.forEach(function (id) {
       $(id).addEventListener("change", run);
     });
   }
