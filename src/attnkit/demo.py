@@ -20,6 +20,7 @@ The demo uses the Python API as a notebook would: :func:`attnkit.train` on its e
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -44,6 +45,33 @@ SHOWCASE = [
 #: 2-core CPU finishes the recipe in about a minute)
 SAFETY_MINUTES = 15.0
 EPOCHS = 60  # the data budget (early stopping ends the run well before)
+#: what ``--quick`` is, said when it starts and beside its score
+QUICK = (
+    "quick mode: a smoke test of the whole pipeline (a small model, a few epochs), not a trained "
+    "translator: expect a low score; `attnkit demo` without --quick learns the task"
+)
+
+
+def busy_line(load: float, cores: int) -> str | None:
+    """The line that says a machine is busy (its 1-minute ``load`` above its ``cores``), and what
+    to do meanwhile; None on a machine with cores to spare."""
+    if load <= cores:
+        return None
+    return (
+        f"this machine is busy (load average {load:.1f} on {cores} cores): training will take "
+        "longer than the usual minute; meanwhile `attnkit serve` shows the zoo's trained models"
+    )
+
+
+def _load_and_cores() -> tuple[float, int]:
+    """The 1-minute load average and the cores this process may use (0.0 where the platform
+    has no load average)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows
+        load = 0.0
+    usable = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    return load, len(usable) if usable else (os.cpu_count() or 1)
 
 
 def demo_config(
@@ -105,6 +133,11 @@ def run_demo(
         f"{out}/",
         flush=True,
     )
+    if quick:
+        print(QUICK, flush=True)
+    busy = busy_line(*_load_and_cores())
+    if busy:
+        print(busy, flush=True)
     cfg = demo_config(out, quick, attention, minutes, threads)
     cfg["train"]["progress"] = progress
     t0 = time.time()
@@ -115,7 +148,7 @@ def run_demo(
     metrics = {"exact_match": round(100.0 * sum(right) / max(1, len(right)), 2), "items": len(hyps)}
     print(
         f"\ntest exact match: {metrics['exact_match']:.2f}% of {metrics['items']} held-out numbers "
-        f"(trained {train_s / 60:.1f} min)"
+        f"(trained {train_s / 60:.1f} min{'; quick mode: a smoke test' if quick else ''})"
     )
 
     shown = model.translate(SHOWCASE)
@@ -144,14 +177,24 @@ def run_demo(
         "train_minutes": round(train_s / 60, 2),
         "updates": state["step"],
         "stopped_by_safety_cap": capped,
+        "quick": quick,
     }
+    notes = [] if attends else [NOTE]
+    if capped:
+        notes.append(
+            f"The safety cap ({cfg['train']['max_minutes']:g} minutes) ended this run before its "
+            f"data budget: its score is not the trained demo's (`{_rerun(out, attention, quick)} "
+            "--resume` goes on)."
+        )
+    if quick:
+        notes.append(QUICK[0].upper() + QUICK[1:] + ".")
     report = write_report(
         out / "report.html",
         f"attnkit demo: numbers, {what}",
         summary,
         records,
         config=applicable(model.config),
-        notes=None if attends else NOTE,
+        notes=" ".join(notes) or None,
         map_title=title,
         tally=tally(right),
     )

@@ -122,6 +122,11 @@ def test_demo_quick(tmp_path, capsys):
     assert main(["demo", "--quick", "--out", str(out), "--no-progress", "--minutes", "0.1"]) == 0
     printed = capsys.readouterr().out
     assert "test exact match" in printed
+    # a smoke test says so where it starts, beside its score and in its report
+    assert printed.splitlines()[1].startswith("quick mode: a smoke test")
+    score = next(line for line in printed.splitlines() if "test exact match" in line)
+    assert score.endswith("; quick mode: a smoke test)")
+    assert "Quick mode: a smoke test" in (out / "report.html").read_text()
     pngs = sorted((out / "heatmaps").glob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == PNG_MAGIC for p in pngs)
     records = load_records(out / "attention.json")
@@ -156,8 +161,17 @@ def test_a_demo_stopped_by_its_safety_cap_says_so_in_one_line_and_resumes(tmp_pa
     assert f"`attnkit demo --out {out} --quick --resume`" in line
     first = json.loads((out / "metrics.json").read_text())
     assert first["stopped_by_safety_cap"] is True
+    assert "The safety cap (0.001 minutes) ended this run" in (out / "report.html").read_text()
     assert main([*argv, "--minutes", "0.001", "--resume"]) == 0
     assert json.loads((out / "metrics.json").read_text())["updates"] > first["updates"]
+
+
+def test_a_busy_machine_is_said_at_the_start_and_an_idle_one_is_not():
+    from attnkit.demo import busy_line
+
+    assert busy_line(1.9, 2) is None and busy_line(2.0, 2) is None
+    line = busy_line(7.25, 2)
+    assert "load average 7.2 on 2 cores" in line and "`attnkit serve`" in line
 
 
 def test_demo_recipe_is_a_data_budget_with_a_safety_cap():
