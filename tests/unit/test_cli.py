@@ -655,6 +655,16 @@ def test_translate_reads_the_lines_of_an_input_file(tmp_path, trained, capsys):
     assert main(["translate", "--model", model, texts[0], texts[2]]) == 0
     from_args = capsys.readouterr().out.splitlines()
     assert from_file == [from_args[0], "", from_args[1]]  # a blank line gives a blank line
+    # a file given as TEXT is translated as the text it is, with one line saying what -i does
+    assert main(["translate", "--model", model, str(path)]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 1
+    assert captured.err.strip() == (
+        f"note: {str(path)!r} is a file, translated here as a text; '--input {path}' translates "
+        "its lines"
+    )
+    assert main(["translate", "--model", model, texts[0]]) == 0
+    assert capsys.readouterr().err == ""  # a word that names no file: no note
     for argv, needle in (
         (["-i", str(tmp_path / "missing.txt")], "missing.txt: no such file"),
         (["-i", str(tmp_path)], "cannot read"),

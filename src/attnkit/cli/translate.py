@@ -74,6 +74,13 @@ def _inputs(texts: list[str], path: Path | None) -> list[str]:
         except OSError as exc:
             raise AttnkitError(f"--input {path}: cannot read ({exc.strerror or exc})") from None
     if texts and texts != ["-"]:
+        files = [t for t in texts if _is_file(t)]
+        if files:  # most likely meant as --input: said, not guessed (a word may name a file)
+            print(
+                f"note: {files[0]!r} is a file, translated here as a text; "
+                f"'--input {files[0]}' translates its lines",
+                file=sys.stderr,
+            )
         return texts
     if sys.stdin is None or sys.stdin.isatty() and not texts:
         raise AttnkitError("no input: give TEXT arguments or pipe lines into 'attnkit translate -'")
@@ -82,6 +89,13 @@ def _inputs(texts: list[str], path: Path | None) -> list[str]:
         return read_inputs(sys.stdin)
     # bytes, decoded and not trusted; each line's length bounded before it is decoded
     return read_inputs(iter_raw_lines(stream, "<stdin>"))
+
+
+def _is_file(text: str) -> bool:
+    try:
+        return len(text) < 4096 and Path(text).is_file()
+    except (OSError, ValueError):  # a name too long or with a NUL byte: a text
+        return False
 
 
 def run(args) -> None:
