@@ -102,6 +102,12 @@ KEYS: dict[str, Key] = {
     "device": Key(str, None, "auto (CUDA when available), cpu or cuda."),
     "threads": Key(int | None, _THREADS, "CPU threads for torch (null or 0: torch's default)."),
     "backend": Key(str, None, "How the training step is computed (attnkit.accel.backend)."),
+    "precision": Key(
+        str,
+        None,
+        "The training forward's precision (attnkit.training.precision): fp32, bf16 (autocast; "
+        "CPU or CUDA) or fp16 (autocast with loss scaling; CUDA only). Weights stay float32.",
+    ),
     "progress": Key(
         bool,
         None,

@@ -34,6 +34,7 @@ class UpdateGuard:
         loss: torch.Tensor | float,
         clip: float | None,
         update: int,
+        scaler: torch.amp.GradScaler | None = None,
     ) -> str | None:
         """Clip the gradients to norm ``clip`` (0 or None: no clipping), then step if all is finite.
 
@@ -43,16 +44,24 @@ class UpdateGuard:
         """
         params = [p for p in params if p.grad is not None]
         grads = [p.grad for p in params]
+        if scaler is not None:  # fp16: the true gradients, before they are measured and clipped
+            scaler.unscale_(optimizer)
         if clip:
             norm = torch.nn.utils.clip_grad_norm_(params, clip)
         else:
             norm = _total_norm(grads)
         loss = torch.as_tensor(loss, dtype=torch.float32, device=norm.device)
         if bool(torch.isfinite(loss) & torch.isfinite(norm)):  # one device sync for both
-            _step(optimizer, update)
+            _step(optimizer, update, scaler)
             self.in_a_row, self.last_reason = 0, None
             return None
         optimizer.zero_grad(set_to_none=True)
+        if scaler is not None and bool(torch.isfinite(loss)):
+            # fp16 gradients overflowed at this loss scale: the scaler lowers it, and the run has
+            # not diverged (the first updates of every fp16 run find the scale this way)
+            scaler.update()
+            self.last_reason = f"float16 gradients overflowed; loss scale now {scaler.get_scale()}"
+            return self.last_reason
         self.in_a_row += 1
         self.skipped += 1
         reason = self.last_reason = f"loss {float(loss)}, gradient norm {float(norm)}"
@@ -72,10 +81,17 @@ def _total_norm(grads: list[torch.Tensor]) -> torch.Tensor:
     return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
 
 
-def _step(optimizer: torch.optim.Optimizer, update: int) -> None:
-    """``optimizer.step()``; an Adam step size (lr / (1 - beta1^t)) past float32 ends the run."""
+def _step(
+    optimizer: torch.optim.Optimizer, update: int, scaler: torch.amp.GradScaler | None = None
+) -> None:
+    """``optimizer.step()`` (through fp16's ``scaler``, which then updates its scale); an Adam
+    step size (lr / (1 - beta1^t)) past float32 ends the run."""
     try:
-        optimizer.step()
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            scaler.update()
     except RuntimeError as exc:
         if "overflow" not in str(exc):
             raise

@@ -194,7 +194,12 @@ class TrainingLoop:
             began = time.time()
             update = adapter.step(batches[index], state.step + 1)
             skipped = guard.step(
-                adapter.optimizer, adapter.parameters(), update.loss, settings.clip, state.step + 1
+                adapter.optimizer,
+                adapter.parameters(),
+                update.loss,
+                settings.clip,
+                state.step + 1,
+                getattr(adapter, "scaler", None),  # fp16's loss scaler (attnkit.training.precision)
             )
             state.train_s += time.time() - began
             self._count(state, update, guard, skipped is None)

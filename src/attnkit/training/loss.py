@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,7 +13,13 @@ from attnkit.data.vocab import PAD_ID
 
 
 def token_loss_backward(
-    model: nn.Module, batch: Batch, total_tokens: int, label_smoothing: float, scale: float = 1.0
+    model: nn.Module,
+    batch: Batch,
+    total_tokens: int,
+    label_smoothing: float,
+    scale: float = 1.0,
+    autocast=None,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> tuple[float, int, int]:
     """Forward and backward of ``scale * (summed token loss of batch) / total_tokens``.
 
@@ -19,8 +27,13 @@ def token_loss_backward(
     ``total_tokens = batch.num_target_tokens`` and ``scale = 1`` this is the ordinary
     token-mean cross entropy of one batch; a shard of a larger batch passes the whole
     batch's tokens, so the shards' gradients add up to the whole batch's mean gradient.
+    ``autocast``: a context the forward runs in (:mod:`attnkit.training.precision`; the backward
+    runs outside it, as torch advises); ``scaler``: fp16's loss scaler, which scales the loss
+    before the backward.
     """
-    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+    with autocast or contextlib.nullcontext():
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)  # (B, T, V)
+    logits = logits.float()  # the loss in float32 whatever the forward's precision
     loss_sum = F.cross_entropy(
         logits.reshape(-1, logits.size(-1)),
         batch.tgt_out.reshape(-1),
@@ -35,5 +48,6 @@ def token_loss_backward(
     # one (B, T, V) buffer fewer
     del logits
     loss = loss_sum / total_tokens
-    (loss if scale == 1.0 else loss * scale).backward()
+    loss = loss if scale == 1.0 else loss * scale
+    (loss if scaler is None else scaler.scale(loss)).backward()
     return loss_sum.detach().item(), int(correct), int(mask.sum())

@@ -52,7 +52,13 @@ _HOW_AND_WHEN = (
     "train.tensorboard",
 )
 SEQ2SEQ = Rules(
-    honoured=(*_HOW_AND_WHEN, "train.eval_every", "train.average_checkpoints", "decode"),
+    honoured=(
+        *_HOW_AND_WHEN,
+        "train.precision",
+        "train.eval_every",
+        "train.average_checkpoints",
+        "decode",
+    ),
     locating=("name", "output_dir"),
 )
 VISION = Rules(

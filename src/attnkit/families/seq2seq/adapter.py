@@ -4,7 +4,8 @@ Batches of sentence pairs reshuffled every epoch (by ``train.batch_size`` or ``m
 the rate of every update from its step (``noam``, ``cosine``, ``constant``; the ``plateau``
 schedule steps on dev scores instead); one update is the mean token loss of a batch, of which
 each rank trains its shard under DistributedDataParallel (the figures returned are the whole
-batch's, so every rank's guard decides alike). Each evaluation greedily decodes dev with the scorer
+batch's, so every rank's guard decides alike); its forward runs in ``train.precision``
+(:mod:`attnkit.training.precision`). Each evaluation greedily decodes dev with the scorer
 the adapter is given (``dev_scorer``), steps the plateau schedule and draws the first examples'
 attention for TensorBoard; :class:`attnkit.families.seq2seq.checkpoints.RunCheckpoints` writes
 the checkpoints and keeps the best for averaging.
@@ -21,7 +22,7 @@ from attnkit.families.seq2seq.bundle import Seq2SeqBundle
 from attnkit.families.seq2seq.checkpoints import RunCheckpoints
 from attnkit.families.seq2seq.config import ExperimentConfig
 from attnkit.families.seq2seq.translator import Translation
-from attnkit.training import schedules
+from attnkit.training import precision, schedules
 from attnkit.training import tensorboard as tb
 from attnkit.training.distributed import Distributed
 from attnkit.training.loop import Update
@@ -56,11 +57,13 @@ class Seq2SeqAdapter:
         score_dev: Callable[[], tuple],
         device: torch.device,
         dist: Distributed | None,
+        scaler: torch.amp.GradScaler | None = None,
     ):
         self.cfg, self.tc, self.bundle = cfg, cfg.train, bundle
         self.train_model, self.optimizer, self.scheduler = train_model, optimizer, scheduler
         self.examples, self.checkpoints, self.score_dev = examples, checkpoints, score_dev
         self.device, self.dist = device, dist
+        self.scaler = scaler  # fp16's loss scaler, which the loop's guard steps through
         self.budget_s = self.tc.max_minutes * 60 if self.tc.max_minutes else None
 
     def parameters(self):
@@ -98,6 +101,8 @@ class Seq2SeqAdapter:
             batch.num_target_tokens,
             self.tc.label_smoothing,
             scale,
+            precision.autocast(self.tc.precision, self.device),
+            self.scaler,
         )
         if self.dist is not None:  # the global batch's loss: every rank's guard decides alike
             figures = [loss_sum, correct, tokens] if scale else [0, 0, 0]

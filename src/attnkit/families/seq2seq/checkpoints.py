@@ -34,11 +34,12 @@ def save_checkpoint(
     metric: str,
     backend_record: dict,
     resumable: bool = True,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> None:
     """Weights, tokenizers and config (``bundle.save``) with the trainer's counters, the dev
     metric and the backend; ``resumable`` adds what ``--resume`` needs: the optimizer, the plateau
     schedule's state and the RNG (``last`` has them; ``best`` is for decoding and reports, a third
-    of the size)."""
+    of the size), and fp16's loss ``scaler`` where there is one."""
     check_weights(bundle.model, f"update {state.step}: {directory} not written")
     trainer_state = to_trainer(state, metric=metric, backend=backend_record)
     if not resumable:
@@ -52,6 +53,8 @@ def save_checkpoint(
         if isinstance(scheduler, torch.optim.lr_scheduler.ReduceLROnPlateau)
         else None
     )
+    if scaler is not None:
+        trainer_state["scaler"] = scaler.state_dict()
     bundle.save(directory, trainer_state, tensors)
 
 
@@ -65,6 +68,7 @@ class RunCheckpoints:
         self.cfg, self.run_dir = cfg, cfg.run_dir
         self.metric, self.higher_is_better, self.log = metric, higher_is_better, log
         self.backend_record: dict = {}  # the backend training runs on: set once it is resolved
+        self.scaler: torch.amp.GradScaler | None = None  # fp16's loss scaler, saved in ``last``
 
     def save(self, bundle: Seq2SeqBundle, name: str, state: TrainerState, optimizer, scheduler):
         """``RUN/name``; only ``last`` carries the optimizer, schedule and RNG for --resume."""
@@ -77,6 +81,7 @@ class RunCheckpoints:
             self.metric,
             self.backend_record,
             resumable=name == "last",
+            scaler=self.scaler,
         )
 
     def averager(self) -> CheckpointAverager:
@@ -109,7 +114,7 @@ def restore_seq2seq(last: Path, optimizer, scheduler, metric: str) -> TrainerSta
         ckpt.read_json(json_path),
         str(json_path),
         ("optimizer",),
-        ("scheduler", "metric", "backend"),
+        ("scheduler", "metric", "backend", "scaler"),
     )
     tensors = ckpt.read_tensors(tensors_path)
     resume.check_tensor_names(tensors, tensors_path)
@@ -135,3 +140,15 @@ def check_history(history: list, metric: str, where: str) -> None:
             raise CheckpointError(
                 f"{where}[{i}]: expected {{'step': N, 'dev': {{{metric!r}: score}}, ...}}"
             )
+
+
+def restore_scaler(last: Path, scaler: torch.amp.GradScaler) -> None:
+    """fp16's loss scale and its growth count from ``last`` (a run that saved none, one begun in
+    another precision, starts the scaler afresh)."""
+    json_path = last / "trainer.json"
+    saved = ckpt.read_json(json_path).get("scaler")
+    if saved is None:
+        return
+    if not isinstance(saved, dict) or not isinstance(saved.get("scale"), int | float):
+        raise CheckpointError(f"{json_path}: scaler: expected a loss scaler's state")
+    scaler.load_state_dict(saved)

@@ -34,6 +34,7 @@ from attnkit.models.architectures import ModelConfig, model_config_from_dict
 from attnkit.models.seq2seq import Seq2SeqConfig
 from attnkit.renamed_keys import upgrade_train_keys
 from attnkit.train_config import Row, train_config_class
+from attnkit.training.precision import PRECISIONS
 
 #: the ``train:`` keys of a seq2seq experiment: each one's default here, and what it means
 #: here where that differs from the key's general meaning (the keys, their types, rules and
@@ -83,6 +84,13 @@ TRAIN_KEYS: dict[str, Row] = {
         "how the model is computed (attnkit.accel.backend): auto | reference | fused | "
         "native | compile",
     ),
+    "precision": Row(
+        "fp32",
+        "fp32 | bf16 | fp16: the training forward's precision (bf16: autocast on a CPU or CUDA; "
+        "fp16: autocast with loss scaling, CUDA only); weights, checkpoints and decoding stay "
+        "float32; bf16 or fp16 trains the RNN through the autograd path (backend auto picks "
+        "fused; native is refused)",
+    ),
     "progress": Row(True),
     "verbose": Row(True),
     "tensorboard": Row(True, "event files in run_dir/tensorboard: scalars, dev metrics, attention"),
@@ -92,6 +100,7 @@ TRAIN_CHOICES = {
     "scheduler": ("plateau", "cosine", "constant", "noam"),
     "device": ("auto", "cpu", "cuda"),
     "backend": BACKENDS,
+    "precision": PRECISIONS,
 }
 
 TrainConfig = train_config_class("seq2seq", TRAIN_KEYS, TRAIN_CHOICES, __name__)

@@ -43,13 +43,13 @@ from pathlib import Path
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.tasks.base import Splits
 from attnkit.data.tasks.registry import build_splits, task_metric
-from attnkit.errors import AttnkitError
+from attnkit.errors import AttnkitError, ConfigError
 from attnkit.families.seq2seq.adapter import DevScorer, Seq2SeqAdapter
 from attnkit.families.seq2seq.bundle import Seq2SeqBundle
-from attnkit.families.seq2seq.checkpoints import RunCheckpoints
+from attnkit.families.seq2seq.checkpoints import RunCheckpoints, restore_scaler
 from attnkit.families.seq2seq.config import ExperimentConfig
 from attnkit.families.seq2seq.setup import checkpoint_bytes, starting_point, training_examples
-from attnkit.training import distributed, rundir
+from attnkit.training import distributed, precision, rundir
 from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import TrainerState
 
@@ -119,8 +119,9 @@ class Trainer:
         state.finished = False
         state.planned_epochs = tc.epochs
         model = bundle.model
+        precision.check(tc.precision, device)
         # resolved before DDP wraps the model: every rank runs the same computation
-        backend = resolve_backend(tc.backend, device, next(model.parameters()).dtype)
+        backend = resolve_backend(_backend(tc), device, next(model.parameters()).dtype)
         model.set_backend(backend)
         checkpoints.backend_record = backend.record()
         self.log(model.describe_backend(backend))
@@ -131,6 +132,11 @@ class Trainer:
             f"{len(bundle.sides.tgt_vocab)}; {sum(p.numel() for p in model.parameters()):,} "
             f"parameters; device {device}"
         )
+        scaler = precision.scaler(tc.precision, device)
+        if scaler is not None:
+            checkpoints.scaler = scaler  # saved in last's trainer state, and read back on resume
+            if resume:
+                restore_scaler(self.run_dir / "last", scaler)
         train_model = model
         if dist is not None:
             seed = tc.seed * 1000003 + dist.rank * 7919 + state.step
@@ -147,6 +153,7 @@ class Trainer:
             score_dev,
             device,
             dist,
+            scaler,
         )
 
         def finish(state: TrainerState) -> None:
@@ -168,3 +175,17 @@ def train_experiment(
     cfg: ExperimentConfig, resume: bool = False, overwrite: bool = False, *, dev_scorer: DevScorer
 ) -> Path:
     return Trainer(cfg, dev_scorer=dev_scorer).train(resume=resume, overwrite=overwrite)
+
+
+def _backend(tc) -> str:
+    """The backend to resolve: below float32, the RNN trains through the autograd path, which
+    autocast reaches (``auto`` picks ``fused``); the native kernels, whose handwritten backward
+    computes in float32, are refused."""
+    if tc.precision == "fp32":
+        return tc.backend
+    if tc.backend == "native":
+        raise ConfigError(
+            f"train.backend: native computes in float32 (its handwritten backward is beyond "
+            f"autocast); with train.precision: {tc.precision} use backend auto or fused"
+        )
+    return "fused" if tc.backend == "auto" else tc.backend
