@@ -1,10 +1,12 @@
 """train.precision: bf16 autocast trains the seq2seq models on the CPU with float32 weights; fp32
 (the default) is the step as it was; bad values and fp16 off CUDA are refused in one line."""
 
+import json
 import math
 
 import pytest
 import torch
+from safetensors.torch import load_file
 
 from attnkit.accel.backend import resolve as resolve_backend
 from attnkit.data.batching import make_batches
@@ -13,10 +15,13 @@ from attnkit.errors import ConfigError
 from attnkit.families.seq2seq import trainer as trainer_module
 from attnkit.families.seq2seq.adapter import Seq2SeqAdapter
 from attnkit.families.seq2seq.config import experiment_from_dict
+from attnkit.families.seq2seq.evaluate import evaluate_translator
 from attnkit.families.seq2seq.setup import starting_point, training_examples
+from attnkit.families.seq2seq.trainer import Trainer
 from attnkit.training import precision
 from attnkit.training.guard import UpdateGuard
 from attnkit.training.loss import token_loss_backward
+from attnkit.training.state import read_state
 
 CPU = torch.device("cpu")
 MODELS = {
@@ -153,3 +158,39 @@ def test_fp16_scaler_unscales_before_the_guard_clips():
     scaler.scale(loss).backward()
     assert UpdateGuard(3).step(optimizer, layer.parameters(), loss, 1.0, 1, scaler) is None
     assert all(p.dtype == torch.float32 for p in layer.parameters())
+
+
+def test_a_bf16_run_saves_float32_checkpoints_and_resumes(tmp_path):
+    cfg = _cfg("transformer", tmp_path, precision="bf16", epochs=1, verbose=False)
+    cfg.train.tensorboard = False
+    lines = []
+    Trainer(cfg, log_fn=lines.append, dev_scorer=evaluate_translator).train()
+    files = [
+        f for f in (cfg.run_dir / "last").glob("*.safetensors") if f.name != "trainer.safetensors"
+    ]
+    weights = {k: v for f in files for k, v in load_file(str(f)).items()}
+    assert weights and {t.dtype for t in weights.values() if t.is_floating_point()} == {
+        torch.float32
+    }
+    assert "scaler" not in json.loads((cfg.run_dir / "last" / "trainer.json").read_text())
+    cfg.train.epochs = 2
+    Trainer(cfg, log_fn=lines.append, dev_scorer=evaluate_translator).train(resume=True)
+    said = [line for line in lines if line.startswith("precision: bf16 (autocast")]
+    assert len(said) == 2, lines  # once a run, resumed or not
+    assert read_state(cfg.run_dir / "last").epoch == 2
+
+
+def test_a_float16_overflow_lowers_the_scale_and_is_not_a_bad_update():
+    layer = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=4.0)  # as CUDA's, on the CPU for the test
+    before = [p.detach().clone() for p in layer.parameters()]
+    scaler.scale(layer(torch.full((1, 2), float("inf"))).sum()).backward()
+    guard = UpdateGuard(1)  # one bad update in a row would end the run
+    reason = guard.step(optimizer, layer.parameters(), 1.0, 1.0, 1, scaler)
+    assert reason and "overflowed" in reason and guard.in_a_row == 0
+    assert scaler.get_scale() == 2.0
+    assert all(torch.equal(a, p) for a, p in zip(before, layer.parameters()))
+    scaler.scale(layer(torch.ones(1, 2)).sum()).backward()
+    assert guard.step(optimizer, layer.parameters(), 1.0, 1.0, 2, scaler) is None
+    assert not all(torch.equal(a, p) for a, p in zip(before, layer.parameters()))

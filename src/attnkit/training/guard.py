@@ -39,7 +39,9 @@ class UpdateGuard:
         """Clip the gradients to norm ``clip`` (0 or None: no clipping), then step if all is finite.
 
         Returns None when the update was applied, else why it was skipped (its
-        gradients are cleared). Raises TrainingError when ``update`` (1-based) is
+        gradients are cleared). With fp16's ``scaler``, the gradients are unscaled first, and
+        an overflow at a finite loss is the scaler's to handle (it lowers its scale): skipped,
+        but not counted toward ``max_bad``. Raises TrainingError when ``update`` (1-based) is
         the ``max_bad``-th skipped one in a row.
         """
         params = [p for p in params if p.grad is not None]

@@ -125,6 +125,8 @@ class Trainer:
         model.set_backend(backend)
         checkpoints.backend_record = backend.record()
         self.log(model.describe_backend(backend))
+        if tc.precision != "fp32":
+            self.log(_precision_line(tc))
         examples = training_examples(bundle.sides, self.splits, self.cfg)
         self.log(
             f"{d.task}: {len(self.splits.train)} train / {len(self.splits.dev)} dev / "
@@ -189,3 +191,13 @@ def _backend(tc) -> str:
             f"autocast); with train.precision: {tc.precision} use backend auto or fused"
         )
     return "fused" if tc.backend == "auto" else tc.backend
+
+
+def _precision_line(tc) -> str:
+    """The run's line on a precision below float32."""
+    how = "autocast" if tc.precision == "bf16" else "autocast with loss scaling"
+    auto = "; backend auto: fused, the autograd path" if tc.backend == "auto" else ""
+    return (
+        f"precision: {tc.precision} ({how} in the training forward; weights, checkpoints and "
+        f"evaluation in float32{auto})"
+    )
