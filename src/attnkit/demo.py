@@ -128,16 +128,7 @@ def run_demo(
     out = Path(out_dir)
     attends = attention != NO_ATTENTION
     what = f"{attention} attention" if attends else "no attention (model.attention: none)"
-    print(
-        f"attnkit demo: number words (en, de, fr, es) -> digits, {what}, CPU/GPU auto; output in "
-        f"{out}/",
-        flush=True,
-    )
-    if quick:
-        print(QUICK, flush=True)
-    busy = busy_line(*_load_and_cores())
-    if busy:
-        print(busy, flush=True)
+    _opening(out, what, quick)
     cfg = demo_config(out, quick, attention, minutes, threads)
     cfg["train"]["progress"] = progress
     t0 = time.time()
@@ -179,22 +170,14 @@ def run_demo(
         "stopped_by_safety_cap": capped,
         "quick": quick,
     }
-    notes = [] if attends else [NOTE]
-    if capped:
-        notes.append(
-            f"The safety cap ({cfg['train']['max_minutes']:g} minutes) ended this run before its "
-            f"data budget: its score is not the trained demo's (`{_rerun(out, attention, quick)} "
-            "--resume` goes on)."
-        )
-    if quick:
-        notes.append(QUICK[0].upper() + QUICK[1:] + ".")
+    notes = _notes(attends, quick, cfg["train"]["max_minutes"] if capped else None, out, attention)
     report = write_report(
         out / "report.html",
         f"attnkit demo: numbers, {what}",
         summary,
         records,
         config=applicable(model.config),
-        notes=" ".join(notes) or None,
+        notes=notes,
         map_title=title,
         tally=tally(right),
     )
@@ -206,6 +189,35 @@ def run_demo(
         f"data: {data_file}\nreport: {report}"
     )
     return summary
+
+
+def _opening(out: Path, what: str, quick: bool) -> None:
+    """The demo's first lines: what it does and where, a smoke test said as one, a busy machine
+    said with what to do meanwhile."""
+    print(
+        f"attnkit demo: number words (en, de, fr, es) -> digits, {what}, CPU/GPU auto; output in "
+        f"{out}/",
+        flush=True,
+    )
+    if quick:
+        print(QUICK, flush=True)
+    busy = busy_line(*_load_and_cores())
+    if busy:
+        print(busy, flush=True)
+
+
+def _notes(attends: bool, quick: bool, cap: float | None, out: Path, attention: str) -> str | None:
+    """The report's notes: a model without attention, a run the safety ``cap`` ended (None: it
+    did not), a smoke test."""
+    notes = [] if attends else [NOTE]
+    if cap is not None:
+        notes.append(
+            f"The safety cap ({cap:g} minutes) ended this run before its data budget: its score is "
+            f"not the trained demo's (`{_rerun(out, attention, quick)} --resume` goes on)."
+        )
+    if quick:
+        notes.append(QUICK[0].upper() + QUICK[1:] + ".")
+    return " ".join(notes) or None
 
 
 def _train(cfg: dict, resume: bool, rerun: str):
