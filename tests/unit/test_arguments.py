@@ -22,6 +22,9 @@ from attnkit.families.pointer.bundle import build_model as build_pointer
 from attnkit.families.pointer.config import parse_config as pointer_config
 from attnkit.families.pointer.model import PointerModel
 from attnkit.families.serving import Limits
+from attnkit.families.speech.bundle import build_model as build_speech
+from attnkit.families.speech.config import parse_config as speech_config
+from attnkit.families.speech.model import SpeechModel
 from attnkit.families.text.bundle import TextBundle, build_model
 from attnkit.families.text.config import parse_config as text_config
 from attnkit.families.text.model import TextModel
@@ -55,7 +58,7 @@ def test_the_checks_refuse_types_coercions_and_bounds():
 @pytest.fixture(scope="module")
 def models():
     """One API object of every family: the zoo's seq2seq and vision models, and untrained tiny
-    text, graph, memory and pointer models (their answers do not matter here)."""
+    text, graph, memory, pointer and speech models (their answers do not matter here)."""
     torch.manual_seed(0)
     vocab = Vocab(["<pad>", "<unk>", "<s>", "</s>", "a", "film", "good"])
     text = TextModel(TextBundle(text_config({}), vocab, ["neg", "pos"], None))
@@ -74,6 +77,7 @@ def models():
     memnet = MemN2N(mcfg.model, len(WORDS), 4).eval()
     pcfg = pointer_config({"family": "pointer", "data": {"task": "hull", "points": 5},
                            "model": {"hidden": 8, "attention_dim": 8}})  # fmt: skip
+    scfg = speech_config({"family": "speech", "model": {"listener_hidden": 8, "speller_hidden": 8}})
     return {
         "seq2seq": attnkit.load("zoo:numbers-bahdanau", device="cpu"),
         "vision": attnkit.load("zoo:mnist-ram", device="cpu"),
@@ -81,6 +85,7 @@ def models():
         "graph": GraphModel(cfg, graph, build_graph(cfg, graph).eval()),
         "memnet": MemoryModel(mcfg, BabiVocab(WORDS, 6, 4, 4), memnet),
         "pointer": PointerModel(pcfg, build_pointer(pcfg).eval()),
+        "speech": SpeechModel(scfg, build_speech(scfg).eval()),
     }
 
 
@@ -128,6 +133,11 @@ CASES = [
     ("pointer", lambda m: m.solve(POINTS, beam=10**6), "beam", "at most"),
     ("pointer", lambda m: m.evaluate(split="nope"), "split", "train, dev, test"),
     ("pointer", lambda m: m.evaluate(beam=0), "beam", "at least 1"),
+    ("speech", lambda m: m.transcribe(None), "audio", "not NoneType"),
+    ("speech", lambda m: m.transcribe(5), "audio", "not int"),
+    ("speech", lambda m: m.transcribe([None, 0.1]), "audio", "finite samples"),
+    ("speech", lambda m: m.transcribe(np.array([np.nan, 0.1])), "audio", "finite samples"),
+    ("speech", lambda m: m.evaluate(split="nope"), "split", "train, dev, test"),
 ]
 
 

@@ -24,6 +24,7 @@ from attnkit.data.tasks import speech
 from attnkit.data.tasks.speech_set import OUTPUTS, decode, make_set
 from attnkit.errors import InputError
 from attnkit.evaluation.scores import Scores
+from attnkit.families import arguments as check
 from attnkit.families.speech.bundle import load_speech
 from attnkit.families.speech.evaluate import MAX_DIGITS, score
 from attnkit.viz.spectrogram import plot_listening
@@ -79,10 +80,19 @@ class SpeechModel:
                     f"{audio}: {wav.sample_rate} Hz; this model hears {rate} Hz audio", "audio"
                 )
             samples = wav.samples
-        else:
-            samples = np.asarray(audio, dtype=np.float32)
+        elif isinstance(audio, np.ndarray | torch.Tensor | list | tuple):
+            try:  # a list holding None or text is no samples: said as one, not converted
+                samples = np.asarray(audio, dtype=np.float32)
+            except (TypeError, ValueError):
+                samples = np.empty(0, np.float32)
             if samples.ndim != 1 or samples.size == 0 or not np.isfinite(samples).all():
                 raise InputError("audio: give finite samples (N,), N >= 1", "audio")
+        else:
+            raise InputError(
+                "audio: give a WAV file's path, an Item or samples (N,), "
+                f"not {type(audio).__name__}",
+                "audio",
+            )
         features = log_mel(torch.from_numpy(samples), self.config.data.mel)  # (T, F)
         device = next(self.net.parameters()).device
         ids, weights = self.net.greedy(
@@ -109,6 +119,7 @@ class SpeechModel:
     def evaluate(self, split: str = "test", out=None) -> Scores:
         """Exact match and CER of greedy spellings of ``split`` (test: held-out voices), overall
         and per language; ``out``: a directory for ``scores.json``."""
+        check.choice(split, "split", speech.SPLITS)
         data = make_set(self.config.data, split)
         scores = {"model": str(self.path), "family": "speech", "split": split}
         scores["greedy"] = score(self.net, data)
