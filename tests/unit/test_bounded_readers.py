@@ -139,3 +139,18 @@ def test_babi_memories_held_by_a_text_are_capped(monkeypatch):
     with pytest.raises(DataError) as caught:
         babi.parse_stories(text, "s.txt")
     assert "s.txt:102: the questions so far hold over 100 memories" in _one_line(caught)
+
+
+def test_checkpoint_numbers_that_isdigit_accepts_are_refused_not_raised(tmp_path):
+    from pathlib import Path
+
+    from attnkit.errors import CheckpointError
+    from attnkit.training.averaging import _step_of
+    from attnkit.training.resume import _parameter_id
+
+    for pid in ("²", "9" * 4400):
+        with pytest.raises(CheckpointError, match="names no parameter"):
+            _parameter_id(f"state.{pid}.exp_avg", 3, "trainer.safetensors")
+        assert _step_of(Path(f"step-{pid}")) is None
+    assert _parameter_id("state.2.exp_avg", 3, "t") == (2, "exp_avg")
+    assert _step_of(Path("step-0001200")) == 1200
