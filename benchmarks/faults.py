@@ -1288,6 +1288,11 @@ from faults_bounded import register as _register_bounded  # noqa: E402
 
 _register_bounded(sys.modules[__name__])
 
+# ---- every family's data files (issue 44's readers): benchmarks/faults_families.py ------------
+from faults_families import register as _register_families  # noqa: E402
+
+_register_families(sys.modules[__name__])
+
 
 def run_case(ctx: Context, c: Case) -> tuple[str, str | None, float]:
     folder = ctx.root / "cases" / c.name

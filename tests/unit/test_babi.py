@@ -78,7 +78,7 @@ def test_bad_input_is_one_line_naming_file_and_line(text, line, says):
 
 
 def test_read_file_refuses_unreadable_files(tmp_path):
-    with pytest.raises(DataError, match="cannot read"):
+    with pytest.raises(DataError, match="file not found"):
         read_file(tmp_path / "absent.txt")
     bad = tmp_path / "latin1.txt"
     bad.write_bytes(b"1 Caf\xe9.\n")

@@ -659,3 +659,36 @@ def test_temporaries_follow_the_umask(tmp_path, umask):
     assert directory.name.startswith(".x.tmp-") and path.name.endswith(".tmp")
     assert directory.stat().st_mode & 0o777 == 0o775 and path.stat().st_mode & 0o777 == 0o664
     assert ckpt.make_temp_dir(tmp_path, ".x.tmp-") != directory  # a new name each time
+
+
+@pytest.mark.parametrize("name", ["model.safetensors", "config.yaml", "trainer.json"])
+def test_a_fifo_in_place_of_a_checkpoint_file_is_refused_not_waited_on(tmp_path, name):
+    import os
+    import time
+
+    from torch import nn
+
+    from attnkit.checkpoint.validate import build_checked, read_header
+
+    model = nn.Linear(2, 2)
+    ckpt.write_checkpoint(tmp_path, "seq2seq", model.state_dict(), {"model": {}}, {"step": 1})
+    (tmp_path / name).unlink()
+    os.mkfifo(tmp_path / name)  # no writer: an open() would wait for ever
+    start = time.monotonic()
+    with pytest.raises(CheckpointError) as caught:
+        if name == "model.safetensors":
+            build_checked(tmp_path, lambda: nn.Linear(2, 2))
+        elif name == "config.yaml":
+            ckpt.read_config(tmp_path)
+        else:
+            ckpt.read_json(tmp_path / name)
+    assert time.monotonic() - start < 5
+    assert (
+        str(caught.value)
+        == f"{tmp_path / name}: is a FIFO, device or socket, not a regular file (not read)"
+    )
+    if name == "model.safetensors":
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            read_header(tmp_path / name)
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            ckpt.read_tensors(tmp_path / name)

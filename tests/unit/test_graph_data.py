@@ -202,3 +202,102 @@ def test_neighbourhood_takes_two_hops_towards_the_node():
 def test_a_data_set_without_recorded_checksums_is_never_downloaded(tmp_path):
     with pytest.raises(DataError, match=r"records no checksums for citeseer, so it does not"):
         read_planetoid(tmp_path, "citeseer", download=True)
+
+
+# ---- Planetoid files that declare more than they hold ------------------------------------------
+def _sparse_pickle(shape) -> bytes:
+    """A pickled scipy CSR matrix (written by hand: scipy is not needed) declaring ``shape``
+    with one entry."""
+    state = {"format": "csr", "_shape": shape, "data": np.ones(1), "indices": np.zeros(1, int)}
+    state["indptr"] = np.array([0, 1] + [1] * (min(shape[0], 3) - 1))
+    body = pickle.dumps(state, protocol=3)[2:-1]  # the dict's opcodes, no header or STOP
+    return b"\x80\x03cscipy.sparse._csr\ncsr_matrix\n)\x81" + body + b"b."
+
+
+def _planetoid_with(tmp_path, part: str, value) -> None:
+    _write_planetoid(tmp_path, "toy", [7, 4, 8, 5])
+    data = value if isinstance(value, bytes) else pickle.dumps(value, protocol=4)
+    if part == "test.index":
+        data = value.encode()
+    (tmp_path / f"ind.toy.{part}").write_bytes(data)
+
+
+def _refused(tmp_path, says: str) -> str:
+    import time
+
+    start = time.monotonic()
+    with pytest.raises(DataError) as caught:
+        read_planetoid(tmp_path, "toy")
+    assert time.monotonic() - start < 5
+    message = str(caught.value)
+    assert "\n" not in message and says in message, message
+    return message
+
+
+def test_a_hand_written_sparse_pickle_reads_as_its_matrix(tmp_path):
+    path = tmp_path / "m"
+    path.write_bytes(_sparse_pickle((2, 3)))
+    assert load_pickle(path).toarray().tolist() == [[1, 0, 0], [0, 0, 0]]
+
+
+def test_declared_sizes_are_checked_before_anything_is_allocated(tmp_path):
+    # a 2 KB file declaring 700,000 x 1,433 (3.7 GiB dense): refused from its shape
+    _planetoid_with(tmp_path, "allx", _sparse_pickle((700_000, 1_433)))
+    message = _refused(tmp_path, "a 700,000 x 1,433 matrix is above the caps")
+    assert message.startswith(str(tmp_path / "ind.toy.allx"))
+    # shapes that disagree with each other: files of different data sets
+    _planetoid_with(tmp_path, "tx", _sparse_pickle((3, 3)))
+    _refused(tmp_path, "the files are of different data sets")
+    _planetoid_with(tmp_path, "allx", np.zeros((4, 5), np.float32))
+    _refused(tmp_path, "matrices of different data sets")
+    # a test id near 10^12 asks for 10^12 rows; 10^12 itself has too many digits
+    _planetoid_with(tmp_path, "test.index", "7\n4\n8\n999999999999\n")
+    _refused(tmp_path, "test ids up to 999,999,999,999: 1,000,000,000,000 nodes, above the caps")
+    _planetoid_with(tmp_path, "test.index", "7\n4\n8\n1000000000000\n")
+    _refused(tmp_path, "test.index:4: expected a node id")
+    # a list of lists is no matrix (np.asarray of shared rows would allocate their product)
+    _planetoid_with(tmp_path, "tx", [[0.0] * 3] * 4)
+    _refused(tmp_path, "expected a numpy array or a scipy sparse matrix, got list")
+
+
+def test_a_graph_whose_keys_share_one_huge_list_is_refused_before_allocating(tmp_path, monkeypatch):
+    from attnkit.data.graph import planetoid
+
+    monkeypatch.setattr(planetoid, "MAX_EDGES", 5_000_000)  # the 9 toy nodes: a lower cap
+    shared = [0] * 1_000_000  # pickled once, referenced by every key: 9 million entries
+    _planetoid_with(tmp_path, "graph", {i: shared for i in range(9)})
+    assert (tmp_path / "ind.toy.graph").stat().st_size < 3_000_000
+    _refused(tmp_path, "ind.toy.graph: over 5,000,000 adjacency entries")
+
+
+@pytest.mark.parametrize("value", ["a", 2**70, -1, 9, 1.5, True, "self"])
+def test_graph_values_that_are_not_node_ids_are_one_error(tmp_path, value):
+    if value == "self":
+        value = []
+        value.append(value)
+    _planetoid_with(tmp_path, "graph", {0: [1, value], 1: [0]})
+    _refused(tmp_path, "ind.toy.graph: node 0: neighbour ")
+
+
+@pytest.mark.parametrize("key", ["a", 2**70, -3, (1,)])
+def test_graph_keys_that_are_not_node_ids_are_one_error(tmp_path, key):
+    _planetoid_with(tmp_path, "graph", {0: [1], key: [0]})
+    _refused(tmp_path, "expected a node id (0..8) and a list of them")
+
+
+@pytest.mark.parametrize("bad", ["²", "9" * 4400, "-4", "4.0"])
+def test_test_ids_are_short_ascii_numbers(tmp_path, bad):
+    _planetoid_with(tmp_path, "test.index", f"7\n4\n8\n{bad}\n")
+    _refused(tmp_path, "ind.toy.test.index:4: expected a node id")
+
+
+def test_a_fifo_in_place_of_a_planetoid_file_is_refused(tmp_path):
+    import os
+
+    for part in ("x", "test.index"):
+        directory = tmp_path / part
+        directory.mkdir()
+        _write_planetoid(directory, "toy", [7, 4, 8, 5])
+        (directory / f"ind.toy.{part}").unlink()
+        os.mkfifo(directory / f"ind.toy.{part}")
+        _refused(directory, f"ind.toy.{part}: is a FIFO, device or socket, not a regular file")

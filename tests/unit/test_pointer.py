@@ -172,3 +172,26 @@ def test_plot_solution_draws_points_beside_the_heatmap(tmp_path):
     fig = plot_solution(points, [1, 3, 0], attention, "hull", tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 0
     assert [ax.get_title() for ax in fig.axes[:2]] == ["convex hull chosen", "pointer attention"]
+
+
+def test_instances_and_a_checkpoint_data_section_are_capped_before_anything_runs(tmp_path):
+    import time
+
+    from attnkit import checkpoint as ckpt
+    from attnkit.data.tasks.pointer import MAX_POINTS
+    from attnkit.errors import ConfigError, InputError
+    from attnkit.families.pointer.bundle import load_pointer
+
+    many = [[float(i), 0.5] for i in range(1_000_000)]
+    start = time.monotonic()
+    with pytest.raises(InputError, match=f"1,000,000 points, above the cap of {MAX_POINTS:,}"):
+        check_points(many)
+    assert time.monotonic() - start < 1
+    # a checkpoint whose data section asks for 10^8 points per instance: refused at load
+    ckpt.write_checkpoint(tmp_path, "pointer", {}, {"data": {"task": "sort", "points": 10**8}})
+    with pytest.raises(ConfigError, match=r"data\.points: 100,000,000 is above the cap of 1,000"):
+        load_pointer(tmp_path)
+    cfg = {"data": {"task": "sort", "points": 1_000, "train_size": 1_000_000}}
+    ckpt.write_checkpoint(tmp_path, "pointer", {}, cfg)
+    with pytest.raises(ConfigError, match=r"data\.train_size: 1,000,000 instances of 1000"):
+        load_pointer(tmp_path)

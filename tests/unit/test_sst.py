@@ -66,7 +66,7 @@ def test_bad_lines_are_one_error_naming_file_and_line(tmp_path):
     path.write_bytes(b"(2 \xff)\n")
     with pytest.raises(DataError, match="not UTF-8"):
         sst.read_trees(path)
-    with pytest.raises(DataError, match="no such file"):
+    with pytest.raises(DataError, match="file not found"):
         sst.read_trees(tmp_path / "absent.txt")
 
 

@@ -328,8 +328,21 @@ def read_meta(directory: str | Path, family: str | None = None) -> dict:
     return meta
 
 
+def check_regular(path: str | Path) -> None:
+    """CheckpointError when ``path`` exists but is no regular file: a FIFO would block ``open``
+    for ever, a device never ends (``os.stat`` itself neither opens nor blocks)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing: the caller says so
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
+        raise CheckpointError(f"{path}: is {kind}, not a regular file (not read)")
+
+
 def read_tensors(path: str | Path, required: bool = True) -> dict[str, torch.Tensor] | None:
     path = Path(path)
+    check_regular(path)
     if not path.is_file():
         if required:
             raise CheckpointError(f"{path}: missing from the checkpoint")
@@ -342,6 +355,7 @@ def read_tensors(path: str | Path, required: bool = True) -> dict[str, torch.Ten
 
 def read_json(path: str | Path, required: bool = True) -> Any:
     path = Path(path)
+    check_regular(path)
     if not path.is_file():
         if required:
             raise CheckpointError(f"{path}: missing from the checkpoint")
@@ -361,6 +375,7 @@ def read_config(directory: str | Path) -> dict:
     """A checkpoint's ``config.yaml``, read with bounds (:func:`attnkit.config.parse_yaml`) and
     its sizes checked against their caps (:func:`attnkit.size_caps.check_sizes`)."""
     path = Path(directory) / "config.yaml"
+    check_regular(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: missing from the checkpoint")
     try:

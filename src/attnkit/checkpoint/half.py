@@ -26,6 +26,8 @@ HALF_METADATA = {"format": FORMAT, "stored_as": "float16"}
 def stored_as_half(path: str | Path) -> bool:
     """Whether the safetensors file ``path`` says its float weights are float32 ones stored as
     float16 (:func:`write_half`); False for a file that cannot be read (loading says why)."""
+    if not Path(path).is_file():  # a FIFO would block safe_open's open()
+        return False
     try:
         with safe_open(str(path), framework="pt") as f:
             metadata = f.metadata() or {}

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnkit.checkpoint import check_regular
 from attnkit.checkpoint.half import stored_as_half
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
@@ -62,6 +63,7 @@ def read_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
     """{tensor name: (shape, safetensors dtype)} from a safetensors file's header, without its
     data; CheckpointError naming the file when the header is missing, too large or malformed."""
     path = Path(path)
+    check_regular(path)
     try:
         with open(path, "rb") as f:
             size_bytes = f.read(8)

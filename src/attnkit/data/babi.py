@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.bounded import ascii_int, read_regular_bytes
 from attnkit.errors import ConfigError, DataError
 
 #: the task files' names (``qaN_NAME_{train,test}.txt``), task number -> NAME
@@ -68,6 +69,10 @@ CHECKSUMS = {
 }
 MAX_FILE_BYTES = 64 << 20  # a task file is about 0.2-2 MB
 MAX_LINE_CHARS = 10_000
+#: lines of one story (its ids count 1, 2, 3, ...); the longest of the bAbI tasks has 229
+MAX_STORY_LINES = 1_000
+#: memories all the questions of one text hold together (bAbI's largest file: about 500,000)
+MAX_MEMORY_SLOTS = 20_000_000
 _WORD = re.compile(r"[a-z0-9,'-]+")
 
 
@@ -100,7 +105,8 @@ def parse_stories(
     ``source:line`` for a malformed line."""
     questions: list[Question] = []
     facts: list[tuple[int, str]] = []  # (line id, sentence) of the story so far
-    previous = 0
+    told: set[int] = set()  # their line ids: grown with the story, not rebuilt per question
+    previous, slots = 0, 0
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.strip("\r\n")
         if not line.strip():
@@ -110,32 +116,48 @@ def parse_stories(
                 f"a line of {len(line)} characters (at most {MAX_LINE_CHARS})", source, number
             )
         head, _, rest = line.partition(" ")
-        if not head.isdigit() or not rest.strip():
+        line_id = ascii_int(head, 9)
+        if line_id is None or not rest.strip():
             raise DataError(
                 f"neither a fact ('N sentence') nor a question ('N question<TAB>answer<TAB>"
                 f"supporting ids'): {line[:60]!r}",
                 source,
                 number,
             )
-        line_id = int(head)
         if line_id == 1:
-            facts = []
+            facts, told = [], set()
         elif line_id != previous + 1:
             raise DataError(
                 f"line id {line_id} after {previous}: a story counts 1, 2, 3, ...", source, number
             )
+        elif line_id > MAX_STORY_LINES:
+            raise DataError(
+                f"a story of over {MAX_STORY_LINES:,} lines (bAbI's longest has 229)",
+                source,
+                number,
+            )
         previous = line_id
         if "\t" not in rest:
             facts.append((line_id, rest.strip()))
+            told.add(line_id)
             continue
-        questions.append(_question(rest, facts, source, number, task, memory_size))
+        question = _question(rest, facts, told, (source, number, task, memory_size))
+        slots += len(question.memories)
+        if slots > MAX_MEMORY_SLOTS:
+            raise DataError(
+                f"the questions so far hold over {MAX_MEMORY_SLOTS:,} memories: too large a text "
+                "(split it, or give a smaller memory_size)",
+                source,
+                number,
+            )
+        questions.append(question)
     return questions
 
 
-def _question(
-    rest: str, facts: list, source: str, number: int, task: int, memory_size: int | None
-) -> Question:
-    """The :class:`Question` of a question line's text after its id."""
+def _question(rest: str, facts: list, told: set[int], at: tuple) -> Question:
+    """The :class:`Question` of a question line's text after its id; ``told``: the line ids of
+    ``facts``; ``at``: (source, line number, task, memory size)."""
+    source, number, task, memory_size = at
     fields = [f.strip() for f in rest.split("\t")]
     if len(fields) != 3 or not fields[0] or not fields[1]:
         raise DataError(
@@ -149,17 +171,17 @@ def _question(
         raise DataError("a question before any fact of its story", source, number)
     kept = facts[-memory_size:] if memory_size else facts
     index = {line_id: i for i, (line_id, _) in enumerate(kept)}
-    told = {line_id for line_id, _ in facts}
     supporting = []
     for token in ids.split():
-        if not token.isdigit() or int(token) not in told:
+        fact = ascii_int(token, 9)
+        if fact is None or fact not in told:
             raise DataError(
-                f"supporting id {token!r} names no fact of this story before the question",
+                f"supporting id {token[:20]!r} names no fact of this story before the question",
                 source,
                 number,
             )
-        if int(token) in index:  # a fact older than the memory holds is not pointed at
-            supporting.append(index[int(token)])
+        if fact in index:  # a fact older than the memory holds is not pointed at
+            supporting.append(index[fact])
     return Question(
         tuple(s for _, s in kept),
         question,
@@ -171,18 +193,18 @@ def _question(
 
 
 def read_file(path: str | Path, task: int = 0, memory_size: int | None = None) -> list[Question]:
-    """The questions of one bAbI file (bounded in size; UTF-8)."""
-    path = Path(path)
+    """The questions of one bAbI file: a regular file of at most :data:`MAX_FILE_BYTES` bytes
+    (:func:`attnkit.data.bounded.read_regular_bytes`), UTF-8."""
+    return parse_stories(read_story_file(path), str(path), task, memory_size)
+
+
+def read_story_file(path: str | Path) -> str:
+    """The UTF-8 text of a story file (a regular file of at most :data:`MAX_FILE_BYTES`)."""
+    data = read_regular_bytes(path, MAX_FILE_BYTES)
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DataError(f"{size} bytes; a bAbI file is at most {MAX_FILE_BYTES}", path)
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot read the file ({exc.strerror or exc})", path) from None
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path) from None
-    return parse_stories(text, str(path), task, memory_size)
+        raise DataError(f"not UTF-8 text (byte {exc.start + 1})", path) from None
 
 
 @dataclass

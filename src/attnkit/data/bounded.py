@@ -11,6 +11,12 @@ the limit, and how to raise it.
 
 The defaults are far above real data (a gigabyte per file, a megabyte per line); the environment
 variables ``ATTNKIT_MAX_INPUT_MB`` and ``ATTNKIT_MAX_LINE_KB`` change them.
+
+The data files of every family (node tables and edge lists, Planetoid files, text TSV and SST
+trees, bAbI stories, pointer point lists) are read with :func:`text_lines` or
+:func:`read_regular_bytes`: regular files only (a FIFO, a device or a directory is refused in
+one line before a byte is read, never waited on), with the same caps checked as the bytes
+arrive. :func:`ascii_int` reads a number of such a file: ASCII digits only, and few of them.
 """
 
 from __future__ import annotations
@@ -95,14 +101,31 @@ def iter_raw_lines(
         yield body
 
 
-def raw_lines(path: str | Path, limits: ReadLimits | None = None) -> Iterator[bytes]:
+def _open(path: Path, regular: bool) -> BinaryIO:
+    """``path`` opened for reading; ``regular``: without waiting on a FIFO (``O_NONBLOCK``), and
+    anything but a regular file refused (checked on the open file, so nothing swaps it in)."""
+    if not regular:
+        return open(path, "rb")
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(descriptor)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO, device or socket"
+        raise DataError(f"is {kind}, not a regular file", path=path)
+    return os.fdopen(descriptor, "rb")
+
+
+def raw_lines(
+    path: str | Path, limits: ReadLimits | None = None, regular: bool = False
+) -> Iterator[bytes]:
     """The lines of the file at ``path`` as they are read (see :func:`iter_raw_lines`): a caller
     that refuses a line stops reading there. A regular file above the size limit is refused from
-    its size alone; DataError naming the file otherwise."""
+    its size alone; ``regular``: anything else is refused before it is read. DataError naming the
+    file otherwise."""
     path = Path(path)
     limits = limits or read_limits()
     try:
-        with open(path, "rb") as stream:
+        with _open(path, regular) as stream:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise DataError("is a directory, not a text file", path=path)
@@ -120,3 +143,44 @@ def raw_lines(path: str | Path, limits: ReadLimits | None = None) -> Iterator[by
 def read_raw_lines(path: str | Path, limits: ReadLimits | None = None) -> list[bytes]:
     """Every line of the file at ``path`` (:func:`raw_lines`)."""
     return list(raw_lines(path, limits))
+
+
+def text_lines(
+    path: str | Path, limits: ReadLimits | None = None, skip_blank: bool = True
+) -> Iterator[tuple[int, str]]:
+    """(line number, UTF-8 text without its line end) of each line of the regular file at
+    ``path``, read with :func:`raw_lines`'s caps; ``skip_blank``: blank lines are not yielded
+    (their numbers still count). DataError naming ``file:line`` for a line that is not UTF-8."""
+    for number, raw in enumerate(raw_lines(path, limits, regular=True), 1):
+        try:
+            text = raw.decode("utf-8").removesuffix("\r")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text (byte {exc.start + 1})", path, number) from None
+        if text.strip() or not skip_blank:
+            yield number, text
+
+
+def read_regular_bytes(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` of them (checked on its
+    size and again as it is read); DataError naming the file otherwise."""
+    path = Path(path)
+    try:
+        with _open(path, regular=True) as stream:
+            if os.fstat(stream.fileno()).st_size > max_bytes:
+                raise DataError(f"larger than the limit of {max_bytes:,} bytes", path=path)
+            data = stream.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise DataError("file not found", path=path) from None
+    except OSError as exc:
+        raise DataError(f"cannot read file ({exc.strerror or exc})", path=path) from None
+    if len(data) > max_bytes:
+        raise DataError(f"larger than the limit of {max_bytes:,} bytes", path=path)
+    return data
+
+
+def ascii_int(text: str, max_digits: int = 18) -> int | None:
+    """``text`` as a non-negative int when it is 1 to ``max_digits`` ASCII digits, else None
+    (``str.isdigit`` accepts ``'²'``, which ``int`` refuses, and any number of digits)."""
+    if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)

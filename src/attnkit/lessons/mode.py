@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import TypeVar
 
+from attnkit.data.bounded import ascii_int
 from attnkit.errors import ConfigError
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ def seed() -> int:
     raw = os.environ.get("SEED", "").strip()
     if not raw:
         return 0
-    if not raw.isdigit() or int(raw) >= 2**32 - TRAIN_SEED_BASE:
+    if ascii_int(raw) is None or int(raw) >= 2**32 - TRAIN_SEED_BASE:
         raise ConfigError(f"SEED: expected a whole number >= 0, got {raw[:40]!r}")
     return int(raw)
 

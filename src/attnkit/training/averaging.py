@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from attnkit import checkpoint as ckpt
+from attnkit.data.bounded import ascii_int
 
 
 class CheckpointAverager:
@@ -98,4 +99,4 @@ def _steps(steps) -> str:
 def _step_of(directory: Path) -> int | None:
     """``step-0001200`` -> 1200 (None for any other name)."""
     number = directory.name.partition("-")[2]
-    return int(number) if number.isdigit() else None
+    return ascii_int(number)

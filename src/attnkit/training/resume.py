@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from attnkit.data.bounded import ascii_int
 from attnkit.errors import CheckpointError
 
 RNG_KEYS = ("rng.torch", "rng.cuda")
@@ -152,9 +153,10 @@ def _add_scalars(
         raise CheckpointError(f"{where}: unexpected entries {short(scalars)}")
     n_params = sum(len(g["params"]) for g in groups)
     for pid, values in scalars.items():
-        if not (pid.isdigit() and int(pid) < n_params and isinstance(values, dict)):
-            raise CheckpointError(f"{where}: {pid!r} names no parameter of this model")
-        state.setdefault(int(pid), {}).update(values)
+        number = ascii_int(pid) if isinstance(pid, str) else None
+        if number is None or number >= n_params or not isinstance(values, dict):
+            raise CheckpointError(f"{where}: {str(pid)[:40]!r} names no parameter of this model")
+        state.setdefault(number, {}).update(values)
 
 
 def _checked_groups(optimizer: torch.optim.Optimizer, saved: Any, where: str) -> list[dict]:
@@ -209,7 +211,8 @@ def _check_hyperparameter(key: str, value: Any, own: Any, where: str) -> None:
 
 def _parameter_id(key: str, n_params: int, path) -> tuple[int, str]:
     _, pid, name = (key.split(".", 2) + ["", ""])[:3]
-    if not pid.isdigit() or int(pid) >= n_params or not name:
+    number = ascii_int(pid)
+    if number is None or number >= n_params or not name:
         raise CheckpointError(
             f"{path}: {key!r} names no parameter of this model "
             f"(it has parameters 0..{n_params - 1})"

@@ -12,7 +12,8 @@ and ``features`` are numbers separated by spaces or commas, as many on every lin
 undirected unless ``data.directed`` is set. Lines that are blank or start with ``#`` are skipped.
 Every problem is one :class:`~attnkit.errors.DataError` naming the file and line: a line without
 its columns, an edge to a node the table lacks, features of another width, a split that is none
-of the above, a node listed twice, a feature that is not a finite number (nan, inf).
+of the above, a node listed twice, a feature that is nan or inf. Both files are read with
+:func:`attnkit.data.bounded.text_lines`: regular files only, size and line caps.
 """
 
 from __future__ import annotations
@@ -23,28 +24,19 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnkit.data.bounded import text_lines
 from attnkit.data.graph.graph_data import SPLITS, Graph, undirected
 from attnkit.errors import DataError
 
-MAX_LINE = 1 << 20  # characters: longer lines are refused, not read whole
 _NUMBERS = re.compile(r"[,\s]+")
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 def _lines(path: Path):
-    """(line number, text) of the lines that hold data."""
-    try:
-        with open(path, encoding="utf-8") as stream:
-            for number, line in enumerate(stream, 1):
-                if len(line) > MAX_LINE:
-                    raise DataError(f"line longer than {MAX_LINE} characters", path, number)
-                text = line.rstrip("\r\n")
-                if text.strip() and not text.lstrip().startswith("#"):
-                    yield number, text
-    except OSError as exc:
-        raise DataError(f"cannot read file ({exc.strerror or exc})", path=path) from None
-    except UnicodeDecodeError:
-        raise DataError("not UTF-8 text", path=path) from None
+    """(line number, text) of the lines that hold data, read with the bounds of
+    :func:`attnkit.data.bounded.text_lines` (regular files only, size and line caps)."""
+    for number, text in text_lines(path):
+        if not text.lstrip().startswith("#"):
+            yield number, text
 
 
 def _node_rows(path: Path):
@@ -68,13 +60,17 @@ def _node_rows(path: Path):
             row = [float(v) for v in _NUMBERS.split(values) if v]
         except ValueError:
             raise DataError(f"features must be numbers: {values[:60]!r}", path, number) from None
-        if not all(abs(v) <= _FLOAT32_MAX for v in row):  # nan, inf, or inf once float32
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused just below
+            row = np.asarray(row, np.float32)  # 4 bytes a feature, not a Python float's 32
+        if not np.isfinite(row).all():
             raise DataError(
-                f"features must be finite numbers (float32): {values[:60]!r}", path, number
+                "features must be finite float32 numbers (no nan, inf or beyond 3.4e38)",
+                path,
+                number,
             )
         if width is None:
             width = len(row)
-        if len(row) != width or not row:
+        if len(row) != width or width == 0:
             raise DataError(
                 f"{len(row)} features; the first node has {width} (every node the same number)",
                 path,
@@ -84,7 +80,7 @@ def _node_rows(path: Path):
         names.append(name), labels.append(label), splits.append(split), features.append(row)
     if not names:
         raise DataError("no nodes", path=path)
-    return names, labels, splits, np.asarray(features, np.float32)
+    return names, labels, splits, np.stack(features)
 
 
 def _edge_rows(path: Path, index: dict[str, int], nodes_path: Path):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attnkit.data.bounded import read_regular_bytes
 from attnkit.errors import DataError
 
 MAX_BYTES = 512 * 1024 * 1024  # the largest pickle read (Pubmed's allx is about 40 MB)
@@ -33,8 +34,15 @@ class SparseMatrix:
             raise pickle.UnpicklingError("a sparse matrix whose state is not a mapping")
         self.state = state
 
+    def declared_shape(self):
+        """The ``_shape`` its state declares (unchecked: the reader checks it before
+        :meth:`toarray` allocates it)."""
+        return (getattr(self, "state", None) or {}).get("_shape")
+
     def toarray(self) -> np.ndarray:
-        """The dense ``(rows, cols)`` float32 array."""
+        """The dense ``(rows, cols)`` float32 array; ValueError for arrays that do not describe
+        a matrix of the declared shape (``indptr`` not rising from 0 to the number of entries,
+        an index outside the shape)."""
         state = getattr(self, "state", None) or {}
         fmt = state.get("format", "csr")
         shape, data = state.get("_shape"), state.get("data")
@@ -42,12 +50,18 @@ class SparseMatrix:
         if fmt not in ("csr", "csc") or shape is None or data is None or indptr is None:
             raise ValueError(f"a sparse matrix of format {fmt!r} without its arrays")
         rows, cols = (int(shape[0]), int(shape[1]))
-        major = rows if fmt == "csr" else cols
+        major, minor = (rows, cols) if fmt == "csr" else (cols, rows)
         indptr, indices = np.asarray(indptr, np.int64), np.asarray(indices, np.int64)
-        if indptr.shape != (major + 1,) or indices.shape != np.shape(data):
+        data = np.asarray(data, np.float32)
+        if indptr.shape != (major + 1,) or indices.shape != data.shape or data.ndim != 1:
             raise ValueError("a sparse matrix whose arrays do not fit its shape")
+        steps = np.diff(indptr)
+        if indptr[0] != 0 or indptr[-1] != len(indices) or (steps < 0).any():
+            raise ValueError("a sparse matrix whose indptr does not count its entries")
+        if len(indices) and (indices.min() < 0 or indices.max() >= minor):
+            raise ValueError("a sparse matrix with an index outside its shape")
         out = np.zeros((rows, cols), np.float32)
-        lines = np.repeat(np.arange(major), np.diff(indptr))
+        lines = np.repeat(np.arange(major), steps)
         if fmt == "csr":
             out[lines, indices] = data
         else:
@@ -103,15 +117,20 @@ def load_pickle(path: str | Path):
     :class:`SafeUnpickler`; a DataError naming ``path`` for a refused global, a file too large or
     a pickle that is not one."""
     path = Path(path)
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise DataError(f"larger than {MAX_BYTES >> 20} MB: not a Planetoid file", path=path)
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DataError(f"cannot read file ({exc.strerror or exc})", path=path) from None
+    data = read_regular_bytes(path, MAX_BYTES)  # a regular file within the cap: no FIFO, device
     try:
         return SafeUnpickler(io.BytesIO(data), encoding="latin1").load()
     except pickle.UnpicklingError as exc:
         raise DataError(f"not read: {exc}", path=path) from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError) as exc:
+    except (
+        EOFError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        IndexError,
+        KeyError,
+        MemoryError,
+        OverflowError,
+        RecursionError,
+    ) as exc:
         raise DataError(f"not a readable pickle ({type(exc).__name__}: {exc})", path=path) from None

@@ -29,6 +29,11 @@ TASKS = ("sort", "hull", "tsp")
 TSP_MAX_POINTS = 12
 #: the target slot that ends an output (slot i + 1 is input i)
 END = 0
+#: points of one instance, anywhere (``solve``, ``plot``, a config's ``data.points``): the
+#: decoder's n steps over n + 1 slots cost n^2, and the paper's longest instances have 500
+MAX_POINTS = 1_000
+#: instances of one split, and instances x points of one split (its float64 draws: 800 MB)
+MAX_INSTANCES, MAX_SPLIT_CELLS = 10_000_000, 100_000_000
 
 
 @dataclass
@@ -45,9 +50,17 @@ class PointerData:
     CHOICES = {"task": TASKS}
 
     def validate(self, where: str) -> None:
+        if self.points > MAX_POINTS:
+            raise ConfigError(f"{where}.points: {self.points:,} is above the cap of {MAX_POINTS:,}")
         for name in ("train_size", "dev_size", "test_size"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
+            size = getattr(self, name)
+            if size < 1:
+                raise ConfigError(f"{where}.{name}: must be at least 1, got {size}")
+            if size > MAX_INSTANCES or size * self.points > MAX_SPLIT_CELLS:
+                raise ConfigError(
+                    f"{where}.{name}: {size:,} instances of {self.points} points is above the "
+                    f"caps ({MAX_INSTANCES:,} instances, {MAX_SPLIT_CELLS:,} points a split)"
+                )
         low = 3 if self.task == "hull" else 2
         if self.points < low:
             raise ConfigError(
@@ -77,7 +90,12 @@ def check_tsp_size(n: int, name: str) -> None:
 
 
 def check_points(points: np.ndarray, name: str = "points") -> np.ndarray:
-    """A float array (n, d) of finite, distinct points, or InputError naming ``name``."""
+    """A float array (n, d) of finite, distinct points, at most :data:`MAX_POINTS` of them (counted
+    before anything is converted), or InputError naming ``name``."""
+    if hasattr(points, "__len__") and len(points) > MAX_POINTS:
+        raise InputError(
+            f"{name}: {len(points):,} points, above the cap of {MAX_POINTS:,} per instance", name
+        )
     arr = np.asarray(points, dtype=np.float64)
     if arr.ndim == 1:
         arr = arr[:, None]

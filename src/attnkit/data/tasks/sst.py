@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from attnkit.data.bounded import text_lines
 from attnkit.data.download import ensure_files
 from attnkit.errors import DataError
 
@@ -42,7 +43,6 @@ SHA256 = {
 HOME = "https://nlp.stanford.edu/sentiment/ (trainDevTestTrees_PTB.zip)"
 SST5_LABELS = ("very negative", "negative", "neutral", "positive", "very positive")
 SST2_LABELS = ("negative", "positive")
-MAX_LINE = 100_000  # characters; a longer line is no sentence
 #: PTB's names of brackets in the trees, and back
 BRACKETS = {"(": "-LRB-", ")": "-RRB-", "[": "-LSB-", "]": "-RSB-", "{": "-LCB-", "}": "-RCB-"}
 
@@ -123,21 +123,10 @@ def parse_tree(text: str) -> Tree:
 
 
 def _lines(path: Path) -> Iterable[tuple[int, str]]:
-    """(line number, text) of each non-blank line; DataError for an unreadable file."""
-    try:
-        with open(path, encoding="utf-8", newline="") as handle:
-            for number, line in enumerate(handle, start=1):
-                if len(line) > MAX_LINE:
-                    raise DataError(f"{path}:{number}: a line of over {MAX_LINE:,} characters")
-                line = line.rstrip("\r\n")
-                if line.strip():
-                    yield number, line
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    """(line number, text) of each non-blank line, read with the bounds of
+    :func:`attnkit.data.bounded.text_lines` (a regular file, size and line caps); DataError
+    naming the file (and line) otherwise."""
+    return text_lines(path)
 
 
 def sst_label(label: int, classes: int) -> int | None:

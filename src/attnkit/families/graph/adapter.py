@@ -110,8 +110,10 @@ class GraphAdapter:
         figures: Callable[[], list] | None,
         signals,
         history: list[dict],
+        graph: Graph | None = None,
     ):
         self.cfg, self.out, self.model, self.optimizer = cfg, out, model, optimizer
+        self.graph = graph  # written into every checkpoint: loading reads no data path
         self.data, self.figures, self.signals = data, figures, signals
         self.train_mask = data.masks["train"]
         self.stopping = Stopping(history)
@@ -160,9 +162,11 @@ class GraphAdapter:
             return
         if self.best is not None:
             weights, best_state = self.best
-            gckpt.save_weights(self.out / "best", weights, self.cfg, best_state)
+            gckpt.save_weights(self.out / "best", weights, self.cfg, best_state, self.graph)
             self.best = None
-        gckpt.save(self.out / name, self.model, self.optimizer, self.cfg, state, resumable)
+        gckpt.save(
+            self.out / name, self.model, self.optimizer, self.cfg, state, resumable, self.graph
+        )
 
     def saved(self, state: TrainerState, reason: str) -> None:
         """Nothing more: the run's last line says why it stopped."""

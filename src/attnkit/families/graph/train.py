@@ -74,7 +74,7 @@ def _start(cfg: GraphConfig, figures, context: Context) -> Started:
     )
     pictures = (lambda: figures(model, graph, data)) if figures else None
     adapter = GraphAdapter(
-        cfg, out, model, optimizer, data, pictures, context.signals, state.history
+        cfg, out, model, optimizer, data, pictures, context.signals, state.history, graph
     )
     return Started(adapter, state)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from attnkit.data.babi import read_story_file
 from attnkit.errors import AttnkitError
 from attnkit.families.memnet.model import MemoryModel
 
@@ -19,7 +20,8 @@ def plot(args) -> None:
     if Path(args.output).suffix.lower() not in (".png", ".svg", ".pdf"):
         raise AttnkitError(f"-o {args.output}: use a .png, .svg or .pdf file name")
     story = Path(args.story)
-    text = story.read_text(encoding="utf-8") if story.is_file() else args.story
+    # a file (bounded: a regular file of bAbI's size cap), else the story's own text
+    text = read_story_file(story) if story.is_file() else args.story
     a = MemoryModel.load(args.model, "cpu").answer(text, args.text)
     a.plot(args.output)
     unknown = f" (words it never saw: {', '.join(a.unknown)})" if a.unknown else ""

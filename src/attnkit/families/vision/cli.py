@@ -4,6 +4,7 @@ apply to the family."""
 
 from __future__ import annotations
 
+from attnkit.data.bounded import ascii_int
 from attnkit.errors import AttnkitError
 from attnkit.families.commands import faithfulness_options, refuse_decoding_options
 from attnkit.families.vision.model import VisionModel
@@ -38,6 +39,6 @@ def faithfulness(args):
     """``attnkit faithfulness``: the tests on test images (indices) or image files."""
     if args.split not in (None, "test"):
         raise AttnkitError("--split: a vision model is questioned on test images")
-    images = [int(t) if t.isdigit() else t for t in args.inputs] or None
+    images = [t if ascii_int(t) is None else int(t) for t in args.inputs] or None
     model = VisionModel.load(args.model, args.device)
     return model.faithfulness(images, **faithfulness_options(args))
