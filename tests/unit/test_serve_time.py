@@ -182,3 +182,22 @@ def test_a_busy_port_is_one_line():
         )
     finally:
         taken.close()
+
+
+def test_a_declared_length_of_thousands_of_digits_is_a_413_not_a_crash():
+    """int() refuses more than 4,300 digits: the header is past any limit, and said so."""
+    import asyncio
+
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {"type": "http", "path": "/v1/translate", "headers": [(b"content-length", b"9" * 5000)]}
+    asyncio.run(BodyLimit(_echo, LIMITS)(scope, receive, send))
+    assert sent[0]["status"] == 413
+    message = json.loads(sent[1]["body"])["error"]["message"]
+    assert message.startswith("body: 1,000,000,000,000,000,000 bytes or more, above the limit")

@@ -43,8 +43,11 @@ class BodyLimit:
         limit, option = self._limit(scope["path"])
         headers = dict(scope.get("headers") or [])
         declared = headers.get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            return await _too_large(send, int(declared), limit, option)
+        if declared is not None and declared.isdigit():  # bytes: ASCII digits only
+            # a header of thousands of digits is past any limit (and past int()'s digit limit)
+            size = int(declared) if len(declared) <= 18 else 10**18
+            if size > limit:
+                return await _too_large(send, size, limit, option)
         body, more = b"", True
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.limits.body_seconds
