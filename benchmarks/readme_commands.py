@@ -320,6 +320,12 @@ LONG: dict[str, str] = {
     "tensorboard --logdir runs": _SERVER,
     "attnkit train configs/numbers_local_p.yaml": "trains to early stopping, up to 8 minutes",
     "attnkit train configs/pointer_sort10.yaml": "trains a pointer network for 30 minutes",
+    "attnkit train configs/speech_numbers_las.yaml": (
+        "synthesises spoken numbers and trains Listen, Attend and Spell: minutes on a CPU"
+    ),
+    "python benchmarks/attention_cost.py --lengths 128 256 512 1024 --repeats 3 --plot cost.png": (
+        "a benchmark: every attention at four lengths, each point a process of its own"
+    ),
     "attnkit train configs/copyrare_copy.yaml": "trains to early stopping: 3-5 minutes on a CPU",
     "attnkit train configs/copyrare_nocopy.yaml": "trains to early stopping: 2-3 minutes on a CPU",
     "python benchmarks/copyrare.py --seeds 1 2": "the copyrare benchmark: four trainings, minutes",
