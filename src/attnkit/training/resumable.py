@@ -24,6 +24,7 @@ from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
 from attnkit.training import resume, resume_config
+from attnkit.training.guard import check_weights
 from attnkit.training.state import TrainerState, from_trainer, to_trainer
 
 
@@ -45,6 +46,21 @@ def trainer_files(
         tensors[f"rng.{name}"] = generator.get_state()
     trainer["optimizer"] = info
     return trainer, tensors
+
+
+def save_checkpoint(
+    directory: Path,
+    family: str,
+    model: nn.Module,
+    config: dict,
+    state: TrainerState,
+    optimizer: torch.optim.Optimizer | None,
+) -> None:
+    """A run's checkpoint in ``directory``: its weights (checked finite first), ``config`` and
+    the trainer files of :func:`trainer_files` (``optimizer`` None: ``best/``, no resume)."""
+    check_weights(model, f"update {state.step}: {directory} not written")
+    trainer, tensors = trainer_files(state, optimizer)
+    ckpt.write_checkpoint(directory, family, model.state_dict(), config, trainer, tensors)
 
 
 def restore(

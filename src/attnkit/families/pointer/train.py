@@ -25,7 +25,6 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.pointer import PointerData, PointerSplit, make_split
 from attnkit.families.base import TrainRequest
@@ -35,7 +34,6 @@ from attnkit.models.pointer import PointerNet
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
 from attnkit.training import schedules
-from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.run import Context, Plan, Started, run
@@ -126,12 +124,9 @@ class PointerAdapter:
         return DevScore(figures, dev["metric"], dev["higher_is_better"], pictures=pictures)
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
-        directory = self.out / name
-        check_weights(self.model, f"update {state.step}: {directory} not written")
         optimizer = self.optimizer if resumable else None
-        trainer, tensors = resumable_run.trainer_files(state, optimizer)
-        ckpt.write_checkpoint(
-            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
+        resumable_run.save_checkpoint(
+            self.out / name, FAMILY, self.model, self.cfg.to_dict(), state, optimizer
         )
 
     def saved(self, state: TrainerState, reason: str) -> None:

@@ -14,7 +14,6 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from attnkit import checkpoint as ckpt
 from attnkit.config import apply_overrides
 from attnkit.data.tasks.speech_set import PAD, SpeechSet, make_set
 from attnkit.families.base import TrainRequest
@@ -23,7 +22,6 @@ from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_confi
 from attnkit.families.speech.evaluate import dev_scorer
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
-from attnkit.training.guard import check_weights
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.run import Context, Plan, Started, run
@@ -90,12 +88,9 @@ class SpeechAdapter:
         return DevScore(figures, dev["metric"], dev["higher_is_better"])
 
     def save(self, name: str, state: TrainerState, resumable: bool) -> None:
-        directory = self.out / name
-        check_weights(self.model, f"update {state.step}: {directory} not written")
         optimizer = self.optimizer if resumable else None
-        trainer, tensors = resumable_run.trainer_files(state, optimizer)
-        ckpt.write_checkpoint(
-            directory, FAMILY, self.model.state_dict(), self.cfg.to_dict(), trainer, tensors
+        resumable_run.save_checkpoint(
+            self.out / name, FAMILY, self.model, self.cfg.to_dict(), state, optimizer
         )
 
     def saved(self, state: TrainerState, reason: str) -> None:
