@@ -116,20 +116,21 @@ def test_babi_ids_that_isdigit_accepts_are_one_error(head):
 def test_babi_parsing_is_linear_and_a_story_is_capped():
     # 200,000 lines in one story: refused at the story cap, at once
     story = "".join(f"{i} Mary went to the kitchen.\n" for i in range(1, 200_001))
-    start = time.monotonic()
+    # CPU time of this process, not wall time: other jobs on the machine do not count
+    start = time.process_time()
     with pytest.raises(DataError) as caught:
         babi.parse_stories(story, "long.txt")
-    assert time.monotonic() - start < 2
+    assert time.process_time() - start < 2
     assert _one_line(caught).startswith(f"long.txt:{babi.MAX_STORY_LINES + 1}: a story of over")
     # stories at the cap, a question after every fact: linear with a memory size
     lines = []
     for _ in range(100):
         for i in range(1, babi.MAX_STORY_LINES, 2):
             lines += [f"{i} Mary went home.", f"{i + 1} Where is Mary?\thome\t{i}"]
-    start = time.monotonic()
+    start = time.process_time()
     questions = babi.parse_stories("\n".join(lines), "many.txt", memory_size=50)
     assert len(questions) == 100 * (babi.MAX_STORY_LINES // 2)
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
     assert questions[-1].supporting == (49,) and len(questions[-1].memories) == 50
 
 

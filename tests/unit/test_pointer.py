@@ -183,10 +183,10 @@ def test_instances_and_a_checkpoint_data_section_are_capped_before_anything_runs
     from attnkit.families.pointer.bundle import load_pointer
 
     many = [[float(i), 0.5] for i in range(1_000_000)]
-    start = time.monotonic()
+    start = time.process_time()  # this process's CPU time: other jobs on the machine do not count
     with pytest.raises(InputError, match=f"1,000,000 points, above the cap of {MAX_POINTS:,}"):
         check_points(many)
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 1
     # a checkpoint whose data section asks for 10^8 points per instance: refused at load
     ckpt.write_checkpoint(tmp_path, "pointer", {}, {"data": {"task": "sort", "points": 10**8}})
     with pytest.raises(ConfigError, match=r"data\.points: 100,000,000 is above the cap of 1,000"):

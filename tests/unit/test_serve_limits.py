@@ -122,13 +122,15 @@ def test_decoding_too_long_is_a_504(numbers_model, monkeypatch):  # noqa: F811
 
 
 def test_a_full_queue_is_a_503(numbers_model, monkeypatch):  # noqa: F811
-    _slow_decode(monkeypatch, 0.5)
+    _slow_decode(monkeypatch, 2.0)
     settings = ServeSettings(models=[numbers_model], limits=Limits(queue_size=1), max_wait_ms=0)
     with TestClient(create_app(settings)) as c, ThreadPoolExecutor(4) as pool:
         futures = []
         for _ in range(4):
             futures.append(pool.submit(c.post, "/v1/translate", json={"inputs": ["vier"]}))
-            time.sleep(0.05)  # in order: one decodes, one waits, the rest find the queue full
+            # in order: one decodes, one waits, the rest find the queue full (spaced widely
+            # enough that a busy machine still delivers them in that order)
+            time.sleep(0.25)
         statuses = sorted(f.result().status_code for f in futures)
     assert statuses[:2] == [200, 200] and set(statuses[2:]) == {503}
     assert (
