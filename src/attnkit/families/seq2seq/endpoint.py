@@ -165,6 +165,7 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
     aligner = None
     if job.gold or job.reference is not None:
         from attnkit.data.tasks.gold import gold_aligner
+    from attnkit.data.tasks.sample_input import sample_input
 
         aligner = gold_aligner(translator.config.data)
     rolled = _rollouts(model, job, translations)
@@ -288,6 +289,7 @@ def info(loaded) -> dict:
         "heads": heads,
         "has_gold": gold_aligner(cfg.data) is not None,
         "explain": can_explain(loaded),
+        "example": sample_input(cfg.data),  # what the page opens with; None: a task of files
     }
 
 
