@@ -87,7 +87,8 @@ def test_the_text_example_learns_what_its_comments_say(tmp_path, monkeypatch):
     """The SST example's promises: about 80% dev accuracy (chance is 51%: the run it replaced
     ended there, every word weighted 0.20), the positive answer, the attention highest on a word
     that decides rather than uniform, and a picture of two maps (the saliency beside the
-    attention) unlike the attention's alone. Seeds 0-2 gave 79-81% dev accuracy."""
+    attention) unlike the attention's alone. Seeds 0-2 gave 78.8-80.3% dev accuracy, the top word
+    (moving, gripping, moving) 1.28-1.73 times its uniform share."""
     root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
     if not root or not (Path(root) / "sst").is_dir():
         pytest.skip("no SST: set ATTNKIT_DATA_DIR to a directory holding sst/")
@@ -98,7 +99,7 @@ def test_the_text_example_learns_what_its_comments_say(tmp_path, monkeypatch):
     assert names["scores"].value >= 0.75 and names["c"].label == "positive"
     weights = dict(names["c"].word_weights)
     assert max(weights, key=weights.get) in ("gripping", "moving")
-    assert max(weights.values()) >= 1.25 / len(weights)  # well above the uniform share
+    assert max(weights.values()) >= 1.2 / len(weights)  # well above the uniform share
     plain = names["sst"].classify("a gripping , moving film").plot(str(tmp_path / "plain.png"))
     assert sum(1 for ax in plain.axes if ax.images) == 1
     assert (tmp_path / "sentence.png").read_bytes() != (tmp_path / "plain.png").read_bytes()

@@ -165,7 +165,6 @@ def _results(model: ServedModel, job: TranslateJob, translations, tops) -> list[
     aligner = None
     if job.gold or job.reference is not None:
         from attnkit.data.tasks.gold import gold_aligner
-    from attnkit.data.tasks.sample_input import sample_input
 
         aligner = gold_aligner(translator.config.data)
     rolled = _rollouts(model, job, translations)
@@ -277,6 +276,7 @@ def can_explain(loaded) -> bool:
 def info(loaded) -> dict:
     """What ``GET /v1/models`` says of a seq2seq model."""
     from attnkit.data.tasks.gold import gold_aligner
+    from attnkit.data.tasks.sample_input import sample_input
 
     translator = loaded.translator
     cfg = translator.config

@@ -209,7 +209,8 @@ def _not_blank(pixels: np.ndarray) -> np.ndarray:
     the blank) as if there were."""
     if pixels.size and pixels.min() == pixels.max():
         raise InputError(
-            f"image: blank (every pixel {int(pixels.flat[0])}): nothing to read; draw a digit first",
+            f"image: blank (every pixel {int(pixels.flat[0])}): nothing to read; draw a digit "
+            "first",
             "image",
         )
     return pixels
