@@ -71,6 +71,7 @@
     state.answer = null;
     $("busy").hidden = true;
     $("vision-results").hidden = true;
+    $("overlay").textContent = "";
     showError({message: message});
   }
 
