@@ -169,9 +169,11 @@ def test_n_best_list_and_beam_tree(page, server):
     type_source(page)
     result = server.post("v1/translate", body("numbers", beam=4, n_best=3))["results"][0]
     hyps = result["hypotheses"]
-    wait(
+    want = {f"{h['score']:.3f}" for h in hyps}
+    wait(  # the page opened on its example: wait for this source's list, not that one's
         page,
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) == len(hyps),
+        lambda d: {e.text for e in d.find_elements(By.CSS_SELECTOR, "#beamtree text.score")}
+        == want,
         "the n-best list",
     )
     items = page.find_elements(By.CSS_SELECTOR, "#nbest-list .hyp-out")
@@ -182,7 +184,7 @@ def test_n_best_list_and_beam_tree(page, server):
     leaves = page.find_elements(By.CSS_SELECTOR, "#beamtree g.leaf")
     assert len(leaves) == len({tuple(t) for t in tokens})
     scores = {leaf.find_element(By.CSS_SELECTOR, "text.score").text for leaf in leaves}
-    assert scores == {f"{h['score']:.3f}" for h in hyps}
+    assert scores == want
     last = len(hyps) - 1
     page.find_element(By.CSS_SELECTOR, f'#beamtree g.leaf[data-hyp="{last}"]').click()
     wait_cells(page, len(hyps[last]["tokens"]) * len(result["source_tokens"]))
