@@ -3,6 +3,7 @@ shows is checked against what the API answers for the same request."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
@@ -168,9 +169,11 @@ def test_n_best_list_and_beam_tree(page, server):
     type_source(page)
     result = server.post("v1/translate", body("numbers", beam=4, n_best=3))["results"][0]
     hyps = result["hypotheses"]
-    wait(
+    want = {f"{h['score']:.3f}" for h in hyps}
+    wait(  # the page opened on its example: wait for this source's list, not that one's
         page,
-        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#nbest-list li")) == len(hyps),
+        lambda d: {e.text for e in d.find_elements(By.CSS_SELECTOR, "#beamtree text.score")}
+        == want,
         "the n-best list",
     )
     items = page.find_elements(By.CSS_SELECTOR, "#nbest-list .hyp-out")
@@ -181,7 +184,7 @@ def test_n_best_list_and_beam_tree(page, server):
     leaves = page.find_elements(By.CSS_SELECTOR, "#beamtree g.leaf")
     assert len(leaves) == len({tuple(t) for t in tokens})
     scores = {leaf.find_element(By.CSS_SELECTOR, "text.score").text for leaf in leaves}
-    assert scores == {f"{h['score']:.3f}" for h in hyps}
+    assert scores == want
     last = len(hyps) - 1
     page.find_element(By.CSS_SELECTOR, f'#beamtree g.leaf[data-hyp="{last}"]').click()
     wait_cells(page, len(hyps[last]["tokens"]) * len(result["source_tokens"]))
@@ -429,3 +432,77 @@ def test_a_text_classifier_shades_each_word_by_its_weight(page, server):
     assert [float(c.get_attribute("data-w")) for c in drawn[3:]] == pytest.approx(
         explained["saliency"], abs=1e-4
     )
+
+
+def test_the_page_opens_on_the_models_example_already_drawn(page, server):
+    """Nothing typed: a German number model's page opens on siebenundneunzig, decoded, its map
+    drawn (the example GET /v1/models gives); a sentence the user typed is never replaced."""
+    example = server.get("v1/models").json()["models"][0]["example"]
+    assert example == "siebenundneunzig"
+    assert page.find_element(By.ID, "source").get_attribute("value") == example
+    result = server.post("v1/translate", body("numbers", example))["results"][0]
+    hyp = result["hypotheses"][0]
+    wait_cells(page, len(hyp["tokens"]) * len(result["source_tokens"]))
+    assert page.find_element(By.ID, "output").text == hyp["output"].strip()
+    type_source(page, "elf")
+    Select(page.find_element(By.ID, "model")).select_by_value("digits")
+    Select(page.find_element(By.ID, "model")).select_by_value("numbers")
+    assert page.find_element(By.ID, "source").get_attribute("value") == "elf"
+
+
+def test_a_cleared_index_box_is_one_clean_line_and_sends_nothing(page, server):
+    Select(page.find_element(By.ID, "model")).select_by_value("digits")
+    wait(page, lambda d: cells(d, "#overlay .ov-cell"), "test image 0")
+    set_value(page, "image-index", "")
+    error = page.find_element(By.ID, "error")
+    wait(page, lambda d: error.is_displayed(), "the error")
+    assert error.text == "test image: type its number (0, 1, 2, ...), or draw a digit"
+    assert not page.find_element(By.ID, "vision-results").is_displayed()  # no stale answer
+    set_value(page, "image-index", 2)
+    wait(page, lambda d: not error.is_displayed(), "the error cleared by a number")
+    wait(page, lambda d: cells(d, "#overlay .ov-cell"), "test image 2")
+
+
+def test_an_empty_pad_is_not_classified(page, server):
+    """A blank pad once came back as the digit "1" with its attention over nothing."""
+    Select(page.find_element(By.ID, "model")).select_by_value("digits")
+    wait(page, lambda d: cells(d, "#overlay .ov-cell"), "test image 0")
+    page.find_element(By.ID, "clear-pad").click()
+    page.find_element(By.ID, "classify-drawing").click()
+    error = page.find_element(By.ID, "error")
+    wait(page, lambda d: error.is_displayed(), "the error")
+    assert error.text == "draw a digit first: the pad is empty"
+    assert not page.find_element(By.ID, "vision-results").is_displayed()
+    assert not cells(page, "#overlay .ov-cell")  # no overlay drawn over a blank
+
+
+def test_a_blank_upload_is_refused_by_the_server_in_one_line(page, server):
+    """What a page or a script sends blank (an empty strip, a black square): one 422 naming
+    the image, which the page's API call reads as field and message, the field said once."""
+    import io
+
+    import httpx
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(np.zeros((28, 28), np.uint8)).save(buffer, format="PNG")
+    answer = httpx.post(
+        server.url + "v1/classify",
+        data={"model": "digits"},
+        files={"image": ("b.png", buffer.getvalue(), "image/png")},
+        timeout=60,
+    )
+    assert answer.status_code == 422
+    problem = answer.json()["error"]
+    assert problem["field"] == "image" and "blank" in problem["message"]
+    seen = page.execute_async_script(
+        "var done = arguments[0], c = document.createElement('canvas');"
+        "c.width = c.height = 28; var g = c.getContext('2d');"
+        "g.fillStyle = '#000'; g.fillRect(0, 0, 28, 28);"
+        "c.toBlob(function (blob) {"
+        "  AttnkitApi.classifyImage('digits', blob).then(function () { done('answered'); },"
+        "    function (e) { done([e.field, e.message]); });"
+        "}, 'image/png');"
+    )
+    assert seen[0] == "image" and "blank" in seen[1] and not seen[1].startswith("image:")
+    assert all("status of 422" in m for m in severe(page))  # the browser logs the 422 itself

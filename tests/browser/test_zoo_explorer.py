@@ -41,8 +41,8 @@ def test_serve_alone_opens_two_zoo_models_side_by_side(driver, zoo_server):
     wait = WebDriverWait(driver, WAIT)
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready"))
     assert driver.find_element(By.ID, "second").get_attribute("value") == second
-    box = driver.find_element(By.ID, "source")
-    box.send_keys("siebenundneunzig")
+    # nothing typed: the page opens on the model's example, decoded by both models
+    assert driver.find_element(By.ID, "source").get_attribute("value") == "siebenundneunzig"
     wait.until(lambda d: d.find_element(By.ID, "sbs").is_displayed())
     answer = srv.post("v1/translate", {"model": second, "inputs": ["siebenundneunzig"], "beam": 1})[
         "results"

@@ -234,6 +234,9 @@ def test_classify_refuses_a_wrong_image_in_one_line(tmp_path, digits):  # noqa: 
     ):
         with pytest.raises(ConfigError, match=needle):
             model.classify(image)
+    for blank in (np.zeros((28, 28), np.uint8), np.full((28, 28), 1.0)):  # nothing to read
+        with pytest.raises(InputError, match=r"image: blank \(every pixel \d+\): nothing to read"):
+            model.classify(blank)
     with pytest.raises(InputError, match="give a test-image index, an image file or an"):
         model.classify([1, 2])
     with pytest.raises(InputError, match="image: not an image Pillow can read") as refused:

@@ -96,6 +96,8 @@ def test_health_and_the_models_list(client):
     assert info["has_attention"] is True and info["has_gold"] is True
     assert info["explain"] is True and info["layers"] is None and info["heads"] is None
     assert info["limits"]["max_chars"] == 500 and info["limits"]["max_beam"] == 10
+    assert info["example"] == "siebenundneunzig"  # what the page opens with: a German model
+    assert _translate(client, model="numbers", inputs=[info["example"]])["results"]
 
 
 def test_a_greedy_translation_matches_the_translator(client, numbers_model):

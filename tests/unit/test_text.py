@@ -141,6 +141,26 @@ def test_explain_puts_saliency_beside_attention(keyword_run):
         model.explain("bad", method="lime")
 
 
+def test_an_explained_sentence_plots_its_saliency_beside_the_attention(keyword_run, tmp_path):
+    """explain(...).plot() draws two maps, the attention and the saliency (their own values),
+    where classify(...).plot() draws the attention alone: the two files differ."""
+    model = keyword_run.load("cpu")
+    explained = model.explain("w4 bad w5 w6", method="integrated_gradients")
+    fig = explained.plot(str(tmp_path / "explained.png"))
+    drawn = [ax.images[0].get_array() for ax in fig.axes if ax.images]
+    assert len(drawn) == 2 and [ax.get_title() for ax in fig.axes if ax.images] == [
+        "attention",
+        "saliency (integrated_gradients)",
+    ]
+    np.testing.assert_allclose(drawn[0], [explained.weights])
+    np.testing.assert_allclose(drawn[1], [explained.saliency])
+    plain = model.classify("w4 bad w5 w6").plot(str(tmp_path / "plain.png"))
+    assert len([ax for ax in plain.axes if ax.images]) == 1
+    assert (tmp_path / "explained.png").read_bytes() != (tmp_path / "plain.png").read_bytes()
+    model.draw("w4 bad w5 w6", tmp_path / "drawn.png", explain=True)  # attnkit plot --explain
+    assert (tmp_path / "drawn.png").read_bytes() != (tmp_path / "plain.png").read_bytes()
+
+
 def test_structured_attention_and_no_attention_train_and_explain(tmp_path):
     (tmp_path / "s").mkdir()
     (tmp_path / "n").mkdir()

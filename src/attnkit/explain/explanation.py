@@ -1,15 +1,14 @@
 """What ``explain`` returns for one input: :class:`Explanation`, the attention beside the
 gradient saliency of the same output (seq2seq models and text classifiers).
 
-``to_dict()`` (plain JSON types), ``plot(path_or_ax)`` (matplotlib) and ``show()`` /
-``_repr_html_`` (an inline view in a notebook, drawn by the renderer of report.html).
+``to_dict()`` (plain JSON types), ``plot(path_or_ax)`` (matplotlib: the two maps side by side,
+:meth:`attnkit.viz.inline.ShowsRecord.plot`) and ``show()`` / ``_repr_html_`` (an inline view in
+a notebook, drawn by the renderer of report.html).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,15 +59,3 @@ class Explanation(ShowsRecord):
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.record().to_json(), "method": self.method, "scores": self.scores}
-
-    def plot(self, path_or_ax=None, layer=None, head=None):
-        """Attention and saliency side by side on shared axes (the saliency alone for a model
-        without attention), to a file or onto a new figure; into an ``Axes``: the attention."""
-        from attnkit.viz import plot_side_by_side
-
-        if self.attention is None or not (path_or_ax is None or isinstance(path_or_ax, str | Path)):
-            return super().plot(path_or_ax, layer, head)
-        record = self.record()
-        salient = dataclasses.replace(record, weights=self.saliency, saliency=None)
-        titles = ("attention", f"saliency ({self.method})")
-        return plot_side_by_side(record, salient, path_or_ax, titles=titles)

@@ -14,6 +14,7 @@ mean or any layer's head; a map with saliency beside it has an attention/salienc
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import tempfile
@@ -113,17 +114,26 @@ class ShowsRecord:
     def plot(self, path_or_ax=None, layer: int | None = None, head: int | None = None):
         """Draw the map with matplotlib: into ``path_or_ax`` when it is an ``Axes``, to the file
         when it is a path (.png, .svg, .pdf), else onto a new figure. ``layer`` / ``head`` (from
-        1, as on the command line) pick one of a Transformer's maps or their mean. Returns the
-        figure."""
+        1, as on the command line) pick one of a Transformer's maps or their mean. A map with its
+        gradient saliency (an explanation) is drawn beside it, on shared axes, in a file or a new
+        figure (an ``Axes`` gets the attention alone). Returns the figure."""
         from attnkit.viz.heads import choose_map
-        from attnkit.viz.heatmap import plot_heatmap
+        from attnkit.viz.heatmap import plot_heatmap, plot_side_by_side
 
         record = self.record()
         if layer is not None or head is not None:
             record = choose_map(record, layer, head)
-        if path_or_ax is None or isinstance(path_or_ax, (str, Path)):
+        if path_or_ax is not None and not isinstance(path_or_ax, (str, Path)):
+            return plot_heatmap(record, ax=path_or_ax, title=self._view_title())
+        if record.saliency is None:
             return plot_heatmap(record, path=path_or_ax, title=self._view_title())
-        return plot_heatmap(record, ax=path_or_ax, title=self._view_title())
+        salient = dataclasses.replace(record, weights=record.saliency, saliency=None, heads=None)
+        return plot_side_by_side(record, salient, path_or_ax, titles=self._side_titles())
+
+    def _side_titles(self) -> tuple[str, str]:
+        """The titles of the attention and the saliency drawn side by side."""
+        method = getattr(self, "method", None)
+        return ("attention", f"saliency ({method})" if method else "saliency")
 
     def show(self) -> Path | None:
         """The interactive map: inline in a notebook, else a page in a temporary file (its path

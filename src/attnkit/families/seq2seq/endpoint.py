@@ -276,6 +276,7 @@ def can_explain(loaded) -> bool:
 def info(loaded) -> dict:
     """What ``GET /v1/models`` says of a seq2seq model."""
     from attnkit.data.tasks.gold import gold_aligner
+    from attnkit.data.tasks.sample_input import sample_input
 
     translator = loaded.translator
     cfg = translator.config
@@ -288,6 +289,7 @@ def info(loaded) -> dict:
         "heads": heads,
         "has_gold": gold_aligner(cfg.data) is not None,
         "explain": can_explain(loaded),
+        "example": sample_input(cfg.data),  # what the page opens with; None: a task of files
     }
 
 

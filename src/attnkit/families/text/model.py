@@ -117,22 +117,7 @@ class TextModel:
         """The map ``attnkit plot`` draws of one sentence (.png, .svg or .pdf): the attention
         over its words (``explain``: beside their gradient saliency)."""
         result = self.explain(text) if explain or not self.has_attention else self.classify(text)
-        if explain and self.has_attention:
-            from attnkit.explain.explanation import Explanation
-
-            record = result.record()
-            shown = Explanation(
-                record.source,
-                record.source_tokens,
-                record.output,
-                record.output_tokens,
-                record.weights,
-                record.saliency,
-                result.method,
-            )
-            shown.plot(str(out)).clear()
-        else:
-            result.plot(str(out)).clear()
+        result.plot(str(out)).clear()  # an explained one: beside its saliency
         return Path(out)
 
     def evaluate(self, split: str = "test", out: str | Path | None = None) -> Scores:

@@ -1,6 +1,7 @@
 """What a text classifier's ``classify`` returns: :class:`TextClassification`, with
-``to_dict()``, ``plot(path_or_ax)`` and ``show()`` / ``_repr_html_`` (an inline view in a
-notebook, drawn by the renderer of report.html)."""
+``to_dict()``, ``plot(path_or_ax)`` (explained: the attention beside the saliency) and
+``show()`` / ``_repr_html_`` (an inline view in a notebook, drawn by the renderer of
+report.html)."""
 
 from __future__ import annotations
 

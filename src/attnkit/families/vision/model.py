@@ -74,9 +74,9 @@ class VisionModel:
         input as ``attnkit plot --image FILE`` does; or its bytes, an upload), or an array
         (uint8 0..255, or floats in 0..1)."""
         if isinstance(image, np.ndarray):
-            return _pixels(image, self.config.data.image_shape()), None, "array"
+            return _not_blank(_pixels(image, self.config.data.image_shape())), None, "array"
         if isinstance(image, bytes):
-            return _upload(image, self.config.data.image_shape()), None, "upload"
+            return _not_blank(_upload(image, self.config.data.image_shape())), None, "upload"
         if isinstance(image, bool) or not isinstance(image, int | str | Path | np.integer):
             raise InputError(
                 f"image: give a test-image index, an image file or an (H, W) array, not "
@@ -85,7 +85,8 @@ class VisionModel:
             )
         if not isinstance(image, str | Path):
             image = check.integer(image, "image", 0)
-        return plot_input(self.config, image)
+        pixels, label, name = plot_input(self.config, image)
+        return (pixels if label is not None else _not_blank(pixels)), label, name
 
     def classify(self, image) -> Classification:
         """The model's answer on one image: test image N (an int), an image file (a path: PNG
@@ -200,6 +201,19 @@ def _upload(data: bytes, shape: tuple[int, int]) -> np.ndarray:
         return image_from_bytes(data, shape, "image").pixels
     except DataError as exc:
         raise InputError(str(exc), "image") from None
+
+
+def _not_blank(pixels: np.ndarray) -> np.ndarray:
+    """A user's ``(H, W)`` pixels, or an InputError naming ``image`` when every pixel is the
+    same: there is nothing to read, and a model would still answer (and draw its attention over
+    the blank) as if there were."""
+    if pixels.size and pixels.min() == pixels.max():
+        raise InputError(
+            f"image: blank (every pixel {int(pixels.flat[0])}): nothing to read; draw a digit "
+            "first",
+            "image",
+        )
+    return pixels
 
 
 def _pixels(image: np.ndarray, shape: tuple[int, int]) -> np.ndarray:

@@ -7,6 +7,10 @@
   "use strict";
 
   function apiError(status, field, message) {
+    // a message that names its field already is shown once: "index: ...", not "index: index: ..."
+    if (field && message && message.indexOf(field + ": ") === 0) {
+      message = message.slice(field.length + 2);
+    }
     var e = new Error(message);
     e.status = status;
     e.field = field || null;

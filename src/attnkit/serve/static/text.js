@@ -13,7 +13,7 @@
 
   var state = {
     models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
-    result: null, secondResult: null, timer: null, asked: false, reference: null
+    result: null, secondResult: null, timer: null, asked: false, reference: null, prefilled: ""
   };
 
   function el(tag, cls, text) {
@@ -351,12 +351,24 @@
     state.second = second.value || null;
   }
 
+  /**
+   * The model's example (GET /v1/models: siebenundneunzig for a German number model) in the
+   * source box, so that the page opens on a map; never over what the user typed.
+   */
+  function prefill() {
+    var m = info(state.model), box = $("source");
+    if (box.value.trim() && box.value !== state.prefilled) return;
+    box.value = m && m.example ? m.example : "";
+    state.prefilled = box.value;
+  }
+
   function start(models, name) {
     state.models = models;
     state.model = name;
     state.prefix = null;
     state.shown = 0;
     configure();
+    prefill();
     decode();
   }
 

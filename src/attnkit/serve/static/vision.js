@@ -2,7 +2,7 @@
  * The vision view: a test image by index, or a digit drawn on the canvas (downsampled to
  * 28 x 28 and sent as a PNG), then the prediction and where the model looked, step by step:
  * its attention over the image's regions, or its glimpse path (RAM), with play/pause and a
- * step slider.
+ * step slider. A cleared index box or an empty pad is one line, and nothing is sent.
  */
 (function (root) {
   "use strict";
@@ -64,9 +64,24 @@
     }).then(function () { if (seq === state.seq) $("busy").hidden = true; });
   }
 
+  /** Nothing to classify: one line, and no answer of an earlier image left under it. */
+  function refuse(message) {
+    stop();
+    ++state.seq;  // an answer still on its way is no longer wanted
+    state.answer = null;
+    $("busy").hidden = true;
+    $("vision-results").hidden = true;
+    $("overlay").textContent = "";
+    showError({message: message});
+  }
+
   function byIndex() {
-    var index = parseInt($("image-index").value, 10);
-    request(root.AttnkitApi.classifyIndex(state.model, isNaN(index) ? $("image-index").value : index));
+    var text = $("image-index").value.trim();
+    if (!/^[0-9]+$/.test(text)) {  // cleared, or not a whole number: say so, send nothing
+      refuse("test image: type its number (0, 1, 2, ...), or draw a digit");
+      return;
+    }
+    request(root.AttnkitApi.classifyIndex(state.model, parseInt(text, 10)));
   }
 
   /**
@@ -109,10 +124,12 @@
     var gray = new Float32Array(pad.width * pad.height);
     for (var i = 0; i < gray.length; i++) gray[i] = rgba[4 * i];
     var box = digitBox(gray, pad.width, pad.height);
-    if (box) {
-      g.drawImage(pad, box.x, box.y, box.w, box.h, box.dx, box.dy, box.w * box.scale,
-        box.h * box.scale);
+    if (!box) {  // a blank pad is no digit: never classify (nor draw attention over) nothing
+      refuse("draw a digit first: the pad is empty");
+      return;
     }
+    g.drawImage(pad, box.x, box.y, box.w, box.h, box.dx, box.dy, box.w * box.scale,
+      box.h * box.scale);
     small.toBlob(function (blob) { request(root.AttnkitApi.classifyImage(state.model, blob)); },
       "image/png");
   }
