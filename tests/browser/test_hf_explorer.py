@@ -229,3 +229,35 @@ def test_a_picture_draws_the_vits_label_and_the_chosen_map_over_its_patches(page
     shows(rollout[0, 1:].reshape(4, 4), "the rollout's [CLS] row over the patches")
     title = page.find_element(By.CSS_SELECTOR, "#pt-overlay-box .hm-title").text
     assert title.startswith("[CLS] over the patches") and "rollout" in title
+
+
+def test_a_vits_show_draws_each_layers_row_over_the_picture(driver, tmp_path):
+    """``PretrainedResult.show()`` of an image, as a page: the map with its layer and head
+    choice, and the picture with layer 1's [CLS] row over its patches, the slider going on to
+    layer 2 and the rollout."""
+    import attnkit
+    from attnkit.families.hf.tiny import save_tiny
+
+    if find_browser() is None:
+        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    model = attnkit.load(f"hf:{save_tiny('vit', tmp_path / 'vit')}")
+    image = np.random.default_rng(1).integers(0, 256, (16, 16, 3)).astype(np.uint8)
+    result = model.classify(image)
+    page = tmp_path / "vit.html"
+    page.write_text(f"<!doctype html><meta charset=utf-8>{result.html()}", encoding="utf-8")
+    driver.get(page.as_uri())
+    heads = result.parts["self"].heads  # (2, 4, 17, 17)
+
+    def overlay(d) -> np.ndarray:
+        found = d.find_elements(By.CSS_SELECTOR, ".ov-cell")
+        return np.array([float(c.get_attribute("data-w")) for c in found]).reshape(4, 4)
+
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".ov-cell")) == 16, "patches")
+    np.testing.assert_allclose(overlay(driver), heads[0].mean(0)[0, 1:].reshape(4, 4), atol=1e-4)
+    assert f"prediction: {result.label}" in driver.find_element(By.TAG_NAME, "body").text
+    set_slider = "var s = arguments[0]; s.value = 2; s.dispatchEvent(new Event('input'));"
+    driver.execute_script(set_slider, driver.find_element(By.CSS_SELECTOR, ".attnkit-step"))
+    want = result.rollout()[0, 1:].reshape(4, 4)
+    wait(driver, lambda d: np.allclose(overlay(d), want, atol=1e-4), "the rollout's row")
+    assert "rollout" in driver.find_element(By.CSS_SELECTOR, ".attnkit-step-label").text
+    assert severe(driver) == []
