@@ -87,8 +87,8 @@ class PretrainedModel:
     # ---- the tasks ---------------------------------------------------------------------------
     def classify(self, inputs: Any) -> PretrainedResult | list[PretrainedResult]:
         """The label of a text (a sequence classifier) or an image (an image classifier: a file,
-        a PIL image or an array), with its probabilities and attention; a list: one result
-        each."""
+        its bytes, a PIL image or an array), with its probabilities and attention; a list: one
+        result each. A wrong input is one InputError naming it (``text[1]``, ``image``)."""
         self._only("classify")
         checks.inputs(self, inputs)
         return self._each(inputs, self._classify_one)
