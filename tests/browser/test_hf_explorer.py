@@ -1,9 +1,10 @@
 """The explorer's pretrained view in headless chromium, against a real ``attnkit serve --model
-hf:DIR`` of tiny Hugging Face models saved here (a BERT classifier and a T5 translator; nothing
-downloaded): a typed text draws the model's answer and the heatmap of the layer and head chosen
-(the weights the API gives for them), rollout is drawn on request, a long input is painted on a
-canvas instead of table cells, a text longer than the model holds is one line inline, and the
-heads table sorts by a score and shows a clicked head's map."""
+hf:DIR`` of tiny Hugging Face models saved here (a BERT classifier, a T5 translator and a ViT
+image classifier; nothing downloaded): a typed text draws the model's answer and the heatmap of
+the layer and head chosen (the weights the API gives for them), rollout is drawn on request, a
+long input is painted on a canvas instead of table cells, a text longer than the model holds is
+one line inline, the heads table sorts by a score and shows a clicked head's map, and a picture
+given to the ViT draws its label and the chosen map over its patches."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def server(tmp_path_factory):
     from attnkit.families.hf.tiny import save_tiny
 
     root = tmp_path_factory.mktemp("hf-explorer")
-    models = [(kind, f"hf:{save_tiny(kind, root / kind)}") for kind in ("bert", "t5")]
+    models = [(kind, f"hf:{save_tiny(kind, root / kind)}") for kind in ("bert", "t5", "vit")]
     srv = start_server(models, root / "serve.log")
     yield srv
     srv.process.terminate()
@@ -180,3 +181,83 @@ def test_induction_scores_join_the_table_of_a_self_attention_part_only(page, ser
     Select(page.find_element(By.ID, "model")).select_by_value("t5")
     wait(page, lambda d: not box.is_enabled(), "none for the translator's cross part")
     wait(page, lambda d: not d.find_elements(By.CSS_SELECTOR, css), "the cross part's table")
+
+
+def test_a_picture_draws_the_vits_label_and_the_chosen_map_over_its_patches(page, server, tmp_path):
+    import json
+
+    import httpx
+    from PIL import Image
+
+    picture = tmp_path / "picture.png"
+    pixels = np.random.default_rng(0).integers(0, 256, (20, 24, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(picture)
+    Select(page.find_element(By.ID, "model")).select_by_value("vit")
+    wait(page, lambda d: d.find_element(By.ID, "pt-image").is_displayed(), "the picture input")
+    assert not page.find_element(By.ID, "pt-text").is_displayed()
+    page.find_element(By.ID, "pt-image").send_keys(str(picture))
+
+    def asked(**request) -> dict:
+        files = {"image": ("picture.png", picture.read_bytes(), "image/png")}
+        form = {"request": json.dumps({"model": "vit", **request})}
+        response = httpx.post(server.url + "v1/pretrained", files=files, data=form, timeout=60)
+        response.raise_for_status()
+        return response.json()
+
+    answer = asked()
+    maps = np.array(answer["parts"]["self"]["maps"])  # (2, 4, 17, 17): [CLS] and 4 x 4 patches
+    patches = "#pt-overlay-box .ov-cell"
+
+    def overlay(d) -> np.ndarray:
+        found = d.find_elements(By.CSS_SELECTOR, patches)
+        return np.array([float(c.get_attribute("data-w")) for c in found]).reshape(4, 4)
+
+    def shows(want: np.ndarray, what: str) -> None:
+        wait_cells(page, 16, patches)
+        wait(page, lambda d: np.allclose(overlay(d), want, atol=1e-4), what)
+
+    shows(maps.mean(axis=(0, 1))[0, 1:].reshape(4, 4), "the mean map's [CLS] row over the patches")
+    assert page.find_element(By.ID, "pt-output").text == answer["label"]
+    cells = wait_cells(page, 17 * 17, CELLS)  # and the patch-by-patch map
+    np.testing.assert_allclose(drawn(cells), maps.mean(axis=(0, 1)), atol=1e-4)
+    assert page.find_element(By.CSS_SELECTOR, "#pt-overlay-box img").get_attribute("src")
+    set_value(page, "pt-layer", "2")
+    set_value(page, "pt-head", "3")
+    shows(maps[1, 2, 0, 1:].reshape(4, 4), "layer 2, head 3 over the patches")
+    set_value(page, "pt-map", "rollout")
+    rollout = np.array(asked()["parts"]["self"]["rollout"])
+    shows(rollout[0, 1:].reshape(4, 4), "the rollout's [CLS] row over the patches")
+    title = page.find_element(By.CSS_SELECTOR, "#pt-overlay-box .hm-title").text
+    assert title.startswith("[CLS] over the patches") and "rollout" in title
+
+
+def test_a_vits_show_draws_each_layers_row_over_the_picture(driver, tmp_path):
+    """``PretrainedResult.show()`` of an image, as a page: the map with its layer and head
+    choice, and the picture with layer 1's [CLS] row over its patches, the slider going on to
+    layer 2 and the rollout."""
+    import attnkit
+    from attnkit.families.hf.tiny import save_tiny
+
+    if find_browser() is None:
+        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    model = attnkit.load(f"hf:{save_tiny('vit', tmp_path / 'vit')}")
+    image = np.random.default_rng(1).integers(0, 256, (16, 16, 3)).astype(np.uint8)
+    result = model.classify(image)
+    page = tmp_path / "vit.html"
+    page.write_text(f"<!doctype html><meta charset=utf-8>{result.html()}", encoding="utf-8")
+    driver.get(page.as_uri())
+    heads = result.parts["self"].heads  # (2, 4, 17, 17)
+
+    def overlay(d) -> np.ndarray:
+        found = d.find_elements(By.CSS_SELECTOR, ".ov-cell")
+        return np.array([float(c.get_attribute("data-w")) for c in found]).reshape(4, 4)
+
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".ov-cell")) == 16, "patches")
+    np.testing.assert_allclose(overlay(driver), heads[0].mean(0)[0, 1:].reshape(4, 4), atol=1e-4)
+    assert f"prediction: {result.label}" in driver.find_element(By.TAG_NAME, "body").text
+    set_slider = "var s = arguments[0]; s.value = 2; s.dispatchEvent(new Event('input'));"
+    driver.execute_script(set_slider, driver.find_element(By.CSS_SELECTOR, ".attnkit-step"))
+    want = result.rollout()[0, 1:].reshape(4, 4)
+    wait(driver, lambda d: np.allclose(overlay(d), want, atol=1e-4), "the rollout's row")
+    assert "rollout" in driver.find_element(By.CSS_SELECTOR, ".attnkit-step-label").text
+    assert severe(driver) == []

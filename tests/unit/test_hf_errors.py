@@ -12,7 +12,7 @@ import pytest
 
 import attnkit
 from attnkit.cli import main
-from attnkit.errors import AttnkitError, CheckpointError
+from attnkit.errors import AttnkitError, CheckpointError, InputError
 
 transformers = pytest.importorskip(
     "transformers", reason="transformers is not installed (pip install attnkit[hf])"
@@ -128,8 +128,12 @@ def test_an_input_longer_than_the_model_holds(bert, gpt2):
     assert one_line(error).startswith(
         f"the prompt (4 tokens) with 30 to generate is 34 tokens; hf:{gpt2} holds at most 32"
     )
-    for bad in ("", "   ", None):
-        with pytest.raises(AttnkitError, match="give a non-blank string"):
+    for bad, says in (
+        ("", "a non-blank string"),
+        ("   ", "a non-blank string"),
+        (None, "a string.*not None"),
+    ):
+        with pytest.raises(InputError, match=f"^prompts: give {says}"):
             model.generate(bad)
 
 
@@ -157,9 +161,11 @@ def test_a_task_the_model_does_not_do_names_the_one_it_does(bert, gpt2):
         "call .classify(...)"
     )
     generator = attnkit.load(f"hf:{gpt2}")
-    for bad in (0, -1, 2.5, True):
-        with pytest.raises(AttnkitError, match="max_new_tokens must be a whole number at least 1"):
+    for bad, says in ((0, "must be at least 1"), (-1, "must be at least 1"), (2.5, "integer")):
+        with pytest.raises(InputError, match=f"^max_new_tokens.*{says}"):
             generator.generate("the cat", max_new_tokens=bad)
+    with pytest.raises(InputError, match="^max_new_tokens: give an integer, not True"):
+        generator.generate("the cat", max_new_tokens=True)
 
 
 def test_the_plot_command_draws_and_refuses_in_one_line(bert, gpt2, tmp_path, capsys):

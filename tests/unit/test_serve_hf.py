@@ -217,3 +217,99 @@ def test_the_head_summary_counts_against_the_map_limit(models):
         response = post(small, model="bert", text="the cat sat", mean=True, heads=True)
     assert response.status_code == 422
     assert "head summary" in response.json()["error"]["message"]
+
+
+def png(width: int, height: int, kind: str = "PNG", seed: int = 0) -> bytes:
+    """A random RGB picture of ``width`` x ``height`` as a ``kind`` file's bytes."""
+    import io
+
+    from PIL import Image
+
+    pixels = np.random.default_rng(seed).integers(0, 256, (height, width, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, format=kind)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def vit(tmp_path_factory, models):
+    """(a client serving a tiny ViT and the BERT classifier, the ViT's ``hf:DIR``)."""
+    name = f"hf:{save_tiny('vit', tmp_path_factory.mktemp('hf-vit') / 'vit')}"
+    limits = Limits(max_image_side=64, max_image_bytes=40_000)
+    settings = ServeSettings(models=[name, models["bert"]], names=["vit", "bert"], limits=limits)
+    with TestClient(create_app(settings)) as c:
+        yield c, name
+
+
+def upload(client, data: bytes, **request):
+    import json
+
+    form = {"request": json.dumps(request)} if request else None
+    return client.post("/v1/pretrained", files={"image": ("x.png", data, "image/png")}, data=form)
+
+
+def test_an_uploaded_image_gets_every_layers_and_heads_maps_over_its_patches(vit):
+    client, name = vit
+    data = png(24, 20)
+    response = upload(client, data)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    expected = attnkit.load(name).classify(data)
+    assert body["task"] == "classify" and body["label"] == expected.label == body["output"]
+    assert body["probs"] == pytest.approx(expected.probs, abs=1e-5)
+    assert body["source"] == "an image of 24x20"
+    part = body["parts"]["self"]
+    assert part["query_tokens"][:2] == ["[CLS]", "r0c0"] and part["key_tokens"][-1] == "r3c3"
+    maps = np.array(part["maps"])
+    assert maps.shape == (2, 4, 17, 17)  # 16 patches of 4 x 4 pixels and [CLS]
+    np.testing.assert_allclose(maps, expected.parts["self"].heads, atol=1e-5)
+    np.testing.assert_allclose(part["rollout"], expected.rollout(), atol=1e-5)
+    assert body["patches"] == {"rows": 4, "cols": 4, "first": 1}
+    # the same picture sent twice: the same answer (the model's input does not drift)
+    assert upload(client, data).json() == body
+
+
+def test_an_uploads_request_field_chooses_the_maps(vit):
+    client, _ = vit
+    data = png(16, 16, seed=1)
+    whole = np.array(upload(client, data).json()["parts"]["self"]["maps"])
+    one = upload(client, data, layer=2, head=3, rollout=False).json()["parts"]["self"]
+    assert np.array(one["maps"]).shape == (1, 1, 17, 17) and one["rollout"] is None
+    np.testing.assert_allclose(one["maps"][0][0], whole[1, 2], atol=1e-5)
+    mean = upload(client, data, mean=True, model="vit").json()["parts"]["self"]["maps"]
+    np.testing.assert_allclose(mean[0][0], whole.mean(axis=(0, 1)), atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("send", "status", "field", "says"),
+    [
+        (lambda c: c.post("/v1/pretrained", json={"text": TEXT}), 422, "text", "reads images"),
+        (lambda c: c.post("/v1/pretrained", json={}), 422, "image", "upload a PNG or JPEG"),
+        (lambda c: upload(c, png(16, 16, "GIF")), 422, "image", "give a PNG or JPEG"),
+        (lambda c: upload(c, b"not an image"), 422, "image", "PNG or JPEG"),
+        (lambda c: upload(c, png(80, 20)), 413, "image", "--max-image-side"),
+        (lambda c: upload(c, png(120, 120, "BMP")), 413, "image", "--max-image-bytes"),
+        (lambda c: upload(c, png(200, 200, "BMP")), 413, "body", "--max-image-bytes"),
+        (lambda c: upload(c, png(16, 16), layer=3), 422, "layer", "layers 1 to 2"),
+        (lambda c: upload(c, png(16, 16), layer="1"), 422, "layer", "integer"),
+        (lambda c: upload(c, png(16, 16), text=TEXT), 422, "text", "reads images"),
+        (lambda c: upload(c, png(16, 16), model="bert"), 422, "image", "reads text"),
+        (
+            lambda c: c.post("/v1/pretrained", files={"request": (None, "{}")}),
+            422,
+            "image",
+            "field 'image'",
+        ),
+    ],
+)
+def test_bad_uploads_are_one_line_naming_the_field(vit, send, status, field, says):
+    response = send(vit[0])
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["field"] == field and says in error["message"], error
+    assert "\n" not in error["message"]
+
+
+def test_a_text_model_still_refuses_a_request_without_text(client):
+    response = client.post("/v1/pretrained", json={"model": "bert"})
+    assert response.status_code == 422 and response.json()["error"]["field"] == "text"

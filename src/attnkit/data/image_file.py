@@ -54,23 +54,41 @@ def image_from_bytes(
     return _convert(io.BytesIO(data), shape, name, max_side)
 
 
-def _convert(source, shape: tuple[int, int], name, max_side: int) -> ModelImage:
-    """Open (a path or a binary stream), check, decode, make grey, invert and fit."""
+def rgb_from_bytes(
+    data: bytes, name: str = "upload", max_side: int = MAX_SIDE, min_side: int = 1
+) -> Image.Image:
+    """PNG or JPEG bytes (an upload) as an RGB PIL image, its transparent parts white, with the
+    checks of :func:`image_from_bytes` (bytes, format, sides of ``min_side`` to ``max_side``,
+    read from the header before anything is decoded); DataError naming ``name``."""
+    if len(data) > MAX_BYTES:
+        raise DataError(f"{len(data):,} bytes: an image may hold at most {MAX_BYTES:,}", path=name)
+    return _decoded(io.BytesIO(data), name, max_side, min_side, _flatten_to_rgb)
+
+
+def _decoded(source, name, max_side: int, min_side: int, decode):
+    """``decode(image)`` of the PNG or JPEG at ``source`` (a path or a binary stream) once its
+    header says it is one, of sides ``min_side`` to ``max_side``; DataError naming ``name``."""
     try:
         with Image.open(source) as opened:  # reads the header only
             if opened.format not in FORMATS:
                 raise DataError(f"a {opened.format} image: give a PNG or JPEG", path=name)
             width, height = opened.size
-            if not (MIN_SIDE <= min(width, height) and max(width, height) <= max_side):
+            if not (min_side <= min(width, height) and max(width, height) <= max_side):
                 raise DataError(
-                    f"{width}x{height} pixels: each side must be {MIN_SIDE} to {max_side}",
+                    f"{width}x{height} pixels: each side must be {min_side} to {max_side}",
                     path=name,
                 )
-            grey = _flatten_to_grey(opened)  # decodes
+            return decode(opened)
     except (UnidentifiedImageError, Image.DecompressionBombError):
         raise DataError("not an image Pillow can read: give a PNG or JPEG", path=name) from None
     except (OSError, SyntaxError, ValueError) as exc:  # truncated or corrupt data
         raise DataError(f"cannot decode the image ({exc})", path=name) from None
+
+
+def _convert(source, shape: tuple[int, int], name, max_side: int) -> ModelImage:
+    """Open (a path or a binary stream), check, decode, make grey, invert and fit."""
+    grey = _decoded(source, name, max_side, MIN_SIDE, _flatten_to_grey)
+    height, width = grey.shape
     inverted = _light_border(grey)
     if inverted:
         grey = 255 - grey
@@ -80,10 +98,17 @@ def _convert(source, shape: tuple[int, int], name, max_side: int) -> ModelImage:
 def _flatten_to_grey(image: Image.Image) -> np.ndarray:
     """uint8 (h, w) grey of ``image``, its transparent parts white (as paper)."""
     if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
+        image = _flatten_to_rgb(image)
+    return np.asarray(image.convert("L"), dtype=np.uint8)
+
+
+def _flatten_to_rgb(image: Image.Image) -> Image.Image:
+    """An RGB copy of ``image``, its transparent parts white."""
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:
         rgba = image.convert("RGBA")
         paper = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        image = Image.alpha_composite(paper, rgba)
-    return np.asarray(image.convert("L"), dtype=np.uint8)
+        return Image.alpha_composite(paper, rgba).convert("RGB")
+    return image.convert("RGB")
 
 
 def _light_border(grey: np.ndarray) -> bool:

@@ -15,12 +15,19 @@ import operator
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
+
 from attnkit.errors import InputError
 
 #: the API's bounds: the widest beam (``attnkit serve --max-beam``'s default is 10) and the most
 #: tokens shown per greedy step (``--max-top-k``: 20); docs/API.md lists them
 MAX_BEAM = 100
 MAX_TOP_K = 100
+#: the most tokens a pretrained model writes for one call (``--max-new-tokens``' default is 64;
+#: the model's positions bound it further)
+MAX_NEW_TOKENS = 4096
+#: the most points of an integrated-gradients path (a forward and a backward each)
+MAX_IG_STEPS = 1000
 
 
 def _kind(value) -> str:
@@ -41,6 +48,18 @@ def integer(value, name: str, low: int | None = None, high: int | None = None) -
     if high is not None and number > high:
         raise InputError(f"{name} must be at most {high}, got {number}", name)
     return number
+
+
+def flag(value, name: str) -> bool:
+    """``value``, a bool (or a numpy bool): never 0, 1 or the string 'false'."""
+    if not isinstance(value, bool | np.bool_):
+        raise InputError(f"{name}: give True or False, not {_kind(value)} {value!r}", name)
+    return bool(value)
+
+
+def optional_integer(value, name: str, low: int | None = None, high: int | None = None):
+    """None, or ``value`` as :func:`integer` takes it."""
+    return None if value is None else integer(value, name, low, high)
 
 
 def number(value, name: str, low: float | None = None) -> float:

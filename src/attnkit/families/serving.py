@@ -115,6 +115,7 @@ class Endpoint:
     #: batch key type -> run_batch(served model, key, jobs) -> one answer (or exception) a job
     runners: dict[type, Callable]
     info: Callable[[object], dict]  # the API object -> the family's fields of /v1/models
+    uploads: bool = False  # the route takes a multipart image upload (--max-image-bytes)
 
 
 def one_at_a_time(answer: Callable, payloads: list) -> list:

@@ -94,7 +94,8 @@ def create_app(settings: ServeSettings, served: dict[str, ServedModel] | None = 
     )
     app.state.served, app.state.batcher, app.state.limits = served, batcher, limits
     install_handlers(app)
-    app.add_middleware(BodyLimit, limits=limits)
+    uploads = tuple(e.path for e in endpoints().values() if e.uploads)
+    app.add_middleware(BodyLimit, limits=limits, uploads=uploads)
     if settings.cors:
         app.add_middleware(
             CORSMiddleware,

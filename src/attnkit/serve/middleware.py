@@ -2,8 +2,9 @@
 encoding and depth.
 
 A body above the limit is answered 413 without being parsed: its declared Content-Length is
-checked first, and a body without one (chunked) is read only up to the limit. The upload route
-(``/v1/classify``) is allowed an image's bytes and some room for the form around it. A body
+checked first, and a body without one (chunked) is read only up to the limit. A multipart body
+sent to a route that takes uploads (an endpoint's ``uploads``: ``/v1/classify``,
+``/v1/pretrained``) is allowed an image's bytes and some room for the form around it. A body
 that does not arrive within ``--body-seconds`` (a client that declares 100 bytes and sends 9) is
 answered 408 and its connection closed. A JSON body that is not UTF-8, or nested deeper than
 :data:`MAX_JSON_DEPTH`, is answered 422 naming the problem (FastAPI would say only "400: error
@@ -23,25 +24,25 @@ MAX_JSON_DEPTH = 64
 _OPENERS = re.compile(rb"[\[{]")
 
 FORM_ROOM = 64 * 1024  # multipart boundaries and the other form fields around an upload
-UPLOAD_PATHS = ("/v1/classify",)
 
 
 class BodyLimit:
     """ASGI middleware: 413 ``{"error": {"field": "body", ...}}`` for an over-large body."""
 
-    def __init__(self, app, limits: Limits):
-        self.app, self.limits = app, limits
+    def __init__(self, app, limits: Limits, uploads: tuple[str, ...] = ()):
+        self.app, self.limits, self.uploads = app, limits, frozenset(uploads)
 
-    def _limit(self, path: str) -> tuple[int, str]:
-        if path in UPLOAD_PATHS:
+    def _limit(self, path: str, headers: dict) -> tuple[int, str]:
+        form = headers.get(b"content-type", b"").startswith(b"multipart/form-data")
+        if form and path in self.uploads:
             return self.limits.max_image_bytes + FORM_ROOM, "--max-image-bytes"
         return self.limits.max_body_bytes, "--max-body-bytes"
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        limit, option = self._limit(scope["path"])
         headers = dict(scope.get("headers") or [])
+        limit, option = self._limit(scope["path"], headers)
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit():  # bytes: ASCII digits only
             # a header of thousands of digits is past any limit (and past int()'s digit limit)

@@ -1,15 +1,15 @@
 """The Hugging Face family's command-line hooks: ``attnkit plot --model hf:DIR TEXT -o out.png``
-runs the model's own task on TEXT (or ``--image FILE`` for an image model) and draws its main
+runs the model's own task on TEXT (or ``--image FILE`` for an image model, drawn with the [CLS] row
+of the map over its patches beside the map: :mod:`attnkit.families.hf.pictures`) and draws its main
 attention (the cross-attention of a translation, the self-attention otherwise): the mean of every
-layer and head, one layer or head (``--layer``/``--head``, from 1), all of them (``--grid``), or
-the mean beside its rollout (``--map rollout``). ``attnkit translate --model hf:DIR TEXT``
-translates with an encoder-decoder (Marian, T5, BART): one output a line, ``--beam`` its
-``generate``'s beams, ``--attention-out`` every output's cross-attention (every layer and head,
-with its rollout) as JSON or NPZ. ``explain`` draws attention beside gradient saliency, and
-with ``--heads`` summarizes every layer and head (:mod:`attnkit.families.hf.heads`);
-``evaluate --gold PATH`` scores a translator's cross-attention against human word alignments
-(AER); ``faithfulness`` questions a text classifier's attention; a command with no
-function here does not apply to the family."""
+layer and head, one layer or head (``--layer``/``--head``, from 1), all of them (``--grid``), or the
+mean beside its rollout (``--map rollout``). ``attnkit translate --model hf:DIR TEXT`` translates
+with an encoder-decoder (Marian, T5, BART): one output a line, ``--beam`` its ``generate``'s beams,
+``--attention-out`` every output's cross-attention (every layer and head, with its rollout) as JSON
+or NPZ. ``explain`` draws attention beside gradient saliency, and with ``--heads`` summarizes every
+layer and head (:mod:`attnkit.families.hf.heads`); ``evaluate --gold PATH`` scores a translator's
+cross-attention against human word alignments (AER); ``faithfulness`` questions a text classifier's
+attention; a command with no function here does not apply to the family."""
 
 from __future__ import annotations
 
@@ -43,7 +43,19 @@ def plot(args) -> None:
             raise AttnkitError("give the TEXT to run and draw (it is blank: nothing to draw)")
         one = args.text
     result = model.run(one)
-    _draw(result, args, output)
+    if result.picture is not None and result.patches is not None and not args.grid:
+        from attnkit.families.hf.pictures import plot_patches  # the picture beside the map
+
+        rollout = args.map == "rollout"
+        if rollout and (args.layer is not None or args.head is not None):
+            raise AttnkitError("--map rollout draws every layer: leave out --layer/--head")
+        if args.map == "flow":
+            raise AttnkitError(
+                "--map flow: a pretrained model's plot draws rollout (--map rollout)"
+            )
+        plot_patches(result, output, args.layer, args.head, rollout).clear()
+    else:
+        _draw(result, args, output)
     print(f"{result.source} -> {result.output}\n{result.title()}: {output}")
 
 

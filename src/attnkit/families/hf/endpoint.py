@@ -32,6 +32,7 @@ from attnkit.families.hf import inputs as given
 from attnkit.families.hf.schemas import PretrainedResponse, request_model
 from attnkit.families.hf.words import merge
 from attnkit.families.serving import Endpoint, Limits, Routes, ServedModel, one_at_a_time
+from attnkit.families.uploads import check_upload, is_form, parse_json, read_form, upload_body
 
 DIGITS = 5
 #: the tokens ``generate`` writes when a request does not say (PretrainedModel.generate's default)
@@ -49,9 +50,10 @@ class PretrainedKey:
 
 @dataclass(frozen=True)
 class PretrainedJob:
-    """What one request asks: the text, its task, and which maps come back."""
+    """What one request asks: the text (or an image model's upload), its task, and which maps
+    come back."""
 
-    text: str
+    text: str | None
     task: str
     max_new_tokens: int | None
     part: str | None
@@ -63,12 +65,14 @@ class PretrainedJob:
     max_cells: int  # the server's --max-map-cells
     heads: bool = False
     induction: bool = False
+    image: bytes | None = None  # an upload's bytes, for a model that reads images
 
 
 def check_request(
-    model: ServedModel, request, limits: Limits
+    model: ServedModel, request, limits: Limits, image: bytes | None = None
 ) -> tuple[PretrainedKey, PretrainedJob]:
-    """The batch key and job of a request; an InputError naming the field otherwise."""
+    """The batch key and job of a request (and its upload's bytes, ``image``); an InputError
+    naming the field otherwise."""
     loaded = model.loaded
     task = loaded.kind.task
     if request.task is not None and request.task != task:
@@ -77,8 +81,7 @@ def check_request(
             f"{task}",
             "task",
         )
-    if loaded.takes_images:
-        raise InputError(f"text: {model.name} reads images; the server gives it text only", "text")
+    _check_input(model, request.text, image)
     if request.max_new_tokens is not None and task not in ("generate", "translate"):
         raise InputError(
             f"max_new_tokens: {model.name} does not write tokens (it answers {task})",
@@ -87,7 +90,8 @@ def check_request(
     parts = part_names(loaded)
     if request.part is not None and request.part not in parts:
         raise InputError(f"part: {request.part!r}; {model.name} has {', '.join(parts)}", "part")
-    _check_length(model, request, task)
+    if not loaded.takes_images:
+        _check_length(model, request, task)
     _check_heads(model, request, parts)
     job = PretrainedJob(
         request.text,
@@ -102,8 +106,30 @@ def check_request(
         limits.max_map_cells,
         request.heads,
         request.induction,
+        image,
     )
     return PretrainedKey(model.name), job
+
+
+def _check_input(model: ServedModel, text: str | None, image: bytes | None) -> None:
+    """A text for a model that reads text, an upload for one that reads images."""
+    if model.loaded.takes_images:
+        if text is not None:
+            raise InputError(
+                f"text: {model.name} reads images: upload one (a multipart form, the file in "
+                "'image')",
+                "text",
+            )
+        if image is None:
+            raise InputError(
+                f"image: {model.name} reads images: upload a PNG or JPEG in the multipart "
+                "field 'image', the rest of the request as JSON in 'request'",
+                "image",
+            )
+    elif image is not None:
+        raise InputError(f"image: {model.name} reads text: send the text, no image", "image")
+    elif text is None:
+        raise InputError(f"text: give the text for {model.name} to read", "text")
 
 
 def _check_heads(model: ServedModel, request, parts: list[str]) -> None:
@@ -161,7 +187,7 @@ def answer(model: ServedModel, job: PretrainedJob) -> dict:
     elif job.task == "translate":
         (result,) = loaded.translate(job.text, max_new_tokens=job.max_new_tokens)
     else:
-        result = getattr(loaded, job.task)(job.text)
+        result = getattr(loaded, job.task)(job.image if job.image is not None else job.text)
     names = [job.part] if job.part is not None else list(result.parts)
     parts = {name: _part(model, result, name, job) for name in names}
     summary = _head_summary(model, result, job) if job.heads else None
@@ -188,7 +214,14 @@ def answer(model: ServedModel, job: PretrainedJob) -> dict:
         "words": job.words,
         "parts": parts,
         "head_summary": summary,
+        "patches": _patches(loaded, result) if job.image is not None else None,
     }
+
+
+def _patches(loaded, result) -> dict | None:
+    """Where an image model's positions lie on the image (:class:`PatchGrid`)."""
+    grid = given.patch_grid(loaded.model, result.parts[result.main].heads.shape[2])
+    return None if grid is None else dict(zip(("rows", "cols", "first"), grid))
 
 
 def _head_summary(model: ServedModel, result, job: PretrainedJob) -> dict:
@@ -273,15 +306,30 @@ def _part(model: ServedModel, result, name: str, job: PretrainedJob) -> dict:
 
 
 def add_route(app, routes: Routes) -> None:
-    """``POST /v1/pretrained``."""
+    """``POST /v1/pretrained``: a JSON body, or (a model that reads images) a multipart form
+    with the file in ``image`` and the JSON body, without ``text``, in ``request``."""
+    from fastapi import Request
     from fastapi.responses import JSONResponse
 
-    PretrainedRequest = request_model(routes.limits)
+    body = request_model(routes.limits)
+    fields = {"request": {"type": "string", "description": "the JSON body, without text"}}
 
-    @app.post("/v1/pretrained", response_model=PretrainedResponse, responses=routes.errors)
-    async def pretrained(request: PretrainedRequest):  # type: ignore[valid-type]
-        model = routes.pick(request.model, "hf")
-        key, job = check_request(model, request, routes.limits)
+    @app.post(
+        "/v1/pretrained",
+        response_model=PretrainedResponse,
+        responses=routes.errors,
+        openapi_extra=upload_body(body.model_json_schema(), fields),
+    )
+    async def pretrained(request: Request):
+        image = None
+        if is_form(request):
+            image, form = await read_form(request, routes.limits)
+            asked = parse_json(body, form.get("request", "{}"))  # its fields named as in JSON
+            image = check_upload(image, routes.limits.max_image_side)
+        else:
+            asked = parse_json(body, await request.body())
+        model = routes.pick(asked.model, "hf")
+        key, job = check_request(model, asked, routes.limits, image)
         return JSONResponse(await routes.submit(key, job, 1))
 
 
@@ -313,4 +361,4 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/pretrained", add_route, {PretrainedKey: run_batch}, info)
+ENDPOINT = Endpoint("/v1/pretrained", add_route, {PretrainedKey: run_batch}, info, uploads=True)

@@ -58,10 +58,19 @@ def encode_text(tokenizer, model, text: str, label: str, extra: int = 0):
 
 
 def read_image(image: Any):
-    """A PIL image, an array (H, W) or (H, W, C) with values in 0..255 (or 0..1 floats), or the
-    path of an image file -> an RGB PIL image."""
+    """A PIL image, an array (H, W) or (H, W, C) with values in 0..255 (or 0..1 floats), the
+    path of an image file, or a PNG or JPEG file's bytes (an upload: bounded as every upload is,
+    :func:`attnkit.data.image_file.rgb_from_bytes`) -> an RGB PIL image."""
     from PIL import Image, UnidentifiedImageError
 
+    if isinstance(image, bytes):
+        from attnkit.data.image_file import rgb_from_bytes
+        from attnkit.errors import DataError
+
+        try:
+            return rgb_from_bytes(image, "image")
+        except DataError as exc:
+            raise InputError(str(exc), "image") from None
     if isinstance(image, (str, Path)):
         path = Path(image)
         if not path.is_file():
@@ -82,22 +91,36 @@ def read_image(image: Any):
 
 
 def encode_image(processor, image: Any):
-    """(pixel values (1, C, H, W), the image's size in words) of ``image``."""
+    """(pixel values (1, C, H, W), the image's size in words, the picture resized to the model's
+    H x W: uint8 (H, W, 3), what its patches cover) of ``image``."""
     picture = read_image(image)
     pixels = processor(images=picture, return_tensors="pt")["pixel_values"]
-    return pixels, f"an image of {picture.width}x{picture.height}"
+    height, width = pixels.shape[-2:]
+    seen = np.asarray(picture.resize((int(width), int(height))), dtype=np.uint8)
+    return pixels, f"an image of {picture.width}x{picture.height}", seen
+
+
+def patch_grid(model, count: int) -> tuple[int, int, int] | None:
+    """(rows, columns, the first patch's position) of an image model's ``count`` positions: its
+    square grid of patches after the leading special ones ([CLS], a distillation token); None
+    when its config names no ``image_size`` and ``patch_size``."""
+    config = model.config
+    size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
+    if not isinstance(size, int) or not isinstance(patch, int) or patch <= 0:
+        return None
+    side = size // patch
+    extra = count - side * side
+    if extra < 0:
+        raise AttnkitError(f"the model attends over {count} positions, fewer than its patches")
+    return side, side, extra
 
 
 def patch_labels(model, count: int) -> list[str]:
     """Labels of an image model's ``count`` positions: the leading special ones ([CLS], a
     distillation token) and each patch's grid cell, ``r0c3`` (row 0, column 3)."""
-    config = model.config
-    size, patch = getattr(config, "image_size", None), getattr(config, "patch_size", None)
-    if not isinstance(size, int) or not isinstance(patch, int) or patch <= 0:
+    grid = patch_grid(model, count)
+    if grid is None:
         return [str(i) for i in range(count)]
-    side = size // patch
-    extra = count - side * side
-    if extra < 0:
-        raise AttnkitError(f"the model attends over {count} positions, fewer than its patches")
+    _, side, extra = grid
     leading = ["[CLS]", "[DIST]"][:extra] + [f"[{i}]" for i in range(2, extra)]
     return leading + [f"r{i // side}c{i % side}" for i in range(side * side)]

@@ -29,6 +29,8 @@ import numpy as np
 import torch
 
 from attnkit.errors import AttnkitError, InputError
+from attnkit.families import arguments as check
+from attnkit.families.hf import checks
 from attnkit.families.hf import inputs as given
 from attnkit.families.hf.kinds import Kind, open_model
 from attnkit.families.hf.loading import SCHEME, Source, locate
@@ -61,6 +63,7 @@ class PretrainedModel:
         bfloat16 or float16."""
         from attnkit.device import resolve_device
 
+        check.flag(download, "download")
         source = locate(path, download)
         model, processor, kind = open_model(source, resolve_device(device), dtype)
         return cls(source, model, processor, kind)
@@ -84,15 +87,17 @@ class PretrainedModel:
     # ---- the tasks ---------------------------------------------------------------------------
     def classify(self, inputs: Any) -> PretrainedResult | list[PretrainedResult]:
         """The label of a text (a sequence classifier) or an image (an image classifier: a file,
-        a PIL image or an array), with its probabilities and attention; a list: one result
-        each."""
+        its bytes, a PIL image or an array), with its probabilities and attention; a list: one
+        result each. A wrong input is one InputError naming it (``text[1]``, ``image``)."""
         self._only("classify")
+        checks.inputs(self, inputs)
         return self._each(inputs, self._classify_one)
 
     def encode(self, inputs: Any) -> PretrainedResult | list[PretrainedResult]:
         """An encoder's attention over a text (or an image), and its last hidden states
         (``states``, (T, D)); a list: one result each."""
         self._only("encode")
+        checks.inputs(self, inputs)
         return self._each(inputs, self._encode_one)
 
     def generate(
@@ -102,8 +107,8 @@ class PretrainedModel:
         model, at most ``max_new_tokens`` tokens, and the self-attention over the whole sequence
         (prompt and continuation) of one forward along it; a list: one result each."""
         self._only("generate")
-        _positive(max_new_tokens, "max_new_tokens")
-        _positive(beam, "beam")
+        checks.texts(prompts, "prompts")
+        checks.writing(max_new_tokens, beam)
         return self._each(prompts, lambda p: self._generate_one(p, max_new_tokens, beam))
 
     def translate(
@@ -114,9 +119,8 @@ class PretrainedModel:
         the output teacher-forced (its rows: the output tokens, ``</s>`` included). ``beam`` 1 is
         greedy; ``max_new_tokens`` None: the model's generation config decides."""
         self._only("translate")
-        if max_new_tokens is not None:
-            _positive(max_new_tokens, "max_new_tokens")
-        _positive(beam, "beam")
+        checks.texts(texts, "texts")
+        checks.writing(max_new_tokens, beam, optional=True)
         texts = [texts] if isinstance(texts, str) else list(texts)
         return [self._translate_one(text, max_new_tokens, beam) for text in texts]
 
@@ -128,6 +132,7 @@ class PretrainedModel:
         says what each task explains)."""
         from attnkit.families.hf.gradients import explain
 
+        method = checks.explaining(self, inputs, method, steps, words)
         return self._each(inputs, lambda text: explain(self, self.run(text), method, steps, words))
 
     def faithfulness(
@@ -151,17 +156,10 @@ class PretrainedModel:
         :class:`~attnkit.evaluation.scores.FaithfulnessScores`."""
         from attnkit.families.hf.erasure import faithfulness
 
-        return faithfulness(
-            self,
-            texts,
-            data,
-            count,
-            None if out is None else Path(out),
-            ig_steps=ig_steps,
-            permutations=permutations,
-            adversarial_steps=adversarial_steps,
-            seed=seed,
-        )
+        options = {"ig_steps": ig_steps, "permutations": permutations, "seed": seed}
+        options["adversarial_steps"] = adversarial_steps
+        checks.questioning(texts, data, count, out, options)
+        return faithfulness(self, texts, data, count, None if out is None else Path(out), **options)
 
     def alignment_error(self, gold: str | Path, layer: int | None = None, count: int | None = None):
         """A translator's cross-attention as word alignments of the human-aligned pairs of
@@ -171,6 +169,7 @@ class PretrainedModel:
         pairs only."""
         from attnkit.families.hf.aligning import alignment_error
 
+        checks.aligning(gold, layer, count)
         return alignment_error(self, gold, layer, count)
 
     def head_summary(self, part: str | None = None, period: int | None = None, seed: int = 0):
@@ -181,6 +180,7 @@ class PretrainedModel:
         fits). ``part``: an encoder-decoder's ``"decoder"`` (default) or ``"encoder"``."""
         from attnkit.families.hf.heads import summary
 
+        checks.summarizing(self, part, period, seed)
         return summary(self, part, period, seed)
 
     def run(self, one: Any) -> PretrainedResult:
@@ -212,17 +212,23 @@ class PretrainedModel:
         taken = inspect.signature(self.model.forward).parameters  # token_type_ids, where taken
         return {k: v.to(self.device) for k, v in encoding.items() if k in taken}, tokens
 
-    def _input(self, one: Any) -> tuple[dict, Tokens | None, str]:
-        """(the forward's inputs, the tokens (None: an image's patches), the input in words)."""
+    def _input(self, one: Any) -> tuple[dict, Tokens | None, str, dict]:
+        """(the forward's inputs, the tokens (None: an image's patches), the input in words,
+        an image's picture as the model read it: ``{"picture": (H, W, 3)}``)."""
         if not self.takes_images:
             forward, tokens = self._text(one)
-            return forward, tokens, one
-        pixels, what = given.encode_image(self.processor, one)
+            return forward, tokens, one, {}
+        pixels, what, seen = given.encode_image(self.processor, one)
         dtype = next(self.model.parameters()).dtype
-        return {"pixel_values": pixels.to(self.device, dtype)}, None, what
+        return {"pixel_values": pixels.to(self.device, dtype)}, None, what, {"picture": seen}
+
+    def _patches(self, picture: dict, parts: dict[str, Part]) -> dict:
+        """An image result's picture and its patches' grid (none for a text)."""
+        count = parts["self"].heads.shape[2]
+        return {**picture, "patches": given.patch_grid(self.model, count)} if picture else {}
 
     def _classify_one(self, one: Any) -> PretrainedResult:
-        forward, tokens, what = self._input(one)
+        forward, tokens, what, picture = self._input(one)
         output, parts = self._attend(forward, {"self": (tokens, tokens)})
         logits = output.logits[0].float().cpu()
         multi = getattr(self.model.config, "problem_type", None) == "multi_label_classification"
@@ -238,14 +244,16 @@ class PretrainedModel:
             label=names[best],
             probs={n: float(p) for n, p in zip(names, probs)},
             logits=logits.numpy(),
+            **self._patches(picture, parts),
         )
 
     def _encode_one(self, one: Any) -> PretrainedResult:
-        forward, tokens, what = self._input(one)
+        forward, tokens, what, picture = self._input(one)
         output, parts = self._attend(forward, {"self": (tokens, tokens)})
         states = getattr(output, "last_hidden_state", None)
         states = None if states is None else states[0].float().cpu().numpy()
-        return PretrainedResult(self.name, "encode", what, "", parts, states=states)
+        pictured = self._patches(picture, parts)
+        return PretrainedResult(self.name, "encode", what, "", parts, states=states, **pictured)
 
     def _generate_one(self, prompt: Any, max_new_tokens: int, beam: int) -> PretrainedResult:
         forward, tokens = self._text(prompt, extra=max_new_tokens)
@@ -330,8 +338,3 @@ class PretrainedModel:
         encoder = self.model.get_encoder()
         names = {id(m): n for n, m in self.model.named_modules()}
         return names[id(encoder)]
-
-
-def _positive(value: Any, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise AttnkitError(f"{name} must be a whole number at least 1, got {value!r}")

@@ -67,6 +67,10 @@ class PretrainedResult:
     logits: np.ndarray | None = None
     ids: list[int] | None = None
     states: np.ndarray | None = field(default=None, repr=False)
+    #: an image model's picture as it read it (H, W, 3) uint8, and its patches' (rows, cols,
+    #: the first patch's position) (:mod:`attnkit.families.hf.pictures`)
+    picture: np.ndarray | None = field(default=None, repr=False)
+    patches: tuple[int, int, int] | None = None
 
     def __repr__(self) -> str:
         shapes = ", ".join(f"{n}: {p.heads.shape}" for n, p in self.parts.items())
@@ -202,8 +206,8 @@ class PretrainedResult:
 
     def show(self, part: str | None = None, words: bool = False) -> Path | None:
         """The interactive map of ``part`` with its choice of every layer and head (and the
-        rollout): inline in a notebook, else a page in a temporary file, whose path is
-        returned."""
+        rollout), and for an image the picture with each layer's [CLS] row over its patches:
+        inline in a notebook, else a page in a temporary file, whose path is returned."""
         from attnkit.viz.inline import show_html
 
         return show_html(self.html(part, words))
@@ -212,7 +216,12 @@ class PretrainedResult:
         """The HTML fragment :meth:`show` displays."""
         from attnkit.viz.inline import record_html
 
-        return record_html(self.record(part, words), self.title(part))
+        page = record_html(self.record(part, words), self.title(part))
+        if self.picture is None or self.patches is None or part not in (None, self.main):
+            return page
+        from attnkit.families.hf.pictures import picture_html
+
+        return page + "\n" + picture_html(self)  # and the [CLS] row over the picture
 
     def _repr_html_(self) -> str:
         return self.html()

@@ -58,16 +58,28 @@ class HeadSummaryAnswer(BaseModel):
     induction: InductionAnswer | None = Field(description="with induction: true")
 
 
+class PatchGrid(BaseModel):
+    rows: int = Field(description="patches down the image")
+    cols: int = Field(description="patches across it")
+    first: int = Field(
+        description="the position of the first patch (the leading ones: [CLS], a distillation "
+        "token); patch (r, c) is position first + r * cols + c of every map"
+    )
+
+
 class PretrainedResponse(BaseModel):
     model: str
     task: str
-    source: str = Field(description="the text given")
+    source: str = Field(description="the text given, or the image's size")
     output: str = Field(description="the label, the continuation or the translation")
     label: str | None = None
     probs: dict[str, float] | None = None
     words: bool = Field(description="subword tokens merged into words")
     parts: dict[str, PartAnswer]
     head_summary: HeadSummaryAnswer | None = Field(None, description="with heads: true")
+    patches: PatchGrid | None = Field(
+        None, description="an image model's patches: where each map's positions lie on the image"
+    )
 
 
 def request_model(limits: Limits) -> type[BaseModel]:
@@ -77,7 +89,15 @@ def request_model(limits: Limits) -> type[BaseModel]:
         "PretrainedRequest",
         __config__=STRICT,
         model=(str | None, Field(None, description="a pretrained model's name; default the first")),
-        text=(text, Field(description="the text to run the model on")),
+        text=(
+            text | None,
+            Field(
+                None,
+                description="the text to run the model on (a model that reads images takes an "
+                "upload instead: a multipart form with the file in 'image' and this body, "
+                "without text, as JSON in 'request')",
+            ),
+        ),
         task=(
             Literal[TASKS] | None,  # type: ignore[valid-type]
             Field(None, description="the model's task (its kind allows one); default its own"),

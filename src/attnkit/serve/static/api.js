@@ -66,6 +66,13 @@
       return send("v1/pretrained", {method: "POST",
         headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
     },
+    /** A pretrained image model's answer: the picture and the request's JSON, as a form. */
+    pretrainedImage: function (body, blob) {
+      var form = new FormData();
+      form.append("image", blob, blob.name || "image.png");
+      form.append("request", JSON.stringify(body));
+      return send("v1/pretrained", {method: "POST", body: form});
+    },
     classifyIndex: function (model, index) {
       return send("v1/classify", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify({model: model, index: index})});

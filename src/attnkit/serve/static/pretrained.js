@@ -7,13 +7,15 @@
  * on a canvas, one pixel per weight scaled up, its labels drawn only where they fit and every
  * cell read on hover, instead of thousands of table cells that would freeze the page. With
  * "heads", the answer carries the part's head summary, drawn as a sortable table
- * (headstable.js) whose row click chooses that layer and head's map.
+ * (headstable.js) whose row click chooses that layer and head's map. A model that reads images
+ * (ViT) takes a picture instead of a text: the same map choices, the map over its patches drawn
+ * on the picture (patches.js) above the patch-by-patch map.
  */
 (function (root) {
   "use strict";
   var H = root.AttnkitHeatmap, $ = function (id) { return document.getElementById(id); };
   var DEBOUNCE_MS = 300, LONG = 200, MAX_TABLE_CELLS = 10000, WIDTH = 900, LABEL_PX = 110;
-  var state = {model: null, info: null, seq: 0, timer: null, result: null,
+  var state = {model: null, info: null, seq: 0, timer: null, result: null, picture: null,
     heads: {sort: null, layer: null, head: null}};
 
   function showError(err) {
@@ -43,12 +45,15 @@
 
   function writes(m) { return m && (m.task === "generate" || m.task === "translate"); }
 
+  function readsImages() { return Boolean(state.info && state.info.reads === "images"); }
+
   function mapKind() { return $("pt-map").value; }
 
   /** The request: the text and exactly the one map to draw (the server averages the rest). */
   function requestBody() {
-    var body = {model: state.model, text: $("pt-text").value, words: $("pt-words").checked,
-      mean: true, rollout: mapKind() === "rollout"};
+    var body = {model: state.model, words: $("pt-words").checked, mean: true,
+      rollout: mapKind() === "rollout"};
+    if (!readsImages()) body.text = $("pt-text").value;
     if ($("pt-part").value) body.part = $("pt-part").value;
     if ($("pt-layer").value !== "mean") body.layer = +$("pt-layer").value;
     if ($("pt-head").value !== "mean") body.head = +$("pt-head").value;
@@ -69,15 +74,17 @@
   function run() {
     clearTimeout(state.timer);
     if (!state.model) return;
-    var seq = ++state.seq;
-    if (!$("pt-text").value.trim()) {
+    var seq = ++state.seq, image = readsImages();
+    if (image ? !state.picture : !$("pt-text").value.trim()) {
       state.result = null;
       $("pt-results").hidden = true;
       showError(null);
       return;
     }
     $("busy").hidden = false;
-    root.AttnkitApi.pretrained(requestBody()).then(function (body) {
+    var api = root.AttnkitApi, body = requestBody();
+    var asked = image ? api.pretrainedImage(body, state.picture.blob) : api.pretrained(body);
+    asked.then(function (body) {
       if (seq !== state.seq) return;
       state.result = body;
       showError(null);
@@ -138,6 +145,13 @@
     $("pt-layer").disabled = $("pt-head").disabled = mapKind() === "rollout";
     if (got.map) drawMap(box, got.map, {tooltip: $("tooltip"), float: true, legend: true,
       vmax: "auto", legendLabel: mapKind()});
+    var over = $("pt-overlay-box"), picture = got.map && body.patches && state.picture;
+    over.textContent = "";
+    over.hidden = !picture;
+    if (picture) {
+      root.AttnkitPatches.draw(over, got.map, body.patches, state.picture.url,
+        {tooltip: $("tooltip")});
+    }
     renderHeads(body.head_summary);
   }
 
@@ -262,6 +276,9 @@
     fillCount($("pt-layer"), m.layers);
     fillCount($("pt-head"), m.heads);
     canInduce();
+    var image = m.reads === "images";
+    $("pt-text").hidden = $("pt-enter").hidden = image;
+    $("pt-image-row").hidden = !image;
     $("pt-new-label").hidden = !writes(m);
     var most = m.limits ? m.limits.max_new_tokens : null;
     if (most) {
@@ -279,7 +296,16 @@
     run();
   }
 
+  /** A picture chosen: kept (with a URL the page draws it from) and run. */
+  function choosePicture() {
+    var file = $("pt-image").files[0];
+    if (state.picture) URL.revokeObjectURL(state.picture.url);
+    state.picture = file ? {blob: file, url: URL.createObjectURL(file)} : null;
+    run();
+  }
+
   function wire() {
+    $("pt-image").addEventListener("change", choosePicture);
     $("pt-text").addEventListener("input", later);
     $("pt-text").addEventListener("keydown", function (e) {
       if (e.key !== "Enter" || e.shiftKey || e.isComposing) return;

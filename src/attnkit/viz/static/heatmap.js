@@ -40,6 +40,7 @@
     "box-shadow:inset 0 0 0 2px #ef4444;background:#f3f4f6}",
     ".ov{position:relative;display:inline-block;line-height:0}",
     ".ov canvas{image-rendering:pixelated;display:block}",
+    ".ov img{display:block}",
     ".ov-cell{position:absolute;box-sizing:border-box}",
     ".ov-cell:hover{outline:2px solid #f97316;outline-offset:-2px}",
     ".ov-glimpses{position:absolute;left:0;top:0;pointer-events:none}"
@@ -272,7 +273,7 @@
     attention.forEach(function (row, r) {
       row.forEach(function (w, c) {
         var cell = el("div", "ov-cell"), col = colour(w, top).rgb;
-        var text = "region (" + r + ", " + c + "): " + Number(w).toFixed(3);
+        var text = ctx.cellName + " (" + r + ", " + c + "): " + Number(w).toFixed(3);
         cell.style.left = (c * size.width / cols) + "px";
         cell.style.top = (r * size.height / rows) + "px";
         cell.style.width = (size.width / cols) + "px";
@@ -280,6 +281,8 @@
         cell.style.background = "rgba(" + col.join(",") + "," + (0.15 + 0.55 * w / top) + ")";
         cell.title = text;
         cell.setAttribute("data-w", w);
+        cell.setAttribute("data-r", r);
+        cell.setAttribute("data-c", c);
         cell.addEventListener("mouseenter", function () { point(ctx.readout, text, cell, ctx.float); });
         box.appendChild(cell);
       });
@@ -320,12 +323,29 @@
    * `path` (the steps' glimpses up to this one: {x, y} centres in -1..1, size in pixels) on it.
    * opts: scale (px per image pixel, default 8), tooltip, float, title.
    */
+  /** A picture (its URL) shown `side` x `side` pixels, as a model that resizes it sees it. */
+  function pictureElement(url, side) {
+    var img = el("img");
+    img.src = url;
+    img.width = img.height = side;
+    img.alt = "the image the model read";
+    return img;
+  }
+
+  /**
+   * An image with a step's attention over its regions (`step.attention`, rows x cols) and a
+   * glimpse path (`opts.path`). `image`: grey pixels (rows of 0..1, drawn `opts.scale` to a
+   * pixel), or a picture's URL (drawn `opts.side` pixels a side, regions named `opts.cellName`).
+   */
   function overlay(container, image, step, opts) {
     injectStyle();
     opts = opts || {};
     var scale = opts.scale || 8, box = el("div", "hm-box"), ctx = context([], opts);
+    ctx.cellName = opts.cellName || "region";
     if (opts.title) box.appendChild(el("div", "hm-title", opts.title));
-    var frame = el("div", "ov"), canvas = imageCanvas(image, scale);
+    var frame = el("div", "ov");
+    var canvas = typeof image === "string" ? pictureElement(image, opts.side || 256) :
+      imageCanvas(image, scale);
     frame.appendChild(canvas);
     if (step && step.attention) {
       overlayCells(frame, step.attention, {width: canvas.width, height: canvas.height}, ctx);
