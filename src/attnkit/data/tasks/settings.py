@@ -138,12 +138,12 @@ class ListOpsData(GeneratedData):
 
     task: str = "listops"
     train_size: int = 10000  # distinct generated training expressions
-    dev_size: int = 500
-    test_size: int = 1000
+    dev_size: int = 500  # distinct dev expressions
+    test_size: int = 1000  # distinct test expressions
     max_depth: int = 10  # operators nest at most this deep
     max_args: int = 10  # arguments per operator, 2 to this
-    min_length: int = 500  # tokens per expression, brackets included
-    max_length: int = 2000
+    min_length: int = 500  # tokens per expression at least, brackets included
+    max_length: int = 2000  # tokens per expression at most; data.max_src_len holds it and </s>
     src_level: str = "whitespace"  # tokens: [MAX [MIN [MED [SM ] and the digits
     tgt_level: str = "whitespace"  # the answer, one digit
     max_src_len: int = 2001  # max_length and </s>: never truncated
