@@ -127,16 +127,23 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
     }
 
 
-def majority_share(args: argparse.Namespace) -> float:
-    """The test share (%) of the most common answer, from the same generated test split."""
-    from attnkit.data.tasks.registry import build_splits, data_from_dict
-
+def data_section(args: argparse.Namespace) -> dict:
+    """The config's ``data:`` section with the ``--set data.*`` and ``--train-size`` overrides."""
     section = dict(yaml.safe_load(args.config.read_text(encoding="utf-8"))["data"])
     for line in args.set:
         key, _, value = line.partition("=")
         if key.startswith("data."):
             section[key[5:]] = yaml.safe_load(value)
-    test = build_splits(data_from_dict(section)).test  # train_size cuts train only
+    if args.train_size:
+        section["train_size"] = args.train_size
+    return section
+
+
+def majority_share(section: dict) -> float:
+    """The test share (%) of the most common answer, from the same generated test split."""
+    from attnkit.data.tasks.registry import build_splits, data_from_dict
+
+    test = build_splits(data_from_dict(section)).test
     counts = collections.Counter(target for _, target in test)
     return round(100 * max(counts.values()) / len(test), 2)
 
@@ -195,7 +202,7 @@ def plot(result: dict, path: Path) -> None:
 def main(argv=None) -> None:
     args = parse_args(argv)
     args.runs.mkdir(parents=True, exist_ok=True)
-    data = yaml.safe_load(args.config.read_text(encoding="utf-8"))["data"]
+    data = data_section(args)
     result = {
         "command": "python benchmarks/listops.py " + " ".join(sys.argv[1:]),
         "machine": describe(),
@@ -204,7 +211,7 @@ def main(argv=None) -> None:
             args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
         ),
         "data": f"lengths {data['min_length']}-{data['max_length']}, depth {data['max_depth']}",
-        "majority": majority_share(args),
+        "majority": majority_share(data),
     }
     _, _, result["baseline_rss_mib"] = _run(
         [sys.executable, "-c", "import torch, attnkit.families"], args.runs / "baseline.log"
