@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "listops.py"
 
