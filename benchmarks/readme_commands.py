@@ -326,6 +326,12 @@ LONG: dict[str, str] = {
     "python benchmarks/attention_cost.py --lengths 128 256 512 1024 --repeats 3 --plot cost.png": (
         "a benchmark: every attention at four lengths, each point a process of its own"
     ),
+    "attnkit train configs/listops_transformer.yaml --set model.attention_impl=linear": (
+        "trains 300 updates on ListOps: minutes on a CPU"
+    ),
+    "python benchmarks/listops.py --json listops.json --plot pareto.png": (
+        "the ListOps benchmark: six trainings, about 25 minutes on a CPU"
+    ),
     "attnkit train configs/copyrare_copy.yaml": "trains to early stopping: 3-5 minutes on a CPU",
     "attnkit train configs/copyrare_nocopy.yaml": "trains to early stopping: 2-3 minutes on a CPU",
     "python benchmarks/copyrare.py --seeds 1 2": "the copyrare benchmark: four trainings, minutes",

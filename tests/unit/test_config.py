@@ -552,6 +552,19 @@ OWN_VALUES = {
         "src_level": "char",  # its default is whitespace (names and numbers are single words)
         "tgt_level": "char",
     },
+    "listops": {
+        "seed": 6,
+        "train_size": 100,
+        "dev_size": 10,
+        "test_size": 10,
+        "max_depth": 4,
+        "max_args": 5,
+        "min_length": 10,
+        "max_length": 60,
+        "max_src_len": 61,  # max_length and </s> (its own rule)
+        "src_level": "char",  # its default is whitespace (operators are single words)
+        "tgt_level": "char",
+    },
     "g2p": {"directory": "cmudict", "download": True},
     "multi30k": {"directory": "m30k", "download": True, "src_lang": "en", "tgt_lang": "de"},
 }
@@ -642,7 +655,7 @@ def test_a_missing_or_unknown_task_lists_the_registered_tasks(tmp_path):
         data_from_dict({"task": "poetry"})
 
 
-TASKS_AFTER_THE_SPLIT = {"phrases", "copyrare"}
+TASKS_AFTER_THE_SPLIT = {"phrases", "copyrare", "listops"}
 
 
 def test_the_old_flat_keys_keep_their_defaults_in_every_task():

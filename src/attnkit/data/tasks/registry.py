@@ -15,6 +15,7 @@ from attnkit.data.tasks.settings import (
     CopyRareData,
     DatesData,
     G2PData,
+    ListOpsData,
     Multi30kData,
     NumbersData,
     ParallelData,
@@ -50,6 +51,21 @@ def _copyrare(cfg: CopyRareData) -> Splits:
     from attnkit.data.tasks import copyrare
 
     return copyrare.generate(cfg.seed, cfg.train_size, cfg.dev_size, cfg.test_size)
+
+
+def _listops(cfg: ListOpsData) -> Splits:
+    from attnkit.data.tasks import listops
+
+    return listops.generate(
+        seed=cfg.seed,
+        n_train=cfg.train_size,
+        n_dev=cfg.dev_size,
+        n_test=cfg.test_size,
+        max_depth=cfg.max_depth,
+        max_args=cfg.max_args,
+        min_length=cfg.min_length,
+        max_length=cfg.max_length,
+    )
 
 
 def _phrases(cfg: PhrasesData) -> Splits:
@@ -129,6 +145,7 @@ TASK_REGISTRY: dict[str, Task] = {
     "dates": Task(DatesData, _dates, Metric("exact", "exact_match", True)),
     "phrases": Task(PhrasesData, _phrases, Metric("exact", "exact_match", True)),
     "copyrare": Task(CopyRareData, _copyrare, Metric("exact", "exact_match", True)),
+    "listops": Task(ListOpsData, _listops, Metric("exact", "exact_match", True)),
     "parallel": Task(ParallelData, _parallel, None, _parallel_split),
     "g2p": Task(G2PData, _g2p, Metric("g2p", "wer", False)),
     "multi30k": Task(Multi30kData, _multi30k, Metric("bleu", "bleu", True)),

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from attnkit.config import at_least, check_values, join_key
-from attnkit.data.tasks import multi30k, numbers, phrases
+from attnkit.data.tasks import listops, multi30k, numbers, phrases
 from attnkit.errors import ConfigError
 
 LEVELS = ("char", "word", "whitespace", "sentencepiece")
@@ -128,6 +128,40 @@ class CopyRareData(GeneratedData):
         super().validate(where)
         sizes = ("train_size", "dev_size", "test_size")
         check_values(self, where, {name: at_least(1) for name in sizes})
+
+
+@dataclass
+class ListOpsData(GeneratedData):
+    """``listops``: nested MAX / MIN / MED / SM expressions over digits -> their value, one digit
+    (:mod:`attnkit.data.tasks.listops`); Long Range Arena's long-range task. The defaults are
+    LRA's (depth 10, 10 arguments, 500 to 2,000 tokens)."""
+
+    task: str = "listops"
+    train_size: int = 10000  # distinct generated training expressions
+    dev_size: int = 500  # distinct dev expressions
+    test_size: int = 1000  # distinct test expressions
+    max_depth: int = 10  # operators nest at most this deep
+    max_args: int = 10  # arguments per operator, 2 to this
+    min_length: int = 500  # tokens per expression at least, brackets included
+    max_length: int = 2000  # tokens per expression at most; data.max_src_len holds it and </s>
+    src_level: str = "whitespace"  # tokens: [MAX [MIN [MED [SM ] and the digits
+    tgt_level: str = "whitespace"  # the answer, one digit
+    max_src_len: int = 2001  # max_length and </s>: never truncated
+
+    def validate(self, where: str) -> None:
+        super().validate(where)
+        sizes = ("train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in sizes})
+        try:
+            listops.check_settings(self.max_depth, self.max_args, self.min_length, self.max_length)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        if self.max_src_len < self.max_length + 1:
+            raise ConfigError(
+                f"{join_key(where, 'max_src_len')}: {self.max_src_len} would cut expressions of "
+                f"up to {self.max_length} tokens (data.max_length) and </s>; raise it to at "
+                f"least {self.max_length + 1}"
+            )
 
 
 @dataclass

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Cost against quality: attnkit's Transformer trained on ListOps with every attention
+implementation under one budget, and the Pareto picture of accuracy against time and memory.
+
+    python benchmarks/listops.py --json docs/results/listops_cpu.json \
+        --plot docs/images/listops_pareto_cpu.png
+    python benchmarks/listops.py --impls explicit linear --epochs 1 --train-size 320   # a sketch
+
+Each implementation (``model.attention_impl``) trains ``configs/listops_transformer.yaml`` in a
+subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1`` on the test split:
+the answer is one token, so greedy is exact), with the same data, seed, number of updates (the
+epochs over the same training set, early stopping off), one torch thread, and no time limit.
+The budget is updates, not seconds: every implementation makes the same number of them, and
+the time it took is what it costs.
+
+Per implementation the JSON holds: ``test_accuracy`` (%, exact match of the answer digit of the
+best checkpoint on dev), ``train_update_s`` (seconds spent in updates, the trainer's own count:
+dev evaluations excluded), ``train_wall_s`` (the whole ``attnkit train`` process),
+``peak_rss_mib`` (the training process's peak resident set, from ``wait4``: everything the
+process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`` is the peak
+of a process that only imports torch and attnkit, so the differences above it are the training's
+own. ``majority`` is the test share of the most common answer (what a constant guess scores);
+``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
+evenly over time: runs are in sequence).
+
+``--plot FILE`` draws accuracy against update time and against peak memory, one point per
+implementation, the Pareto front (no other point both cheaper and more accurate) joined, and
+the majority guess as a line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
+
+import yaml  # noqa: E402
+from machine_info import describe  # noqa: E402
+
+from attnkit.attention import IMPLEMENTATIONS  # noqa: E402
+
+CONFIG = ROOT / "configs" / "listops_transformer.yaml"
+#: LRA's ListOps accuracies (Tay et al. 2021, Table 1), where an implementation here matches
+LRA_LISTOPS = {"explicit": 36.37, "local": 15.82, "linear": 16.13, "performer": 18.01}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", type=Path, default=CONFIG)
+    p.add_argument("--impls", nargs="+", default=list(IMPLEMENTATIONS), choices=IMPLEMENTATIONS)
+    p.add_argument("--epochs", type=int, help="passes over the training set (default: config's)")
+    p.add_argument("--train-size", type=int, help="training expressions (default: config's)")
+    p.add_argument("--window", type=int, default=16, help="local: half width of the window")
+    p.add_argument("--features", type=int, default=64, help="performer: random features")
+    p.add_argument("--runs", type=Path, default=ROOT / "runs" / "listops_bench")
+    p.add_argument("--set", action="append", default=[], help="more key=value overrides")
+    p.add_argument("--json", type=Path, help="write the JSON here (else print it)")
+    p.add_argument("--plot", type=Path, help="the Pareto picture (PNG)")
+    return p.parse_args(argv)
+
+
+def _load() -> str:
+    return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").is_file() else ""
+
+
+def _run(cmd: list[str], log: Path) -> tuple[int, float, float]:
+    """Run ``cmd`` (its output to ``log``): (exit status, wall seconds, peak RSS in MiB)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"))
+    with open(log, "w", encoding="utf-8") as out:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024  # KiB -> MiB
+
+
+def overrides(args: argparse.Namespace, impl: str) -> list[str]:
+    sets = [f"model.attention_impl={impl}", "train.threads=1", "train.max_minutes=null"]
+    sets += ["train.progress=false", "train.tensorboard=false"]
+    if impl == "local":
+        sets.append(f"model.attention_window={args.window}")
+    if impl == "performer":
+        sets.append(f"model.random_features={args.features}")
+    if args.epochs:
+        sets.append(f"train.epochs={args.epochs}")
+    if args.train_size:
+        sets.append(f"data.train_size={args.train_size}")
+    return sets + args.set
+
+
+def train_and_score(args: argparse.Namespace, impl: str) -> dict:
+    """One implementation: train, score the best checkpoint on test; its part of the JSON."""
+    run = args.runs / impl
+    run.mkdir(parents=True, exist_ok=True)
+    sets = [x for s in overrides(args, impl) for x in ("--set", s)]
+    train = [sys.executable, "-m", "attnkit", "train", str(args.config), "--output-dir", str(run)]
+    rc, wall, rss = _run([*train, "--overwrite", *sets], run.parent / f"{impl}.train.log")
+    if rc != 0:
+        return {"error": f"attnkit train exited {rc}: see {impl}.train.log"}
+    evaluate = [sys.executable, "-m", "attnkit", "evaluate", "--model", str(run / "best")]
+    out = run.parent / f"{impl}.eval.json"
+    rc_eval, _, _ = _run([*evaluate, "--beam", "1", "--json", "--threads", "1"], out)
+    if rc_eval != 0:
+        return {"error": f"attnkit evaluate exited {rc_eval}: see {out.name}"}
+    scores = json.loads(out.read_text(encoding="utf-8").strip().splitlines()[-1])
+    state = json.loads((run / "last" / "trainer.json").read_text(encoding="utf-8"))["state"]
+    best = json.loads((run / "best" / "trainer.json").read_text(encoding="utf-8"))["state"]
+    return {
+        "test_accuracy": scores["greedy"]["exact_match"],
+        "best_dev": best["best"],
+        "best_update": best["best_step"],
+        "updates": state["step"],
+        "train_update_s": round(state["train_s"], 1),
+        "train_wall_s": round(wall, 1),
+        "peak_rss_mib": round(rss, 1),
+        "overrides": overrides(args, impl),
+        "lra_listops": LRA_LISTOPS.get(impl),
+    }
+
+
+def data_section(args: argparse.Namespace) -> dict:
+    """The config's ``data:`` section with the ``--set data.*`` and ``--train-size`` overrides."""
+    section = dict(yaml.safe_load(args.config.read_text(encoding="utf-8"))["data"])
+    for line in args.set:
+        key, _, value = line.partition("=")
+        if key.startswith("data."):
+            section[key[5:]] = yaml.safe_load(value)
+    if args.train_size:
+        section["train_size"] = args.train_size
+    return section
+
+
+def majority_share(section: dict) -> float:
+    """The test share (%) of the most common answer, from the same generated test split."""
+    from attnkit.data.tasks.registry import build_splits, data_from_dict
+
+    test = build_splits(data_from_dict(section)).test
+    counts = collections.Counter(target for _, target in test)
+    return round(100 * max(counts.values()) / len(test), 2)
+
+
+def pareto(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats in both (lower cost, higher accuracy), by
+    cost."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    front, best = [], float("-inf")
+    for i in order:
+        if points[i][1] > best:
+            front.append(i)
+            best = points[i][1]
+    return front
+
+
+def plot(result: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs = {k: v for k, v in result["implementations"].items() if "test_accuracy" in v}
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    for ax, key, label in zip(
+        axes,
+        ("train_update_s", "peak_rss_mib"),
+        ("training time, seconds in updates", "peak memory of the training process, MiB"),
+    ):
+        names = list(runs)
+        points = [(runs[n][key], runs[n]["test_accuracy"]) for n in names]
+        for name, (x, y) in zip(names, points):
+            ax.scatter(x, y, s=40)
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
+        front = pareto(points)
+        ax.plot(
+            [points[i][0] for i in front],
+            [points[i][1] for i in front],
+            "k--",
+            lw=1,
+            label="Pareto front",
+        )
+        ax.axhline(result["majority"], color="grey", lw=1, label="majority answer")
+        ax.set_xlabel(label)
+        ax.legend(fontsize=8)
+    axes[0].set_ylabel("test accuracy, %")
+    fig.suptitle(
+        f"ListOps ({result['data']}), {result['updates']} updates each, one CPU thread",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    args.runs.mkdir(parents=True, exist_ok=True)
+    data = data_section(args)
+    result = {
+        "command": "python benchmarks/listops.py " + " ".join(sys.argv[1:]),
+        "machine": describe(),
+        "load_before": _load(),
+        "config": str(
+            args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
+        ),
+        "data": f"lengths {data['min_length']}-{data['max_length']}, depth {data['max_depth']}",
+        "majority": majority_share(data),
+    }
+    _, _, result["baseline_rss_mib"] = _run(
+        [sys.executable, "-c", "import torch, attnkit.families"], args.runs / "baseline.log"
+    )
+    result["implementations"] = {}
+    for impl in args.impls:
+        t0 = time.time()
+        result["implementations"][impl] = train_and_score(args, impl)
+        result["implementations"][impl]["load_after"] = _load()
+        print(
+            f"{impl}: {result['implementations'][impl]} ({time.time() - t0:.0f} s)", file=sys.stderr
+        )
+    result["load_after"] = _load()
+    result["updates"] = max(
+        (r.get("updates", 0) for r in result["implementations"].values()), default=0
+    )
+    text = json.dumps(result, indent=1)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n", encoding="utf-8")
+    print(text)
+    if args.plot:
+        plot(result, args.plot)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""benchmarks/listops.py: its Pareto front, and a tiny run whose JSON has every implementation
+asked for with the same number of updates, an accuracy, a time and a memory, and a picture."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "listops.py"
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("listops_bench", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pareto_front_keeps_the_points_nothing_beats():
+    pareto = _bench().pareto
+    # (cost, accuracy): c is beaten by b (cheaper and better), d is the most accurate
+    points = [(1.0, 10.0), (2.0, 30.0), (3.0, 20.0), (5.0, 40.0), (0.5, 5.0)]
+    assert pareto(points) == [4, 0, 1, 3]
+    assert pareto([(1.0, 5.0), (1.0, 7.0)]) == [1]  # the same cost: the better one only
+    assert pareto([]) == []
+
+
+def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
+    data = ("data.dev_size=8", "data.test_size=20", "data.min_length=8", "data.max_length=30")
+    command = [
+        *(sys.executable, str(SCRIPT), "--impls", "explicit", "linear"),
+        *("--epochs", "1", "--train-size", "32", "--runs", str(tmp_path / "runs")),
+        *(x for s in (*data, "data.max_src_len=31") for x in ("--set", s)),
+        *("--json", str(tmp_path / "out.json"), "--plot", str(tmp_path / "pareto.png")),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    runs = result["implementations"]
+    assert list(runs) == ["explicit", "linear"]
+    for impl, run in runs.items():
+        assert "error" not in run, run
+        assert run["updates"] == 1  # 32 expressions, batches of 32, one epoch
+        assert 0 <= run["test_accuracy"] <= 100
+        assert run["train_update_s"] > 0 and run["peak_rss_mib"] > result["baseline_rss_mib"]
+        assert f"model.attention_impl={impl}" in run["overrides"]
+    assert 10 <= result["majority"] <= 100  # ten answers: the commonest holds a tenth at least
+    assert result["data"].startswith("lengths 8-30")
+    assert (tmp_path / "pareto.png").stat().st_size > 0
