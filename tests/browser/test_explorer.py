@@ -172,8 +172,9 @@ def test_n_best_list_and_beam_tree(page, server):
     want = {f"{h['score']:.3f}" for h in hyps}
     wait(  # the page opened on its example: wait for this source's list, not that one's
         page,
-        lambda d: {e.text for e in d.find_elements(By.CSS_SELECTOR, "#beamtree text.score")}
-        == want,
+        lambda d: (
+            {e.text for e in d.find_elements(By.CSS_SELECTOR, "#beamtree text.score")} == want
+        ),
         "the n-best list",
     )
     items = page.find_elements(By.CSS_SELECTOR, "#nbest-list .hyp-out")

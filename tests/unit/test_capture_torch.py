@@ -213,3 +213,47 @@ def test_attnkit_transformer_weights_equal_its_own_explicit_attention():
         assert captured[2 + 2 * i].causal
         assert (captured[2 + 2 * i].weights.double() - want).abs().max() < TOL
     assert captured.stack("encoder.layers").shape == (2, 2, 4, 6, 6)
+
+
+@pytest.mark.parametrize("impl", ["explicit", "chunked", "local", "linear", "performer"])
+def test_attnkit_transformer_with_each_implementation_is_captured_from_what_it_applies(impl):
+    """Implementations that never call SDPA are captured from the matrix they apply: for the
+    exact ones it equals the weights SDPA's model (the same parameters) gives; for every one,
+    multiplying the captured weights by the layer's values gives the context it computed."""
+    torch.manual_seed(5)
+    cfg = TransformerConfig(embedding_dim=32, encoder_layers=2, decoder_layers=1, heads=4)
+    cfg.ff_dim, cfg.dropout = 64, 0.0
+    cfg.attention_impl, cfg.attention_window, cfg.attention_chunk = impl, 2, 2
+    model = Transformer(cfg, 20, 20).eval()
+    plain_cfg = TransformerConfig(embedding_dim=32, encoder_layers=2, decoder_layers=1, heads=4)
+    plain_cfg.ff_dim, plain_cfg.dropout = 64, 0.0
+    plain = Transformer(plain_cfg, 20, 20).eval()
+    plain.load_state_dict(model.state_dict())
+    src = torch.randint(4, 20, (2, 7))
+    src[1, 5:] = PAD_ID
+    tgt, lengths = torch.randint(4, 20, (2, 5)), (src != PAD_ID).sum(1)
+    applied = []  # (v, context) of each implementation call, in call order
+    for module in model.modules():
+        if getattr(module, "name", None) == impl:
+            module.register_forward_hook(lambda m, a, out: applied.append((a[2], out)))
+    with torch.no_grad(), attnkit.capture(model) as captured:
+        model(src, lengths, tgt)
+    names = [(r.name, r.kind, r.implementation) for r in captured]
+    cross = "sdpa" if impl == "local" else impl  # local is for self-attention only
+    assert names == [
+        ("encoder.layers.0.self_attn", "self", impl),
+        ("encoder.layers.1.self_attn", "self", impl),
+        ("decoder.layers.0.self_attn", "self", impl),
+        ("decoder.layers.0.cross_attn", "cross", cross),
+    ]
+    mine = [r for r in captured if r.implementation == impl]
+    assert len(mine) == len(applied)
+    for record, (values, context) in zip(mine, applied, strict=True):
+        assert (record.weights @ values - context).abs().max() < 1e-5
+        assert torch.allclose(record.weights.sum(-1)[:, :, : lengths.min()], torch.ones(1))
+    if impl in ("explicit", "chunked"):
+        with torch.no_grad(), attnkit.capture(plain) as reference:
+            plain(src, lengths, tgt)
+        for record, want in zip(captured, reference, strict=True):
+            assert (record.weights - want.weights).abs().max() < TOL
+            assert want.implementation == "sdpa"

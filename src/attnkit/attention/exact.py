@@ -89,6 +89,9 @@ class AttentionImpl(nn.Module):
     self_only = False
     #: whether it drops attention weights in training (the others never hold them)
     drops_weights = False
+    #: whether it computes through ``F.scaled_dot_product_attention`` (capture sees that call;
+    #: the others are captured from their ``implied_weights``)
+    calls_sdpa = False
 
     def forward(
         self,
@@ -159,6 +162,7 @@ class SdpaAttention(AttentionImpl):
 
     name = "sdpa"
     drops_weights = True
+    calls_sdpa = True
 
     def forward(self, q, k, v, key_mask=None, causal=False, p=0.0):
         t, s = q.size(-2), k.size(-2)

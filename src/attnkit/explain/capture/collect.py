@@ -107,9 +107,11 @@ class Collector:
             site, call.heads, heads, shape, lambda into: weight_chunks(call, heads, into=into)
         )
 
-    def add_weights(self, name: str, weights: Tensor, kind: str, dropout: float) -> None:
+    def add_weights(
+        self, name: str, weights: Tensor, kind: str, dropout: float, implementation: str = "mha"
+    ) -> None:
         """Weights (B, H, T, S) that a call computed itself (nn.MultiheadAttention asked for
-        them)."""
+        them) or that an attnkit implementation applies (``implementation``: its name)."""
         layer, index = self.site(name)
         if self.layers is not None and layer not in self.layers:
             return
@@ -120,7 +122,9 @@ class Collector:
         b, _, t, s = weights.shape
         causal = t == s and not bool(torch.triu(chosen, diagonal=1).any())
         site = (name, layer, index, kind, causal)
-        self._keep(site, weights.size(1), heads, (b, t, s), lambda into: [(0, chosen)])
+        self._keep(
+            site, weights.size(1), heads, (b, t, s), lambda into: [(0, chosen)], implementation
+        )
 
     def _heads(self, name: str, layer: int, count: int) -> tuple[int, ...] | None:
         if self.heads is None:
@@ -147,6 +151,7 @@ class Collector:
         heads: Sequence[int] | None,
         shape: tuple[int, int, int],
         chunks: Callable[[Tensor | None], Iterable[tuple[int, Tensor]]],
+        implementation: str = "sdpa",
     ) -> None:
         """Consume the blocks of weights (B, h, t, S) (``chunks(into)``: written into ``into``
         where it can) into a record of ``site`` (name, layer, call, kind, causal) and the
@@ -167,6 +172,7 @@ class Collector:
         )
         record.weights = weights
         record.mean = mean if self.online == "mean" else None
+        record.implementation = implementation
         self.result.append(record)
         if self.online == "rollout" and kind == "self":
             self._roll(record, mean)

@@ -10,6 +10,12 @@ weights hands over the per-head weights it computed itself. Each record knows th
 made it (:mod:`attnkit.explain.capture.modules`), and only the layers and heads asked for are
 computed (:mod:`attnkit.explain.capture.collect`).
 
+attnkit's own attention implementations that never call SDPA (``model.attention_impl``:
+``explicit``, ``chunked``, ``local``, ``linear``, ``performer``) are followed by a forward hook
+on their module, which records the matrix the implementation applies (its ``implied_weights``,
+from the call's own q, k and mask); each record names its ``implementation``, so the weights of
+an approximation (``linear``, ``performer``) are never taken for softmax attention's.
+
 What cannot be captured exactly says so in one line (:class:`~attnkit.errors.CaptureError`):
 attention dropout in training mode, torch's fused fast path if something turns it back on
 (capture turns it off: :mod:`attnkit.explain.capture.patches`), and a forward that made no
@@ -26,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnkit.attention.exact import AttentionImpl
 from attnkit.errors import CaptureError
 from attnkit.explain.capture.collect import Collector
 from attnkit.explain.capture.modules import ModuleStack, describe, kind_of
@@ -49,6 +56,7 @@ class Capture:
         self._patches = Patches()
         self._restore_fastpath = None
         self._kind = threading.local()  # "self"/"cross", said by nn.MultiheadAttention
+        self._impl_hooks: list = []
         self._active = False
 
     def __enter__(self) -> CaptureResult:
@@ -78,8 +86,17 @@ class Capture:
                 self._patches.replace(torch, name, self._guard(getattr(torch, name), what))
         self._restore_fastpath = fastpath_off()
         self._stack.attach()
+        for name, module in self.model.named_modules():
+            if isinstance(module, AttentionImpl) and not module.calls_sdpa:
+                # credited to the attention layer holding it, as its SDPA calls would be
+                holder = name.rpartition(".")[0] if name else name
+                hook = functools.partial(self._on_impl, holder)
+                self._impl_hooks.append(module.register_forward_hook(hook, with_kwargs=True))
 
     def _uninstall(self) -> None:
+        for handle in self._impl_hooks:
+            handle.remove()
+        self._impl_hooks.clear()
         self._stack.detach()
         self._patches.restore()
         if self._restore_fastpath is not None:
@@ -122,6 +139,18 @@ class Capture:
         if average:
             weights = weights.mean(dim=1 if batched else 0)
         return output, weights
+
+    def _on_impl(self, name: str, module: AttentionImpl, args, kwargs, output) -> None:
+        """After an attnkit implementation's forward(q, k, v, key_mask, causal, p) in the layer
+        ``name``: the (B, H, T, S) matrix it applied, from its own q, k and mask."""
+        call = inspect.signature(module.forward).bind(*args, **kwargs)
+        call.apply_defaults()
+        q, k, key_mask, causal, p = (
+            call.arguments[a] for a in ("q", "k", "key_mask", "causal", "p")
+        )
+        with torch.no_grad():
+            weights = module.implied_weights(q.detach(), k.detach(), key_mask, causal)
+        self._collector.add_weights(name, weights.float().cpu(), kind_of(name), p, module.name)
 
     def _guard(self, original, what: str):
         @functools.wraps(original)

@@ -31,7 +31,14 @@ class CaptureRecord:
     most); ``forward``: which forward under the capture (0 the first); ``kind``: ``"self"`` or
     ``"cross"``; ``causal``: no query weighs a later key (``is_causal``, or a mask that says so;
     False where T != S unless ``is_causal``); ``heads``: H, the module's heads; ``head_ids``: the
-    heads kept, the order of the weights' head axis; ``batch``, ``queries``, ``keys``: B, T, S.
+    heads kept, the order of the weights' head axis; ``batch``, ``queries``, ``keys``: B, T, S;
+    ``implementation``: what computed the layer's attention: ``"sdpa"`` (a call of
+    ``F.scaled_dot_product_attention``, its weights recomputed), ``"mha"`` (nn.MultiheadAttention's
+    own weights), or the name of one of attnkit's implementations (``model.attention_impl``:
+    ``explicit``, ``chunked``, ``local``, ``linear``, ``performer``), whose weights are the matrix
+    it applies (its ``implied_weights``): softmax attention's for the exact ones and ``local``
+    (over its window), the normalised feature products for ``linear`` and ``performer``, which
+    approximate softmax attention and are what those layers compute, not softmax weights.
 
     ``weights`` (B, h, T, S), CPU float32, each row summing to 1 over the keys (0 for a row whose
     every key is masked); None in the online modes. ``mean`` (B, T, S): the mean over the kept
@@ -50,6 +57,7 @@ class CaptureRecord:
     keys: int
     weights: Tensor | None = None
     mean: Tensor | None = None
+    implementation: str = "sdpa"
 
     @property
     def group(self) -> str:
@@ -65,6 +73,7 @@ class CaptureRecord:
     def meta(self) -> dict[str, Any]:
         """Everything but the maps, as plain JSON types."""
         fields = ("name", "layer", "call", "forward", "kind", "causal", "heads", "batch")
+        fields += ("implementation",)
         meta: dict[str, Any] = {key: getattr(self, key) for key in fields}
         meta.update(head_ids=list(self.head_ids), queries=self.queries, keys=self.keys)
         return meta
