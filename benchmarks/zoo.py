@@ -14,7 +14,8 @@ them to float32) and records its test score, before and after, in
     python benchmarks/zoo.py --rescore            # train nothing: float16 weights, scores again
 
 The vision models read MNIST from ``$ATTNKIT_DATA_DIR/mnist`` (or the user cache) and never
-download it.
+download it; the graph, sentence and memory models read ``planetoid/``, ``sst/`` and ``babi/``
+there. The pointer networks' instances are drawn from their configs' seed.
 
 Prints one JSON line per model (name, test score, updates, parameters, minutes).
 """
