@@ -114,7 +114,8 @@ def test_the_zoo_memory_network_answers_where_mary_is(driver, zoo_server):
     driver.find_element(By.ID, "memory-ask").click()
     wait.until(lambda d: _text("memory-answer")(d) == "bathroom")
     cells = driver.find_elements(By.CSS_SELECTOR, "#memory-map td.hm-cell")
-    assert len(cells) == 2 * len(answer["record"]["weights"])  # 2 sentences x hops
+    weights = answer["record"]["weights"]  # (sentences, hops)
+    assert len(weights) == 2 and len(cells) == sum(len(row) for row in weights)
 
 
 def test_the_zoo_pointer_network_draws_its_hull(driver, zoo_server):
