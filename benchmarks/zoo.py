@@ -14,7 +14,8 @@ them to float32) and records its test score, before and after, in
     python benchmarks/zoo.py --rescore            # train nothing: float16 weights, scores again
 
 The vision models read MNIST from ``$ATTNKIT_DATA_DIR/mnist`` (or the user cache) and never
-download it.
+download it; the graph, sentence and memory models read ``planetoid/``, ``sst/`` and ``babi/``
+there. The pointer networks' instances are drawn from their configs' seed.
 
 Prints one JSON line per model (name, test score, updates, parameters, minutes).
 """
@@ -79,6 +80,60 @@ VISION: dict[str, dict] = {
     },
 }
 
+#: a pointer network of width 64 on 50,000 instances, 4 epochs (1,564 updates)
+SMALL_POINTER = [
+    "model.hidden=64",
+    "model.attention_dim=64",
+    "data.train_size=50000",
+    "train.epochs=4",
+]
+
+#: one model of each other family: a graph (Cora), a text classifier (SST-2), a memory network
+#: (bAbI task 1), two pointer networks
+FAMILIES: dict[str, dict] = {
+    **{
+        f"cora-{att}": {
+            "config": f"configs/cora_{att}.yaml",
+            "overrides": ["data.download=false", "train.epochs=300", "train.patience=null"],
+            "about": f"Cora citation graph, node classes: {name}, 8 heads x 8, the paper's recipe",
+        }
+        for att, name in (("gat", "GAT"), ("gatv2", "GATv2"))
+    },
+    "sst2-attention": {
+        "config": "configs/sst2_bilstm_attention.yaml",
+        "overrides": [
+            "model.embedding_dim=64",
+            "model.hidden=64",
+            "model.attention_dim=32",
+            "model.max_vocab=8000",
+            "train.epochs=3",
+            "train.patience=null",
+            "train.average_checkpoints=0",
+        ],
+        "about": "SST-2 sentences -> positive/negative, BiLSTM 64 + additive attention",
+    },
+    "babi-task1": {
+        "config": "configs/babi_memn2n.yaml",
+        "overrides": ["data.task=1", "train.device=cpu"],
+        "about": "bAbI task 1 (single supporting fact), MemN2N: 3 hops, width 20",
+    },
+    "pointer-sort10": {
+        "config": "configs/pointer_sort10.yaml",
+        "overrides": [*SMALL_POINTER, "train.patience=null", "train.device=cpu"],
+        "about": "10 numbers -> their ascending order, a pointer network (bi-LSTM 64)",
+    },
+    "pointer-hull10": {
+        "config": "configs/pointer_hull10.yaml",
+        "overrides": [
+            *SMALL_POINTER,
+            "train.scheduler=cosine",
+            "train.patience=null",
+            "train.device=cpu",
+        ],
+        "about": "10 points -> their convex hull, a pointer network (bi-LSTM 64)",
+    },
+}
+
 RECIPES: dict[str, dict] = {
     **{
         f"numbers-{att}": {
@@ -124,6 +179,7 @@ RECIPES: dict[str, dict] = {
         "about": "number words -> digits, a 2+2-layer Transformer (4 heads, width 64)",
     },
     **VISION,
+    **FAMILIES,
 }
 #: the order `python benchmarks/zoo.py` builds them in (the first two open `attnkit serve`)
 ORDER = list(RECIPES)
@@ -244,8 +300,65 @@ def _vision_scores(model) -> dict:
     }
 
 
+def _test_row(model, metric: str, value: float, items: int, **more) -> dict:
+    """The ``index.json`` scores of a model whose network is ``model.net``."""
+    return {
+        "family": model.family,
+        "parameters": sum(p.numel() for p in model.net.parameters()),
+        "test": {
+            "metric": metric,
+            "value": value,
+            "percent": True,
+            "items": items,
+            "aer": None,
+            **more,
+        },
+    }
+
+
+def _graph_scores(model) -> dict:
+    """A graph model's test-node accuracy (percent already)."""
+    with tempfile.TemporaryDirectory() as out:
+        scores = model.evaluate(split="test", out=out).to_dict()
+    return _test_row(model, "accuracy", scores["accuracy"], scores["nodes"])
+
+
+def _text_scores(model) -> dict:
+    """A text classifier's test-sentence accuracy."""
+    with tempfile.TemporaryDirectory() as out:
+        scores = model.evaluate(split="test", out=out).to_dict()
+    return _test_row(model, "accuracy", round(100 * scores["accuracy"], 2), scores["sentences"])
+
+
+def _memnet_scores(model) -> dict:
+    """A memory network's mean test error over its tasks, and the tasks failed (> 5%)."""
+    with tempfile.TemporaryDirectory() as out:
+        scores = model.evaluate(split="test", out=out).to_dict()
+    failed = scores.get("failed_tasks", scores.get("failed", []))
+    return _test_row(
+        model,
+        "mean_error_pct",
+        scores["mean_error_pct"],
+        scores["questions"],
+        failed_tasks=len(failed) if isinstance(failed, list) else failed,
+    )
+
+
+def _pointer_scores(model) -> dict:
+    """A pointer network's greedy test figures: exact match (and the task's other figures)."""
+    scores = model.evaluate(split="test", beam=1).to_dict()["greedy"]
+    return _test_row(model, "exact_match", scores["exact_match"], scores["items"])
+
+
 #: a loaded model's family -> its scores for ``index.json``
-SCORERS = {"seq2seq": _seq2seq_scores, "vision": _vision_scores}
+SCORERS = {
+    "seq2seq": _seq2seq_scores,
+    "vision": _vision_scores,
+    "graph": _graph_scores,
+    "text": _text_scores,
+    "memnet": _memnet_scores,
+    "pointer": _pointer_scores,
+}
 
 #: metrics given in percent
 PERCENT = ("exact_match", "accuracy", "wer", "per", "cer", "error")

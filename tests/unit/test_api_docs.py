@@ -69,6 +69,8 @@ def test_every_example_runs(tmp_path, monkeypatch):
     _run(plain, tmp_path, monkeypatch)
     written = {p.name for p in tmp_path.glob("*.png")}
     assert {"siebenundneunzig.png", "explained.png", "layer1-head2.png"} <= written
+    # the pointer, graph and memory examples start from zoo models: no data, no training
+    assert {"pointer.png", "node-1708.png", "hops.png"} <= written
     assert (tmp_path / "runs" / "api-numbers" / "eval" / "report.html").is_file()
 
 
@@ -112,4 +114,4 @@ def test_the_memory_network_example_runs(tmp_path, monkeypatch):
     blocks = python_blocks(DOC.read_text(encoding="utf-8"))
     (memnet,) = [b for b in blocks if NEEDS_BABI in b[1]]
     _run([("1", "import attnkit"), memnet], tmp_path, monkeypatch)
-    assert (tmp_path / "hops.png").is_file() and (tmp_path / "runs/api-babi/best").is_dir()
+    assert (tmp_path / "runs/api-babi/best").is_dir()

@@ -92,3 +92,52 @@ def test_an_older_checkpoint_is_rebuilt_with_downloading_forced_off(tmp_path, mo
     with pytest.raises(DataError, match="missing"):
         load_graph_model(tmp_path / "ck")
     assert not (tmp_path / "chosen").exists()
+
+
+def _binary_rows(nodes: int, seed: int = 0) -> torch.Tensor:
+    """(nodes, 50) row-normalised binary features, as Planetoid's are once normalised."""
+    g = torch.Generator().manual_seed(seed)
+    x = (torch.rand(nodes, 50, generator=g) < 0.05).float()
+    x[3] = 0  # a node with no features
+    return x / x.sum(1, keepdim=True).clamp(min=1)
+
+
+@pytest.mark.parametrize("alike", [True, False])
+def test_sparse_features_are_stored_as_rows_one_value_a_row_where_alike(tmp_path, alike):
+    graph = dictionary_lookup(6, 4, seed=1)
+    x = _binary_rows(graph.x.shape[0])
+    graph.x = x if alike else x * torch.linspace(0.5, 1.5, 50)
+    write_graph(tmp_path, graph)
+    stored = load_file(tmp_path / TENSORS)
+    assert stored["x.col"].dtype == torch.int16 and "x.index" not in stored
+    assert ("x.row_value" in stored) == alike and ("x.value" in stored) != alike
+    _same(read_graph(tmp_path), graph)
+
+
+def test_a_checkpoint_with_features_as_coordinates_still_reads(tmp_path):
+    graph = dictionary_lookup(6, 4, seed=1)
+    write_graph(tmp_path, graph)
+    tensors = {k: v for k, v in load_file(tmp_path / TENSORS).items() if not k.startswith("x.")}
+    sparse = graph.x.to_sparse().coalesce()
+    tensors.update({"x.index": sparse.indices(), "x.value": sparse.values()})
+    tensors["x.shape"] = torch.tensor(list(graph.x.shape), dtype=torch.int64)
+    save_file(tensors, tmp_path / TENSORS)
+    _same(read_graph(tmp_path), graph)
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"x.rowptr": torch.tensor([0, 1])}, "x.rowptr must be (N + 1,) int64"),
+        ({"x.col": torch.tensor([10**4], dtype=torch.int16)}, "x.rowptr must rise"),
+        ({"x.col": torch.zeros(0, dtype=torch.float32)}, "x.col must be (K,) int16"),
+        ({"x.row_value": torch.zeros(2)}, "x.row_value must be (N,) float32"),
+    ],
+)
+def test_crafted_sparse_rows_are_one_error(tmp_path, change, says):
+    write_graph(tmp_path, dictionary_lookup(6, 1))
+    tensors = {**load_file(tmp_path / TENSORS), **change}
+    save_file(tensors, tmp_path / TENSORS)
+    with pytest.raises(CheckpointError) as caught:
+        read_graph(tmp_path)
+    assert says in str(caught.value)

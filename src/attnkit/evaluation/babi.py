@@ -26,6 +26,7 @@ from torch.nn import functional as F
 from attnkit.data.babi import Question, load_splits
 from attnkit.data.babi_vectors import BabiVocab, QABatch
 from attnkit.errors import DataError
+from attnkit.evaluation.summary import default_eval_dir
 from attnkit.viz.memory import hops_record
 
 FAILED_ABOVE_PCT = 5.0  # a task is failed when its error is above this (the paper's rule)
@@ -153,7 +154,8 @@ def evaluate_to_dir(
         raise DataError(f"{split}: no question to score")
     scores, answers, attention = score_questions(model, vocab, questions, cfg.train.eval_batch_size)
     directory = path if (path / "meta.json").is_file() else path / "best"
-    out = Path(out) if out is not None else directory.parent / "eval" / f"{directory.name}-{split}"
+    # a zoo model's outputs go to runs/zoo/eval, never into the installed package
+    out = Path(out) if out is not None else default_eval_dir([directory], split)
     out.mkdir(parents=True, exist_ok=True)
     scores = {
         "family": family,

@@ -29,7 +29,7 @@ def add_serve_parser(sub, formatter) -> argparse.ArgumentParser:
         help="serve models over HTTP: JSON API and the attention explorer page",
         description=DESCRIPTION,
         epilog="example: attnkit serve --model runs/demo/model/best  (then open the URL printed); "
-        "attnkit serve alone opens two models of the zoo side by side",
+        "attnkit serve alone opens a model of the zoo for each view, the first two side by side",
     )
     p.add_argument(
         "--model",
@@ -40,7 +40,9 @@ def add_serve_parser(sub, formatter) -> argparse.ArgumentParser:
         help="checkpoint directory (any family), or zoo:NAME (repeatable: each is served "
         "under its name; the first answers requests that name none). Default: "
         + " and ".join(f"zoo:{name}" for name in zoo.SIDE_BY_SIDE)
-        + ", shown side by side",
+        + ", shown side by side, then "
+        + ", ".join(f"zoo:{name}" for name in zoo.ONE_OF_EACH)
+        + " (one for each of the other views)",
     )
     p.add_argument(
         "--name",
@@ -98,8 +100,8 @@ def settings_from_args(args: argparse.Namespace):
     if not 0 <= args.port <= 65535:
         raise ConfigError(f"--port {args.port}: must be 0 to 65535")
     models, page = list(args.model or ()), ""
-    if not models:  # the zoo's two models, the second beside the first on the page
-        models = [zoo.resolve(zoo.PREFIX + name) for name in zoo.SIDE_BY_SIDE]
+    if not models:  # the zoo's, the second beside the first on the page
+        models = [zoo.resolve(zoo.PREFIX + name) for name in zoo.served()]
         page = f"?second={zoo.SIDE_BY_SIDE[1]}"
     return ServeSettings(
         models=models,

@@ -23,6 +23,9 @@ PREFIX = "zoo:"
 MODELS = Path(__file__).parent / "models"
 #: the two models ``attnkit serve`` opens side by side when given no ``--model``
 SIDE_BY_SIDE = ("numbers-bahdanau", "numbers-luong-general")
+#: served after them: one model of each other kind the zoo holds (image, graph, sentence,
+#: memory, pointer), each with its own view of the explorer
+ONE_OF_EACH = ("mnist-ram", "cora-gat", "sst2-attention", "babi-task1", "pointer-hull10")
 
 
 @cache
@@ -36,6 +39,12 @@ def index() -> dict[str, dict[str, Any]]:
 
 def names() -> list[str]:
     return list(index())
+
+
+def served() -> list[str]:
+    """The models ``attnkit serve`` opens when given none: :data:`SIDE_BY_SIDE`, then
+    :data:`ONE_OF_EACH`, those of them this installation's zoo holds."""
+    return [name for name in (*SIDE_BY_SIDE, *ONE_OF_EACH) if name in index()]
 
 
 def is_zoo(path: str | Path) -> bool:

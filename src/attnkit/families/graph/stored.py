@@ -1,8 +1,11 @@
 """The graph a graph model was trained on, stored inside its checkpoint, so loading it follows
 no data path, directory or download flag of the checkpoint's config.
 
-``graph.safetensors`` holds the tensors: ``x`` (N, D) float32 (or, for sparse features, ``x.index``
-(2, K) int64, ``x.value`` (K,) float32 and ``x.shape`` (2,) int64), ``y`` (N,) int64,
+``graph.safetensors`` holds the tensors: ``x`` (N, D) float32, or for sparse features their rows
+(CSR): ``x.shape`` (2,) int64, ``x.rowptr`` (N + 1,) int64, ``x.col`` (K,) int16 (int32 past
+32,767 columns) and either ``x.row_value`` (N,) float32 (every non-zero of a row alike: the
+row-normalised binary features of Planetoid, Cora's in 130 KB) or ``x.value`` (K,) float32;
+(an older checkpoint's ``x.index`` (2, K) int64 with ``x.value`` is read too), ``y`` (N,) int64,
 ``edge_index`` (2, E) int64, ``mask.SPLIT`` (N,) bool and ``extra.NAME`` (N, ...); ``graph.json``
 the names: ``{"name", "classes", "nodes"}``. :func:`read_graph` checks every shape, dtype and
 value range against the others (and the Planetoid caps) before the graph is built: a crafted
@@ -26,14 +29,12 @@ TENSORS, NAMES = "graph.safetensors", "graph.json"
 
 
 def write_graph(directory: Path, graph: Graph) -> None:
-    """``graph`` into a checkpoint directory being written (its features sparse when that is
-    smaller: Planetoid's are 1-2% non-zero)."""
+    """``graph`` into a checkpoint directory being written (its features as sparse rows when
+    that is smaller: Planetoid's are 1-2% non-zero)."""
     tensors = {"y": graph.y, "edge_index": graph.edge_index}
     x = graph.x.detach().cpu().contiguous()
-    if int((x != 0).sum()) * 5 < x.numel():  # 20 bytes a sparse entry against 4 a dense one
-        sparse = x.to_sparse().coalesce()
-        tensors["x.index"], tensors["x.value"] = sparse.indices(), sparse.values()
-        tensors["x.shape"] = torch.tensor(list(x.shape), dtype=torch.int64)
+    if int((x != 0).sum()) * 2 < x.numel():  # 2-8 bytes a sparse entry against 4 a dense one
+        tensors.update(_rows(x))
     else:
         tensors["x"] = x
     tensors.update({f"mask.{s}": m for s, m in graph.masks.items()})
@@ -43,18 +44,72 @@ def write_graph(directory: Path, graph: Graph) -> None:
     (directory / NAMES).write_text(json.dumps(names), encoding="utf-8")
 
 
+def _rows(x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The (N, D) features ``x`` as sparse rows: ``x.shape``, ``x.rowptr``, ``x.col`` and one
+    value a row (``x.row_value``) where each row's non-zeros are alike, else ``x.value``."""
+    rows, cols = (x != 0).nonzero(as_tuple=True)  # row-major: each row's columns in order
+    values = x[rows, cols]
+    rowptr = torch.zeros(x.shape[0] + 1, dtype=torch.int64)
+    rowptr[1:] = torch.bincount(rows, minlength=x.shape[0]).cumsum(0)
+    wide = x.shape[1] > torch.iinfo(torch.int16).max + 1
+    parts = {
+        "x.shape": torch.tensor(list(x.shape), dtype=torch.int64),
+        "x.rowptr": rowptr,
+        "x.col": cols.to(torch.int32 if wide else torch.int16),
+    }
+    per_row = torch.zeros(x.shape[0])
+    per_row[rows] = values  # the last of each row's values; all of them when they are alike
+    if torch.equal(per_row[rows], values):
+        parts["x.row_value"] = per_row
+    else:
+        parts["x.value"] = values
+    return parts
+
+
+def _from_rows(t: dict, rows: int, cols: int, where: str) -> torch.Tensor:
+    """(rows, cols) float32 from ``x.rowptr``, ``x.col`` and ``x.row_value`` or ``x.value``,
+    each checked against the others before the index_put."""
+    rowptr, col = t["x.rowptr"], t.get("x.col")
+    if rowptr.dtype != torch.int64 or rowptr.shape != (rows + 1,):
+        raise CheckpointError(f"{where}: x.rowptr must be (N + 1,) int64")
+    if col is None or col.dtype not in (torch.int16, torch.int32) or col.dim() != 1:
+        raise CheckpointError(f"{where}: x.col must be (K,) int16 or int32")
+    counts = rowptr.diff()
+    if int(rowptr[0]) != 0 or bool((counts < 0).any()) or int(rowptr[-1]) != col.numel():
+        raise CheckpointError(f"{where}: x.rowptr must rise from 0 to the length of x.col")
+    if col.numel() and (int(col.min()) < 0 or int(col.max()) >= cols):
+        raise CheckpointError(f"{where}: x.col outside x.shape")
+    row_of = torch.repeat_interleave(torch.arange(rows), counts)
+    if "x.row_value" in t:
+        per_row = t["x.row_value"]
+        if per_row.dtype != torch.float32 or per_row.shape != (rows,):
+            raise CheckpointError(f"{where}: x.row_value must be (N,) float32")
+        value = per_row[row_of]
+    else:
+        value = t.get("x.value")
+        if value is None or value.dtype != torch.float32 or value.shape != col.shape:
+            raise CheckpointError(f"{where}: x.value must be (K,) float32, one per x.col")
+    dense = torch.zeros(rows, cols)
+    dense[row_of, col.long()] = value
+    return dense
+
+
 def _features(t: dict, where: str) -> torch.Tensor:
     """(N, D) float32 from ``x`` or its sparse parts, the shape checked before allocating."""
     if "x" in t:
         return t["x"]
     index, value, shape = (t.get(k) for k in ("x.index", "x.value", "x.shape"))
-    if index is None or value is None or shape is None or shape.dtype != torch.int64:
-        raise CheckpointError(f"{where}: no features (x, or x.index, x.value and x.shape)")
+    if shape is None or shape.dtype != torch.int64 or ("x.rowptr" not in t and index is None):
+        raise CheckpointError(f"{where}: no features (x, or x.shape with x.rowptr or x.index)")
     if shape.shape != (2,) or bool((shape < 0).any()):
         raise CheckpointError(f"{where}: x.shape must be two sizes")
     rows, cols = (int(v) for v in shape)
     if rows > MAX_NODES or rows * cols > MAX_CELLS:
         raise CheckpointError(f"{where}: features of {rows:,} x {cols:,}, above the caps")
+    if "x.rowptr" in t:
+        return _from_rows(t, rows, cols, where)
+    if value is None:
+        raise CheckpointError(f"{where}: x.index without x.value")
     if index.dtype != torch.int64 or index.dim() != 2 or index.shape[0] != 2:
         raise CheckpointError(f"{where}: x.index must be (2, K) int64")
     if value.dtype != torch.float32 or value.shape != (index.shape[1],):

@@ -10,4 +10,5 @@ FAMILY = Family(
     endpoint="endpoint:ENDPOINT",
     public=("model:PointerModel", "model:PointerSolution"),
     describe="config:describe",
+    scoring="greedy",  # its zoo models' test scores are of greedy decoding
 )
