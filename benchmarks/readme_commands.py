@@ -323,6 +323,11 @@ LONG: dict[str, str] = {
     "attnkit train configs/speech_numbers_las.yaml": (
         "synthesises spoken numbers and trains Listen, Attend and Spell: minutes on a CPU"
     ),
+    "attnkit train configs/speech_numbers_las.yaml --set model.kind=ctc "
+    "--output-dir runs/speech_ctc": "synthesises spoken numbers and trains CTC: minutes on a CPU",
+    "python benchmarks/speech.py --out docs/results/speech_cpu.json": (
+        "the speech benchmark: three trainings at once, 20-30 minutes on a shared CPU"
+    ),
     "python benchmarks/attention_cost.py --lengths 128 256 512 1024 --repeats 3 --plot cost.png": (
         "a benchmark: every attention at four lengths, each point a process of its own"
     ),

@@ -87,3 +87,25 @@ def test_the_experiment_file_is_checked_and_described(tmp_path):
     with pytest.raises(ConfigError, match=r"x\.yaml: model\.attention"):
         parse_config(bad, "x.yaml")
     assert "location" in describe(_config(tmp_path)).model
+    assert "CTC" in describe({"model": {"kind": "ctc"}}).model
+    stacked = _config(tmp_path)
+    stacked["model"]["stack"] = 0
+    with pytest.raises(ConfigError, match=r"x\.yaml: model\.stack: must be 1 to 8, got 0"):
+        parse_config(stacked, "x.yaml")
+
+
+def test_the_ctc_kind_trains_loads_and_spells_without_attention(tmp_path):
+    config = _config(tmp_path, epochs=2)
+    config["model"] = {"kind": "ctc", "stack": 2, "listener_hidden": 16, "pyramid_layers": 1}
+    best = train_speech(config)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    losses = [x["loss"] for x in lines if x["kind"] == "train"]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    model = attnkit.load(best)
+    assert "CTC" in repr(model)
+    item = speech.generate(0, ("en",), 19)["test"][0]
+    heard = model.transcribe(item)
+    assert set(heard.digits) <= set("0123456789") and heard.stride == 4
+    assert heard.attention.shape == (len(heard.outputs), len(heard.features) // 4)
+    scores = model.evaluate("test")
+    assert set(scores["greedy"]["en"]) == {"exact_match", "cer", "wer"}

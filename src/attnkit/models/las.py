@@ -1,8 +1,10 @@
 """Listen, Attend and Spell (Chan et al. 2016): a speller attending over a listener's frames.
 
-* **Listener**: a BiLSTM over the feature frames, then ``pyramid_layers`` pyramidal BiLSTMs,
-  each reading pairs of consecutive frames concatenated, so the speller attends over
-  ``T / 2^pyramid_layers`` frames (an odd frame at the end is dropped).
+* **Listener**: ``stack`` consecutive feature frames concatenated into one (a lower frame rate
+  before any LSTM: the cheap part of the reduction, Sak et al. 2015), a BiLSTM over those,
+  then ``pyramid_layers`` pyramidal BiLSTMs, each reading pairs of consecutive frames
+  concatenated, so the speller attends over ``T / (stack 2^pyramid_layers)`` frames (frames
+  left over at the end are dropped).
 * **Speller**: an LSTM cell fed the previous output's embedding and the previous context; at
   each step its state queries :class:`~attnkit.attention.location_aware.AlignmentAttention`
   (content, or location-aware: Chorowski et al. 2015), and ``[state; context]`` scores the next
@@ -24,12 +26,16 @@ from attnkit.attention.location_aware import AlignmentAttention, first_alignment
 from attnkit.errors import ConfigError
 
 ATTENTIONS = ("location", "content")
+KINDS = ("las", "ctc")
 
 
 @dataclass
 class LASConfig:
-    """The ``model:`` section of a speech experiment."""
+    """The ``model:`` section of a speech experiment (``kind: ctc`` reads the listener's keys
+    and ``dropout``: :mod:`attnkit.models.ctc`)."""
 
+    kind: str = "las"  # las (attention) | ctc (no attention: attnkit.models.ctc)
+    stack: int = 1  # feature frames concatenated into one before the listener (stride too)
     listener_hidden: int = 128  # LSTM width per direction of every listener layer
     pyramid_layers: int = 2  # each halves the frames the speller attends over
     speller_hidden: int = 256  # LSTM width of the speller
@@ -40,12 +46,14 @@ class LASConfig:
     location_kernel: int = 31  # location: their width in listener frames (odd)
     dropout: float = 0.1  # between the listener layers and before the output layer
 
-    CHOICES = {"attention": ATTENTIONS}
+    CHOICES = {"attention": ATTENTIONS, "kind": KINDS}
 
     def validate(self, where: str) -> None:
         for name in ("listener_hidden", "speller_hidden", "embedding", "attention_dim"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
+        if not 1 <= self.stack <= 8:
+            raise ConfigError(f"{where}.stack: must be 1 to 8, got {self.stack}")
         if not 0 <= self.pyramid_layers <= 5:
             raise ConfigError(f"{where}.pyramid_layers: must be 0 to 5, got {self.pyramid_layers}")
         if self.location_kernel < 1 or self.location_kernel % 2 == 0:
@@ -61,8 +69,8 @@ class Listener(nn.Module):
 
     def __init__(self, n_mels: int, cfg: LASConfig):
         super().__init__()
-        h = cfg.listener_hidden
-        self.first = nn.LSTM(n_mels, h, batch_first=True, bidirectional=True)
+        h, self.stack = cfg.listener_hidden, cfg.stack
+        self.first = nn.LSTM(n_mels * cfg.stack, h, batch_first=True, bidirectional=True)
         self.pyramid = nn.ModuleList(
             nn.LSTM(4 * h, h, batch_first=True, bidirectional=True)
             for _ in range(cfg.pyramid_layers)
@@ -75,7 +83,19 @@ class Listener(nn.Module):
         out, _ = lstm(packed)
         return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0]
 
+    @property
+    def stride(self) -> int:
+        """Feature frames per listener frame."""
+        return self.stack * 2 ** len(self.pyramid)
+
     def forward(self, features: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        b, t, f = features.shape
+        if t < self.stride:  # too short for one listener frame: zero-padded to one
+            features = nn.functional.pad(features, (0, 0, 0, self.stride - t))
+            t = self.stride
+        if self.stack > 1:
+            features = features[:, : t - t % self.stack].reshape(b, t // self.stack, -1)
+            lengths = torch.clamp(lengths // self.stack, min=1)  # (B, T/k, kF)
         x = self._run(self.first, features, lengths)  # (B, T, 2H)
         for lstm in self.pyramid:
             b, t, d = x.shape

@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,7 +149,8 @@ def _cached(spoken: str, voice: Voice, directory: Path) -> tuple[np.ndarray, int
     speech = espeak.synthesise(spoken, voice.name, voice.rate, voice.pitch)
     firsts = _word_starts(spoken, speech)
     directory.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial.npz")
+    # a name of this process and thread: processes filling one cache at once never share it
+    partial = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.partial.npz")
     np.savez(partial, samples=speech.samples, rate=speech.sample_rate, firsts=np.array(firsts))
     os.replace(partial, path)
     return speech.samples, speech.sample_rate, firsts

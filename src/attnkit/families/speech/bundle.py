@@ -1,5 +1,6 @@
-"""A Listen-Attend-Spell model built from its config, and a checkpoint read back (config and
-model, shapes checked before the weights are allocated)."""
+"""A speech model built from its config (``model.kind``: Listen, Attend and Spell, or CTC),
+and a checkpoint read back (config and model, shapes checked before the weights are
+allocated)."""
 
 from __future__ import annotations
 
@@ -11,15 +12,19 @@ from attnkit.data.tasks.speech_set import BOS, EOS, OUTPUTS
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
 from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_config
+from attnkit.models.ctc import CTC
 from attnkit.models.las import LAS
 
 
-def build_model(cfg: SpeechExperiment) -> LAS:
-    """The model ``cfg`` describes (untrained)."""
+def build_model(cfg: SpeechExperiment) -> LAS | CTC:
+    """The model ``cfg`` describes (untrained). CTC's blank is ``<s>``'s id, which no target
+    holds."""
+    if cfg.model.kind == "ctc":
+        return CTC(cfg.model, cfg.data.n_mels, len(OUTPUTS), blank=BOS)
     return LAS(cfg.model, cfg.data.n_mels, len(OUTPUTS), BOS, EOS)
 
 
-def load_speech(directory: str | Path, device: str = "cpu") -> tuple[SpeechExperiment, LAS]:
+def load_speech(directory: str | Path, device: str = "cpu") -> tuple[SpeechExperiment, LAS | CTC]:
     """(config, model in eval mode) of a speech checkpoint (or a run directory holding
     ``best/``)."""
     directory = ckpt.checkpoint_dir(directory)

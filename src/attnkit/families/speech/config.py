@@ -5,7 +5,8 @@
     family: speech
     output_dir: runs/speech_numbers_las           -> where best/ and last/ go
     data:  {languages: [en, de], max_number: 999} -> SpeechData (attnkit.data.tasks.speech_set)
-    model: {attention: location, ...}             -> LASConfig (attnkit.models.las)
+    model: {kind: las, attention: location, ...}  -> LASConfig (attnkit.models.las; kind: ctc
+                                                     -> attnkit.models.ctc, no attention)
     train: {epochs: 30, batch_size: 32, ...}      -> TrainConfig
 
 Unknown keys anywhere are rejected with the valid ones listed. The ``train`` keys are those of
@@ -82,5 +83,9 @@ def parse_config(data: dict, source: str = "config") -> SpeechExperiment:
 def describe(data: dict) -> ConfigSummary:
     """A speech experiment's task and its model's attention."""
     model = data.get("model") or {}
-    attention = model.get("attention", LASConfig.attention) if isinstance(model, dict) else "?"
+    if not isinstance(model, dict):
+        return ConfigSummary("spoken numbers", "?")
+    if model.get("kind", LASConfig.kind) == "ctc":
+        return ConfigSummary("spoken numbers", "CTC over the listener's frames (no attention)")
+    attention = model.get("attention", LASConfig.attention)
     return ConfigSummary("spoken numbers", f"listen, attend and spell ({attention} attention)")

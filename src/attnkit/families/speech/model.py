@@ -27,13 +27,15 @@ from attnkit.evaluation.scores import Scores
 from attnkit.families import arguments as check
 from attnkit.families.speech.bundle import load_speech
 from attnkit.families.speech.evaluate import MAX_DIGITS, score
+from attnkit.models.ctc import CTC
 from attnkit.viz.spectrogram import plot_listening
 
 
 @dataclass
 class Transcript:
     """What the model heard: ``digits``, and ``attention`` (U, S): each output's weights over
-    the listener's frames (``2^pyramid_layers`` feature frames each)."""
+    the listener's frames (``stride`` feature frames each); for a CTC model, which has no
+    attention, each output label's posterior at every frame."""
 
     digits: str
     outputs: list[str]
@@ -64,7 +66,10 @@ class SpeechModel:
         return cls(config, net, Path(directory))
 
     def __repr__(self) -> str:
-        return f"SpeechModel({self.config.model.attention} attention, path={self.path})"
+        kind = (
+            "CTC" if self.config.model.kind == "ctc" else f"{self.config.model.attention} attention"
+        )
+        return f"SpeechModel({kind}, path={self.path})"
 
     def transcribe(self, audio) -> Transcript:
         """``audio``: a WAV file's path, a :class:`~attnkit.data.tasks.speech.Item`, or float
@@ -95,17 +100,22 @@ class SpeechModel:
             )
         features = log_mel(torch.from_numpy(samples), self.config.data.mel)  # (T, F)
         device = next(self.net.parameters()).device
-        ids, weights = self.net.greedy(
-            features[None].to(device), torch.tensor([len(features)]), MAX_DIGITS
-        )
-        ids = ids[0].tolist()
-        steps = len(decode(ids)) + 1 if len(decode(ids)) < len(ids) else len(ids)
+        lengths = torch.tensor([len(features)])
+        if isinstance(self.net, CTC):
+            labels, posteriors = self.net.greedy(features[None].to(device), lengths)
+            ids = labels[0]
+            weights = posteriors[0, :, ids].T.cpu().numpy()  # (U, S): each label's posterior
+        else:
+            found, attention = self.net.greedy(features[None].to(device), lengths, MAX_DIGITS)
+            ids = found[0].tolist()
+            steps = len(decode(ids)) + 1 if len(decode(ids)) < len(ids) else len(ids)
+            ids, weights = ids[:steps], attention[0, :steps].cpu().numpy()
         return Transcript(
             decode(ids),
-            [OUTPUTS[i] for i in ids[:steps]],
-            weights[0, :steps].cpu().numpy(),
+            [OUTPUTS[i] for i in ids],
+            weights,
             features.numpy(),
-            2**self.config.model.pyramid_layers,
+            self.net.listener.stride,
             words,
         )
 

@@ -1,9 +1,10 @@
-"""Training for the speech family (``family: speech``): Listen, Attend and Spell on spoken
-numbers, through the one driver (:mod:`attnkit.training.run`) and :class:`SpeechAdapter`.
+"""Training for the speech family (``family: speech``): Listen, Attend and Spell (or CTC) on
+spoken numbers, through the one driver (:mod:`attnkit.training.run`) and :class:`SpeechAdapter`.
 
 The splits are spoken once (:func:`attnkit.data.tasks.speech_set.make_set`, from the audio cache
-where it can), the model learns by teacher forcing (the negative log-likelihood of every digit
-and ``</s>``), and dev is scored by greedy spelling (exact match decides ``best``).
+where it can). LAS learns by teacher forcing (the negative log-likelihood of every digit and
+``</s>``); CTC by its loss over the digits (no ``</s>``: the frames end the spelling). Dev is
+scored by greedy spelling (exact match decides ``best``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ import torch
 from torch import Tensor
 
 from attnkit.config import apply_overrides
-from attnkit.data.tasks.speech_set import PAD, SpeechSet, make_set
+from attnkit.data.tasks.speech_set import EOS, PAD, SpeechSet, decode, make_set
 from attnkit.families.base import TrainRequest
 from attnkit.families.speech.bundle import build_model
 from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_config
 from attnkit.families.speech.evaluate import dev_scorer
+from attnkit.models.ctc import CTC, collapse
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
 from attnkit.training.loop import Update
@@ -27,7 +29,7 @@ from attnkit.training.report import DevScore
 from attnkit.training.run import Context, Plan, Started, run
 from attnkit.training.state import TrainerState
 
-__all__ = ["SpeechAdapter", "nll", "train", "train_speech"]
+__all__ = ["SpeechAdapter", "ctc_step", "nll", "train", "train_speech"]
 
 #: what a resumed run may change: how and when it runs, and the dev batch size (as memnet's)
 _RESUME_RULES = rules.Rules(honoured=rules.MEMNET.honoured, locating=("output_dir",))
@@ -42,6 +44,20 @@ def nll(log_probs: Tensor, targets: Tensor) -> tuple[Tensor, Tensor, int]:
     loss = -(picked * keep).sum() / max(count, 1)
     correct = ((log_probs.argmax(-1) == targets) & keep).sum()
     return loss, correct, count
+
+
+def ctc_step(model: CTC, features: Tensor, lengths: Tensor, targets: Tensor):
+    """CTC's loss on a batch: targets (B, U) ending ``</s>`` then :data:`PAD` -> loss (mean
+    per digit), utterances spelled exactly by the best path, utterances."""
+    digits = targets.masked_fill(targets == EOS, PAD)  # CTC spells no </s>
+    log_probs, frame_lengths = model(features, lengths)  # (B, S, V)
+    loss = model.loss(log_probs, frame_lengths, digits)
+    best = log_probs.detach().argmax(-1).tolist()  # (B, S)
+    right = sum(
+        decode(collapse(row[:n], model.blank)) == decode(target)
+        for row, n, target in zip(best, frame_lengths.tolist(), targets.tolist())
+    )
+    return loss, right, len(best)
 
 
 class SpeechAdapter:
@@ -74,9 +90,12 @@ class SpeechAdapter:
     def step(self, batch: Tensor, update: int) -> Update:
         self.model.train()
         features, lengths, targets = self.train_set.batch(batch.tolist())
-        targets = targets.to(self.device)
-        log_probs, _ = self.model(features.to(self.device), lengths, targets)
-        loss, correct, count = nll(log_probs, targets)
+        targets, features = targets.to(self.device), features.to(self.device)
+        if isinstance(self.model, CTC):  # accuracy: of whole utterances, not of outputs
+            loss, correct, count = ctc_step(self.model, features, lengths, targets)
+        else:
+            log_probs, _ = self.model(features, lengths, targets)
+            loss, correct, count = nll(log_probs, targets)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         loss = loss.detach()
@@ -132,9 +151,15 @@ def _start(cfg: SpeechExperiment, context: Context) -> Started:
     context.log(
         f"speech {', '.join(cfg.data.languages)} 0..{cfg.data.max_number}: {len(sets[0])} train "
         f"/ {len(sets[1])} dev utterances (spoken in {time.perf_counter() - began:.1f}s); "
-        f"{cfg.model.attention} attention; {parameters:,} parameters; device {device}"
+        f"{_describe(cfg)}; {parameters:,} parameters; device {device}"
     )
     return Started(SpeechAdapter(cfg, out, model, optimizer, sets), state)
+
+
+def _describe(cfg: SpeechExperiment) -> str:
+    if cfg.model.kind == "ctc":
+        return "CTC (no attention)"
+    return f"{cfg.model.attention} attention"
 
 
 def train(data: dict, request: TrainRequest) -> Path:

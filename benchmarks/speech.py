@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Attention over audio: content-attention LAS, location-aware LAS and CTC (no attention) on
+spoken numbers, one budget each, scored on held-out voices.
+
+    python benchmarks/speech.py --out docs/results/speech_cpu.json
+
+Each model is configs/speech_numbers_las.yaml with ``model.attention`` content or location, or
+``model.kind=ctc`` (the same listener, a per-frame classifier), trained for the config's epochs
+(a fixed number of updates) with one thread, all three at once, each in a process of its own.
+Each best checkpoint (by dev exact match) then spells the test split (voices no training or dev
+utterance was spoken in) greedily: exact match, WER over the spoken words and CER over the
+digits, overall and per language. The LAS models' teacher-forced attention is scored against
+the gold word timings (AER with every gold link possible: ``100 - argmax in span``,
+:func:`attnkit.families.speech.evaluate.attention_alignment`); CTC has no attention to score.
+One JSON line per model, then the list written to --out with the machine and load average.
+
+Chan et al. (ICASSP 2016) report LAS on Google voice search and Chorowski et al. (NIPS 2015)
+location-aware attention on TIMIT phonemes: other data, other scales, so only the direction of
+a comparison carries over, not a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
+from machine_info import one_line  # noqa: E402
+
+CONFIG = ROOT / "configs" / "speech_numbers_las.yaml"
+MODELS = {
+    "las_content": ["model.attention=content"],
+    "las_location": ["model.attention=location"],
+    "ctc": ["model.kind=ctc"],
+}
+
+
+def run_one(name: str, runs: Path, extra: list[str]) -> dict:
+    """Train and score model ``name`` in this process; its JSON row."""
+    import torch
+
+    import attnkit
+    from attnkit.config import read_yaml
+    from attnkit.data.tasks.speech_set import make_set
+    from attnkit.families.speech.evaluate import attention_alignment, score
+    from attnkit.families.speech.train import train_speech
+
+    torch.set_num_threads(1)
+    sets = [*MODELS[name], "train.threads=1", "train.progress=false", "train.tensorboard=false"]
+    began = time.time()
+    best = train_speech(
+        read_yaml(CONFIG), runs / name, str(CONFIG), overwrite=True, overrides=sets + extra
+    )
+    train_s = time.time() - began
+    model = attnkit.load(best, device="cpu")
+    data = make_set(model.config.data, "test")
+    row = {"model": name, "train_s": round(train_s, 1), "cpu_s": round(time.process_time(), 1)}
+    trainer = json.loads((runs / name / "last" / "trainer.json").read_text())["state"]
+    row.update(updates=trainer["step"], best_update=trainer["best_step"])
+    row["update_s"] = round(trainer["train_s"], 1)  # in updates alone: no scoring, no saving
+    row["test"] = score(model.net, data)
+    if model.config.model.kind == "las":
+        hop = model.config.data.mel.hop
+        row["alignment"] = attention_alignment(model.net, data, hop, model.config.data.directory)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/bench_speech"))
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON list here")
+    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--set", action="append", default=[], help="extra --set for every model")
+    parser.add_argument("--one", choices=list(MODELS), help=argparse.SUPPRESS)  # a worker
+    args = parser.parse_args()
+    args.runs.mkdir(parents=True, exist_ok=True)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.runs, args.set)), flush=True)
+        return
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    workers = {}
+    for name in args.models:
+        log = open(args.runs / f"{name}.log", "w")  # noqa: SIM115 (closed below)
+        command = [sys.executable, __file__, "--one", name, "--runs", str(args.runs)]
+        command += [x for s in args.set for x in ("--set", s)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
+        workers[name] = (
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=env),
+            log,
+        )
+    rows = []
+    for name, (process, log) in workers.items():
+        out, _ = process.communicate()
+        log.close()
+        if process.returncode != 0:
+            raise SystemExit(f"{name} failed; see {log.name}")
+        row = json.loads(out.decode().strip().splitlines()[-1])
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        doc = {
+            "machine": one_line(),
+            "command": " ".join(["python", "benchmarks/speech.py", *sys.argv[1:]]),
+            "loadavg_before": load_before,
+            "loadavg_after": Path("/proc/loadavg").read_text().split()[:3],
+            "runs": rows,
+        }
+        args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

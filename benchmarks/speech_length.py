@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The length curve on spoken numbers: exact match against the number of digits, up to numbers
+longer than any heard in training, for the checkpoints benchmarks/speech.py trained.
+
+    python benchmarks/speech_length.py --runs runs/bench_speech \
+        --out docs/results/speech_length_cpu.json
+
+For each digit count 1..--max-digits and each language of the checkpoints' data, --per numbers
+of exactly that many digits are drawn (seed --seed) and spoken by the test split's held-out
+voice variants, with rates, pitches and noise drawn from the config's ranges; each model spells
+them greedily (LAS stops at 12 outputs). The training numbers have at most as many digits as
+the config's ``data.max_number``: longer ones test whether attention keeps its place (Chorowski
+et al. 2015 report location-aware attention holding on utterances longer than those seen in
+training, where content attention fails: on TIMIT, other data). Numbers drawn here may fall
+into the training split when they are short enough: the curve measures length, not novelty.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # machine_info beside this script
+from machine_info import one_line  # noqa: E402
+
+
+def items_of(cfg, digits: int, per: int, seed: int):
+    """``per`` numbers of ``digits`` digits in each language of ``cfg`` (SpeechData), spoken by
+    held-out voices."""
+    from num2words import num2words
+
+    from attnkit.data.tasks import speech
+
+    rng = np.random.default_rng([seed, digits])
+    items = []
+    for lang in cfg.languages:
+        for _ in range(per):
+            n = int(rng.integers(10 ** (digits - 1) if digits > 1 else 0, 10**digits))
+            voice = speech.Voice(
+                lang,
+                str(rng.choice(speech.VARIANTS["test"])),
+                int(rng.integers(cfg.rates[0], cfg.rates[1] + 1)),
+                int(rng.integers(cfg.pitches[0], cfg.pitches[1] + 1)),
+                round(float(rng.uniform(*cfg.noise)), 4),
+                int(rng.integers(2**31)),
+            )
+            items.append(speech.Item(num2words(n, lang=lang), str(n), voice))
+    return items
+
+
+def heard(cfg, items):
+    """The items as a SpeechSet (features and targets)."""
+    from attnkit.data.features import log_mel
+    from attnkit.data.tasks import speech
+    from attnkit.data.tasks.speech_set import SpeechSet, encode
+
+    features = [
+        log_mel(torch.from_numpy(speech.speak(item, cfg.directory).samples), cfg.mel)
+        for item in items
+    ]
+    return SpeechSet(items, features, [encode(item.digits) for item in items])
+
+
+def main() -> None:
+    import attnkit
+    from attnkit.families.speech.evaluate import score
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/bench_speech"))
+    parser.add_argument("--models", nargs="+", default=["las_content", "las_location", "ctc"])
+    parser.add_argument("--max-digits", type=int, default=6)
+    parser.add_argument("--per", type=int, default=25, help="numbers per length and language")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON here")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    models = {name: attnkit.load(args.runs / name / "best", device="cpu") for name in args.models}
+    cfg = next(iter(models.values())).config.data
+    curve = []
+    for digits in range(1, args.max_digits + 1):
+        data = heard(cfg, items_of(cfg, digits, args.per, args.seed))
+        row = {"digits": digits, "items": len(data)}
+        for name, model in models.items():
+            scores = score(model.net, data)
+            row[name] = {k: scores[k] for k in ("exact_match", "cer", "wer")}
+        print(json.dumps(row), flush=True)
+        curve.append(row)
+    if args.out is not None:
+        doc = {
+            "machine": one_line(),
+            "command": " ".join(["python", "benchmarks/speech_length.py", *sys.argv[1:]]),
+            "loadavg": Path("/proc/loadavg").read_text().split()[:3],
+            "trained_max_number": cfg.max_number,
+            "curve": curve,
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
