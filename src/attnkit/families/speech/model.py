@@ -6,6 +6,7 @@
     heard = model.transcribe("ninety-seven.wav")   # or a speech Item, or float samples
     heard.digits, heard.attention                  # "97", (U, S): outputs over listener frames
     heard.plot("97.png")                           # the spectrogram, the attention path over it
+    heard.show()                                   # inline: the same with an audio player
     model.evaluate(split="test")                   # held-out voices: exact match and CER
 """
 
@@ -18,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnkit.data.audio import read_wav
+from attnkit.data.audio import Audio, read_wav, wav_bytes
 from attnkit.data.features import log_mel
 from attnkit.data.tasks import speech
 from attnkit.data.tasks.speech_set import OUTPUTS, decode, make_set
@@ -28,6 +29,7 @@ from attnkit.families import arguments as check
 from attnkit.families.speech.bundle import load_speech
 from attnkit.families.speech.evaluate import MAX_DIGITS, score
 from attnkit.models.ctc import CTC
+from attnkit.viz.inline import listening_html, show_html
 from attnkit.viz.spectrogram import plot_listening
 
 
@@ -43,12 +45,37 @@ class Transcript:
     features: np.ndarray  # (T, F) the log-mel features heard
     stride: int  # feature frames per listener frame
     words: list[tuple[str, int, int]] | None = None  # spoken words: (word, first, stop frame)
+    samples: np.ndarray | None = None  # (N,) the audio heard, in -1..1
+    sample_rate: int = 22_050
+    hop: int = 220  # samples per feature frame
+    weights: str = "attention"  # what ``attention`` holds: "attention", or CTC's "posterior"
 
     def plot(self, path=None):
-        """The spectrogram with the attention path over it, the attention beneath (a figure;
-        saved to ``path`` when given)."""
+        """The spectrogram with the attention path over it, the attention beneath, the gold
+        words' boundaries labelled (a figure; saved to ``path`` when given)."""
         return plot_listening(
-            self.features, self.attention, self.outputs, self.stride, path, self.words
+            self.features, self.attention, self.outputs, self.stride, path, self.words, self.weights
+        )
+
+    def show(self) -> Path | None:
+        """The spectrogram, the attention and an audio player whose cursor follows the played
+        frame: inline in a notebook, else a page in a temporary file (its path is returned)."""
+        return show_html(self._repr_html_(), "speech")
+
+    def _repr_html_(self) -> str:
+        if self.samples is None:
+            raise InputError("this transcript holds no audio to play", "samples")
+        wav = wav_bytes(Audio(self.samples, self.sample_rate))
+        return listening_html(
+            self.features,
+            self.attention,
+            self.outputs,
+            self.stride,
+            self.hop,
+            wav,
+            self.sample_rate,
+            self.words,
+            self.weights,
         )
 
 
@@ -101,7 +128,8 @@ class SpeechModel:
         features = log_mel(torch.from_numpy(samples), self.config.data.mel)  # (T, F)
         device = next(self.net.parameters()).device
         lengths = torch.tensor([len(features)])
-        if isinstance(self.net, CTC):
+        ctc = isinstance(self.net, CTC)
+        if ctc:
             labels, posteriors = self.net.greedy(features[None].to(device), lengths)
             ids = labels[0]
             weights = posteriors[0, :, ids].T.cpu().numpy()  # (U, S): each label's posterior
@@ -117,6 +145,10 @@ class SpeechModel:
             features.numpy(),
             self.net.listener.stride,
             words,
+            np.asarray(samples, dtype=np.float32),
+            rate,
+            self.config.data.mel.hop,
+            "posterior" if ctc else "attention",
         )
 
     def _words(self, heard: speech.Utterance) -> list[tuple[str, int, int]]:
