@@ -49,10 +49,11 @@ var audio = el("audio", "attnkit-audio");
 audio.controls = true;
 audio.preload = "auto";
 audio.src = data.audio;
+audio.style.display = "block";
 box.appendChild(audio);
 
 var stage = el("div", "attnkit-stage");
-stage.style.cssText = "position:relative;display:inline-block;margin-top:4px";
+stage.style.cssText = "position:relative;width:" + (LABEL + T * XS) + "px;margin-top:4px";
 var canvas = el("canvas", "attnkit-spectrogram");
 canvas.width = LABEL + T * XS;
 canvas.height = H;
