@@ -82,7 +82,7 @@ def vision_html(
     return _fragment("vision", payload, None)
 
 
-def listening_html(
+def listening_payload(
     features: np.ndarray,
     weights: np.ndarray,
     outputs: list[str],
@@ -92,31 +92,44 @@ def listening_html(
     sample_rate: int,
     words: list[tuple[str, int, int]] | None = None,
     kind: str = "attention",
-) -> str:
-    """Audio heard and where each output listened: the log-mel ``features`` (T, F), the
-    ``weights`` (U, S) of each output over the listener's frames (``stride`` feature frames of
-    ``hop`` samples each; CTC: ``kind="posterior"``), the gold ``words`` (label, first, stop
-    feature frame), and an audio player of ``wav`` (embedded as base64) whose cursor follows the
-    played frame and marks the output weighing it most (``viz/static/listening.js``). The PNG of
-    :func:`attnkit.viz.spectrogram.plot_listening` stands in where scripts do not run."""
-    from attnkit.viz.spectrogram import plot_listening
-
-    weights = np.asarray(weights, dtype=np.float64)
-    fig = plot_listening(features, weights, outputs, stride, None, words, kind)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=72)
-    fig.clear()
-    payload = {
+) -> dict[str, Any]:
+    """The data of :func:`listening_html` as plain JSON types (the explorer's answer too):
+    ``features`` (T, F), ``weights`` (U, S), the WAV as a ``data:`` URI."""
+    return {
         "features": np.round(np.asarray(features, dtype=np.float64), 2).tolist(),  # (T, F)
-        "weights": np.round(weights, 4).tolist(),  # (U, S)
+        "weights": np.round(np.asarray(weights, dtype=np.float64), 4).tolist(),  # (U, S)
         "outputs": list(outputs),
         "stride": int(stride),
         "hop": int(hop),
         "rate": int(sample_rate),
-        "words": [list(w) for w in words or ()],
+        "words": [[str(w), int(a), int(b)] for w, a, b in words or ()],
         "weights_are": kind,
         "audio": "data:audio/wav;base64," + base64.b64encode(wav).decode("ascii"),
     }
+
+
+def listening_html(payload: dict[str, Any]) -> str:
+    """Audio heard and where each output listened (``payload`` of :func:`listening_payload`):
+    the log-mel features (T, F), the weights (U, S) of each output over the listener's frames
+    (``stride`` feature frames of ``hop`` samples each; CTC: ``weights_are="posterior"``), the
+    gold words (label, first, stop feature frame), and an audio player of the WAV whose cursor
+    follows the played frame and marks the output weighing it most
+    (``viz/static/listening.js``). The PNG of :func:`attnkit.viz.spectrogram.plot_listening`
+    stands in where scripts do not run."""
+    from attnkit.viz.spectrogram import plot_listening
+
+    fig = plot_listening(
+        np.asarray(payload["features"]),
+        np.asarray(payload["weights"]),
+        payload["outputs"],
+        payload["stride"],
+        None,
+        [tuple(w) for w in payload["words"]],
+        payload["weights_are"],
+    )
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=72)
+    fig.clear()
     still = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
     return _fragment("listening", payload, still, LISTENING_SCRIPT)
 

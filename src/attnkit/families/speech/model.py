@@ -29,7 +29,7 @@ from attnkit.families import arguments as check
 from attnkit.families.speech.bundle import load_speech
 from attnkit.families.speech.evaluate import MAX_DIGITS, score
 from attnkit.models.ctc import CTC
-from attnkit.viz.inline import listening_html, show_html
+from attnkit.viz.inline import listening_html, listening_payload, show_html
 from attnkit.viz.spectrogram import plot_listening
 
 
@@ -62,21 +62,43 @@ class Transcript:
         frame: inline in a notebook, else a page in a temporary file (its path is returned)."""
         return show_html(self._repr_html_(), "speech")
 
-    def _repr_html_(self) -> str:
+    def to_dict(self) -> dict:
+        """Plain JSON types: the digits and what the inline view draws (the features, the
+        weights, the words, the audio as a WAV ``data:`` URI)."""
         if self.samples is None:
             raise InputError("this transcript holds no audio to play", "samples")
         wav = wav_bytes(Audio(self.samples, self.sample_rate))
-        return listening_html(
-            self.features,
-            self.attention,
-            self.outputs,
-            self.stride,
-            self.hop,
-            wav,
-            self.sample_rate,
-            self.words,
-            self.weights,
+        return {
+            "digits": self.digits,
+            **listening_payload(
+                self.features,
+                self.attention,
+                self.outputs,
+                self.stride,
+                self.hop,
+                wav,
+                self.sample_rate,
+                self.words,
+                self.weights,
+            ),
+        }
+
+    def _repr_html_(self) -> str:
+        return listening_html(self.to_dict())
+
+
+def spoken(language: str, number: str) -> speech.Item:
+    """``"de", "97"``: the number (at most 6 digits) as the first held-out voice speaks it."""
+    if language not in speech.LANGUAGES:
+        raise InputError(
+            f"language: {language!r}; give one of {', '.join(speech.LANGUAGES)}", "language"
         )
+    if not number.isdigit() or len(number) > 6:
+        raise InputError(f"number: {number!r}; give a number of at most 6 digits", "number")
+    from num2words import num2words
+
+    voice = speech.Voice(language, speech.VARIANTS["test"][0], 175, 50, 0.0, 0)
+    return speech.Item(num2words(int(number), lang=language), str(int(number)), voice)
 
 
 class SpeechModel:
@@ -99,17 +121,20 @@ class SpeechModel:
         return f"SpeechModel({kind}, path={self.path})"
 
     def transcribe(self, audio) -> Transcript:
-        """``audio``: a WAV file's path, a :class:`~attnkit.data.tasks.speech.Item`, or float
-        samples (N,) at the task's 22,050 Hz."""
+        """``audio``: a WAV file's path, an :class:`~attnkit.data.audio.Audio` (as
+        :func:`~attnkit.data.audio.wav_from_bytes` reads one), a
+        :class:`~attnkit.data.tasks.speech.Item` (:func:`spoken`), or float samples (N,) at the
+        task's 22,050 Hz."""
         rate, words = self.config.data.mel.sample_rate, None
         if isinstance(audio, speech.Item):
             heard = speech.speak(audio, self.config.data.directory)
             samples, words = heard.samples, self._words(heard)
-        elif isinstance(audio, str | Path):
-            wav = read_wav(audio)
+        elif isinstance(audio, str | Path | Audio):
+            wav = read_wav(audio) if isinstance(audio, str | Path) else audio
             if wav.sample_rate != rate:
+                name = "audio" if isinstance(audio, Audio) else audio
                 raise InputError(
-                    f"{audio}: {wav.sample_rate} Hz; this model hears {rate} Hz audio", "audio"
+                    f"{name}: {wav.sample_rate} Hz; this model hears {rate} Hz audio", "audio"
                 )
             samples = wav.samples
         elif isinstance(audio, np.ndarray | torch.Tensor | list | tuple):
