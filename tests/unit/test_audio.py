@@ -26,6 +26,14 @@ def test_a_written_wav_reads_back_as_it_was(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_wav_bytes_are_the_file_write_wav_writes(tmp_path):
+    tone = audio.Audio(_tone(), 16_000)
+    data = audio.wav_bytes(tone)
+    assert data == audio.write_wav(tmp_path / "tone.wav", tone).read_bytes()
+    back = audio.wav_from_bytes(data)
+    assert back.sample_rate == 16_000 and np.abs(back.samples - tone.samples).max() < 1e-4
+
+
 def test_stereo_is_mixed_to_mono(tmp_path):
     left, right = _tone(), np.zeros(8000, np.float32)
     soundfile.write(tmp_path / "s.wav", np.stack([left, right], axis=1), 16_000)

@@ -106,6 +106,14 @@ def _checked_mono(samples: np.ndarray, name) -> np.ndarray:
     return np.clip(mono, -1.0, 1.0)
 
 
+def wav_bytes(audio: Audio) -> bytes:
+    """``audio`` as the bytes of a 16-bit PCM WAV file (to embed in a page)."""
+    buffer = io.BytesIO()
+    samples = np.clip(np.asarray(audio.samples, dtype=np.float32), -1.0, 1.0)
+    _soundfile().write(buffer, samples, audio.sample_rate, subtype="PCM_16", format="WAV")
+    return buffer.getvalue()
+
+
 def write_wav(path: str | Path, audio: Audio) -> Path:
     """``audio`` as a 16-bit PCM WAV at ``path``, written whole or not at all."""
     soundfile = _soundfile()

@@ -33,6 +33,7 @@ from attnkit.serve.problems import ErrorResponse, install_handlers
 STATIC = Path(str(resources.files("attnkit.serve") / "static"))
 #: the heatmap renderer: viz/ owns it (report.html inlines it), the page loads it from /static
 RENDERER = Path(str(resources.files("attnkit.viz") / "static" / "heatmap.js"))
+LISTENING = RENDERER.with_name("listening.js")
 
 
 @dataclass
@@ -119,6 +120,10 @@ def _page_routes(app: FastAPI) -> None:
     @app.get("/static/heatmap.js", include_in_schema=False)
     async def renderer():  # before the /static mount, which would not find it
         return FileResponse(RENDERER, media_type="text/javascript")
+
+    @app.get("/static/listening.js", include_in_schema=False)
+    async def listening():  # audio drawn: viz/ owns it too (notebook views inline it)
+        return FileResponse(LISTENING, media_type="text/javascript")
 
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")

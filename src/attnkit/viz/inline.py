@@ -1,7 +1,8 @@
 """Attention drawn inline: the HTML a notebook shows for a result, and ``show()`` / ``plot()``.
 
 Every result of the Python API that holds a map (a translation, an explanation, a classified
-image) renders itself with :func:`record_html` or :func:`vision_html`: one self-contained
+image, audio heard) renders itself with :func:`record_html`, :func:`vision_html` or
+:func:`listening_html`: one self-contained
 fragment -- the shared heatmap renderer (``viz/static/heatmap.js``, the one the explorer page
 and report.html use), a small script of its own (``viz/static/inline.js``), the data as JSON,
 and a static PNG of the same map that the script replaces (so a viewer that runs no scripts,
@@ -14,8 +15,10 @@ mean or any layer's head; a map with saliency beside it has an attention/salienc
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import html
+import io
 import json
 import tempfile
 import uuid
@@ -27,12 +30,15 @@ import numpy as np
 from attnkit.viz.records import AttentionRecord
 
 SCRIPT = "viz/static/inline.js"
+LISTENING_SCRIPT = "viz/static/listening.js"
 _STYLE = "font:14px system-ui,sans-serif;color:#1d1f23;margin:.3rem 0"
 
 
-def _fragment(kind: str, payload: dict[str, Any], fallback_uri: str | None) -> str:
+def _fragment(
+    kind: str, payload: dict[str, Any], fallback_uri: str | None, script: str = SCRIPT
+) -> str:
     """The HTML of one inline view: a container (holding the static picture ``fallback_uri``,
-    when given), its data, the renderer and the view script."""
+    when given), its data, the renderer and the view script (``script``)."""
     from attnkit.viz.report import heatmap_js, inline_js, script_json
 
     box = f"attnkit-{uuid.uuid4().hex[:12]}"
@@ -47,7 +53,7 @@ def _fragment(kind: str, payload: dict[str, Any], fallback_uri: str | None) -> s
         f'<div class="attnkit-view" id="{box}" style="{_STYLE}">{picture}</div>\n'
         f'<script type="application/json" id="{box}-data">{data}</script>\n'
         f"<script>if (!window.AttnkitHeatmap) {{\n{heatmap_js()}\n}}</script>\n"
-        f"<script>(function () {{ var id = {json.dumps(box)};\n{inline_js(SCRIPT)}\n}})();</script>"
+        f"<script>(function () {{ var id = {json.dumps(box)};\n{inline_js(script)}\n}})();</script>"
     )
 
 
@@ -74,6 +80,58 @@ def vision_html(
         "label": label,
     }
     return _fragment("vision", payload, None)
+
+
+def listening_payload(
+    features: np.ndarray,
+    weights: np.ndarray,
+    outputs: list[str],
+    stride: int,
+    hop: int,
+    wav: bytes,
+    sample_rate: int,
+    words: list[tuple[str, int, int]] | None = None,
+    kind: str = "attention",
+) -> dict[str, Any]:
+    """The data of :func:`listening_html` as plain JSON types (the explorer's answer too):
+    ``features`` (T, F), ``weights`` (U, S), the WAV as a ``data:`` URI."""
+    return {
+        "features": np.round(np.asarray(features, dtype=np.float64), 2).tolist(),  # (T, F)
+        "weights": np.round(np.asarray(weights, dtype=np.float64), 4).tolist(),  # (U, S)
+        "outputs": list(outputs),
+        "stride": int(stride),
+        "hop": int(hop),
+        "rate": int(sample_rate),
+        "words": [[str(w), int(a), int(b)] for w, a, b in words or ()],
+        "weights_are": kind,
+        "audio": "data:audio/wav;base64," + base64.b64encode(wav).decode("ascii"),
+    }
+
+
+def listening_html(payload: dict[str, Any]) -> str:
+    """Audio heard and where each output listened (``payload`` of :func:`listening_payload`):
+    the log-mel features (T, F), the weights (U, S) of each output over the listener's frames
+    (``stride`` feature frames of ``hop`` samples each; CTC: ``weights_are="posterior"``), the
+    gold words (label, first, stop feature frame), and an audio player of the WAV whose cursor
+    follows the played frame and marks the output weighing it most
+    (``viz/static/listening.js``). The PNG of :func:`attnkit.viz.spectrogram.plot_listening`
+    stands in where scripts do not run."""
+    from attnkit.viz.spectrogram import plot_listening
+
+    fig = plot_listening(
+        np.asarray(payload["features"]),
+        np.asarray(payload["weights"]),
+        payload["outputs"],
+        payload["stride"],
+        None,
+        [tuple(w) for w in payload["words"]],
+        payload["weights_are"],
+    )
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=72)
+    fig.clear()
+    still = "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    return _fragment("listening", payload, still, LISTENING_SCRIPT)
 
 
 def show_html(fragment: str, name: str = "attnkit") -> Path | None:

@@ -7,6 +7,7 @@ FAMILY = Family(
     package=__name__,
     model="model:SpeechModel",
     train="train:train",
+    endpoint="endpoint:ENDPOINT",
     public=("model:SpeechModel",),
     describe="config:describe",
 )

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from attnkit.data.tasks import speech
 from attnkit.errors import AttnkitError
-from attnkit.families.speech.model import SpeechModel
+from attnkit.families.speech.model import SpeechModel, spoken
 
 
 def evaluate(args):
@@ -40,8 +40,4 @@ def _audio(text: str):
         return Path(text)
     if not number.isdigit() or len(number) > 6:
         raise AttnkitError(f"{text!r}: give LANG: NUMBER with a number of at most 6 digits")
-    from num2words import num2words
-
-    number = str(int(number))
-    voice = speech.Voice(lang, speech.VARIANTS["test"][0], 175, 50, 0.0, 0)
-    return speech.Item(num2words(int(number), lang=lang), number, voice)
+    return spoken(lang, number)

@@ -62,6 +62,10 @@
       return send("v1/solve", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify(body)});
     },
+    transcribe: function (body) {
+      return send("v1/transcribe", {method: "POST",
+        headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+    },
     pretrained: function (body) {
       return send("v1/pretrained", {method: "POST",
         headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});

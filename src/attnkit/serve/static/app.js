@@ -2,7 +2,8 @@
  * The explorer page's start: list the models (GET /v1/models), and show the text view for a
  * seq2seq model, the vision view for a vision model, the graph view for a graph model, the
  * sentence view for a text classifier, the memory view for a memory network, the pointer view
- * for a pointer network or the pretrained view for a Hugging Face model.
+ * for a pointer network, the pretrained view for a Hugging Face model or the speech view for a
+ * speech model.
  */
 (function (root) {
   "use strict";
@@ -10,7 +11,7 @@
   var models = [];
   var VIEWS = {
     seq2seq: "text-view", vision: "vision-view", graph: "graph-view", text: "sentence-view",
-    memnet: "memory-view", pointer: "pointer-view", hf: "pretrained-view"
+    memnet: "memory-view", pointer: "pointer-view", hf: "pretrained-view", speech: "speech-view"
   };
 
   function choose(name) {
@@ -27,6 +28,7 @@
     else if (m.family === "memnet") root.AttnkitMemory.start(m);
     else if (m.family === "pointer") root.AttnkitPointer.start(m);
     else if (m.family === "hf") root.AttnkitPretrained.start(m);
+    else if (m.family === "speech") root.AttnkitSpeech.start(m);
     else root.AttnkitText.start(models, name);
   }
 
@@ -56,6 +58,7 @@
     root.AttnkitMemory.wire();
     root.AttnkitPointer.wire();
     root.AttnkitPretrained.wire();
+    root.AttnkitSpeech.wire();
     $("model").addEventListener("change", function () { choose($("model").value); });
     root.AttnkitApi.models().then(function (body) { fill(body.models); }, function (err) {
       $("error").textContent = (err.field ? err.field + ": " : "") + err.message;
