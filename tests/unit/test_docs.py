@@ -58,7 +58,7 @@ def ci_commands(script: str) -> tuple[list[str], list[str]]:
 def test_ci_runs_the_readme_test_command_step_for_step():
     readme_installs, readme_steps = readme_test_command(README.read_text(encoding="utf-8"))
     ci_installs, ci_steps = ci_commands(CI.read_text(encoding="utf-8"))
-    assert readme_steps[-1] == "python -m pytest -q"
+    assert readme_steps[-1] == "python -m pytest -q -n 2"
     assert ci_steps == readme_steps, (ci_steps, readme_steps)
     assert ci_installs == readme_installs, (ci_installs, readme_installs)
     assert readme_installs[0] == "pip install torch==2.13.0"  # torch first: the CPU build
