@@ -9,7 +9,7 @@ family that registers gets these cases without an edit here. For a family ``F``:
 - ``family_F_api``: wrong types and huge values for every argument of its API calls
   (benchmarks/faults_probe.py).
 - ``family_F_checkpoint``: a FIFO in place of each checkpoint file, each config integer set to
-  4e9, a safetensors header declaring a huge tensor, each other family's weights.
+  4e9, a safetensors header declaring a huge tensor, the next family's weights.
 - ``family_F_serve``: every other family's request to that family's route while F's model is
   served (a 4xx, never a 500); a family with no endpoint: ``serve`` refuses it in one line.
 - ``family_F_command_fifo_weights`` / ``family_F_command_foreign``: its command line with a FIFO
@@ -44,18 +44,17 @@ PROBE = HERE / "faults_probe.py"
 PROBE_SECONDS = 240
 PROBE_RSS_MB = 1536  # transformers and torch loaded together
 PROBE_CAP = 6 << 30
-#: a run's last/ appears; the interrupt lands this long after (mid-run, before its end)
+#: how often an interrupted run is looked at for its first last/ (the signal follows at once)
 POLL_S = 0.005
 
-#: makes every checkpoint write after the first two fail as a full disk does
+#: makes every checkpoint write fail, as a full disk does, once the run has a last/ to resume
 FULL_DISK = """
-import runpy, sys
+import os, runpy, sys
 import attnkit.checkpoint as ckpt
 from safetensors import SafetensorError
-real, count = ckpt.save_file, [0]
+real = ckpt.save_file
 def save_file(*args, **kwargs):
-    count[0] += 1
-    if count[0] > 2:
+    if os.path.exists(os.path.join("run", "last", "trainer.json")):
         raise SafetensorError("IoError(No space left on device (os error 28))")
     return real(*args, **kwargs)
 ckpt.save_file = save_file
@@ -203,16 +202,13 @@ def answered_or_refused(h, res) -> str | None:
 
 def probe(h, ctx, models: Models, family: str, check: str, folder: Path) -> str | None:
     """benchmarks/faults_probe.py's ``check`` on the family's model: None when all held."""
-    names = [f for f in _families() if f != family]
+    names = list(_families())
     others = []
-    for other in names:
-        try:
-            model = models.get(other)
-        except RuntimeError:
-            continue
-        others.append(model.rpartition(":")[2] if ":" in model else model)
+    if check == "checkpoint":  # the next family's weights in this family's checkpoint
+        other = models.get(names[(names.index(family) + 1) % len(names)])
+        others.append(other.rpartition(":")[2] if ":" in other else other)
     spec = {"check": check, "family": family, "model": models.get(family), "folder": str(folder)}
-    spec["others"] = others if check == "checkpoint" else []
+    spec["others"] = others
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     code = (
         "import resource, runpy, sys; "

@@ -4,6 +4,8 @@
 import shutil
 from pathlib import Path
 
+import numpy as np
+
 from attnkit.families.fault_inputs import FaultInputs
 
 
@@ -17,6 +19,6 @@ def tiny_checkpoint(directory: Path) -> str:
 
 INPUTS = FaultInputs(
     checkpoint="faults:tiny_checkpoint",
-    calls={"classify": {"image": [[0.0] * 28] * 28}},
+    calls={"classify": {"image": np.zeros((28, 28), dtype=np.float32)}},
     request={"index": 0},
 )
