@@ -5,6 +5,7 @@ The whole matrix takes minutes and is run by hand (docs/RESULTS.md records its r
 
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -60,8 +61,10 @@ def test_every_registered_family_has_the_registry_cases():
         if inputs.experiment is not None and inputs.resumes:
             expected |= {f"family_{name}_resume_{how}" for how in ("kill9", "sigterm", "full_disk")}
         if inputs.experiment is not None:
-            expected |= {f"family_{name}_data_fifo_{Path(d).name.replace('.', '_')}".lower()
-                         for d in inputs.data_files}  # fmt: skip
+            expected |= {
+                "family_{}_data_fifo_{}".format(name, re.sub(r"[^a-z0-9]+", "_", Path(d).name.lower()))
+                for d in inputs.data_files
+            }
         assert expected <= names, sorted(expected - names)
 
 
