@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from attnkit.errors import CheckpointError
 from attnkit.families.hf.loading import Source, quiet_progress, require_transformers
@@ -121,8 +122,17 @@ def _weights(cls, source: Source, dtype: torch.dtype):
         return cls.from_pretrained(
             source.where, attn_implementation="sdpa", dtype=dtype, **source.options()
         )
-    except (OSError, ValueError, ImportError, RuntimeError, AssertionError, TypeError) as exc:
-        # a config that does not fit the weights: transformers' size report, torch's overflow
+    except (
+        OSError,
+        ValueError,
+        ImportError,
+        RuntimeError,
+        AssertionError,
+        TypeError,
+        SafetensorError,
+    ) as exc:
+        # a config that does not fit the weights (transformers' size report, torch's overflow),
+        # a weights file whose header declares what it cannot hold
         text = _first_line(exc)
         if "sdpa" in text.lower() or "scaled_dot_product" in text:
             raise CheckpointError(
