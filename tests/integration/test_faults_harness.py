@@ -61,10 +61,8 @@ def test_every_registered_family_has_the_registry_cases():
         if inputs.experiment is not None and inputs.resumes:
             expected |= {f"family_{name}_resume_{how}" for how in ("kill9", "sigterm", "full_disk")}
         if inputs.experiment is not None:
-            expected |= {
-                "family_{}_data_fifo_{}".format(name, re.sub(r"[^a-z0-9]+", "_", Path(d).name.lower()))
-                for d in inputs.data_files
-            }
+            slugs = [re.sub(r"[^a-z0-9]+", "_", Path(d).name.lower()) for d in inputs.data_files]
+            expected |= {f"family_{name}_data_fifo_{slug}" for slug in slugs}
         assert expected <= names, sorted(expected - names)
 
 
