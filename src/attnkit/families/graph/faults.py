@@ -14,7 +14,8 @@ INPUTS = FaultInputs(
         "family": "graph",
         "data": {"name": "edge_list", "nodes": "nodes.tsv", "edges": "edges.tsv"},
         "model": {"attention": "gat", "hidden": 4, "heads": 2},
-        "train": {"epochs": 6, "threads": 1, "progress": False},
+        # past the 100 epochs between checkpoint writes: an interrupted run has a last/ to resume
+        "train": {"epochs": 250, "patience": None, "threads": 1, "progress": False},
     },
     files={"nodes.tsv": _NODES, "edges.tsv": _EDGES},
     data_files=("nodes.tsv", "edges.tsv"),
