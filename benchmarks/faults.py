@@ -1293,6 +1293,11 @@ from faults_families import register as _register_families  # noqa: E402
 
 _register_families(sys.modules[__name__])
 
+# ---- the same classes of case for every registered family: benchmarks/faults_registry.py -------
+from faults_registry import register as _register_registry  # noqa: E402
+
+_register_registry(sys.modules[__name__])
+
 
 def run_case(ctx: Context, c: Case) -> tuple[str, str | None, float]:
     folder = ctx.root / "cases" / c.name

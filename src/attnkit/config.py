@@ -399,15 +399,21 @@ def parse_yaml(text: str, where: str) -> Any:
             loader.dispose()
 
 
-def read_text_bounded(path: str | Path, limit: int, error: type[Exception] = ConfigError) -> str:
+def read_text_bounded(
+    path: str | Path, limit: int, error: type[Exception] = ConfigError, regular: bool = False
+) -> str:
     """A UTF-8 text file of at most ``limit`` bytes (a FIFO or device is read up to the limit,
-    never further); ``error`` naming the file and the limit otherwise."""
+    never further; ``regular``: refused unread, without waiting on a FIFO's writer, as a file of
+    a checkpoint is); ``error`` naming the file and the limit otherwise."""
     path = Path(path)
+    flags = os.O_RDONLY | (getattr(os, "O_NONBLOCK", 0) if regular else 0)
     try:
-        with open(path, "rb") as stream:
+        with os.fdopen(os.open(path, flags), "rb") as stream:
             info = os.fstat(stream.fileno())
             if stat.S_ISDIR(info.st_mode):
                 raise error(f"{path}: is a directory, not a file")
+            if regular and not stat.S_ISREG(info.st_mode):
+                raise error(f"{path}: is a FIFO, device or socket, not a regular file (not read)")
             if stat.S_ISREG(info.st_mode) and info.st_size > limit:
                 raise error(f"{path}: {info.st_size:,} bytes, above the limit of {limit:,}")
             data = stream.read(limit + 1)

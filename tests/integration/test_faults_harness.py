@@ -3,10 +3,14 @@
 The whole matrix takes minutes and is run by hand (docs/RESULTS.md records its result).
 """
 
+import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+from attnkit.families import FAMILIES, Family, registered
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HARNESS = REPO_ROOT / "benchmarks" / "faults.py"
@@ -45,3 +49,51 @@ def test_one_case_that_holds_prints_one_json_line():
     assert (result["cases"], result["held"], result["failed"]) == (1, 1, 0), result
     assert result["failed_cases"] == [] and result["skipped"] == []
     assert "config_unknown_top_level_key" in proc.stderr  # the progress line
+
+
+def test_every_registered_family_has_the_registry_cases():
+    """The harness iterates the registry: each family has its API, checkpoint and server cases,
+    data-file cases for each file its tiny experiment reads, resume cases where it resumes."""
+    names = {line.split("\t")[0] for line in _run("--list", "--item", "f44").stdout.splitlines()}
+    for name, family in FAMILIES.items():
+        inputs = family.fault_inputs()
+        expected = {f"family_{name}_{check}" for check in ("api", "checkpoint", "serve")}
+        if inputs.experiment is not None and inputs.resumes:
+            expected |= {f"family_{name}_resume_{how}" for how in ("kill9", "sigterm", "full_disk")}
+        if inputs.experiment is not None:
+            slugs = [re.sub(r"[^a-z0-9]+", "_", Path(d).name.lower()) for d in inputs.data_files]
+            expected |= {f"family_{name}_data_fifo_{slug}" for slug in slugs}
+        assert expected <= names, sorted(expected - names)
+
+
+def test_a_family_that_registers_gets_the_cases_without_an_edit(monkeypatch):
+    """A family registered now (its parts borrowed from the pointer family's folder) has cases
+    the moment the harness module is read."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    newcomer = Family(
+        name="newcomer",
+        package="attnkit.families.pointer",
+        model="model:PointerModel",
+        train="train:train",
+    )
+    with registered(newcomer):
+        for module in ("faults", "faults_registry"):
+            sys.modules.pop(module, None)
+        harness = importlib.import_module("faults")
+        names = {case.name for case in harness.CASES}
+    for module in ("faults", "faults_registry"):
+        sys.modules.pop(module, None)
+    assert {"family_newcomer_api", "family_newcomer_checkpoint"} <= names
+    assert "family_newcomer_resume_kill9" in names
+
+
+def test_endless_data_files_of_two_families_end_in_one_line():
+    """A quick subset of the registry cases (no model is trained): a FIFO and /dev/zero in place
+    of two families' data files."""
+    proc = _run(
+        "--only", "family_text_data_fifo_train_tsv",
+        "--only", "family_graph_data_dev_zero_nodes_tsv",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (result["cases"], result["held"]) == (2, 2), result

@@ -129,6 +129,7 @@ CASES = [
     ("memnet", lambda m: m.evaluate(split="nope"), "split", "train, valid, dev, test"),
     ("pointer", lambda m: m.solve(None), "points", "not None"),
     ("pointer", lambda m: m.solve(POINTS, beam=0), "beam", "at least 1"),
+    ("pointer", lambda m: m.solve([[0.1, 0.2], [0.3, "x"], [0.5, 0.6]]), "points", "numbers"),
     ("pointer", lambda m: m.solve(POINTS, beam="2"), "beam", "integer"),
     ("pointer", lambda m: m.solve(POINTS, beam=10**6), "beam", "at most"),
     ("pointer", lambda m: m.evaluate(split="nope"), "split", "train, dev, test"),

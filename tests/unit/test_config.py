@@ -1041,3 +1041,18 @@ def test_every_family_checks_its_top_level_alike(family, top, message):
     module, name = FAMILY_PARSERS[family]
     with pytest.raises(ConfigError, match=re.escape(f"exp.yaml: {message.format(family=family)}")):
         getattr(importlib.import_module(module), name)(top, "exp.yaml")
+
+
+def test_a_checkpoint_file_that_is_a_fifo_is_refused_unread(tmp_path):
+    """regular=True (a checkpoint's vocabulary): a FIFO is refused at once, not waited on."""
+    import os
+
+    from attnkit.config import read_text_bounded
+    from attnkit.data.vocab import Vocab
+    from attnkit.errors import CheckpointError
+
+    os.mkfifo(tmp_path / "vocab.json")
+    with pytest.raises(CheckpointError, match="vocab.json: is a FIFO, device or socket"):
+        Vocab.load(tmp_path / "vocab.json")
+    (tmp_path / "ok.txt").write_text("fine", encoding="utf-8")
+    assert read_text_bounded(tmp_path / "ok.txt", 10, regular=True) == "fine"

@@ -209,3 +209,24 @@ def test_attention_that_cannot_be_captured_is_refused_not_approximated(bert):
     with pytest.raises(CaptureError) as error:
         model.classify("the cat sat")
     assert "made no attention call that capture sees" in one_line(error)
+
+
+@pytest.mark.parametrize(
+    ("key", "needle"),
+    [
+        ("num_hidden_layers", "num_hidden_layers 4,000,000,000 is above the cap of 256"),
+        ("hidden_size", "hidden_size 4,000,000,000 is above the cap"),
+        ("pad_token_id", "loading its weights"),  # no size: the model refuses it, in one line
+    ],
+)
+def test_a_crafted_config_size_is_refused_before_a_model_is_built(bert, tmp_path, key, needle):
+    import shutil
+
+    crafted = tmp_path / "crafted"
+    shutil.copytree(bert, crafted)
+    config = json.loads((crafted / "config.json").read_text(encoding="utf-8"))
+    config[key] = 4_000_000_000
+    (crafted / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with pytest.raises(CheckpointError) as caught:
+        attnkit.load(f"hf:{crafted}")
+    assert needle in one_line(caught)

@@ -76,6 +76,8 @@ def _commands(best, tmp_path, capsys):
     assert "no such audio file" in capsys.readouterr().err
     assert main(["evaluate", "--model", str(best), "--split", "dev", "--json"]) == 0
     assert '"exact_match"' in capsys.readouterr().out
+    assert main(["evaluate", "--model", str(best), "--split", "dev"]) == 0  # the scores table
+    assert "(numbers, " in capsys.readouterr().out  # its first line names the task
 
 
 def test_the_experiment_file_is_checked_and_described(tmp_path):

@@ -102,3 +102,12 @@ def test_load_splits_warns_about_test_sources_seen_in_train(tmp_path):
     test = _write(tmp_path / "test.tsv", b"a\t1\n")
     with pytest.warns(UserWarning, match="1 of 1 test sources"):
         load_splits(train, dev, test)
+
+
+def test_a_fifo_as_a_data_file_is_refused_unread(tmp_path):
+    """A FIFO named as a data file is one line naming it, not a read that waits for a writer."""
+    import os
+
+    os.mkfifo(tmp_path / "train.tsv")
+    with pytest.raises(DataError, match="train.tsv.*not a regular file"):
+        load_tsv(tmp_path / "train.tsv")

@@ -89,7 +89,8 @@ class Vocab:
     @classmethod
     def load(cls, path: Path) -> Vocab:
         try:
-            obj = json.loads(read_text_bounded(path, MAX_VOCAB_BYTES, CheckpointError))
+            text = read_text_bounded(path, MAX_VOCAB_BYTES, CheckpointError, regular=True)
+            obj = json.loads(text)
         except (RecursionError, json.JSONDecodeError) as exc:
             reason = "nested too deeply" if isinstance(exc, RecursionError) else exc
             raise CheckpointError(f"{path}: cannot read vocabulary ({reason})") from None

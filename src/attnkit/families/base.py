@@ -100,6 +100,8 @@ class Family:
     scheme: str | None = None  # "<scheme>:<rest>" names a model this family loads
     #: how a test-set score of its models was measured, as ``attnkit zoo`` says it
     scoring: str = "test set"
+    #: its :class:`~attnkit.families.fault_inputs.FaultInputs` for the hostile-input harness
+    faults: str = "faults:INPUTS"
 
     def owns(self, path: object) -> bool:
         """``path`` is ``"<scheme>:<rest>"`` of this family's scheme."""
@@ -133,6 +135,10 @@ class Family:
         """The family's function for CLI ``command`` (``plot``, ``evaluate``, ``explain``,
         ``faithfulness``), or None where the command does not apply to it."""
         return getattr(self.resolve(self.cli), command, None)
+
+    def fault_inputs(self):
+        """The family's :class:`~attnkit.families.fault_inputs.FaultInputs` (``faults``)."""
+        return self.resolve(self.faults)
 
     def public_names(self) -> Mapping[str, str]:
         """Public name -> its ``"module:name"`` reference."""

@@ -29,8 +29,8 @@ def read_lines(path: PathLike) -> list[str]:
     path = Path(path)
     lines = []
     # read as it is checked: a size or a line above its limit, or bytes that are not UTF-8, stop
-    # the reading there (attnkit.data.bounded)
-    for number, raw in enumerate(raw_lines(path), start=1):
+    # the reading there; a FIFO or a device is refused before it is read (attnkit.data.bounded)
+    for number, raw in enumerate(raw_lines(path, regular=True), start=1):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # UTF-8 byte order mark
             raw = raw[3:]
         if raw.endswith(b"\r"):

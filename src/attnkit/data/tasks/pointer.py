@@ -96,7 +96,10 @@ def check_points(points: np.ndarray, name: str = "points") -> np.ndarray:
         raise InputError(
             f"{name}: {len(points):,} points, above the cap of {MAX_POINTS:,} per instance", name
         )
-    arr = np.asarray(points, dtype=np.float64)
+    try:
+        arr = np.asarray(points, dtype=np.float64)
+    except (TypeError, ValueError):  # a dict, None inside a point, a ragged list
+        raise InputError(f"{name}: give a list of points, each one or more numbers", name) from None
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2 or arr.shape[0] < 1:

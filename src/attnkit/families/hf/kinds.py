@@ -7,13 +7,16 @@ Shapes: L layers, H heads, T queries, S keys.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 
 from attnkit.errors import CheckpointError
 from attnkit.families.hf.loading import Source, quiet_progress, require_transformers
+from attnkit.size_caps import cap_of
 
 
 @dataclass(frozen=True)
@@ -67,9 +70,32 @@ def kind_of(architecture: str, config, label: str) -> Kind:
 
 def _config(t, source: Source):
     try:
-        return t.AutoConfig.from_pretrained(source.where, **source.options())
+        config = t.AutoConfig.from_pretrained(source.where, **source.options())
     except (OSError, ValueError, KeyError) as exc:
         raise CheckpointError(f"{source.label}: its config.json: {_first_line(exc)}") from None
+    _check_sizes(config.to_dict(), f"{source.label}: its config.json")
+    return config
+
+
+#: a config.json's integers that are sizes (the rest, ids and flags, are not) and their caps:
+#: layers and heads as attnkit's own checkpoints (attnkit.size_caps); a vocabulary or a position
+#: table far above any published model's; any other width attnkit's width cap
+_SIZE_KEY = re.compile(r"(size|layers|heads|_dim|^d_[a-z]+|^n_[a-z]+|embeddings|positions)$")
+_LARGE = re.compile(r"^(vocab_size|max_position_embeddings|n_positions|n_ctx)$")
+LARGE_CAP = 1 << 20
+
+
+def _check_sizes(config: dict, where: str, depth: int = 0) -> None:
+    """CheckpointError naming the first size of ``config`` (nested configs too) above its cap:
+    checked before a model is built, so a crafted config allocates nothing."""
+    for key, value in config.items():
+        if isinstance(value, dict) and depth < 2:
+            _check_sizes(value, f"{where}: {key}", depth + 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not _SIZE_KEY.search(key):
+            continue
+        cap = LARGE_CAP if _LARGE.match(key) else cap_of(key)
+        if value > cap:
+            raise CheckpointError(f"{where}: {key} {value:,} is above the cap of {cap:,}")
 
 
 def _architecture(t, config, label: str) -> tuple[str, type]:
@@ -96,7 +122,17 @@ def _weights(cls, source: Source, dtype: torch.dtype):
         return cls.from_pretrained(
             source.where, attn_implementation="sdpa", dtype=dtype, **source.options()
         )
-    except (OSError, ValueError, ImportError) as exc:
+    except (
+        OSError,
+        ValueError,
+        ImportError,
+        RuntimeError,
+        AssertionError,
+        TypeError,
+        SafetensorError,
+    ) as exc:
+        # a config that does not fit the weights (transformers' size report, torch's overflow),
+        # a weights file whose header declares what it cannot hold
         text = _first_line(exc)
         if "sdpa" in text.lower() or "scaled_dot_product" in text:
             raise CheckpointError(

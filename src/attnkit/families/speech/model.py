@@ -189,6 +189,7 @@ class SpeechModel:
         check.choice(split, "split", speech.SPLITS)
         data = make_set(self.config.data, split)
         scores = {"model": str(self.path), "family": "speech", "split": split}
+        scores["task"] = self.config.data.task  # the scores table's first line names it
         scores["greedy"] = score(self.net, data)
         scores["metric"] = "exact_match"
         if out is not None:

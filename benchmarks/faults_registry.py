@@ -1,0 +1,379 @@
+"""The same hostile cases for every registered family (issue 44, item ``f44``), registered into
+benchmarks/faults.py: the harness iterates ``attnkit.families.FAMILIES`` and reads what to break
+from each family's :class:`~attnkit.families.fault_inputs.FaultInputs` (its ``faults.py``), so a
+family that registers gets these cases without an edit here. For a family ``F``:
+
+- ``family_F_data_{fifo,dev_zero,endless}_<file>``: each data file its tiny experiment reads
+  replaced by a FIFO, a link to ``/dev/zero`` and one 2 MB line: ``attnkit train`` ends with exit
+  2 and one line naming the file.
+- ``family_F_api``: wrong types and huge values for every argument of its API calls
+  (benchmarks/faults_probe.py).
+- ``family_F_checkpoint``: a FIFO in place of each checkpoint file, each config integer set to
+  4e9, a safetensors header declaring a huge tensor, the next family's weights.
+- ``family_F_serve``: every other family's request to that family's route while F's model is
+  served (a 4xx, never a 500); a family with no endpoint: ``serve`` refuses it in one line.
+- ``family_F_command_fifo_weights`` / ``family_F_command_foreign``: its command line with a FIFO
+  as the weights, and with the next family's checkpoint.
+- ``family_F_resume_{kill9,sigterm,full_disk}`` (where it resumes): a run interrupted once its
+  first ``last/`` exists, then resumed, ends with the weights of one never interrupted, bit for
+  bit.
+
+Every command runs under an address-space cap and fails above :data:`MAX_RSS_MB` of peak RSS;
+the time bound is the per-command timeout (probes: :data:`PROBE_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from faults_bounded import AS_CAP, MAX_CPU_S, MAX_RSS_MB, WRAPPER
+
+ITEM = "f44"
+HERE = Path(__file__).resolve().parent
+PROBE = HERE / "faults_probe.py"
+PROBE_SECONDS = 240
+PROBE_RSS_MB = 1536  # transformers and torch loaded together
+PROBE_CAP = 6 << 30
+#: how often an interrupted run is looked at for its first last/ (the signal follows at once)
+POLL_S = 0.005
+
+#: makes every checkpoint write fail, as a full disk does, once the run has a last/ to resume
+FULL_DISK = """
+import os, runpy, sys
+import attnkit.checkpoint as ckpt
+from safetensors import SafetensorError
+real = ckpt.save_file
+def save_file(*args, **kwargs):
+    if os.path.exists(os.path.join("run", "last", "trainer.json")):
+        raise SafetensorError("IoError(No space left on device (os error 28))")
+    return real(*args, **kwargs)
+ckpt.save_file = save_file
+sys.argv = ["attnkit", *sys.argv[1:]]
+runpy.run_module("attnkit", run_name="__main__", alter_sys=True)
+"""
+
+
+def _families():
+    sys.path.insert(0, str(HERE.parent / "src"))
+    from attnkit.families import FAMILIES
+
+    return FAMILIES
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", Path(name).name.lower()).strip("_")
+
+
+class Models:
+    """Each family's tiny checkpoint, made once on first need (a lock per family)."""
+
+    def __init__(self, h, ctx):
+        self.h, self.ctx = h, ctx
+        self.locks: dict[str, threading.Lock] = {}
+        self.made: dict[str, str | Exception] = {}
+        self.guard = threading.Lock()
+
+    def folder(self, family: str) -> Path:
+        return self.ctx.root / "families" / family
+
+    def get(self, family: str) -> str:
+        with self.guard:
+            lock = self.locks.setdefault(family, threading.Lock())
+        with lock:
+            if family not in self.made:
+                try:
+                    self.made[family] = self._make(family)
+                except Exception as exc:  # noqa: BLE001 - every case of the family says why
+                    self.made[family] = exc
+        made = self.made[family]
+        if isinstance(made, Exception):
+            raise RuntimeError(f"the {family} model was not made: {made}")
+        return made
+
+    def _make(self, family: str) -> str:
+        inputs = _families()[family].fault_inputs()
+        folder = self.folder(family)
+        folder.mkdir(parents=True, exist_ok=True)
+        if inputs.checkpoint is None:
+            config = write_experiment(inputs, folder)
+            res = self.ctx.attnkit(
+                ["train", str(config), "--output-dir", "run"], folder, timeout=300
+            )
+            if res.rc != 0:
+                raise RuntimeError(f"training: exit {res.rc}: {res.tail()}")
+            return str(folder / "run" / "best")
+        code = (
+            "import sys; from pathlib import Path; from attnkit.families import FAMILIES; "
+            f"print(FAMILIES[{family!r}].resolve({inputs.checkpoint!r})(Path(sys.argv[1])))"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(folder / "model")],
+            capture_output=True,
+            text=True,
+            env=self.ctx.env(),
+            timeout=300,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(proc.stderr.strip().splitlines()[-1:])
+        return proc.stdout.strip().splitlines()[-1]
+
+
+def write_experiment(inputs, folder: Path, name: str = "exp.yaml") -> Path:
+    """The family's files and tiny experiment in ``folder``; the experiment's path."""
+    for rel, content in inputs.files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+    path = folder / name
+    path.write_text(yaml.safe_dump(dict(inputs.experiment), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def capped(h, ctx, args: list, folder: Path, wrapper: str = WRAPPER, timeout: float = 60):
+    """(Result, peak RSS MB or None, CPU s or None) of ``attnkit args`` under the cap."""
+    report = folder / f".usage-{time.monotonic_ns()}"
+    t0 = time.time()
+    argv = [sys.executable, "-c", wrapper]
+    argv += [str(report), str(AS_CAP)] if wrapper is WRAPPER else []
+    try:
+        proc = subprocess.run(
+            [*argv, *map(str, args)],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            env=ctx.env(),
+            timeout=timeout,
+        )
+        res = h.Result(
+            proc.returncode,
+            proc.stdout.decode("utf-8", "replace"),
+            proc.stderr.decode("utf-8", "replace"),
+            time.time() - t0,
+        )
+    except subprocess.TimeoutExpired:
+        res = h.Result(124, "", f"(timed out after {timeout:g} s)", time.time() - t0)
+    rss = cpu = None
+    if report.is_file():
+        kb, cpu_s = report.read_text().split()
+        rss, cpu = int(kb) / 1024, float(cpu_s)
+    return res, rss, cpu
+
+
+def bounded(h, res, rss, cpu, *mentions) -> str | None:
+    why = h.one_line_error(res, *mentions)
+    if why is None and rss is None:
+        return "no usage report (the command died)"
+    if why is None and rss > MAX_RSS_MB:
+        return f"peak RSS {rss:.0f} MB, above {MAX_RSS_MB} MB"
+    if why is None and cpu > MAX_CPU_S:
+        return f"{cpu:.1f} s of CPU, above {MAX_CPU_S:g} s"
+    return why
+
+
+def last_line_error(h, res, *mentions) -> str | None:
+    """Exit 2, no traceback, the last stderr line ``attnkit: error: ...`` naming ``mentions``
+    (a training run's lines before it are its progress)."""
+    if "Traceback" in res.stderr or res.rc != 2:
+        return f"exit {res.rc}, expected 2 and no traceback: {res.tail()}"
+    lines = res.lines()
+    if not lines or not lines[-1].startswith("attnkit: error:"):
+        return f"the last stderr line is no 'attnkit: error:' line: {res.tail()}"
+    missing = [m for m in mentions if m.lower() not in lines[-1].lower()]
+    return f"the error does not name {', '.join(missing)}: {lines[-1][:200]}" if missing else None
+
+
+def answered_or_refused(h, res) -> str | None:
+    """Exit 0, or exit 2 with one ``attnkit: error:`` line; never a traceback."""
+    return h.succeeded(res) if res.rc == 0 else h.one_line_error(res)
+
+
+def probe(h, ctx, models: Models, family: str, check: str, folder: Path) -> str | None:
+    """benchmarks/faults_probe.py's ``check`` on the family's model: None when all held."""
+    names = list(_families())
+    others = []
+    if check == "checkpoint":  # the next family's weights in this family's checkpoint
+        other = models.get(names[(names.index(family) + 1) % len(names)])
+        others.append(other.rpartition(":")[2] if ":" in other else other)
+    spec = {"check": check, "family": family, "model": models.get(family), "folder": str(folder)}
+    spec["others"] = others
+    (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    code = (
+        "import resource, runpy, sys; "
+        f"resource.setrlimit(resource.RLIMIT_AS, ({PROBE_CAP}, {PROBE_CAP})); "
+        "sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(PROBE), str(folder / "spec.json")],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env=ctx.env(),
+            timeout=PROBE_SECONDS,
+        )
+    except subprocess.TimeoutExpired:
+        return f"the probe ran past {PROBE_SECONDS} s"
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return f"the probe broke: exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    out = json.loads(lines[-1])
+    if out["failures"]:
+        shown = "; ".join(out["failures"][:6])
+        return f"{len(out['failures'])} of {out['checked']} failed: {shown}"
+    if out["rss_mb"] > PROBE_RSS_MB:
+        return f"peak RSS {out['rss_mb']:.0f} MB, above {PROBE_RSS_MB} MB"
+    return None
+
+
+def weights_equal(a: Path, b: Path) -> str | None:
+    """None when the two model.safetensors hold the same tensors bit for bit."""
+    from safetensors.numpy import load_file
+
+    x, y = load_file(str(a / "model.safetensors")), load_file(str(b / "model.safetensors"))
+    if x.keys() != y.keys():
+        return "the resumed run's weights have other names"
+    differ = [k for k in x if x[k].tobytes() != y[k].tobytes()]
+    if differ:
+        return f"resumed weights differ from an uninterrupted run's: {', '.join(differ[:3])}"
+    return None
+
+
+def register(h) -> None:  # noqa: C901 - one list of case builders
+    """Add every family's cases to ``h.CASES`` (``h``: the faults module)."""
+    state: dict[str, Models] = {}
+
+    def models(ctx) -> Models:
+        return state.setdefault("models", Models(h, ctx))
+
+    def add(name: str, run) -> None:
+        h.CASES.append(h.Case(name, ITEM, run, needs_model=False))
+
+    for family, record in _families().items():
+        inputs = record.fault_inputs()
+        prefix = f"family_{family}"
+        if inputs.experiment is not None:
+            for data in inputs.data_files:
+                for kind in ("fifo", "dev_zero", "endless"):
+                    add(f"{prefix}_data_{kind}_{_slug(data)}", _data_case(h, inputs, data, kind))
+        for check in ("api", "checkpoint"):
+            add(
+                f"{prefix}_{check}",
+                lambda c, f, fam=family, k=check: probe(h, c, models(c), fam, k, f),
+            )
+        if record.endpoint is not None:
+            add(f"{prefix}_serve", _probe_case(h, models, family, "serve"))
+        else:
+            add(f"{prefix}_serve", _serve_refused(h, models, family))
+        if inputs.commands:
+            add(f"{prefix}_command_fifo_weights", _command_case(h, models, family, "fifo"))
+            add(f"{prefix}_command_foreign", _command_case(h, models, family, "foreign"))
+        if inputs.resumes and inputs.experiment is not None:
+            for how in ("kill9", "sigterm", "full_disk"):
+                add(f"{prefix}_resume_{how}", _resume_case(h, models, family, how))
+
+
+def _probe_case(h, models, family: str, check: str):
+    return lambda ctx, folder: probe(h, ctx, models(ctx), family, check, folder)
+
+
+def _data_case(h, inputs, data: str, kind: str):
+    def run(ctx, folder: Path) -> str | None:
+        config = write_experiment(inputs, folder)
+        path = folder / data
+        path.unlink()
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev_zero":
+            path.symlink_to("/dev/zero")
+        else:
+            path.write_bytes(b"x" * (2 << 20))  # one line of 2 MB: above the 1 MB line cap
+        res, rss, cpu = capped(h, ctx, ["train", str(config), "--output-dir", "run"], folder)
+        return bounded(h, res, rss, cpu, Path(data).name)
+
+    return run
+
+
+def _serve_refused(h, models, family: str):
+    def run(ctx, folder: Path) -> str | None:
+        model = models(ctx).get(family)
+        res, rss, cpu = capped(h, ctx, ["serve", "--model", model, "--port", "0"], folder)
+        return bounded(h, res, rss, cpu, "serve")
+
+    return run
+
+
+def _command_case(h, models, family: str, how: str):
+    def run(ctx, folder: Path) -> str | None:
+        inputs = _families()[family].fault_inputs()
+        names = list(_families())
+        if how == "fifo":
+            source = Path(models(ctx).get(family))
+            model = folder / "ckpt"
+            shutil.copytree(source, model)
+            (model / "model.safetensors").unlink()
+            os.mkfifo(model / "model.safetensors")
+            mentions = ("model.safetensors",)
+        else:
+            other = names[(names.index(family) + 1) % len(names)]
+            model = models(ctx).get(other)
+        args = [a.replace("{model}", str(model)) for a in inputs.commands[0]]
+        res, rss, cpu = capped(h, ctx, args, folder)
+        if how == "foreign":  # the command may apply to the other family's model too
+            return answered_or_refused(h, res)
+        return bounded(h, res, rss, cpu, *mentions)
+
+    return run
+
+
+def _resume_case(h, models, family: str, how: str):
+    def run(ctx, folder: Path) -> str | None:
+        reference = Path(models(ctx).get(family)).parent / "last"  # the straight run's end
+        inputs = _families()[family].fault_inputs()
+        config = write_experiment(inputs, folder)
+        train = ["train", str(config), "--output-dir", "run"]
+        run_dir = folder / "run"
+        if how == "full_disk":
+            res, _, _ = capped(h, ctx, train, folder, wrapper=FULL_DISK)
+            if why := last_line_error(h, res, "No space left"):
+                return f"the full disk: {why}"
+        else:
+            proc = subprocess.Popen(
+                ctx.command(train),
+                cwd=folder,
+                env=ctx.env(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            deadline = time.time() + 120
+            while not (run_dir / "last" / "trainer.json").is_file() and proc.poll() is None:
+                if time.time() > deadline:
+                    proc.kill()
+                    return "no last/ within 120 s"
+                time.sleep(POLL_S)
+            if proc.poll() is not None:
+                return f"the run ended (exit {proc.returncode}) before its first last/ was seen"
+            proc.send_signal(signal.SIGKILL if how == "kill9" else signal.SIGTERM)
+            _, err = proc.communicate(timeout=120)
+            if how == "sigterm":
+                res = h.Result(proc.returncode, "", err.decode("utf-8", "replace"), 0.0)
+                if "Traceback" in res.stderr or proc.returncode < 0:
+                    return f"SIGTERM: exit {proc.returncode}: {res.tail()}"
+        again = ctx.attnkit([*train, "--resume"], folder, timeout=300)
+        if why := h.succeeded(again):
+            return f"--resume: {why}"
+        return weights_equal(run_dir / "last", reference)
+
+    return run

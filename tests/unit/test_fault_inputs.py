@@ -1,0 +1,35 @@
+"""Every registered family gives the hostile-input harness its FaultInputs (benchmarks/faults.py
+iterates the registry and reads them: a family without one would have no cases), and the record
+refuses what would leave the harness nothing to run."""
+
+from __future__ import annotations
+
+import pytest
+
+from attnkit.families import FAMILIES
+from attnkit.families.fault_inputs import FaultInputs
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_every_registered_family_gives_its_fault_inputs(name):
+    family = FAMILIES[name]
+    inputs = family.fault_inputs()
+    assert isinstance(inputs, FaultInputs), f"{family.package}.{family.faults} is no FaultInputs"
+    model = family.model_class()
+    for method in inputs.calls:
+        assert callable(getattr(model, method, None)), f"{name}: no API method {method!r}"
+    if inputs.experiment is not None:
+        assert inputs.experiment.get("family") == name
+        family.summary(inputs.experiment)  # a mapping the family reads
+    if inputs.request is not None:
+        assert family.endpoint is not None, f"{name}: a request, but no server endpoint"
+    for command in inputs.commands:
+        assert "{model}" in command, f"{name}: {command} does not name the model"
+
+
+def test_a_record_names_only_its_own_files_and_has_a_model():
+    with pytest.raises(ValueError, match="not among files"):
+        FaultInputs(experiment={}, files={"a.tsv": ""}, data_files=("b.tsv",))
+    with pytest.raises(ValueError, match="experiment to train or a checkpoint"):
+        FaultInputs()
+    assert FaultInputs(checkpoint="faults:make").resumes is False
