@@ -105,7 +105,8 @@ def test_training_and_scoring_files_stop_at_the_first_bad_line(tmp_path, monkeyp
     long.write_bytes(b"a\tb\n" + b"c" * 2000 + b"\td\n")
     with pytest.raises(DataError, match=r"long.tsv:2: line longer than 1,024 bytes"):
         load_tsv(long)
-    with pytest.raises(DataError, match="/dev/zero:1: line longer"):
+    # a parallel pair is opened only as regular files: a device (or a FIFO) never blocks it
+    with pytest.raises(DataError, match="/dev/zero: is a FIFO, device or socket"):
         load_parallel("/dev/zero", "/dev/zero")
     with pytest.raises(DataError, match="/dev/urandom:1: "):
         load_tsv("/dev/urandom")
