@@ -108,8 +108,12 @@ def test_training_and_scoring_files_stop_at_the_first_bad_line(tmp_path, monkeyp
     # a parallel pair is opened only as regular files: a device (or a FIFO) never blocks it
     with pytest.raises(DataError, match="/dev/zero: is a FIFO, device or socket"):
         load_parallel("/dev/zero", "/dev/zero")
-    with pytest.raises(DataError, match="/dev/urandom:1: "):
+    with pytest.raises(DataError, match="/dev/urandom: is a FIFO, device or socket"):
         load_tsv("/dev/urandom")
+    bad = tmp_path / "bad.tsv"  # not UTF-8 on its first line, then many good ones
+    bad.write_bytes(b"\xff\xfe\tx\n" + b"a\tb\n" * 100_000)
+    with pytest.raises(DataError, match="bad.tsv:1: "):
+        load_tsv(bad)
 
 
 def test_limits_come_from_the_environment(monkeypatch):
