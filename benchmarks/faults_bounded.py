@@ -38,6 +38,19 @@ runpy.run_module("attnkit", run_name="__main__", alter_sys=True)
 """
 
 
+def bounded(h, res, rss, cpu, *mentions) -> str | None:
+    """Why a capped command's result breaks the bounds (not one error line naming ``mentions``,
+    no usage report, over :data:`MAX_RSS_MB` or :data:`MAX_CPU_S`), or None when it holds."""
+    why = h.one_line_error(res, *mentions)
+    if why is None and rss is None:
+        return "no usage report (the command died)"
+    if why is None and rss > MAX_RSS_MB:
+        return f"peak RSS {rss:.0f} MB, above {MAX_RSS_MB} MB"
+    if why is None and cpu > MAX_CPU_S:
+        return f"{cpu:.1f} s of CPU, above {MAX_CPU_S:g} s"
+    return why
+
+
 def _bomb(levels: int = 9) -> str:
     """A "billion laughs": 9**levels strings from a few hundred bytes."""
     lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
@@ -86,16 +99,6 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             kb, cpu_s = report.read_text().split()
             rss, cpu = int(kb) / 1024, float(cpu_s)
         return res, rss, cpu
-
-    def bounded(res, rss, cpu, *mentions) -> str | None:
-        why = h.one_line_error(res, *mentions)
-        if why is None and rss is None:
-            return "no usage report (the command died)"
-        if why is None and rss > MAX_RSS_MB:
-            return f"peak RSS {rss:.0f} MB, above {MAX_RSS_MB} MB"
-        if why is None and cpu > MAX_CPU_S:
-            return f"{cpu:.1f} s of CPU, above {MAX_CPU_S:g} s"
-        return why
 
     def add(name: str, item: str, needs_model: bool = True):
         def decorate(fn):
@@ -160,7 +163,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             def run(ctx, folder, damage=damage, mention=mention, command=command):
                 ckpt = ctx.best_copy(folder)
                 damage(ckpt)
-                return bounded(*capped(ctx, commands[command](str(ckpt)), folder), mention)
+                return bounded(h, *capped(ctx, commands[command](str(ckpt)), folder), mention)
 
             h.CASES.append(h.Case(f"ckpt_{what}_{command}", "b1", run))
 
@@ -194,7 +197,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             return "the vision config has no size key"
         config_edit(lambda c: c["model"].update({ints[0]: 60_000}))(folder / "vis")
         args = ["plot", "--model", str(folder / "vis"), "--image", "0", "-o", "out"]
-        return bounded(*capped(ctx, args, folder), "model.safetensors")
+        return bounded(h, *capped(ctx, args, folder), "model.safetensors")
 
     # ---- b2/b3/b8: YAML read with limits ----------------------------------------------------
     def train_raw(text: str, mention: str, item: str = "b2"):
@@ -202,7 +205,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             cfg = ctx.config(folder)
             (folder / "exp.yaml").write_text(text + cfg.read_text(encoding="utf-8"), "utf-8")
             args = ["train", str(folder / "exp.yaml"), "--output-dir", "run"]
-            return bounded(*capped(ctx, args, folder), mention)
+            return bounded(h, *capped(ctx, args, folder), mention)
 
         return run
 
@@ -224,7 +227,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             args = ["train", str(ctx.config(folder)), "--output-dir", "run"]
             for item in overrides:
                 args += ["--set", item]
-            return bounded(*capped(ctx, args, folder, stdin_path), mention)
+            return bounded(h, *capped(ctx, args, folder, stdin_path), mention)
 
         return run
 
@@ -252,12 +255,12 @@ def register(h) -> None:  # noqa: C901 - one list of cases
 
     @add("train_config_dev_zero", "b3", needs_model=False)
     def _train_dev_zero(ctx, folder):
-        return bounded(*capped(ctx, ["train", "/dev/zero"], folder), "/dev/zero")
+        return bounded(h, *capped(ctx, ["train", "/dev/zero"], folder), "/dev/zero")
 
     @add("translate_stdin_dev_zero", "b3")
     def _stdin_zero(ctx, folder):
         args = ["translate", "--model", str(ctx.best_copy(folder)), "-"]
-        return bounded(*capped(ctx, args, folder, "/dev/zero"), "<stdin>:1")
+        return bounded(h, *capped(ctx, args, folder, "/dev/zero"), "<stdin>:1")
 
     @add("translate_stdin_one_1gb_line", "b3")
     def _stdin_big_line(ctx, folder):
@@ -265,13 +268,13 @@ def register(h) -> None:  # noqa: C901 - one list of cases
         with open(line, "wb") as f:  # sparse: a gigabyte of one line costs no disk
             f.truncate(1 << 30)
         args = ["translate", "--model", str(ctx.best_copy(folder)), "-"]
-        return bounded(*capped(ctx, args, folder, str(line)), "<stdin>:1", "limit")
+        return bounded(h, *capped(ctx, args, folder, str(line)), "<stdin>:1", "limit")
 
     def evaluate_files(*files: str, mention: str):
         def run(ctx, folder):
             args = ["evaluate", "--model", str(ctx.best_copy(folder)), "--beam", "1"]
             args += [*files, "--out", "eval"]
-            return bounded(*capped(ctx, args, folder), mention)
+            return bounded(h, *capped(ctx, args, folder), mention)
 
         return run
 

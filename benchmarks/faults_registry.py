@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import yaml
-from faults_bounded import AS_CAP, MAX_CPU_S, MAX_RSS_MB, WRAPPER
+from faults_bounded import AS_CAP, WRAPPER, bounded
 
 ITEM = "f44"
 HERE = Path(__file__).resolve().parent
@@ -170,17 +170,6 @@ def capped(h, ctx, args: list, folder: Path, wrapper: str = WRAPPER, timeout: fl
         kb, cpu_s = report.read_text().split()
         rss, cpu = int(kb) / 1024, float(cpu_s)
     return res, rss, cpu
-
-
-def bounded(h, res, rss, cpu, *mentions) -> str | None:
-    why = h.one_line_error(res, *mentions)
-    if why is None and rss is None:
-        return "no usage report (the command died)"
-    if why is None and rss > MAX_RSS_MB:
-        return f"peak RSS {rss:.0f} MB, above {MAX_RSS_MB} MB"
-    if why is None and cpu > MAX_CPU_S:
-        return f"{cpu:.1f} s of CPU, above {MAX_CPU_S:g} s"
-    return why
 
 
 def last_line_error(h, res, *mentions) -> str | None:
