@@ -26,15 +26,17 @@ from attnkit.attention.location_aware import AlignmentAttention, first_alignment
 from attnkit.errors import ConfigError
 
 ATTENTIONS = ("location", "content")
-KINDS = ("las", "ctc")
+KINDS = ("las", "ctc", "transformer")
 
 
 @dataclass
 class LASConfig:
     """The ``model:`` section of a speech experiment (``kind: ctc`` reads the listener's keys
-    and ``dropout``: :mod:`attnkit.models.ctc`)."""
+    and ``dropout``: :mod:`attnkit.models.ctc`; ``kind: transformer`` reads ``model_dim`` to
+    ``decoder_layers`` and ``dropout``: :mod:`attnkit.models.speech_transformer`)."""
 
-    kind: str = "las"  # las (attention) | ctc (no attention: attnkit.models.ctc)
+    # las (attention) | ctc (no attention: attnkit.models.ctc) | transformer (over frames)
+    kind: str = "las"
     stack: int = 1  # feature frames concatenated into one before the listener (stride too)
     listener_hidden: int = 128  # LSTM width per direction of every listener layer
     pyramid_layers: int = 2  # each halves the frames the speller attends over
@@ -45,11 +47,17 @@ class LASConfig:
     location_channels: int = 10  # location: filters over the previous alignment
     location_kernel: int = 31  # location: their width in listener frames (odd)
     dropout: float = 0.1  # between the listener layers and before the output layer
+    model_dim: int = 128  # transformer: the width D of the front end's output and every layer
+    heads: int = 4  # transformer: attention heads per layer; model_dim must be divisible by it
+    ff_dim: int = 256  # transformer: inner width of each feed-forward sub-layer
+    encoder_layers: int = 2  # transformer: self-attention layers over the subsampled frames
+    decoder_layers: int = 2  # transformer: decoder layers (each with cross-attention)
 
     CHOICES = {"attention": ATTENTIONS, "kind": KINDS}
 
     def validate(self, where: str) -> None:
-        for name in ("listener_hidden", "speller_hidden", "embedding", "attention_dim"):
+        sizes = ("listener_hidden", "speller_hidden", "embedding", "attention_dim", "model_dim")
+        for name in (*sizes, "heads", "ff_dim", "encoder_layers", "decoder_layers"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
         if not 1 <= self.stack <= 8:
@@ -59,6 +67,11 @@ class LASConfig:
         if self.location_kernel < 1 or self.location_kernel % 2 == 0:
             raise ConfigError(
                 f"{where}.location_kernel: must be odd and positive, got {self.location_kernel}"
+            )
+        if self.model_dim % self.heads:
+            raise ConfigError(
+                f"{where}.model_dim: {self.model_dim} is not divisible by {where}.heads "
+                f"({self.heads})"
             )
         if not 0 <= self.dropout < 1:
             raise ConfigError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")

@@ -6,7 +6,8 @@
     output_dir: runs/speech_numbers_las           -> where best/ and last/ go
     data:  {languages: [en, de], max_number: 999} -> SpeechData (attnkit.data.tasks.speech_set)
     model: {kind: las, attention: location, ...}  -> LASConfig (attnkit.models.las; kind: ctc
-                                                     -> attnkit.models.ctc, no attention)
+                                                     -> attnkit.models.ctc, no attention; kind:
+                                                     transformer -> .speech_transformer)
     train: {epochs: 30, batch_size: 32, ...}      -> TrainConfig
 
 Unknown keys anywhere are rejected with the valid ones listed. The ``train`` keys are those of
@@ -87,5 +88,7 @@ def describe(data: dict) -> ConfigSummary:
         return ConfigSummary("spoken numbers", "?")
     if model.get("kind", LASConfig.kind) == "ctc":
         return ConfigSummary("spoken numbers", "CTC over the listener's frames (no attention)")
+    if model.get("kind") == "transformer":
+        return ConfigSummary("spoken numbers", "Transformer over frames (cross-attention)")
     attention = model.get("attention", LASConfig.attention)
     return ConfigSummary("spoken numbers", f"listen, attend and spell ({attention} attention)")

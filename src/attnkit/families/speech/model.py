@@ -115,8 +115,8 @@ class SpeechModel:
         return cls(config, net, Path(directory))
 
     def __repr__(self) -> str:
-        kind = (
-            "CTC" if self.config.model.kind == "ctc" else f"{self.config.model.attention} attention"
+        kind = {"ctc": "CTC", "transformer": "Transformer over frames"}.get(
+            self.config.model.kind, f"{self.config.model.attention} attention"
         )
         return f"SpeechModel({kind}, path={self.path})"
 

@@ -1,10 +1,11 @@
-"""Training for the speech family (``family: speech``): Listen, Attend and Spell (or CTC) on
-spoken numbers, through the one driver (:mod:`attnkit.training.run`) and :class:`SpeechAdapter`.
+"""Training for the speech family (``family: speech``): Listen, Attend and Spell (CTC, or the
+Transformer over frames) on spoken numbers, through the one driver (:mod:`attnkit.training.run`)
+and :class:`SpeechAdapter`.
 
 The splits are spoken once (:func:`attnkit.data.tasks.speech_set.make_set`, from the audio cache
-where it can). LAS learns by teacher forcing (the negative log-likelihood of every digit and
-``</s>``); CTC by its loss over the digits (no ``</s>``: the frames end the spelling). Dev is
-scored by greedy spelling (exact match decides ``best``).
+where it can). LAS and the Transformer learn by teacher forcing (the negative log-likelihood of
+every digit and ``</s>``); CTC by its loss over the digits (no ``</s>``: the frames end the
+spelling). Dev is scored by greedy spelling (exact match decides ``best``).
 """
 
 from __future__ import annotations
@@ -159,6 +160,8 @@ def _start(cfg: SpeechExperiment, context: Context) -> Started:
 def _describe(cfg: SpeechExperiment) -> str:
     if cfg.model.kind == "ctc":
         return "CTC (no attention)"
+    if cfg.model.kind == "transformer":
+        return "Transformer over frames"
     return f"{cfg.model.attention} attention"
 
 
