@@ -90,6 +90,7 @@ def test_the_experiment_file_is_checked_and_described(tmp_path):
         parse_config(bad, "x.yaml")
     assert "location" in describe(_config(tmp_path)).model
     assert "CTC" in describe({"model": {"kind": "ctc"}}).model
+    assert "Transformer" in describe({"model": {"kind": "transformer"}}).model
     stacked = _config(tmp_path)
     stacked["model"]["stack"] = 0
     with pytest.raises(ConfigError, match=r"x\.yaml: model\.stack: must be 1 to 8, got 0"):
@@ -109,5 +110,33 @@ def test_the_ctc_kind_trains_loads_and_spells_without_attention(tmp_path):
     heard = model.transcribe(item)
     assert set(heard.digits) <= set("0123456789") and heard.stride == 4
     assert heard.attention.shape == (len(heard.outputs), len(heard.features) // 4)
+    scores = model.evaluate("test")
+    assert set(scores["greedy"]["en"]) == {"exact_match", "cer", "wer"}
+
+
+def test_the_transformer_kind_trains_loads_and_transcribes_with_cross_attention(tmp_path):
+    config = _config(tmp_path, epochs=2)
+    config["model"] = {
+        "kind": "transformer",
+        "model_dim": 32,
+        "heads": 2,
+        "ff_dim": 64,
+        "encoder_layers": 1,
+        "decoder_layers": 1,
+    }
+    best = train_speech(config)
+    lines = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    losses = [x["loss"] for x in lines if x["kind"] == "train"]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    model = attnkit.load(best)
+    assert "Transformer" in repr(model)
+    item = speech.generate(0, ("en",), 19)["test"][0]
+    heard = model.transcribe(item)
+    assert set(heard.digits) <= set("0123456789") and heard.stride == 4
+    frames = -(-len(heard.features) // 4)  # the front end keeps ceil(T / 4) frames
+    assert heard.attention.shape == (len(heard.outputs), frames)
+    assert heard.weights == "attention"
+    assert np.allclose(heard.attention.sum(1), 1.0, atol=1e-5)
+    assert heard.to_dict()["digits"] == heard.digits  # what the endpoint and .show() draw
     scores = model.evaluate("test")
     assert set(scores["greedy"]["en"]) == {"exact_match", "cer", "wer"}
