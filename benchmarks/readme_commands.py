@@ -325,6 +325,10 @@ LONG: dict[str, str] = {
     ),
     "attnkit train configs/speech_numbers_las.yaml --set model.kind=ctc "
     "--output-dir runs/speech_ctc": "synthesises spoken numbers and trains CTC: minutes on a CPU",
+    "attnkit train configs/speech_numbers_las.yaml --set model.kind=transformer "
+    "--output-dir runs/speech_tf": (
+        "synthesises spoken numbers and trains the Transformer over frames: minutes on a CPU"
+    ),
     "python benchmarks/speech.py --out docs/results/speech_cpu.json": (
         "the speech benchmark: three trainings at once, 20-30 minutes on a shared CPU"
     ),

@@ -6,11 +6,13 @@ spoken numbers, one budget each, scored on held-out voices.
 
 Each model is configs/speech_numbers_las.yaml with ``model.attention`` content or location, or
 ``model.kind=ctc`` (the same listener, a per-frame classifier), trained for the config's epochs
-(a fixed number of updates) with one thread, all three at once, each in a process of its own.
-Each best checkpoint (by dev exact match) then spells the test split (voices no training or dev
-utterance was spoken in) greedily: exact match, WER over the spoken words and CER over the
-digits, overall and per language. The LAS models' teacher-forced attention is scored against
-the gold word timings (AER with every gold link possible: ``100 - argmax in span``,
+(a fixed number of updates) with one thread, all three at once, each in a process of its own;
+``--models transformer`` trains ``model.kind=transformer`` (the Transformer over frames at its
+default sizes) the same way. Each best checkpoint (by dev exact match) then spells the test
+split (voices no training or dev utterance was spoken in) greedily: exact match, WER over the
+spoken words and CER over the digits, overall and per language. The teacher-forced attention
+(LAS's; the Transformer's last layer, averaged over heads) is scored against the gold word
+timings (AER with every gold link possible: ``100 - argmax in span``,
 :func:`attnkit.families.speech.evaluate.attention_alignment`); CTC has no attention to score.
 One JSON line per model, then the list written to --out with the machine and load average.
 
@@ -38,7 +40,10 @@ MODELS = {
     "las_content": ["model.attention=content"],
     "las_location": ["model.attention=location"],
     "ctc": ["model.kind=ctc"],
+    "transformer": ["model.kind=transformer"],
 }
+#: what a run without --models trains (the Transformer is asked for by name: --models transformer)
+DEFAULT = ("las_content", "las_location", "ctc")
 
 
 def run_one(name: str, runs: Path, extra: list[str]) -> dict:
@@ -65,7 +70,7 @@ def run_one(name: str, runs: Path, extra: list[str]) -> dict:
     row.update(updates=trainer["step"], best_update=trainer["best_step"])
     row["update_s"] = round(trainer["train_s"], 1)  # in updates alone: no scoring, no saving
     row["test"] = score(model.net, data)
-    if model.config.model.kind == "las":
+    if model.config.model.kind != "ctc":  # LAS's attention, the Transformer's cross-attention
         hop = model.config.data.mel.hop
         row["alignment"] = attention_alignment(model.net, data, hop, model.config.data.directory)
     return row
@@ -75,7 +80,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=Path, default=Path("runs/bench_speech"))
     parser.add_argument("--out", type=Path, default=None, help="write the JSON list here")
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    parser.add_argument("--models", nargs="+", default=list(DEFAULT), choices=list(MODELS))
     parser.add_argument("--set", action="append", default=[], help="extra --set for every model")
     parser.add_argument("--one", choices=list(MODELS), help=argparse.SUPPRESS)  # a worker
     args = parser.parse_args()

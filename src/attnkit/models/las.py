@@ -46,7 +46,8 @@ class LASConfig:
     attention_dim: int = 128  # width A of the additive energies
     location_channels: int = 10  # location: filters over the previous alignment
     location_kernel: int = 31  # location: their width in listener frames (odd)
-    dropout: float = 0.1  # between the listener layers and before the output layer
+    # between the listener layers and before the output layer (transformer: every sub-layer)
+    dropout: float = 0.1
     model_dim: int = 128  # transformer: the width D of the front end's output and every layer
     heads: int = 4  # transformer: attention heads per layer; model_dim must be divisible by it
     ff_dim: int = 256  # transformer: inner width of each feed-forward sub-layer
