@@ -21,12 +21,15 @@ from attnkit.evaluation.alignment import SYNTHETIC_RULE, alignment_metrics
 from attnkit.evaluation.metrics import char_error_rate, word_error_rate
 from attnkit.models.ctc import CTC
 from attnkit.models.las import LAS
+from attnkit.models.speech_transformer import SpeechTransformer
+
+Speller = LAS | CTC | SpeechTransformer  # what the speech family trains
 
 MAX_DIGITS = 12  # spellings are cut here (a number of the task has at most 7 digits)
 
 
 @torch.no_grad()
-def spell(model: LAS | CTC, features, lengths) -> list[str]:
+def spell(model: Speller, features, lengths) -> list[str]:
     """Greedy spellings of a batch: features (B, T, F), lengths (B,) -> B digit strings."""
     device = next(model.parameters()).device
     if isinstance(model, CTC):
@@ -36,7 +39,7 @@ def spell(model: LAS | CTC, features, lengths) -> list[str]:
     return [decode(row) for row in outputs.tolist()]
 
 
-def transcribe(model: LAS | CTC, data: SpeechSet, batch_size: int = 100) -> list[str]:
+def transcribe(model: Speller, data: SpeechSet, batch_size: int = 100) -> list[str]:
     """Greedy spellings of every item of ``data``, in order."""
     model.eval()
     found: list[str] = []
@@ -55,7 +58,7 @@ def spoken_words(digits: str, language: str) -> str:
     return " ".join(text[a:b] for a, b in speech.segments_of(text, language))
 
 
-def score(model: LAS | CTC, data: SpeechSet, batch_size: int = 100) -> dict:
+def score(model: Speller, data: SpeechSet, batch_size: int = 100) -> dict:
     """Exact match, CER and WER of the greedy spellings, overall and per language."""
     found = transcribe(model, data, batch_size)
     scores = _figures(found, data.items)
@@ -79,7 +82,7 @@ def _figures(found: list[str], items: list[speech.Item]) -> dict:
 
 
 @torch.no_grad()
-def dev_scorer(model: LAS | CTC, data: SpeechSet, batch_size: int) -> dict:
+def dev_scorer(model: Speller, data: SpeechSet, batch_size: int) -> dict:
     """The dev scores the training loop decides by."""
     return score(model, data, batch_size)
 
@@ -95,7 +98,7 @@ def listener_gold(utterance: speech.Utterance, hop: int, stride: int) -> Alignme
 
 @torch.no_grad()
 def attention_alignment(
-    model: LAS, data: SpeechSet, hop: int, cache=None, batch_size: int = 50
+    model: LAS | SpeechTransformer, data: SpeechSet, hop: int, cache=None, batch_size: int = 50
 ) -> dict:
     """The attention of teacher-forced spellings of ``data`` (features of hop ``hop``; audio
     cache ``cache``) against the gold word timings (:mod:`attnkit.evaluation.alignment`, digits
