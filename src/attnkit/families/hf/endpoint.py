@@ -361,8 +361,8 @@ def info(loaded) -> dict:
     }
 
 
-#: the sentence a text model's view opens with
-SENTENCE = "The cat sat on the mat because it was tired."
+#: the sentence a text model's view opens with (short: a tiny model holds few positions)
+SENTENCE = "the cat sat on the mat"
 
 
 def example(loaded) -> str | None:
