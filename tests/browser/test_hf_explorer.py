@@ -261,3 +261,23 @@ def test_a_vits_show_draws_each_layers_row_over_the_picture(driver, tmp_path):
     wait(driver, lambda d: np.allclose(overlay(d), want, atol=1e-4), "the rollout's row")
     assert "rollout" in driver.find_element(By.CSS_SELECTOR, ".attnkit-step-label").text
     assert severe(driver) == []
+
+
+def test_a_text_model_opens_on_its_example_and_an_image_model_on_nothing(page, server):
+    """Nothing typed: the classifier's view opens on its example sentence, answered; the image
+    model's view waits for a picture (its example is none); a typed text is never replaced."""
+    listed = {m["name"]: m for m in server.get("v1/models").json()["models"]}
+    example = listed["bert"]["example"]
+    assert example and listed["vit"]["example"] is None
+    assert page.find_element(By.ID, "pt-text").get_attribute("value") == example
+    answer = server.post("v1/pretrained", {"model": "bert", "text": example})
+    part = answer["parts"]["self"]
+    wait_cells(page, len(part["query_tokens"]) * len(part["key_tokens"]), CELLS)
+    assert page.find_element(By.ID, "pt-output").text == answer["label"]
+    box = page.find_element(By.ID, "pt-text")
+    box.clear()
+    box.send_keys(TEXT)
+    Select(page.find_element(By.ID, "model")).select_by_value("vit")
+    assert not page.find_element(By.ID, "pt-results").is_displayed()  # no picture, no answer
+    Select(page.find_element(By.ID, "model")).select_by_value("bert")
+    assert page.find_element(By.ID, "pt-text").get_attribute("value") == TEXT

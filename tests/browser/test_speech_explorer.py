@@ -67,3 +67,20 @@ def test_a_typed_number_is_heard_drawn_and_played(driver, speech_server):
     wait.until(lambda d: "at most 6 digits" in d.find_element(By.ID, "error").text)
     errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == [] or all("422" in e["message"] for e in errors)
+
+
+def test_the_view_opens_on_the_models_example_heard(driver, speech_server):
+    """Nothing typed: the number box holds the model's example in its language, synthesised and
+    heard at once (its spoken words shown)."""
+    from num2words import num2words
+
+    example = speech_server.get("v1/models").json()["models"][0]["example"]
+    driver.get(speech_server.url)
+    wait = WebDriverWait(driver, 60)
+    wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
+    assert driver.find_element(By.ID, "speech-number").get_attribute("value") == example["number"]
+    language = driver.find_element(By.ID, "speech-language").get_attribute("value")
+    assert language == example["language"]
+    words = num2words(int(example["number"]), lang=language)
+    wait.until(lambda d: words in d.find_element(By.ID, "speech-spoken").text)
+    assert driver.find_elements(By.CSS_SELECTOR, "#speech-result canvas.attnkit-spectrogram")

@@ -136,3 +136,100 @@ def test_the_zoo_image_model_classifies_a_test_digit(driver, zoo_server, shared_
     wait = _family_page(driver, srv, "mnist-ram", "vision-view")
     answer = srv.post("v1/classify", {"model": "mnist-ram", "index": 0})
     wait.until(lambda d: _text("prediction")(d) == answer["prediction"])
+
+
+def _example(srv, name: str):
+    """The example ``GET /v1/models`` gives model ``name``: what its view opens with."""
+    listed = {m["name"]: m for m in srv.get("v1/models").json()["models"]}
+    return listed[name]["example"]
+
+
+def _value(driver, element_id: str) -> str:
+    return driver.find_element(By.ID, element_id).get_attribute("value")
+
+
+def _away_and_back(driver, wait: WebDriverWait, name: str, view: str) -> None:
+    """Another family's model chosen, then ``name`` again (its view restarted)."""
+    other = next(n for n in zoo.served() if n != name)
+    Select(driver.find_element(By.ID, "model")).select_by_value(other)
+    wait.until(lambda d: not d.find_element(By.ID, view).is_displayed())
+    Select(driver.find_element(By.ID, "model")).select_by_value(name)
+    wait.until(lambda d: d.find_element(By.ID, view).is_displayed())
+
+
+def test_every_zoo_view_opens_on_its_example_answered_without_typing(driver, zoo_server):
+    """Nothing typed: each family's view opens on its model's example, already answered as the
+    API answers that example (the graph a node's neighbours, the sentence its label, the
+    memory network where Mary is, the pointer network the order of its points)."""
+    srv, _ = zoo_server
+    node = _example(srv, "cora-gat")
+    assert isinstance(node, int) and 0 <= node  # a node the graph has: the API explains it
+    wait = _family_page(driver, srv, "cora-gat", "graph-view")
+    answer = srv.post("v1/graph/node", {"model": "cora-gat", "node": node})
+    assert _value(driver, "graph-node") == str(node)
+    wait.until(lambda d: _text("graph-summary")(d).startswith(f"node {answer['node']}: label"))
+
+    sentence = _example(srv, "sst2-attention")
+    wait = _family_page(driver, srv, "sst2-attention", "sentence-view")
+    answer = srv.post("v1/classify_text", {"model": "sst2-attention", "inputs": [sentence]})
+    assert _value(driver, "sentence") == sentence
+    wait.until(lambda d: _text("sentence-label")(d) == answer["results"][0]["label"])
+    assert driver.find_elements(By.CSS_SELECTOR, "#sentence-words .word")
+
+    story = _example(srv, "babi-task1")
+    wait = _family_page(driver, srv, "babi-task1", "memory-view")
+    assert _value(driver, "story") == "\n".join(story["story"])
+    assert _value(driver, "memory-question") == story["question"]
+    answer = srv.post("v1/answer", {"model": "babi-task1", **story})
+    assert answer["answer"] == "bathroom" and not answer["unknown"]  # its words, understood
+    wait.until(lambda d: _text("memory-answer")(d) == "bathroom")
+    assert driver.find_elements(By.CSS_SELECTOR, "#memory-map td.hm-cell")
+
+    points = _example(srv, "pointer-hull10")
+    assert len(points) == 8 and all(len(p) == 2 and 0 <= min(p) <= max(p) <= 1 for p in points)
+    wait = _family_page(driver, srv, "pointer-hull10", "pointer-view")
+    answer = srv.post("v1/solve", {"model": "pointer-hull10", "points": points})
+    order = "order " + " ".join(map(str, answer["order"]))
+    wait.until(lambda d: _text("pointer-summary")(d).startswith(order))
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#pointer-plane circle.pointer-point")) == 8
+
+
+def test_what_the_user_typed_is_never_replaced_by_an_example(driver, zoo_server):
+    """Typed into a view, then another model and back: the typed input stays, and is what the
+    view answers."""
+    srv, _ = zoo_server
+    wait = _family_page(driver, srv, "sst2-attention", "sentence-view")
+    typed = "a dull , tedious movie"
+    box = driver.find_element(By.ID, "sentence")
+    box.clear()
+    box.send_keys(typed)
+    _away_and_back(driver, wait, "sst2-attention", "sentence-view")
+    assert _value(driver, "sentence") == typed
+    answer = srv.post("v1/classify_text", {"model": "sst2-attention", "inputs": [typed]})
+    wait.until(lambda d: _text("sentence-label")(d) == answer["results"][0]["label"])
+
+    wait = _family_page(driver, srv, "cora-gat", "graph-view")
+    node = driver.find_element(By.ID, "graph-node")
+    node.clear()
+    node.send_keys("7")
+    _away_and_back(driver, wait, "cora-gat", "graph-view")
+    assert _value(driver, "graph-node") == "7"
+    wait.until(lambda d: _text("graph-summary")(d).startswith("node 7:"))
+
+    wait = _family_page(driver, srv, "babi-task1", "memory-view")
+    question = driver.find_element(By.ID, "memory-question")
+    question.clear()
+    question.send_keys("Where is John?")
+    _away_and_back(driver, wait, "babi-task1", "memory-view")
+    assert _value(driver, "memory-question") == "Where is John?"
+    wait.until(lambda d: _text("memory-answer")(d) == "hallway")
+
+    wait = _family_page(driver, srv, "pointer-hull10", "pointer-view")
+    points = driver.find_element(By.ID, "pointer-points")
+    points.clear()
+    points.send_keys(POINTS)
+    _away_and_back(driver, wait, "pointer-hull10", "pointer-view")
+    assert _value(driver, "pointer-points") == POINTS
+    wait.until(
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#pointer-plane circle.pointer-point")) == 10
+    )

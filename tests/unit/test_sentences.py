@@ -76,6 +76,15 @@ def test_the_text_models_are_listed(client):
     assert info["lin"]["heads"] == 2 and info["plain"]["has_attention"] is False
 
 
+def test_the_example_is_a_sentence_of_words_the_model_knows(client):
+    """The sentence view opens on a sentence the vocabulary holds word for word (SST's own
+    example needs a comma and "moving", which this tiny vocabulary lacks: its first words)."""
+    example = client.get("/v1/models").json()["models"][0]["example"]
+    assert example.split() and set(example.split()) <= set(WORDS)
+    answer = _ok(client.post("/v1/classify_text", json={"model": "additive", "inputs": [example]}))
+    assert answer["results"][0]["tokens"] == example.split()
+
+
 def test_the_answer_is_the_python_apis(client, served):
     sentences = ["a gripping film", "dull plot ."]
     body = _ok(client.post("/v1/classify_text", json={"model": "additive", "inputs": sentences}))

@@ -95,6 +95,7 @@ def test_the_vision_models_are_listed(client):
     assert info["pool"]["family"] == "vision" and info["pool"]["attention"] == "spatial"
     assert info["ram"]["attention"] == "glimpse" and info["ram"]["task"] == "mnist"
     assert info["numbers"]["family"] == "seq2seq"
+    assert info["pool"]["example"] is None  # the view opens on the test image in its box
 
 
 def test_a_test_image_through_attention_pooling(client, test_images):

@@ -41,6 +41,7 @@ def test_models_describe_the_graph_model(client):
     (info,) = client.get("/v1/models").json()["models"]
     assert info["family"] == "graph" and info["attention"] == "gatv2"
     assert info["nodes"] == (4 + 2) * 6 and info["heads"] == 2 and info["layers"] == 2
+    assert 0 <= info["example"] < info["nodes"]  # the node the graph view opens on
 
 
 def test_a_node_comes_with_its_neighbourhood_attention_and_saliency(client):

@@ -52,6 +52,10 @@ def test_models_describe_each_pretrained_model(client):
     assert gpt2["task"] == "generate" and gpt2["max_positions"] == 32
     assert marian["task"] == "translate" and marian["parts"] == ["encoder", "decoder", "cross"]
     assert bert["limits"]["max_new_tokens"] == 8 and bert["limits"]["max_map_cells"] == 2000
+    # a model reading text opens on a sentence, which its route answers
+    assert all(isinstance(m["example"], str) and m["example"] for m in described.values())
+    answer = client.post("/v1/pretrained", json={"model": KINDS[0], "text": bert["example"]})
+    assert answer.status_code == 200, answer.text
 
 
 def test_a_classification_comes_with_every_layer_and_head_as_the_api_gives_them(client, models):
@@ -246,6 +250,13 @@ def upload(client, data: bytes, **request):
 
     form = {"request": json.dumps(request)} if request else None
     return client.post("/v1/pretrained", files={"image": ("x.png", data, "image/png")}, data=form)
+
+
+def test_an_image_model_has_no_example_a_text_model_its_sentence(vit):
+    """The pretrained view waits for a picture: no example for an image model."""
+    client, _ = vit
+    described = {m["name"]: m for m in client.get("/v1/models").json()["models"]}
+    assert described["vit"]["example"] is None and described["bert"]["example"]
 
 
 def test_an_uploaded_image_gets_every_layers_and_heads_maps_over_its_patches(vit):

@@ -51,6 +51,22 @@ def test_models_describe_the_memory_network(client):
     assert info["limits"]["max_story_lines"] == 5
 
 
+def test_the_example_story_uses_only_words_the_model_knows(client, checkpoint):
+    """The memory view opens on a bAbI story and question whose every word the model read in
+    training (or on nothing); the route answers it with no unknown word."""
+    from attnkit.data.babi import words
+
+    (info,) = client.get("/v1/models").json()["models"]
+    example = info["example"]
+    known = attnkit.load(checkpoint).vocab.ids
+    if example is None:  # the model lacks a word of the story: nothing is better than noise
+        return
+    assert set(example) == {"story", "question"} and example["story"]
+    assert all(w in known for line in [*example["story"], example["question"]] for w in words(line))
+    body = client.post("/v1/answer", json=example).json()
+    assert body["unknown"] == [] and len(body["sentences"]) == len(example["story"])
+
+
 def test_an_answer_comes_with_each_hops_attention_as_the_api_gives_it(client, checkpoint):
     body = client.post("/v1/answer", json={"story": STORY, "question": "Where is Mary?"}).json()
     expected = attnkit.load(checkpoint).answer(STORY, "Where is Mary?")

@@ -52,6 +52,21 @@ def test_models_describe_the_pointer_networks(client):
     assert (sort["task"], sort["dims"], sort["points"]) == ("sort", 1, 5)
 
 
+def test_the_example_is_a_few_distinct_points_the_route_solves(client):
+    """What the pointer view opens with: at most 8 distinct points in the unit square (a sorting
+    model: as many numbers as it was trained on, fewer than 8 here), the same every call."""
+    hull, sort = client.get("/v1/models").json()["models"]
+    for info, dims in ((hull, 2), (sort, 1)):
+        count = min(8, info["points"])
+        points = info["example"]
+        assert len(points) == count and all(len(p) == dims for p in points)
+        assert len({tuple(p) for p in points}) == count
+        assert all(0 <= v <= 1 for p in points for v in p)
+        body = client.post("/v1/solve", json={"model": info["name"], "points": points}).json()
+        assert sorted(body["order"]) == list(range(count))  # every point visited once
+    assert client.get("/v1/models").json()["models"][0]["example"] == hull["example"]
+
+
 @pytest.mark.parametrize("beam", [1, 3])
 def test_a_solution_is_the_apis_with_its_attention(client, models, beam):
     body = client.post("/v1/solve", json={"model": "hull", "points": POINTS, "beam": beam}).json()

@@ -64,6 +64,15 @@ def test_models_describe_the_speech_models(client):
     assert ctc["has_attention"] is False and "CTC" in ctc["attention"]
 
 
+def test_the_example_is_a_number_the_model_knows_in_its_first_language(client):
+    las, _ = client.get("/v1/models").json()["models"]
+    example = las["example"]
+    assert example["language"] == las["languages"][0]
+    assert 0 <= int(example["number"]) <= 99  # the fixture's max_number
+    body = client.post("/v1/transcribe", json={"model": "las", **example}).json()
+    assert body["spoken"]  # synthesised: its words are there
+
+
 @pytest.mark.parametrize("name", ["las", "ctc"])
 def test_an_uploaded_wav_is_heard_as_in_python(client, models, name):
     samples, wav = _wav()

@@ -116,6 +116,9 @@ class Endpoint:
     runners: dict[type, Callable]
     info: Callable[[object], dict]  # the API object -> the family's fields of /v1/models
     uploads: bool = False  # the route takes a multipart image upload (--max-image-bytes)
+    #: the API object -> one input of its view's own form that shows what the model does (the
+    #: explorer opens on it, decoded; ``GET /v1/models``' ``example``), or None: nothing to show
+    example: Callable[[object], Any] | None = None
 
 
 def one_at_a_time(answer: Callable, payloads: list) -> list:

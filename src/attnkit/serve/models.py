@@ -22,13 +22,16 @@ CHECKPOINT_PARTS = ("model", "best", "last", "averaged")
 
 def describe(model: ServedModel, limits: Limits) -> dict:
     """What ``GET /v1/models`` says of ``model``: its name, family and the limits, then what its
-    family's endpoint says of it."""
+    family's endpoint says of it, and its ``example`` (the endpoint's, or None): the input the
+    explorer opens with."""
     endpoint = FAMILIES[model.family].served()
+    example = endpoint.example(model.loaded) if endpoint.example is not None else None
     return {
         "name": model.name,
         "family": model.family,
         "limits": limits.to_dict(),
         **endpoint.info(model.loaded),
+        "example": example,
     }
 
 

@@ -59,4 +59,9 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/graph/node", add_route, {}, info)
+def example(loaded) -> int | None:
+    """The node the explorer opens on: the first (0), or None for a graph without nodes."""
+    return 0 if loaded.graph.num_nodes > 0 else None
+
+
+ENDPOINT = Endpoint("/v1/graph/node", add_route, {}, info, example=example)

@@ -361,4 +361,16 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/pretrained", add_route, {PretrainedKey: run_batch}, info, uploads=True)
+#: the sentence a text model's view opens with (short: a tiny model holds few positions)
+SENTENCE = "the cat sat on the mat"
+
+
+def example(loaded) -> str | None:
+    """A short sentence for a model that reads text; None for an image model (its view waits
+    for a picture)."""
+    return None if loaded.takes_images else SENTENCE
+
+
+ENDPOINT = Endpoint(
+    "/v1/pretrained", add_route, {PretrainedKey: run_batch}, info, uploads=True, example=example
+)

@@ -108,4 +108,18 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/answer", add_route, {MemoryKey: run_batch}, info)
+#: a bAbI task 1 story and question (single supporting fact): the explorer opens on it
+STORY = ("Mary moved to the bathroom.", "John went to the hallway.", "Daniel went to the garden.")
+QUESTION = "Where is Mary?"
+
+
+def example(loaded) -> dict | None:
+    """``{"story": [...], "question": ...}``, the explorer's first story, when the model knows
+    every word of it; None otherwise (its view then waits for the user's story)."""
+    text = " ".join((*STORY, QUESTION))
+    if any(word not in loaded.vocab.ids for word in words(text)):
+        return None
+    return {"story": list(STORY), "question": QUESTION}
+
+
+ENDPOINT = Endpoint("/v1/answer", add_route, {MemoryKey: run_batch}, info, example=example)

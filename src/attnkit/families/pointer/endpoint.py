@@ -73,4 +73,23 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/solve", add_route, {SolveKey: run_batch}, info)
+#: how many points (or numbers) the explorer opens with, at most the model's own count
+SHOWN_POINTS = 8
+
+
+def example(loaded) -> list[list[float]]:
+    """A few random points in the unit square (numbers in [0, 1) for a sorting model), rounded
+    to two decimals, the same every time (seed 0): what the explorer opens with."""
+    import random
+
+    data = loaded.config.data
+    rng = random.Random(0)
+    points: list[list[float]] = []
+    while len(points) < min(SHOWN_POINTS, data.points):
+        point = [round(rng.random(), 2) for _ in range(data.dims)]
+        if point not in points:  # distinct: a hull or an order of repeated points is unclear
+            points.append(point)
+    return points
+
+
+ENDPOINT = Endpoint("/v1/solve", add_route, {SolveKey: run_batch}, info, example=example)

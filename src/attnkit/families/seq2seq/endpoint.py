@@ -276,7 +276,6 @@ def can_explain(loaded) -> bool:
 def info(loaded) -> dict:
     """What ``GET /v1/models`` says of a seq2seq model."""
     from attnkit.data.tasks.gold import gold_aligner
-    from attnkit.data.tasks.sample_input import sample_input
 
     translator = loaded.translator
     cfg = translator.config
@@ -289,8 +288,15 @@ def info(loaded) -> dict:
         "heads": heads,
         "has_gold": gold_aligner(cfg.data) is not None,
         "explain": can_explain(loaded),
-        "example": sample_input(cfg.data),  # what the page opens with; None: a task of files
     }
 
 
-ENDPOINT = Endpoint("/v1/translate", add_route, {DecodeKey: run_batch}, info)
+def example(loaded) -> str | None:
+    """The source the explorer opens with (siebenundneunzig for a German number model); None
+    for a task read from files."""
+    from attnkit.data.tasks.sample_input import sample_input
+
+    return sample_input(loaded.translator.config.data)
+
+
+ENDPOINT = Endpoint("/v1/translate", add_route, {DecodeKey: run_batch}, info, example=example)

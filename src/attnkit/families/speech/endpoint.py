@@ -95,4 +95,15 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/transcribe", add_route, {SpeechKey: run_batch}, info)
+#: the number the explorer opens with (German says it units first, as the text view's 97)
+SHOWN_NUMBER = 97
+
+
+def example(loaded) -> dict:
+    """``{"number": "97", "language": ...}``: a number the model was trained on (at most its
+    ``max_number``), in its first language, synthesised when the explorer opens."""
+    data = loaded.config.data
+    return {"number": str(min(SHOWN_NUMBER, data.max_number)), "language": data.languages[0]}
+
+
+ENDPOINT = Endpoint("/v1/transcribe", add_route, {SpeechKey: run_batch}, info, example=example)

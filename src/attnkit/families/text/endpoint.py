@@ -100,4 +100,19 @@ def info(loaded) -> dict:
     }
 
 
-ENDPOINT = Endpoint("/v1/classify_text", add_route, {SentenceKey: run_batch}, info)
+#: sentences the explorer may open with, the first whose words the model knows (SST's style)
+EXAMPLES = ("a gripping , moving film", "a dull , tedious movie", "the film is good")
+
+
+def example(loaded) -> str:
+    """The sentence the explorer opens with: the first of :data:`EXAMPLES` the vocabulary holds
+    word for word, else the first words it knows (a model of another corpus still shows its
+    map)."""
+    known = loaded.vocab.stoi
+    for sentence in EXAMPLES:
+        if all(word in known for word in sentence.split()):
+            return sentence
+    return " ".join(loaded.vocab.itos[4:9])  # past <pad> <unk> <s> </s>
+
+
+ENDPOINT = Endpoint("/v1/classify_text", add_route, {SentenceKey: run_batch}, info, example=example)

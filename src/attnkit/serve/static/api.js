@@ -42,6 +42,18 @@
 
   root.AttnkitApi = {
     models: function () { return send("v1/models"); },
+    /**
+     * A model's example (GET /v1/models' `example`) into an input box, so that its view opens on
+     * an answer; never over what the user typed: the box is written only while it is empty or
+     * still holds the example put there before. True when it was written.
+     */
+    prefill: function (box, value) {
+      var text = value === null || value === undefined ? "" : String(value);
+      if (box.value.trim() && box.value !== box.getAttribute("data-prefilled")) return false;
+      box.value = text;
+      box.setAttribute("data-prefilled", text);
+      return true;
+    },
     translate: function (body) {
       return send("v1/translate", {method: "POST", headers: {"Content-Type": "application/json"},
         body: JSON.stringify(body)});

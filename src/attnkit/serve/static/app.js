@@ -22,9 +22,10 @@
       m.attention + (m.layers ? " \u00b7 " + m.layers + " layers" : "") +
       (m.heads ? " \u00d7 " + m.heads + " heads" : "");
     $("error").hidden = true;
+    // each view opens on the model's example (m.example), decoded, unless the user typed
     if (m.family === "vision") root.AttnkitVision.start(name);
-    else if (m.family === "graph") root.AttnkitGraph.start(name);
-    else if (m.family === "text") root.AttnkitSentence.start(name);
+    else if (m.family === "graph") root.AttnkitGraph.start(m);
+    else if (m.family === "text") root.AttnkitSentence.start(m);
     else if (m.family === "memnet") root.AttnkitMemory.start(m);
     else if (m.family === "pointer") root.AttnkitPointer.start(m);
     else if (m.family === "hf") root.AttnkitPretrained.start(m);

@@ -127,6 +127,13 @@
       $("graph-layer").addEventListener("change", function () { if (shown) draw(); });
       $("graph-head").addEventListener("change", function () { if (shown) draw(); });
     },
-    start: function (name) { model = name; shown = null; $("graph-results").hidden = true; }
+    /** The model chosen: its example node (unless the user typed one), explained at once. */
+    start: function (m) {
+      model = m.name;
+      shown = null;
+      $("graph-results").hidden = true;
+      root.AttnkitApi.prefill($("graph-node"), m.example);
+      if ($("graph-node").value.trim()) show();
+    }
   };
 })(window);

@@ -83,10 +83,15 @@
     $("memory-saliency").addEventListener("change", function () { if (state.last) ask(); });
   }
 
+  /** The model chosen: its example story and question (unless the user typed), answered. */
   function start(info) {
     state.model = info.name;
     state.last = null;
     $("memory-results").hidden = true;
+    var ex = info.example || {};
+    root.AttnkitApi.prefill($("story"), ex.story ? ex.story.join("\n") : "");
+    root.AttnkitApi.prefill($("memory-question"), ex.question);
+    if ($("story").value.trim()) ask();
   }
 
   root.AttnkitMemory = {start: start, wire: wire, state: state};

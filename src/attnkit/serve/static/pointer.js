@@ -232,7 +232,12 @@
       "e.g. 0.1,0.1 0.9,0.2 0.5,0.9 0.5,0.5";
     $("pointer-map").textContent = "";
     $("pointer-summary").textContent = "";
+    // the model's example points (unless the user typed some), solved at once
+    root.AttnkitApi.prefill($("pointer-points"), (info.example || []).map(function (p) {
+      return p.join(",");
+    }).join(" "));
     drawPlane(parse().filter(function (p) { return p.length === dims(); }), null);
+    solve();
   }
 
   root.AttnkitPointer = {start: start, wire: wire, state: state};

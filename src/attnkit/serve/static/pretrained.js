@@ -293,6 +293,7 @@
     state.result = null;
     configure(m);
     $("pt-results").hidden = true;
+    root.AttnkitApi.prefill($("pt-text"), m.example);  // none for an image model
     run();
   }
 

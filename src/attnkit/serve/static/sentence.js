@@ -98,9 +98,11 @@
     $("sentence-saliency").addEventListener("change", classify);
   }
 
-  function start(name) {
-    state.model = name;
+  /** The model chosen: its example sentence in the box (unless the user typed), classified. */
+  function start(m) {
+    state.model = m.name;
     $("sentence-results").hidden = true;
+    root.AttnkitApi.prefill($("sentence"), m.example);
     classify();
   }
 

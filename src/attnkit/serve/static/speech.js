@@ -61,7 +61,12 @@
         o.value = o.textContent = lang;
         select.appendChild(o);
       });
-      hear();
+      // the model's example number, in its language, unless the user typed a number
+      var ex = m.example || {};
+      if (root.AttnkitApi.prefill($("speech-number"), ex.number) && ex.language) {
+        select.value = ex.language;
+      }
+      if ($("speech-number").value.trim()) hear();
     }
   };
 })(window);

@@ -13,7 +13,7 @@
 
   var state = {
     models: [], model: null, second: null, prefix: null, shown: 0, seq: 0,
-    result: null, secondResult: null, timer: null, asked: false, reference: null, prefilled: ""
+    result: null, secondResult: null, timer: null, asked: false, reference: null
   };
 
   function el(tag, cls, text) {
@@ -356,10 +356,8 @@
    * source box, so that the page opens on a map; never over what the user typed.
    */
   function prefill() {
-    var m = info(state.model), box = $("source");
-    if (box.value.trim() && box.value !== state.prefilled) return;
-    box.value = m && m.example ? m.example : "";
-    state.prefilled = box.value;
+    var m = info(state.model);
+    root.AttnkitApi.prefill($("source"), m && m.example);
   }
 
   function start(models, name) {
