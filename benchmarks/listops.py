@@ -29,7 +29,7 @@ of a process that only imports torch and attnkit, so the differences above it ar
 own. ``majority`` is the test share of the most common answer (what a constant guess scores;
 near 0 where every answer differs, as in the numbers task);
 ``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
-evenly over time: runs are in sequence).
+evenly over time: runs are in sequence unless ``--jobs 2``).
 
 ``--plot FILE`` draws accuracy against update time and against peak memory, one point per
 implementation, the Pareto front (no other point both cheaper and more accurate) joined, and
@@ -232,7 +232,8 @@ def plot(result: dict, path: Path) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("test accuracy, %")
     fig.suptitle(
-        f"{result['data']}, {result['updates']} updates each, one CPU thread",
+        f"{Path(result['config']).stem} ({result['data']}), {result['updates']} updates each, "
+        "one CPU thread each",
         fontsize=10,
     )
     fig.tight_layout()

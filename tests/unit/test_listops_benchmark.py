@@ -1,5 +1,6 @@
-"""benchmarks/listops.py: its Pareto front, and a tiny run whose JSON has every implementation
-asked for with the same number of updates, an accuracy, a time and a memory, and a picture."""
+"""benchmarks/listops.py: its Pareto front, its argument checks, a tiny ListOps run whose JSON has
+every implementation asked for with the same number of updates, an accuracy, a time, a memory and
+a picture, and a tiny numbers-task run (the non-ListOps path) with the default path beside local."""
 
 from __future__ import annotations
 
