@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Cost against quality: attnkit's Transformer trained on ListOps with every attention
-implementation under one budget, and the Pareto picture of accuracy against time and memory.
+"""Cost against quality: attnkit's Transformer trained on ListOps (or any seq2seq task's
+Transformer config, ``--config``) with every attention implementation under one budget, and the
+Pareto picture of accuracy against time and memory.
 
     python benchmarks/listops.py --json docs/results/listops_cpu.json \
         --plot docs/images/listops_pareto_cpu.png
     python benchmarks/listops.py --impls explicit linear --epochs 1 --train-size 320   # a sketch
+    python benchmarks/listops.py --config configs/numbers_transformer.yaml --impls auto explicit \
+        local --window 4 --epochs 10 --jobs 2 --set "data.languages=[en,de]"
 
-Each implementation (``model.attention_impl``) trains ``configs/listops_transformer.yaml`` in a
-subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1`` on the test split:
-the answer is one token, so greedy is exact), with the same data, seed, number of updates (the
-epochs over the same training set, early stopping off), one torch thread, and no time limit.
+Each implementation (``model.attention_impl``; ``auto``, the default path where the backend
+chooses, is the reference line) trains the config (``configs/listops_transformer.yaml`` unless
+``--config``) in a subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1`` on
+the test split: test exact match of greedy decoding; for ListOps the answer is one token, so
+greedy is exact), with the same data, seed, number of updates (the epochs over the same training
+set, early stopping off: ``train.patience=null``), one torch thread, and no time
+limit. ``--jobs 2`` runs two implementations at once (each still on one thread): the updates and
+accuracies are unchanged, the seconds are then those of a machine shared with the other run.
 The budget is updates, not seconds: every implementation makes the same number of them, and
 the time it took is what it costs.
 
@@ -19,9 +26,10 @@ dev evaluations excluded), ``train_wall_s`` (the whole ``attnkit train`` process
 ``peak_rss_mib`` (the training process's peak resident set, from ``wait4``: everything the
 process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`` is the peak
 of a process that only imports torch and attnkit, so the differences above it are the training's
-own. ``majority`` is the test share of the most common answer (what a constant guess scores);
+own. ``majority`` is the test share of the most common answer (what a constant guess scores;
+near 0 where every answer differs, as in the numbers task);
 ``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
-evenly over time: runs are in sequence).
+evenly over time: runs are in sequence unless ``--jobs 2``).
 
 ``--plot FILE`` draws accuracy against update time and against peak memory, one point per
 implementation, the Pareto front (no other point both cheaper and more accurate) joined, and
@@ -37,6 +45,7 @@ import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,16 +65,33 @@ LRA_LISTOPS = {"explicit": 36.37, "local": 15.82, "linear": 16.13, "performer": 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--config", type=Path, default=CONFIG)
-    p.add_argument("--impls", nargs="+", default=list(IMPLEMENTATIONS), choices=IMPLEMENTATIONS)
+    p.add_argument(
+        "--impls",
+        nargs="+",
+        default=list(IMPLEMENTATIONS),
+        choices=("auto", *IMPLEMENTATIONS),
+        help="model.attention_impl values, in order (auto: the default path, a reference line)",
+    )
     p.add_argument("--epochs", type=int, help="passes over the training set (default: config's)")
     p.add_argument("--train-size", type=int, help="training expressions (default: config's)")
     p.add_argument("--window", type=int, default=16, help="local: half width of the window")
     p.add_argument("--features", type=int, default=64, help="performer: random features")
     p.add_argument("--runs", type=Path, default=ROOT / "runs" / "listops_bench")
     p.add_argument("--set", action="append", default=[], help="more key=value overrides")
+    p.add_argument("--jobs", type=int, default=1, help="implementations trained at once (1 or 2)")
     p.add_argument("--json", type=Path, help="write the JSON here (else print it)")
     p.add_argument("--plot", type=Path, help="the Pareto picture (PNG)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.config.is_file():
+        p.error(f"--config: no such file: {args.config}")
+    for name in ("epochs", "train_size", "window", "features"):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')}: must be at least 1, got {getattr(args, name)}")
+    if args.jobs not in (1, 2):
+        p.error(f"--jobs: 1 or 2 (each job is one torch thread), got {args.jobs}")
+    if len(set(args.impls)) != len(args.impls):
+        p.error(f"--impls: each implementation once, got {' '.join(args.impls)}")
+    return args
 
 
 def _load() -> str:
@@ -86,6 +112,7 @@ def _run(cmd: list[str], log: Path) -> tuple[int, float, float]:
 def overrides(args: argparse.Namespace, impl: str) -> list[str]:
     sets = [f"model.attention_impl={impl}", "train.threads=1", "train.max_minutes=null"]
     sets += ["train.progress=false", "train.tensorboard=false"]
+    sets.append("train.patience=null")  # no early stopping: the same number of updates for all
     if impl == "local":
         sets.append(f"model.attention_window={args.window}")
     if impl == "performer":
@@ -123,8 +150,22 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
         "train_wall_s": round(wall, 1),
         "peak_rss_mib": round(rss, 1),
         "overrides": overrides(args, impl),
-        "lra_listops": LRA_LISTOPS.get(impl),
+        "lra_listops": LRA_LISTOPS.get(impl) if task_of(args) == "listops" else None,
     }
+
+
+def task_of(args: argparse.Namespace) -> str:
+    return data_section(args)["task"]
+
+
+def describe_data(section: dict) -> str:
+    """One line on the data: ListOps' lengths and depth, else the task and its size keys."""
+    if section["task"] == "listops":
+        return (
+            f"lengths {section['min_length']}-{section['max_length']}, depth {section['max_depth']}"
+        )
+    keys = ("languages", "direction", "max_number", "train_size")
+    return ", ".join([section["task"], *(f"{k} {section[k]}" for k in keys if k in section)])
 
 
 def data_section(args: argparse.Namespace) -> dict:
@@ -191,12 +232,20 @@ def plot(result: dict, path: Path) -> None:
         ax.legend(fontsize=8)
     axes[0].set_ylabel("test accuracy, %")
     fig.suptitle(
-        f"ListOps ({result['data']}), {result['updates']} updates each, one CPU thread",
+        f"{Path(result['config']).stem} ({result['data']}), {result['updates']} updates each, "
+        "one CPU thread each",
         fontsize=10,
     )
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
+
+
+def _one(args: argparse.Namespace, impl: str) -> dict:
+    t0 = time.time()
+    run = {"load_before": _load(), **train_and_score(args, impl), "load_after": _load()}
+    print(f"{impl}: {run} ({time.time() - t0:.0f} s)", file=sys.stderr)
+    return run
 
 
 def main(argv=None) -> None:
@@ -210,20 +259,16 @@ def main(argv=None) -> None:
         "config": str(
             args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
         ),
-        "data": f"lengths {data['min_length']}-{data['max_length']}, depth {data['max_depth']}",
+        "data": describe_data(data),
         "majority": majority_share(data),
     }
     _, _, result["baseline_rss_mib"] = _run(
         [sys.executable, "-c", "import torch, attnkit.families"], args.runs / "baseline.log"
     )
-    result["implementations"] = {}
-    for impl in args.impls:
-        t0 = time.time()
-        result["implementations"][impl] = train_and_score(args, impl)
-        result["implementations"][impl]["load_after"] = _load()
-        print(
-            f"{impl}: {result['implementations'][impl]} ({time.time() - t0:.0f} s)", file=sys.stderr
-        )
+    result["jobs"] = args.jobs
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        done = list(pool.map(lambda impl: _one(args, impl), args.impls))
+    result["implementations"] = dict(zip(args.impls, done))
     result["load_after"] = _load()
     result["updates"] = max(
         (r.get("updates", 0) for r in result["implementations"].values()), default=0

@@ -341,6 +341,10 @@ LONG: dict[str, str] = {
     "python benchmarks/listops.py --json listops.json --plot pareto.png": (
         "the ListOps benchmark: six trainings, about 25 minutes on a CPU"
     ),
+    "python benchmarks/listops.py --config configs/numbers_transformer.yaml --impls auto explicit "
+    "local --window 4 --epochs 8 --jobs 2 --set 'data.languages=[en,de]' --json numbers.json": (
+        "three numbers trainings of 400 updates, two at once: minutes on a CPU"
+    ),
     "attnkit train configs/copyrare_copy.yaml": "trains to early stopping: 3-5 minutes on a CPU",
     "attnkit train configs/copyrare_nocopy.yaml": "trains to early stopping: 2-3 minutes on a CPU",
     "python benchmarks/copyrare.py --seeds 1 2": "the copyrare benchmark: four trainings, minutes",

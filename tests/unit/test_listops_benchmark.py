@@ -1,5 +1,6 @@
-"""benchmarks/listops.py: its Pareto front, and a tiny run whose JSON has every implementation
-asked for with the same number of updates, an accuracy, a time and a memory, and a picture."""
+"""benchmarks/listops.py: its Pareto front, its argument checks, a tiny ListOps run whose JSON has
+every implementation asked for with the same number of updates, an accuracy, a time, a memory and
+a picture, and a tiny numbers-task run (the non-ListOps path) with the default path beside local."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "listops.py"
@@ -53,3 +56,47 @@ def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
     assert 10 <= result["majority"] <= 100  # ten answers: the commonest holds a tenth at least
     assert result["data"].startswith("lengths 8-30")
     assert (tmp_path / "pareto.png").stat().st_size > 0
+
+
+def test_bad_arguments_are_refused_in_one_line(capsys, tmp_path):
+    parse = _bench().parse_args
+    cases = {
+        ("--jobs", "3"): "--jobs: 1 or 2",
+        ("--epochs", "0"): "--epochs: must be at least 1, got 0",
+        ("--window", "-1"): "--window: must be at least 1, got -1",
+        ("--impls", "auto", "auto"): "--impls: each implementation once",
+        ("--impls", "quadratic"): "invalid choice: 'quadratic'",
+        ("--config", str(tmp_path / "none.yaml")): "--config: no such file",
+    }
+    for argv, message in cases.items():
+        with pytest.raises(SystemExit) as stop:
+            parse(list(argv))
+        assert stop.value.code == 2
+        assert message in capsys.readouterr().err, argv
+    assert parse(["--impls", "auto", "local", "--jobs", "2"]).impls == ["auto", "local"]
+
+
+def test_the_numbers_task_runs_with_the_default_path_as_reference(tmp_path):
+    """The non-ListOps path: the numbers Transformer, ``auto`` beside ``local`` (a window of 2
+    on inputs of up to 14 characters), two at once; no LRA figure, the data named by task."""
+    data = ("data.languages=[en]", "data.max_number=99", "train.batch_size=16")
+    command = [
+        *(sys.executable, str(SCRIPT), "--config", str(REPO / "configs/numbers_transformer.yaml")),
+        *("--impls", "auto", "local", "--window", "2", "--epochs", "1", "--jobs", "2"),
+        *("--runs", str(tmp_path / "runs"), "--json", str(tmp_path / "out.json")),
+        *(x for s in data for x in ("--set", s)),
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert result["data"].startswith("numbers, languages ['en']")
+    assert result["jobs"] == 2
+    runs = result["implementations"]
+    assert list(runs) == ["auto", "local"]
+    for run in runs.values():
+        assert "error" not in run, run
+        assert run["updates"] == 5  # 80 training pairs (0-99, 10% dev, 10% test), batches of 16
+        assert 0 <= run["test_accuracy"] <= 100 and run["lra_listops"] is None
+        assert "train.patience=null" in run["overrides"]  # early stopping off
+    assert "model.attention_window=2" in runs["local"]["overrides"]
