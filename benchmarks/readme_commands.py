@@ -301,7 +301,7 @@ LONG: dict[str, str] = {
     'pip install -e ".[test]"': _INSTALL,
     "ruff check src tests benchmarks notebooks": _LINT,
     "ruff format --check src tests benchmarks notebooks": _LINT,
-    "python -m pytest -q": "the whole test suite, a CI job of its own",
+    "python -m pytest -q -n 2": "the whole test suite, a CI job of its own",
     'python -m pytest -q -m "not slow"': "the quick test tier: minutes of tests",
     "pip install jupytext jupyterlab": _INSTALL,
     "jupytext --to notebook notebooks/*.py": (
