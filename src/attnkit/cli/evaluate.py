@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
         choices=("dev", "test"),
         default="test",
         help="the split of the checkpoint's task to score (default test; read from where the "
-        "training config named it)",
+        "training config named it; memory networks: from --data-dir)",
     )
     p.add_argument("--src", type=Path, default=None, metavar="FILE", help="sources to score")
     p.add_argument(
@@ -65,6 +65,14 @@ def add_parser(sub) -> None:
         default=None,
         metavar="FILE",
         help="memory networks: score the questions of a bAbI-format file of yours",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
+        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
     )
     p.add_argument(
         "--beam",

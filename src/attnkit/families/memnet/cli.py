@@ -34,7 +34,7 @@ def evaluate(args):
             "--beam/--alpha: a memory network answers each question in one pass; leave them out"
         )
     model = MemoryModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.out, stories=args.stories)
+    return model.evaluate(args.split, args.out, stories=args.stories, data_dir=args.data_dir)
 
 
 def explain(args) -> str:
