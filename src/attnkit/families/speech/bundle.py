@@ -8,6 +8,7 @@ from pathlib import Path
 
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.validate import build_checked
+from attnkit.data.tasks.paths import forget_directory
 from attnkit.data.tasks.speech_set import BOS, EOS, OUTPUTS
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
@@ -33,5 +34,6 @@ def load_speech(directory: str | Path, device: str = "cpu") -> tuple[SpeechExper
         cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
     except ConfigError as exc:  # the checkpoint's own config: the checkpoint is at fault
         raise CheckpointError(str(exc)) from None
+    forget_directory(cfg.data)  # the spoken-audio cache is this machine's, not the checkpoint's
     model = build_checked(directory, lambda: build_model(cfg))
     return cfg, model.to(resolve_device(device)).eval()
