@@ -110,3 +110,8 @@ def test_an_index_naming_a_shard_outside_its_directory_is_refused(tmp_path):
     )
     with pytest.raises(CheckpointError, match="not a file beside it"):
         stored_shapes(tmp_path)
+
+
+def test_a_value_the_model_refuses_is_one_line_before_it_is_built(bert, tmp_path, never_built):
+    message = _refusal(_edited(bert, tmp_path, pad_token_id=10**6))
+    assert "its config.json describes no model" in message

@@ -110,8 +110,14 @@ def check_shapes(cls: type, config, files: Path | None, label: str) -> None:
     stored = stored_shapes(files)
     if not stored:
         return
-    with torch.device("meta"):  # shapes only: no memory for the tensors
-        skeleton = cls(copy.deepcopy(config))
+    try:
+        with torch.device("meta"):  # shapes only: no memory for the tensors
+            skeleton = cls(copy.deepcopy(config))
+    except (ValueError, AssertionError, TypeError, RuntimeError, IndexError, KeyError) as exc:
+        # a value the model refuses (a padding id outside the vocabulary, ...)
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = lines[0] if lines else type(exc).__name__
+        raise CheckpointError(f"{label}: its config.json describes no model: {why}") from None
     expected = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
     prefix = getattr(skeleton, "base_model_prefix", "") or ""
     del skeleton
