@@ -44,15 +44,6 @@ def resolve_data_paths(
         setattr(data, key, value)
 
 
-def forget_directory(data) -> None:
-    """A loaded checkpoint's ``data`` section set to read (and cache) its data where this machine
-    keeps them: its ``directory`` cleared, so ``$ATTNKIT_DATA_DIR/<name>`` (else the user cache,
-    :mod:`attnkit.data.location`) is used. A checkpoint never chooses where attnkit reads or
-    writes: the directory it names is the training machine's, and may be any path."""
-    if getattr(data, "directory", None) is not None:
-        data.directory = None
-
-
 def command_line_data_keys(overrides: Collection[str]) -> set[str]:
     """The ``data`` keys that ``--set`` overrides name (``*``: ``--set data=...`` names all)."""
     keys = set()

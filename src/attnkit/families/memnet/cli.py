@@ -44,5 +44,6 @@ def explain(args) -> str:
             "for seq2seq models; one story of yours: MemoryModel.explain in Python)"
         )
     model = MemoryModel.load(args.model, args.device)
-    scores = model.explain_split(args.split or "test", args.count, args.method, args.out)
+    split = args.split or "test"
+    scores = model.explain_split(split, args.count, args.method, args.out, args.data_dir)
     return json.dumps(scores, indent=1)

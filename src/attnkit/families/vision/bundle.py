@@ -25,7 +25,6 @@ from torch import Tensor, nn
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.validate import build_checked
 from attnkit.checkpoint.weights import load_model_state
-from attnkit.data.tasks.paths import forget_directory
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.families.vision.config import FAMILY, VisionConfig, parse_config
@@ -71,7 +70,6 @@ def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:
     directory = ckpt.checkpoint_dir(model_dir)
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
-    forget_directory(cfg.data)  # MNIST is read where this machine keeps it
     # the file's shapes checked before any memory is allocated
     model = build_checked(directory, lambda: VISION_MODELS[cfg.model_type].build(cfg.model))
     return VisionBundle(model.to(device).eval(), cfg)
