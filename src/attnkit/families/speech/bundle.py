@@ -1,5 +1,4 @@
-"""A speech model built from its config (``model.kind``: Listen, Attend and Spell, CTC, or the
-Transformer over frames),
+"""A speech model built from its config (``model.kind``: Listen, Attend and Spell, or CTC),
 and a checkpoint read back (config and model, shapes checked before the weights are
 allocated)."""
 
@@ -15,22 +14,17 @@ from attnkit.errors import CheckpointError, ConfigError
 from attnkit.families.speech.config import FAMILY, SpeechExperiment, parse_config
 from attnkit.models.ctc import CTC
 from attnkit.models.las import LAS
-from attnkit.models.speech_transformer import SpeechTransformer
 
 
-def build_model(cfg: SpeechExperiment) -> LAS | CTC | SpeechTransformer:
+def build_model(cfg: SpeechExperiment) -> LAS | CTC:
     """The model ``cfg`` describes (untrained). CTC's blank is ``<s>``'s id, which no target
     holds."""
     if cfg.model.kind == "ctc":
         return CTC(cfg.model, cfg.data.n_mels, len(OUTPUTS), blank=BOS)
-    if cfg.model.kind == "transformer":
-        return SpeechTransformer(cfg.model, cfg.data.n_mels, len(OUTPUTS), BOS, EOS)
     return LAS(cfg.model, cfg.data.n_mels, len(OUTPUTS), BOS, EOS)
 
 
-def load_speech(
-    directory: str | Path, device: str = "cpu"
-) -> tuple[SpeechExperiment, LAS | CTC | SpeechTransformer]:
+def load_speech(directory: str | Path, device: str = "cpu") -> tuple[SpeechExperiment, LAS | CTC]:
     """(config, model in eval mode) of a speech checkpoint (or a run directory holding
     ``best/``)."""
     directory = ckpt.checkpoint_dir(directory)
