@@ -5,7 +5,8 @@ family that registers gets these cases without an edit here. For a family ``F``:
 
 - ``family_F_data_{fifo,dev_zero,endless}_<file>``: each data file its tiny experiment reads
   replaced by a FIFO, a link to ``/dev/zero`` and one 2 MB line: ``attnkit train`` ends with exit
-  2 and one line naming the file.
+  2 and one line naming the file (a family with no experiment: its first command, given the
+  file, on its checkpoint).
 - ``family_F_api``: wrong types and huge values for every argument of its API calls
   (benchmarks/faults_probe.py).
 - ``family_F_checkpoint``: a FIFO in place of each checkpoint file, each config integer set to
@@ -130,6 +131,14 @@ class Models:
 
 def write_experiment(inputs, folder: Path, name: str = "exp.yaml") -> Path:
     """The family's files and tiny experiment in ``folder``; the experiment's path."""
+    write_files(inputs, folder)
+    path = folder / name
+    path.write_text(yaml.safe_dump(dict(inputs.experiment), sort_keys=False), encoding="utf-8")
+    return path
+
+
+def write_files(inputs, folder: Path) -> None:
+    """The family's ``files`` in ``folder``."""
     for rel, content in inputs.files.items():
         path = folder / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -137,9 +146,6 @@ def write_experiment(inputs, folder: Path, name: str = "exp.yaml") -> Path:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-    path = folder / name
-    path.write_text(yaml.safe_dump(dict(inputs.experiment), sort_keys=False), encoding="utf-8")
-    return path
 
 
 def capped(h, ctx, args: list, folder: Path, wrapper: str = WRAPPER, timeout: float = 60):
@@ -253,10 +259,10 @@ def register(h) -> None:  # noqa: C901 - one list of case builders
     for family, record in _families().items():
         inputs = record.fault_inputs()
         prefix = f"family_{family}"
-        if inputs.experiment is not None:
-            for data in inputs.data_files:
-                for kind in ("fifo", "dev_zero", "endless"):
-                    add(f"{prefix}_data_{kind}_{_slug(data)}", _data_case(h, inputs, data, kind))
+        for data in inputs.data_files:
+            for kind in ("fifo", "dev_zero", "endless"):
+                case = _data_case(h, models, family, data, kind)
+                add(f"{prefix}_data_{kind}_{_slug(data)}", case)
         for check in ("api", "checkpoint"):
             add(
                 f"{prefix}_{check}",
@@ -278,9 +284,19 @@ def _probe_case(h, models, family: str, check: str):
     return lambda ctx, folder: probe(h, ctx, models(ctx), family, check, folder)
 
 
-def _data_case(h, inputs, data: str, kind: str):
+def _data_case(h, models, family: str, data: str, kind: str):
+    """``data`` replaced by a FIFO, ``/dev/zero`` or one endless line, then the tiny experiment
+    trained (or, for a family with none, its first command run on its checkpoint)."""
+
     def run(ctx, folder: Path) -> str | None:
-        config = write_experiment(inputs, folder)
+        inputs = _families()[family].fault_inputs()
+        if inputs.experiment is not None:
+            config = write_experiment(inputs, folder)
+            args = ["train", str(config), "--output-dir", "run"]
+        else:
+            write_files(inputs, folder)
+            model = models(ctx).get(family)
+            args = [a.replace("{model}", str(model)) for a in inputs.commands[0]]
         path = folder / data
         path.unlink()
         if kind == "fifo":
@@ -289,7 +305,7 @@ def _data_case(h, inputs, data: str, kind: str):
             path.symlink_to("/dev/zero")
         else:
             path.write_bytes(b"x" * (2 << 20))  # one line of 2 MB: above the 1 MB line cap
-        res, rss, cpu = capped(h, ctx, ["train", str(config), "--output-dir", "run"], folder)
+        res, rss, cpu = capped(h, ctx, args, folder)
         return bounded(h, res, rss, cpu, Path(data).name)
 
     return run
@@ -307,6 +323,7 @@ def _serve_refused(h, models, family: str):
 def _command_case(h, models, family: str, how: str):
     def run(ctx, folder: Path) -> str | None:
         inputs = _families()[family].fault_inputs()
+        write_files(inputs, folder)  # what the command reads beside the model
         names = list(_families())
         if how == "fifo":
             source = Path(models(ctx).get(family))

@@ -33,7 +33,7 @@ def test_it_learns_where_people_are(babi_dir, tmp_path):
         "model.hops": 1,
     }
     run = _train(babi_dir, tmp_path / "run", **overrides)
-    scores = attnkit.load(run.best).evaluate("test", out=tmp_path / "eval")
+    scores = attnkit.load(run.best).evaluate("test", out=tmp_path / "eval", data_dir=babi_dir)
     assert scores["tasks"]["1"]["error_pct"] < 25.0, scores.table()
     # the hop finds the supporting fact (chance: one in 3 or so)
     assert scores["tasks"]["1"]["support_attention_pct"][0] > 80.0, scores.table()
@@ -56,7 +56,8 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     assert main(argv) == 0
     assert (out / "best" / "vocab.json").is_file() and (out / "tensorboard").is_dir()
     capsys.readouterr()
-    assert main(["evaluate", "--model", str(out), "--json", "--out", str(tmp_path / "ev")]) == 0
+    evaluate = ["evaluate", "--model", str(out), "--data-dir", str(babi_dir)]
+    assert main([*evaluate, "--json", "--out", str(tmp_path / "ev")]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 200 and set(scores["tasks"]) == {"1"}
     assert (tmp_path / "ev" / "report.html").is_file()
@@ -92,7 +93,8 @@ def test_train_evaluate_plot_on_the_command_line(babi_dir, tmp_path, capsys):
     assert main(["plot", "--model", str(out), "-o", str(picture), "Where is Mary?"]) == 2
     assert "--story" in capsys.readouterr().err
     explained = tmp_path / "explained"
-    assert main(["explain", "--model", str(out), "--count", "3", "--out", str(explained)]) == 0
+    explain = ["explain", "--model", str(out), "--count", "3", "--data-dir", str(babi_dir)]
+    assert main([*explain, "--out", str(explained)]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["questions"] == 3 and 0 <= scores["argmax_agreement"] <= 1
     assert (explained / "report.html").is_file()
@@ -115,7 +117,7 @@ def test_the_api_answers_a_story_of_yours(babi_dir, tmp_path):
     )
     assert a.plot(tmp_path / "a.svg").is_file()
     assert "attnkit" in a._repr_html_() and a.record().weights.shape == (2, 3)
-    scores = model.evaluate("dev", out=tmp_path / "dev")
+    scores = model.evaluate("dev", out=tmp_path / "dev", data_dir=babi_dir)
     assert isinstance(scores, BabiScores) and scores.value == scores["mean_error_pct"]
     assert "failed tasks" in scores.table()
     e = model.explain("Mary went to the kitchen. John left.", "Where is Mary?", "gradient")

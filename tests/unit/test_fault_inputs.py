@@ -33,3 +33,17 @@ def test_a_record_names_only_its_own_files_and_has_a_model():
     with pytest.raises(ValueError, match="experiment to train or a checkpoint"):
         FaultInputs()
     assert FaultInputs(checkpoint="faults:make").resumes is False
+
+
+def test_data_files_without_an_experiment_need_a_command_naming_them():
+    files = {"a.wav": b"RIFF"}
+    with pytest.raises(ValueError, match="need a command"):
+        FaultInputs(checkpoint="faults:make", files=files, data_files=("a.wav",))
+    command = (("plot", "--model", "{model}", "a.wav"),)
+    FaultInputs(checkpoint="faults:make", files=files, data_files=("a.wav",), commands=command)
+
+
+@pytest.mark.parametrize("name", ["speech", "vision"])
+def test_the_families_read_from_files_have_data_file_cases(name):
+    inputs = FAMILIES[name].fault_inputs()
+    assert inputs.data_files and all(f in inputs.commands[0] for f in inputs.data_files)

@@ -216,7 +216,8 @@ def test_attention_that_cannot_be_captured_is_refused_not_approximated(bert):
     [
         ("num_hidden_layers", "num_hidden_layers 4,000,000,000 is above the cap of 256"),
         ("hidden_size", "hidden_size 4,000,000,000 is above the cap"),
-        ("pad_token_id", "loading its weights"),  # no size: the model refuses it, in one line
+        # no size: the model refuses it, in one line
+        ("pad_token_id", "its config.json describes no model: Padding_idx"),
     ],
 )
 def test_a_crafted_config_size_is_refused_before_a_model_is_built(bert, tmp_path, key, needle):

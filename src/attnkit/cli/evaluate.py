@@ -3,6 +3,7 @@ hook of its family (``attnkit.families.<name>.cli``), which calls its model's ``
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -42,7 +43,7 @@ def add_parser(sub) -> None:
         choices=("dev", "test"),
         default="test",
         help="the split of the checkpoint's task to score (default test; read from where the "
-        "training config named it)",
+        "training config named it; memory networks: from --data-dir)",
     )
     p.add_argument("--src", type=Path, default=None, metavar="FILE", help="sources to score")
     p.add_argument(
@@ -59,13 +60,7 @@ def add_parser(sub) -> None:
         help="pretrained (hf:) translators: the AER of their cross-attention against human word "
         "alignments (a NAME.src-tgt / NAME.gold pair, or their directory)",
     )
-    p.add_argument(
-        "--stories",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="memory networks: score the questions of a bAbI-format file of yours",
-    )
+    _memory_options(p)
     p.add_argument(
         "--beam",
         type=int,
@@ -93,6 +88,25 @@ def add_parser(sub) -> None:
         "--json", action="store_true", help="print the scores as one JSON line, not a table"
     )
     threads_option(p)
+
+
+def _memory_options(p: argparse.ArgumentParser) -> None:
+    """The memory networks' own options: their questions from a file, or from a directory."""
+    p.add_argument(
+        "--stories",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="memory networks: score the questions of a bAbI-format file of yours",
+    )
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
+        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
+    )
 
 
 def run(args) -> None:

@@ -43,6 +43,14 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--count", type=int, default=10, help="items of --split to explain (default 10)")
     p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
+        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
+    )
+    p.add_argument(
         "--method",
         type=saliency_method,
         default="gradient",

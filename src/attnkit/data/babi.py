@@ -247,6 +247,23 @@ def data_directory(cfg: BabiConfig) -> Path:
     return Path(root).expanduser() / "babi"
 
 
+def checkpoint_data_directory(data_dir: str | Path | None = None) -> Path:
+    """Where a loaded checkpoint's bAbI questions are read: ``data_dir`` when given, else
+    ``$ATTNKIT_DATA_DIR/babi``. A checkpoint's own ``data.directory`` is never followed (it is
+    the training machine's, often relative to where training ran, and a checkpoint must not
+    choose where attnkit reads)."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
+    if not root:
+        raise DataError(
+            "no bAbI directory to score a checkpoint on: give data_dir (--data-dir DIR, holding "
+            "en/qaN_*) or set ATTNKIT_DATA_DIR (holding babi/en/); the checkpoint's "
+            "data.directory is not followed"
+        )
+    return Path(root).expanduser() / "babi"
+
+
 def task_file(directory: Path, task: int, split: str) -> Path:
     """``qaN_NAME_split.txt`` under ``directory/en`` (or ``directory``)."""
     name = f"qa{task}_{TASKS[task]}_{split}.txt"
@@ -271,10 +288,11 @@ class BabiSplits:
         ]
 
 
-def load_splits(cfg: BabiConfig) -> BabiSplits:
-    """The questions of the config's task(s); ``valid_fraction`` of each task's training
-    questions (chosen with ``split_seed``) held out."""
-    directory = data_directory(cfg)
+def load_splits(cfg: BabiConfig, directory: Path | None = None) -> BabiSplits:
+    """The questions of the config's task(s), read from ``directory`` (default: the config's,
+    :func:`data_directory`); ``valid_fraction`` of each task's training questions (chosen with
+    ``split_seed``) held out."""
+    directory = data_directory(cfg) if directory is None else directory
     train, valid, test = [], [], []
     for task in cfg.tasks:
         questions = read_file(task_file(directory, task, "train"), task, cfg.memory_size)

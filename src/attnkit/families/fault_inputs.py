@@ -8,7 +8,8 @@ section with a huge size, a safetensors header declaring a huge tensor, another 
 wrong-family requests to the server, and kill -9 / SIGTERM / a full disk with bit-exact resume.
 The record says how to make a tiny model of the family and what a valid input looks like; a case
 the family cannot have is one the record leaves empty (no ``experiment``: nothing to train, so no
-data-file or resume cases; no ``request``: the server does not answer it). Nothing here imports
+resume cases, and data-file cases only through its commands; no ``request``: the server does not
+answer it). Nothing here imports
 torch: the harness lists its cases without loading a model.
 """
 
@@ -25,10 +26,11 @@ class FaultInputs:
 
     - ``experiment``: a tiny experiment mapping (its ``family:`` included) that trains in
       seconds on one thread; relative paths in it name ``files``. None: the family is not trained
-      by ``attnkit train`` (no data-file or resume cases).
+      by ``attnkit train`` (no resume cases; data-file cases through ``commands``).
     - ``files``: file name -> content (text or bytes), written beside the experiment.
-    - ``data_files``: the names in ``files`` that training reads: each is replaced in turn by a
-      FIFO, a link to ``/dev/zero`` and one endless line.
+    - ``data_files``: the names in ``files`` that training reads (a family with no
+      ``experiment``: that its first command reads, run on its checkpoint beside them): each is
+      replaced in turn by a FIFO, a link to ``/dev/zero`` and one endless line.
     - ``checkpoint``: ``"module:function"`` in the family's package, ``function(directory) ->
       model name`` writing a tiny model into ``directory`` (for a family that is not trained
       here); None: the checkpoint is ``experiment``'s best.
@@ -54,5 +56,7 @@ class FaultInputs:
         missing = [name for name in self.data_files if name not in self.files]
         if missing:
             raise ValueError(f"data_files {missing} are not among files")
+        if self.data_files and self.experiment is None and not self.commands:
+            raise ValueError("data_files without an experiment need a command that reads them")
         if self.experiment is None and self.checkpoint is None:
             raise ValueError("give an experiment to train or a checkpoint function")

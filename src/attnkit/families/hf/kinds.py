@@ -16,6 +16,7 @@ from safetensors import SafetensorError
 
 from attnkit.errors import CheckpointError
 from attnkit.families.hf.loading import Source, quiet_progress, require_transformers
+from attnkit.families.hf.shapes import check_shapes
 from attnkit.size_caps import cap_of
 
 
@@ -189,6 +190,7 @@ def open_model(source: Source, device: torch.device, dtype: str | torch.dtype = 
         config = _config(t, source)
         name, cls = _architecture(t, config, source.label)
         kind = kind_of(name, config, source.label)
+        check_shapes(cls, config, source.files, source.label)  # before the model is allocated
         model = _weights(cls, source, dtype)
         processor = _processor(t, source, model)
     implementation = getattr(model.config, "_attn_implementation", None)

@@ -11,5 +11,5 @@ FAMILY = Family(
     endpoint="endpoint:ENDPOINT",
     public=("model:MemoryModel", "model:Answer"),
     describe="config:describe",
-    own_options={"evaluate": ("stories",)},
+    own_options={"evaluate": ("stories", "data_dir"), "explain": ("data_dir",)},
 )

@@ -34,7 +34,7 @@ def evaluate(args):
             "--beam/--alpha: a memory network answers each question in one pass; leave them out"
         )
     model = MemoryModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.out, stories=args.stories)
+    return model.evaluate(args.split, args.out, stories=args.stories, data_dir=args.data_dir)
 
 
 def explain(args) -> str:
@@ -44,5 +44,6 @@ def explain(args) -> str:
             "for seq2seq models; one story of yours: MemoryModel.explain in Python)"
         )
     model = MemoryModel.load(args.model, args.device)
-    scores = model.explain_split(args.split or "test", args.count, args.method, args.out)
+    split = args.split or "test"
+    scores = model.explain_split(split, args.count, args.method, args.out, args.data_dir)
     return json.dumps(scores, indent=1)

@@ -229,16 +229,22 @@ class MemoryModel:
         return result
 
     def explain_split(
-        self, split: str = "test", count: int = 10, method: str = "gradient", out=None
+        self,
+        split: str = "test",
+        count: int = 10,
+        method: str = "gradient",
+        out=None,
+        data_dir: str | Path | None = None,
     ) -> dict:
-        """``attnkit explain``: the first ``count`` questions of ``split``, attention beside
-        saliency; scores.json and report.html in ``out`` (default ``RUN/explain/CHECKPOINT``)."""
-        from attnkit.data.babi import load_splits
+        """``attnkit explain``: the first ``count`` questions of ``split`` (read from
+        ``data_dir``, default ``$ATTNKIT_DATA_DIR/babi``), attention beside saliency; scores.json
+        and report.html in ``out`` (default ``RUN/explain/CHECKPOINT``)."""
         from attnkit.explain.memory import explain_to_dir
 
+        check.choice(split, "split", SPLITS)
         directory = checkpoint_dir(self.path)
         out = Path(out) if out is not None else directory.parent / "explain" / directory.name
-        questions = load_splits(self.config.data).split(split)[: max(count, 1)]
+        questions = self._split(split, data_dir)[: max(count, 1)]
         loaded = (self.config, self.vocab, self.net)
         return explain_to_dir(loaded, questions, method.replace("-", "_"), out)
 
@@ -268,13 +274,29 @@ class MemoryModel:
             )
         return results
 
+    def _split(self, split: str, data_dir: str | Path | None) -> list[Question]:
+        """The questions of ``split`` of the checkpoint's task(s), read from ``data_dir`` or
+        ``$ATTNKIT_DATA_DIR/babi``: never from the checkpoint's own ``data.directory``."""
+        from attnkit.data.babi import checkpoint_data_directory, load_splits
+
+        if data_dir is not None:
+            check.path(data_dir, "data_dir")
+        directory = checkpoint_data_directory(data_dir)
+        return load_splits(self.config.data, directory).split(split)
+
     def evaluate(
-        self, split: str = "test", out: str | Path | None = None, stories: str | Path | None = None
+        self,
+        split: str = "test",
+        out: str | Path | None = None,
+        stories: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> BabiScores:
         """Score the checkpoint on ``split`` ("test" or "dev": the held-out 10%) of its task(s),
-        or on the questions of ``stories``, a bAbI-format file of yours (task 0); writes
-        scores.json, predictions.tsv and report.html to ``out`` (default
-        ``RUN/eval/CHECKPOINT-SPLIT`` or ``RUN/eval/CHECKPOINT-FILENAME``)."""
+        read from ``data_dir`` (holding ``en/qaN_*``; default ``$ATTNKIT_DATA_DIR/babi``: the
+        checkpoint's own ``data.directory`` is not followed), or on the questions of
+        ``stories``, a bAbI-format file of yours (task 0); writes scores.json, predictions.tsv
+        and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT`` or
+        ``RUN/eval/CHECKPOINT-FILENAME``)."""
         from attnkit.data.babi import read_file
         from attnkit.evaluation.babi import evaluate_to_dir
 
@@ -286,9 +308,10 @@ class MemoryModel:
             raise InputError("this model was not loaded from a checkpoint directory", "evaluate")
         loaded = (self.config, self.vocab, self.net)
         out = None if out is None else Path(out)
-        questions = None
         if stories is not None:
             questions = read_file(stories, 0, self.vocab.memory_size)
             split = Path(stories).stem
+        else:
+            questions = self._split(split, data_dir)
         directory = checkpoint_dir(self.path)
         return BabiScores(evaluate_to_dir(directory, split, out, loaded, self.family, questions))

@@ -1,6 +1,10 @@
 """The speech family's inputs for the hostile-input harness: an untrained tiny LAS checkpoint
 (training speaks its data with eSpeak, which the harness does not need)."""
 
+import io
+import math
+import struct
+import wave
 from pathlib import Path
 
 from attnkit.families.fault_inputs import FaultInputs
@@ -25,7 +29,23 @@ def tiny_checkpoint(directory: Path) -> str:
     return str(directory)
 
 
+def _wav(seconds: float = 0.2, rate: int = 22_050) -> bytes:
+    """A 440 Hz tone, mono 16-bit, at the task's rate (made with the standard library)."""
+    n = int(seconds * rate)
+    tone = [int(3000 * math.sin(2 * math.pi * 440 * i / rate)) for i in range(n)]
+    buffer = io.BytesIO()
+    with wave.open(buffer, "wb") as out:
+        out.setnchannels(1)
+        out.setsampwidth(2)
+        out.setframerate(rate)
+        out.writeframes(struct.pack(f"<{n}h", *tone))
+    return buffer.getvalue()
+
+
 INPUTS = FaultInputs(
     checkpoint="faults:tiny_checkpoint",
+    files={"heard.wav": _wav()},
+    data_files=("heard.wav",),
     calls={"transcribe": {"audio": [0.0] * 1600}},
+    commands=(("plot", "--model", "{model}", "heard.wav", "-o", "heard.png"),),
 )
