@@ -146,7 +146,7 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
         "best_dev": best["best"],
         "best_update": best["best_step"],
         "updates": state["step"],
-        "train_update_s": round(state["train_s"], 1),
+        "train_update_s": round(state["train_s"], 3),
         "train_wall_s": round(wall, 1),
         "peak_rss_mib": round(rss, 1),
         "overrides": overrides(args, impl),
