@@ -9,6 +9,7 @@ from pathlib import Path
 
 from attnkit.cli.options import (
     add_command,
+    data_dir_option,
     device_option,
     model_option,
     run_hook,
@@ -99,14 +100,7 @@ def _memory_options(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="memory networks: score the questions of a bAbI-format file of yours",
     )
-    p.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
-        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
-    )
+    data_dir_option(p)
 
 
 def run(args) -> None:

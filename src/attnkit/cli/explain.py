@@ -8,6 +8,7 @@ from pathlib import Path
 
 from attnkit.cli.options import (
     add_command,
+    data_dir_option,
     device_option,
     model_option,
     run_hook,
@@ -42,14 +43,7 @@ def add_parser(sub) -> None:
         "--split", choices=("dev", "test"), default=None, help="explain the first items of a split"
     )
     p.add_argument("--count", type=int, default=10, help="items of --split to explain (default 10)")
-    p.add_argument(
-        "--data-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
-        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
-    )
+    data_dir_option(p)
     p.add_argument(
         "--method",
         type=saliency_method,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from attnkit import zoo
 from attnkit.errors import AttnkitError
@@ -49,6 +50,18 @@ def schemes() -> list[str]:
 
 def device_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+
+
+def data_dir_option(p: argparse.ArgumentParser) -> None:
+    """``--data-dir``: where a loaded model reads its split (never the checkpoint's own path)."""
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
+        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
+    )
 
 
 def threads_option(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
