@@ -57,6 +57,8 @@ def test_a_typed_number_is_heard_drawn_and_played(driver, speech_server):
     outputs = view.find_elements(By.CSS_SELECTOR, ".attnkit-output")
     heard = driver.find_element(By.ID, "speech-heard").text
     assert len(outputs) >= 1 and heard  # untrained: any digits, and a row per output
+    page = driver.find_element(By.ID, "speech-view").text
+    assert page.count("heard") == 1 and "attention of each output" in page  # said once
     audio = view.find_element(By.CSS_SELECTOR, "audio.attnkit-audio")
     wait.until(lambda d: d.execute_script("return arguments[0].readyState", audio) >= 1)
     driver.execute_script("arguments[0].currentTime = 0.5", audio)

@@ -39,6 +39,8 @@ def test_seeking_the_audio_moves_the_cursor_and_highlights_the_attending_output(
         assert not view.find_elements(By.CSS_SELECTOR, "img.attnkit-static")  # replaced live
         canvas = view.find_element(By.CSS_SELECTOR, "canvas.attnkit-spectrogram")
         assert canvas.get_attribute("height") == str(40 * 3 + 4 + 3 * 16)
+        line = view.find_element(By.CSS_SELECTOR, ".attnkit-line").text
+        assert line.startswith("heard: 9 7 </s>")  # inline, the view itself says what was heard
         audio = view.find_element(By.CSS_SELECTOR, "audio.attnkit-audio")
         wait.until(lambda d: d.execute_script("return arguments[0].readyState", audio) >= 1)
         assert driver.execute_script("return arguments[0].duration", audio) == pytest.approx(

@@ -26,7 +26,7 @@
       view.textContent = "";
       $("speech-heard").textContent = result.digits || "(nothing)";
       $("speech-spoken").textContent = result.spoken ? "(spoken: " + result.spoken + ")" : "";
-      root.AttnkitListening.draw(view, result);
+      root.AttnkitListening.draw(view, result, {heard: false});  // the line above says it
     }, function (err) { if (seq === state.seq) showError(err); });
   }
 

@@ -1,18 +1,20 @@
 /*
- * Audio heard, drawn: `window.AttnkitListening.draw(box, data)` (the explorer's speech view loads
- * this file from /static; attnkit.viz.inline.listening_html wraps it in a function that defines
- * `id`, the inline view's container, and draws its data there). The log-mel spectrogram; beneath
- * it one row per output with its weights over the frames (attention; CTC's per-frame posteriors),
- * the gold words' boundaries, and an audio player. While the audio plays (or is seeked, or the
- * picture is clicked) a cursor marks the frame heard and the output weighing that frame most is
- * highlighted. Data: features (T, F), weights (U, S) over listener frames of `stride` feature
- * frames, each feature frame `hop` samples at `rate` Hz.
+ * Audio heard, drawn: `window.AttnkitListening.draw(box, data, options)` (the explorer's speech
+ * view loads this file from /static; attnkit.viz.inline.listening_html wraps it in a function
+ * that defines `id`, the inline view's container, and draws its data there). The log-mel
+ * spectrogram; beneath it one row per output with its weights over the frames (attention; CTC's
+ * per-frame posteriors), the gold words' boundaries, and an audio player. While the audio plays
+ * (or is seeked, or the picture is clicked) a cursor marks the frame heard and the output
+ * weighing that frame most is highlighted. Data: features (T, F), weights (U, S) over listener
+ * frames of `stride` feature frames, each feature frame `hop` samples at `rate` Hz. The first
+ * line names the outputs heard and what the rows hold; `options.heard === false` leaves the
+ * outputs out of it (the explorer's page says what was heard on a line of its own).
  */
 (function (root) {
   "use strict";
   if (root.AttnkitListening) return;
 
-  function draw(box, data) {
+  function draw(box, data, options) {
     var T = data.features.length, F = T ? data.features[0].length : 0;
     var U = data.weights.length, S = U ? data.weights[0].length : 0;
     var XS = Math.max(1, Math.min(4, Math.floor(900 / Math.max(T, 1))));  // pixels per frame
@@ -42,9 +44,10 @@
     var wmax = 0;
     data.weights.forEach(function (row) { row.forEach(function (v) { wmax = Math.max(wmax, v); }); });
 
-    var head = el("div", "attnkit-line", "heard: " + data.outputs.join(" ") +
-      "  (" + (data.weights_are === "posterior" ? "per-frame posterior of each output label" :
-      "attention of each output") + ")");
+    var rows = data.weights_are === "posterior" ? "per-frame posterior of each output label" :
+      "attention of each output";
+    var head = el("div", "attnkit-line", (options || {}).heard === false ? rows :
+      "heard: " + data.outputs.join(" ") + "  (" + rows + ")");
     box.appendChild(head);
     var audio = el("audio", "attnkit-audio");
     audio.controls = true;
