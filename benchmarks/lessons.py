@@ -46,6 +46,7 @@ PICTURES = {
     "11": 2,
     "12": 2,
     "13": 0,
+    "14": 3,
 }
 """Lesson number -> which of its PNG outputs (0-based) stands for it on the front page."""
 CPU_CELL = (

@@ -22,6 +22,8 @@ LESSONS = sorted(LESSONS_DIR.glob("[0-9][0-9]_*.py"))
 
 # what a lesson may say it needs -> its ATTNKIT_DATA_DIR folder
 DATA_SETS = {"MNIST": "mnist", "bAbI": "babi"}
+# what a lesson may say it needs -> (the module that brings it, how to install it)
+MODULES = {"eSpeak NG": ("espeakng_loader", "pip install attnkit[speech]")}
 BROWSER_LESSON = "04_famous_examples"
 NO_SCRIPT = "data:text/javascript,"  # in place of the CDN scripts nbconvert's page would fetch
 
@@ -127,12 +129,17 @@ def test_lesson_10s_legend_covers_no_bar(tmp_path):
 
 def _skip_without_data(path: Path) -> None:
     """A lesson that says it needs a data set (``*Needs MNIST*``) skips where the test session
-    has none (tests/conftest.py points ATTNKIT_DATA_DIR at ../shared/data when it exists)."""
+    has none (tests/conftest.py points ATTNKIT_DATA_DIR at ../shared/data when it exists), and
+    one that says it needs a library (``*Needs eSpeak NG*``) where it is not installed."""
+    text = path.read_text(encoding="utf-8")
     for name, directory in DATA_SETS.items():
-        if f"*Needs {name}*" in path.read_text(encoding="utf-8"):
+        if f"*Needs {name}*" in text:
             root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
             if not root or not (Path(root) / directory).is_dir():
                 pytest.skip(f"{path.name} needs {name}: set ATTNKIT_DATA_DIR to hold {directory}/")
+    for name, (module, install) in MODULES.items():
+        if f"*Needs {name}*" in text and importlib.util.find_spec(module) is None:
+            pytest.skip(f"{path.name} needs {name}: {install}")
 
 
 @pytest.mark.slow
