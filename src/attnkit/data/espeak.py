@@ -7,8 +7,9 @@ spoken, and a synthesis callback collects the samples and the ``WORD`` events, e
 sample where its word begins. eSpeak keeps one global state (voice, rate, pitch, callback), so
 every call holds :data:`_LOCK` from loading the library to the last sample; and it keeps state
 between calls that no API call resets (a pitch-flutter index, its noise), so each call loads a
-private copy of the library afresh (a few milliseconds) and the same settings give the same
-samples.
+private copy of the library afresh (a few milliseconds). Its random generator (the breath noise
+of voices such as ``f2``, ``f3``, ``f5``) is seeded from the clock when it starts, so each call
+also sets it to :data:`RANDOM_SEED`: the same settings give the same samples, whenever spoken.
 
 Word events name a word by its character position in the text; eSpeak gives none for the
 parts of a hyphenated word (``ninety-seven`` is one event), so callers that need each part's
@@ -43,6 +44,8 @@ RATES = (80, 450)
 """eSpeak's speaking rates, words per minute (default 175)."""
 PITCHES = (0, 100)
 """eSpeak's base pitch scale (default 50)."""
+RANDOM_SEED = 0
+"""eSpeak's random generator's seed at every call (eSpeak itself seeds it from the clock)."""
 
 
 class _EventId(ctypes.Union):
@@ -127,6 +130,10 @@ def _open() -> ctypes.CDLL:
     if rate <= 0:
         _close(lib)
         raise AttnkitError(f"eSpeak NG did not start (error {rate})")
+    set_seed = getattr(lib, "espeak_ng_SetRandSeed", None)  # eSpeak NG 1.50 and later
+    if set_seed is not None:
+        set_seed.argtypes, set_seed.restype = [ctypes.c_long], None
+        set_seed(RANDOM_SEED)
     lib.sample_rate = rate
     return lib
 

@@ -46,7 +46,7 @@ VARIANTS = {
 """eSpeak voice variants of each split; no variant is in two."""
 SPLITS = tuple(VARIANTS)
 _COMPOUND = re.compile(r"hundert|tausend|und")  # German number words inside one written word
-_FORMAT = 1  # bump when the cached file's contents change
+_FORMAT = 2  # bump when the cached file's contents change (2: eSpeak's noise seeded, not timed)
 
 
 @dataclass(frozen=True)
