@@ -296,8 +296,9 @@ for (name, weights), colour in zip(paths.items(), ("#ffb74d", "#4dd0e1")):
     centres = (weights.argmax(1) + 0.5) * stride  # in feature frames
     height = mel.n_mels * (0.85 if name == "location" else 0.7)
     axes[0].plot(centres, np.full(len(centres), height), "o", color=colour, label=name)
-    for a, b in zip(centres, centres[1:]):  # an arrow from each output to the next
-        arrow = {"arrowstyle": "->", "color": colour, "connectionstyle": "arc3,rad=-0.3"}
+    for a, b in zip(centres, centres[1:]):  # an arrow from each output to the next, bowed down
+        bend = f"arc3,rad={-0.3 if b < a else 0.3}"
+        arrow = {"arrowstyle": "->", "color": colour, "connectionstyle": bend}
         axes[0].annotate("", (b, height), (a, height), arrowprops=arrow)
     for digit, x in zip(number, centres):
         axes[0].annotate(
