@@ -53,9 +53,7 @@ class SpeechData:
             )
         if self.max_number < 1:
             raise ConfigError(f"{where}.max_number: must be at least 1, got {self.max_number}")
-        if self.max_items is not None and (
-            len(self.max_items) != 3 or min(self.max_items) < 1
-        ):
+        if self.max_items is not None and (len(self.max_items) != 3 or min(self.max_items) < 1):
             raise ConfigError(
                 f"{where}.max_items: give [train, dev, test], each at least 1, "
                 f"got {self.max_items!r}"
