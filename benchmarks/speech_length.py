@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -91,8 +92,9 @@ def heard(cfg, items):
 
 
 def row_of(digits: int, data, models: dict, cfg, known: set) -> dict:
-    """One length bucket: per model exact match, CER, WER (and AER where it attends)."""
-    from attnkit.families.speech.evaluate import attention_alignment, score
+    """One length bucket: per model exact match, CER, WER, how many digits it spelled (count of
+    utterances per spelling length) and AER where it attends."""
+    from attnkit.families.speech.evaluate import attention_alignment, score, transcribe
 
     unheard = sum(1 for item in data.items if not words_of(item) <= known)
     seconds = [len(f) * cfg.mel.hop / cfg.mel.sample_rate for f in data.features]
@@ -102,6 +104,8 @@ def row_of(digits: int, data, models: dict, cfg, known: set) -> dict:
     for name, model in models.items():
         scores = score(model.net, data)
         row[name] = {k: scores[k] for k in ("exact_match", "cer", "wer")}
+        spelled = Counter(len(found) for found in transcribe(model.net, data))
+        row[name]["spelled_digits"] = {str(n): spelled[n] for n in sorted(spelled)}
         if model.config.model.kind != "ctc":
             found = attention_alignment(model.net, data, cfg.mel.hop, cfg.directory)
             row[name]["aer"] = found["aer"]

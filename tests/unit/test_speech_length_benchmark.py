@@ -62,8 +62,9 @@ def test_a_row_scores_every_model_and_the_attention_of_those_that_attend(bench, 
     row = bench.row_of(3, data, models, data_cfg, bench.training_words(data_cfg))
     assert row["items"] == 2 and row["unheard"] == 2  # hundreds: training stopped at 99
     assert row["in_training"] is False and row["seconds"] > 0.3
-    assert set(row["las"]) == {"exact_match", "cer", "wer", "aer"}
-    assert set(row["ctc"]) == {"exact_match", "cer", "wer"}
+    assert set(row["las"]) == {"exact_match", "cer", "wer", "spelled_digits", "aer"}
+    assert set(row["ctc"]) == {"exact_match", "cer", "wer", "spelled_digits"}
+    assert sum(row["ctc"]["spelled_digits"].values()) == 2
     assert 0 <= row["las"]["aer"] <= 100 and 0 <= row["ctc"]["cer"] <= 100
 
 
