@@ -115,6 +115,7 @@ RANGES = {
     "TaskData.max_tgt_len": "at least 1",
     "NumbersData.languages": "a non-empty list of en, de, fr, es",
     "NumbersData.max_number": "at least 1",
+    "SpeechData.max_items": "null, or [train, dev, test], each at least 1",
     "DatesData.train_size": "at least 1",
     "DatesData.dev_size": "at least 1",
     "DatesData.test_size": "at least 1",

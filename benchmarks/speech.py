@@ -6,7 +6,8 @@ spoken numbers, one budget each, scored on held-out voices.
 
 Each model is configs/speech_numbers_las.yaml with ``model.attention`` content or location, or
 ``model.kind=ctc`` (the same listener, a per-frame classifier), trained for the config's epochs
-(a fixed number of updates) with one thread, all three at once, each in a process of its own;
+(a fixed number of updates) with one thread, all three at once (at most ``--jobs`` at once), each
+in a process of its own;
 ``--models transformer`` trains ``model.kind=transformer`` (the Transformer over frames at its
 default sizes) the same way. Each best checkpoint (by dev exact match) then spells the test
 split (voices no training or dev utterance was spoken in) greedily: exact match, WER over the
@@ -76,24 +77,13 @@ def run_one(name: str, runs: Path, extra: list[str]) -> dict:
     return row
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=Path, default=Path("runs/bench_speech"))
-    parser.add_argument("--out", type=Path, default=None, help="write the JSON list here")
-    parser.add_argument("--models", nargs="+", default=list(DEFAULT), choices=list(MODELS))
-    parser.add_argument("--set", action="append", default=[], help="extra --set for every model")
-    parser.add_argument("--one", choices=list(MODELS), help=argparse.SUPPRESS)  # a worker
-    args = parser.parse_args()
-    args.runs.mkdir(parents=True, exist_ok=True)
-    if args.one:
-        print(json.dumps(run_one(args.one, args.runs, args.set)), flush=True)
-        return
-    load_before = Path("/proc/loadavg").read_text().split()[:3]
+def _train_group(names: list[str], runs: Path, extra: list[str]) -> list[dict]:
+    """Train ``names`` at once, each in a process of its own; their rows, in order."""
     workers = {}
-    for name in args.models:
-        log = open(args.runs / f"{name}.log", "w")  # noqa: SIM115 (closed below)
-        command = [sys.executable, __file__, "--one", name, "--runs", str(args.runs)]
-        command += [x for s in args.set for x in ("--set", s)]
+    for name in names:
+        log = open(runs / f"{name}.log", "w")  # noqa: SIM115 (closed below)
+        command = [sys.executable, __file__, "--one", name, "--runs", str(runs)]
+        command += [x for s in extra for x in ("--set", s)]
         env = dict(os.environ, PYTHONUNBUFFERED="1", OMP_NUM_THREADS="1")
         workers[name] = (
             subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, env=env),
@@ -108,6 +98,29 @@ def main() -> None:
         row = json.loads(out.decode().strip().splitlines()[-1])
         print(json.dumps(row), flush=True)
         rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=Path, default=Path("runs/bench_speech"))
+    parser.add_argument("--out", type=Path, default=None, help="write the JSON list here")
+    parser.add_argument("--models", nargs="+", default=list(DEFAULT), choices=list(MODELS))
+    parser.add_argument("--set", action="append", default=[], help="extra --set for every model")
+    parser.add_argument(
+        "--jobs", type=int, default=0, help="models trained at once (0: all of them)"
+    )
+    parser.add_argument("--one", choices=list(MODELS), help=argparse.SUPPRESS)  # a worker
+    args = parser.parse_args()
+    args.runs.mkdir(parents=True, exist_ok=True)
+    if args.one:
+        print(json.dumps(run_one(args.one, args.runs, args.set)), flush=True)
+        return
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    rows = []
+    jobs = args.jobs or len(args.models)
+    for first in range(0, len(args.models), jobs):  # at most --jobs processes at once
+        rows += _train_group(args.models[first : first + jobs], args.runs, args.set)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         doc = {

@@ -117,3 +117,22 @@ def test_bad_arguments_are_named(tmp_path):
         speech.generate(ranges=speech.VoiceRanges(pitches=(5, 1)))
     with pytest.raises(ValueError, match="not a pair of the numbers task"):
         speech.gold_samples(speech.speak(_item("sieben", "8"), cache=tmp_path))
+
+
+def test_max_items_keeps_a_seeded_subset_of_each_split_per_language():
+    full = speech.generate(seed=1, languages=("en", "de"), max_number=99)
+    some = speech.generate(seed=1, languages=("en", "de"), max_number=99, max_items=(30, 5, 200))
+    for lang in ("en", "de"):
+        counts = {
+            name: sum(1 for item in some[name] if item.voice.language == lang)
+            for name in speech.SPLITS
+        }
+        assert counts == {"train": 30, "dev": 5, "test": 10}  # test holds 10 per language
+    for name in speech.SPLITS:  # the same items, voices included, in the full splits' order
+        kept = [full[name].index(item) for item in some[name]]
+        assert kept == sorted(kept)
+    again = speech.generate(seed=1, languages=("en", "de"), max_number=99, max_items=(30, 5, 200))
+    other = speech.generate(seed=2, languages=("en", "de"), max_number=99, max_items=(30, 5, 200))
+    assert again == some and other["train"] != some["train"]
+    with pytest.raises(ValueError, match="max_items"):
+        speech.generate(max_number=99, max_items=(30, 0, 5))

@@ -24,6 +24,10 @@ def test_bad_data_keys_are_named():
         from_dict(SpeechData, {"languages": ["xx"]}, "data")
     with pytest.raises(ConfigError, match=r"data\.rates: give \[low, high\]"):
         from_dict(SpeechData, {"rates": [200, 100]}, "data")
+    with pytest.raises(ConfigError, match=r"data\.max_items: give \[train, dev, test\]"):
+        from_dict(SpeechData, {"max_items": [100, 10]}, "data")
+    with pytest.raises(ConfigError, match=r"data\.max_items"):
+        from_dict(SpeechData, {"max_items": [100, 0, 10]}, "data")
     with pytest.raises(ConfigError, match=r"data\.n_mels"):
         from_dict(SpeechData, {"n_mels": 2}, "data")
 
@@ -39,3 +43,9 @@ def test_a_split_is_features_and_targets_batched_with_padding(tmp_path):
         assert decode([t for t in targets[row].tolist() if t != PAD]) == item.digits
     short = int(lengths.argmin())
     assert torch.all(features[short, int(lengths[short]) :] == 0)
+
+
+def test_max_items_caps_the_utterances_a_split_speaks(tmp_path):
+    cfg = SpeechData(languages=["es"], max_number=99, max_items=[40, 3, 3], directory=str(tmp_path))
+    data = speech_set.make_set(cfg, "dev")
+    assert len(data) == 3 and len(data.features) == 3

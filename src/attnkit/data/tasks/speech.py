@@ -221,11 +221,17 @@ def generate(
     languages=LANGUAGES,
     max_number: int = 999,
     ranges: VoiceRanges = VoiceRanges(),  # noqa: B008 (frozen)
+    max_items: tuple[int, int, int] | None = None,
 ) -> dict[str, list[Item]]:
     """Train, dev and test items: per language, the numbers task's splits of its numbers (with
     ``seed``), each number spoken by a voice of its split's variants drawn from ``seed``.
+    ``max_items`` (train, dev, test) keeps at most that many items of each split per language,
+    drawn from ``seed`` in their order (the voices are those of the full splits), so a large
+    ``max_number`` need not be spoken whole.
 
-    Raises ValueError naming a bad language or range."""
+    Raises ValueError naming a bad language, range or count."""
+    if max_items is not None and (len(max_items) != len(SPLITS) or min(max_items) < 1):
+        raise ValueError(f"max_items {max_items}: give one count >= 1 for each of {SPLITS}")
     for low, high in (ranges.rates, ranges.pitches, ranges.noise):
         if low > high:
             raise ValueError(f"range {low}..{high} is empty")
@@ -253,4 +259,11 @@ def generate(
                     int(rng.integers(2**31)),
                 )
                 items[name].append(Item(text, digits, voice))
+        if max_items is not None:  # a subset per language, from a generator of its own
+            pick = np.random.default_rng([seed, LANGUAGES.index(lang), 1])
+            for name, most in zip(SPLITS, max_items):
+                mine = [i for i, item in enumerate(items[name]) if item.voice.language == lang]
+                if len(mine) > most:
+                    dropped = set(mine) - set(pick.choice(mine, most, replace=False).tolist())
+                    items[name] = [x for i, x in enumerate(items[name]) if i not in dropped]
     return items

@@ -34,6 +34,8 @@ class SpeechData:
         default_factory=lambda: list(speech.LANGUAGES)
     )  # the languages spoken: any of en, de, fr, es
     max_number: int = 999  # numbers 0..max_number of each language, split as the numbers task
+    # at most [train, dev, test] utterances of each language, drawn with the seed (null: all)
+    max_items: list[int] | None = None
     seed: int = 0  # the split, and each item's voice, rate, pitch and noise
     rates: list[int] = field(default_factory=lambda: [130, 230])  # words a minute, low and high
     pitches: list[int] = field(default_factory=lambda: [25, 75])  # eSpeak's 0-100, low and high
@@ -51,6 +53,11 @@ class SpeechData:
             )
         if self.max_number < 1:
             raise ConfigError(f"{where}.max_number: must be at least 1, got {self.max_number}")
+        if self.max_items is not None and (len(self.max_items) != 3 or min(self.max_items) < 1):
+            raise ConfigError(
+                f"{where}.max_items: give [train, dev, test], each at least 1, "
+                f"got {self.max_items!r}"
+            )
         for name in ("rates", "pitches", "noise"):
             pair = getattr(self, name)
             if len(pair) != 2 or pair[0] > pair[1]:
@@ -109,7 +116,10 @@ class SpeechSet:
 def make_set(cfg: SpeechData, split: str) -> SpeechSet:
     """The items of ``split`` (train, dev or test) spoken and made features."""
     try:
-        items = speech.generate(cfg.seed, tuple(cfg.languages), cfg.max_number, cfg.ranges())
+        most = None if cfg.max_items is None else tuple(cfg.max_items)
+        items = speech.generate(
+            cfg.seed, tuple(cfg.languages), cfg.max_number, cfg.ranges(), max_items=most
+        )
     except ValueError as exc:
         raise ConfigError(f"data: {exc}") from None
     chosen = items[split]
