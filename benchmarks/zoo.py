@@ -120,12 +120,12 @@ FAMILIES: dict[str, dict] = {
     "babi-joint": {
         "config": "configs/babi_memn2n_joint.yaml",
         "overrides": [
-            "train.epochs=60",
-            "train.linear_start=20",
+            "train.epochs=40",
+            "train.linear_start=10",
             "train.lr_step_epochs=10",
             "train.device=cpu",
         ],
-        "about": "the 20 bAbI tasks trained jointly, MemN2N: 3 hops, width 50, 60 epochs",
+        "about": "the 20 bAbI tasks trained jointly, MemN2N: 3 hops, width 50, 40 epochs",
     },
     "pointer-sort10": {
         "config": "configs/pointer_sort10.yaml",
