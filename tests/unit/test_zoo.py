@@ -131,7 +131,7 @@ GOOD = {
     "configs/cora_gatv2.yaml": 80,
     "configs/pointer_hull10.yaml": 40,  # exact hulls, 4 short epochs (width 128, 6 min: 62%)
     "configs/babi_memn2n.yaml": 5,  # error % (lower is better): a task passed is under 5%
-    # the 20 tasks at once, 30 epochs: mean error % (the full recipe here: 12.26%)
+    # the 20 tasks at once, 18 epochs: mean error % (the full recipe here: 12.26%)
     "configs/babi_memn2n_joint.yaml": 20,
     "configs/g2p_cmudict.yaml": 40,  # test WER % of a 0.75M model (the 14.2M ensemble: 21.38%)
 }
