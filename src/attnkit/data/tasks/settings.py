@@ -89,6 +89,7 @@ class NumbersData(GeneratedData):
     test_size: int = 1000  # count > 1: distinct test lists
 
     CHOICES = {**TaskData.CHOICES, "direction": numbers.DIRECTIONS}
+    ADDED_KEYS: ClassVar[dict] = {**TaskData.ADDED_KEYS, "count": 1}  # saved before: one number
 
     def validate(self, where: str) -> None:
         super().validate(where)
