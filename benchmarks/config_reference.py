@@ -116,6 +116,11 @@ RANGES = {
     "NumbersData.languages": "a non-empty list of en, de, fr, es",
     "NumbersData.max_number": "at least 1",
     "SpeechData.max_items": "null, or [train, dev, test], each at least 1",
+    "NumbersData.count": "at least 1",
+    "NumbersData.train_size": "at least 1; with count > 1 only; the three sizes at most half "
+    "the lists there are (languages x (max_number + 1)^count)",
+    "NumbersData.dev_size": "at least 1; with count > 1 only",
+    "NumbersData.test_size": "at least 1; with count > 1 only",
     "DatesData.train_size": "at least 1",
     "DatesData.dev_size": "at least 1",
     "DatesData.test_size": "at least 1",

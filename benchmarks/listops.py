@@ -8,6 +8,8 @@ Pareto picture of accuracy against time and memory.
     python benchmarks/listops.py --impls explicit linear --epochs 1 --train-size 320   # a sketch
     python benchmarks/listops.py --config configs/numbers_transformer.yaml --impls auto explicit \
         local --window 4 --epochs 10 --jobs 2 --set "data.languages=[en,de]"
+    python benchmarks/listops.py --config configs/numbers_long_transformer.yaml --score token \
+        --jobs 2 --window 32   # lists of 20 numbers, ~500 characters: where the costs differ
 
 Each implementation (``model.attention_impl``; ``auto``, the default path where the backend
 chooses, is the reference line) trains the config (``configs/listops_transformer.yaml`` unless
@@ -21,19 +23,23 @@ The budget is updates, not seconds: every implementation makes the same number o
 the time it took is what it costs.
 
 Per implementation the JSON holds: ``test_accuracy`` (%, exact match of the answer digit of the
-best checkpoint on dev), ``train_update_s`` (seconds spent in updates, the trainer's own count:
-dev evaluations excluded), ``train_wall_s`` (the whole ``attnkit train`` process),
+best checkpoint on dev), ``test_token_accuracy`` (%, the reference's characters that the greedy
+output has at the same place: partial credit where a long target is seldom exactly right),
+``train_update_s`` (seconds spent in updates, the trainer's own count: dev evaluations excluded)
+and ``update_s`` (the same per update), ``train_wall_s`` and ``train_cpu_s`` (the whole
+``attnkit train`` process: wall seconds, and its user + system CPU seconds, which a busy machine
+inflates far less than the wall clock; start-up, data and dev evaluations included),
 ``peak_rss_mib`` (the training process's peak resident set, from ``wait4``: everything the
 process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`` is the peak
-of a process that only imports torch and attnkit, so the differences above it are the training's
-own. ``majority`` is the test share of the most common answer (what a constant guess scores;
-near 0 where every answer differs, as in the numbers task);
+of a process that only imports torch and attnkit (``baseline_cpu_s`` its CPU seconds), so the
+differences above it are the training's own. ``majority`` is the test share of the most common
+answer (what a constant guess scores; near 0 where every answer differs, as in the numbers task);
 ``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
 evenly over time: runs are in sequence unless ``--jobs 2``).
 
-``--plot FILE`` draws accuracy against update time and against peak memory, one point per
-implementation, the Pareto front (no other point both cheaper and more accurate) joined, and
-the majority guess as a line.
+``--plot FILE`` draws accuracy (``--score exact``, the default, or ``token``) against update time
+and against peak memory, one point per implementation, the Pareto front (no other point both
+cheaper and more accurate) joined, and the majority guess as a line (exact match only).
 """
 
 from __future__ import annotations
@@ -60,6 +66,11 @@ from attnkit.attention import IMPLEMENTATIONS  # noqa: E402
 CONFIG = ROOT / "configs" / "listops_transformer.yaml"
 #: LRA's ListOps accuracies (Tay et al. 2021, Table 1), where an implementation here matches
 LRA_LISTOPS = {"explicit": 36.37, "local": 15.82, "linear": 16.13, "performer": 18.01}
+#: --score -> (the JSON key it draws, the picture's label)
+SCORES = {
+    "exact": ("test_accuracy", "test exact match, %"),
+    "token": ("test_token_accuracy", "test token accuracy (characters in place), %"),
+}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -81,6 +92,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--jobs", type=int, default=1, help="implementations trained at once (1 or 2)")
     p.add_argument("--json", type=Path, help="write the JSON here (else print it)")
     p.add_argument("--plot", type=Path, help="the Pareto picture (PNG)")
+    p.add_argument(
+        "--score",
+        choices=tuple(SCORES),
+        default="exact",
+        help="the accuracy the picture draws: test exact match, or token accuracy (the share of "
+        "target characters right at their place) where long targets are seldom exactly right",
+    )
     args = p.parse_args(argv)
     if not args.config.is_file():
         p.error(f"--config: no such file: {args.config}")
@@ -98,15 +116,17 @@ def _load() -> str:
     return Path("/proc/loadavg").read_text().strip() if Path("/proc/loadavg").is_file() else ""
 
 
-def _run(cmd: list[str], log: Path) -> tuple[int, float, float]:
-    """Run ``cmd`` (its output to ``log``): (exit status, wall seconds, peak RSS in MiB)."""
+def _run(cmd: list[str], log: Path) -> tuple[int, float, float, float]:
+    """Run ``cmd`` (its output to ``log``): (exit status, wall seconds, peak RSS in MiB, CPU
+    seconds: user + system, from ``wait4``)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT / "src"))
     with open(log, "w", encoding="utf-8") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024  # KiB -> MiB
+    cpu = usage.ru_utime + usage.ru_stime
+    return proc.returncode, time.perf_counter() - t0, usage.ru_maxrss / 1024, cpu  # KiB -> MiB
 
 
 def overrides(args: argparse.Namespace, impl: str) -> list[str]:
@@ -130,28 +150,49 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
     run.mkdir(parents=True, exist_ok=True)
     sets = [x for s in overrides(args, impl) for x in ("--set", s)]
     train = [sys.executable, "-m", "attnkit", "train", str(args.config), "--output-dir", str(run)]
-    rc, wall, rss = _run([*train, "--overwrite", *sets], run.parent / f"{impl}.train.log")
+    rc, wall, rss, cpu = _run([*train, "--overwrite", *sets], run.parent / f"{impl}.train.log")
     if rc != 0:
         return {"error": f"attnkit train exited {rc}: see {impl}.train.log"}
     evaluate = [sys.executable, "-m", "attnkit", "evaluate", "--model", str(run / "best")]
-    out = run.parent / f"{impl}.eval.json"
-    rc_eval, _, _ = _run([*evaluate, "--beam", "1", "--json", "--threads", "1"], out)
+    out, hyps = run.parent / f"{impl}.eval.json", run.parent / f"{impl}.eval"
+    flags = ["--beam", "1", "--json", "--threads", "1", "--out", str(hyps)]
+    rc_eval, *_ = _run([*evaluate, *flags], out)
     if rc_eval != 0:
         return {"error": f"attnkit evaluate exited {rc_eval}: see {out.name}"}
     scores = json.loads(out.read_text(encoding="utf-8").strip().splitlines()[-1])
+    greedy = (hyps / "hyps.greedy.txt").read_text(encoding="utf-8").split("\n")
     state = json.loads((run / "last" / "trainer.json").read_text(encoding="utf-8"))["state"]
     best = json.loads((run / "best" / "trainer.json").read_text(encoding="utf-8"))["state"]
     return {
         "test_accuracy": scores["greedy"]["exact_match"],
+        "test_token_accuracy": token_accuracy(greedy, [t for _, t in scored_split(args)]),
         "best_dev": best["best"],
         "best_update": best["best_step"],
         "updates": state["step"],
         "train_update_s": round(state["train_s"], 3),
+        "update_s": round(state["train_s"] / max(1, state["step"]), 4),
         "train_wall_s": round(wall, 1),
+        "train_cpu_s": round(cpu, 1),
         "peak_rss_mib": round(rss, 1),
         "overrides": overrides(args, impl),
         "lra_listops": LRA_LISTOPS.get(impl) if task_of(args) == "listops" else None,
     }
+
+
+def token_accuracy(hyps: list[str], refs: list[str]) -> float:
+    """The share (%) of the references' characters that the hypothesis has at the same place
+    (a character-level target's tokens; a missing or extra character scores nothing more)."""
+    hyps = [h.replace("<unk>", "\0") for h in hyps]  # an unknown output is one wrong token
+    total = sum(len(r) for r in refs)
+    right = sum(h == r for hyp, ref in zip(hyps, refs) for h, r in zip(hyp, ref))
+    return round(100 * right / max(1, total), 2)
+
+
+def scored_split(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The test pairs the checkpoints are scored on, in the order ``attnkit evaluate`` writes."""
+    from attnkit.data.tasks.registry import build_splits, data_from_dict
+
+    return build_splits(data_from_dict(data_section(args))).test
 
 
 def task_of(args: argparse.Namespace) -> str:
@@ -164,7 +205,7 @@ def describe_data(section: dict) -> str:
         return (
             f"lengths {section['min_length']}-{section['max_length']}, depth {section['max_depth']}"
         )
-    keys = ("languages", "direction", "max_number", "train_size")
+    keys = ("languages", "direction", "max_number", "count", "train_size")
     return ", ".join([section["task"], *(f"{k} {section[k]}" for k in keys if k in section)])
 
 
@@ -180,11 +221,9 @@ def data_section(args: argparse.Namespace) -> dict:
     return section
 
 
-def majority_share(section: dict) -> float:
+def majority_share(args: argparse.Namespace) -> float:
     """The test share (%) of the most common answer, from the same generated test split."""
-    from attnkit.data.tasks.registry import build_splits, data_from_dict
-
-    test = build_splits(data_from_dict(section)).test
+    test = scored_split(args)
     counts = collections.Counter(target for _, target in test)
     return round(100 * max(counts.values()) / len(test), 2)
 
@@ -201,13 +240,14 @@ def pareto(points: list[tuple[float, float]]) -> list[int]:
     return front
 
 
-def plot(result: dict, path: Path) -> None:
+def plot(result: dict, path: Path, score: str = "exact") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = {k: v for k, v in result["implementations"].items() if "test_accuracy" in v}
+    metric, metric_label = SCORES[score]
+    runs = {k: v for k, v in result["implementations"].items() if metric in v}
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     for ax, key, label in zip(
         axes,
@@ -215,7 +255,7 @@ def plot(result: dict, path: Path) -> None:
         ("training time, seconds in updates", "peak memory of the training process, MiB"),
     ):
         names = list(runs)
-        points = [(runs[n][key], runs[n]["test_accuracy"]) for n in names]
+        points = [(runs[n][key], runs[n][metric]) for n in names]
         for name, (x, y) in zip(names, points):
             ax.scatter(x, y, s=40)
             ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=9)
@@ -227,10 +267,11 @@ def plot(result: dict, path: Path) -> None:
             lw=1,
             label="Pareto front",
         )
-        ax.axhline(result["majority"], color="grey", lw=1, label="majority answer")
+        if score == "exact":
+            ax.axhline(result["majority"], color="grey", lw=1, label="majority answer")
         ax.set_xlabel(label)
         ax.legend(fontsize=8)
-    axes[0].set_ylabel("test accuracy, %")
+    axes[0].set_ylabel(metric_label)
     fig.suptitle(
         f"{Path(result['config']).stem} ({result['data']}), {result['updates']} updates each, "
         "one CPU thread each",
@@ -260,9 +301,10 @@ def main(argv=None) -> None:
             args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
         ),
         "data": describe_data(data),
-        "majority": majority_share(data),
+        "majority": majority_share(args),
+        "score": args.score,
     }
-    _, _, result["baseline_rss_mib"] = _run(
+    _, _, result["baseline_rss_mib"], result["baseline_cpu_s"] = _run(
         [sys.executable, "-c", "import torch, attnkit.families"], args.runs / "baseline.log"
     )
     result["jobs"] = args.jobs
@@ -279,7 +321,7 @@ def main(argv=None) -> None:
         args.json.write_text(text + "\n", encoding="utf-8")
     print(text)
     if args.plot:
-        plot(result, args.plot)
+        plot(result, args.plot, args.score)
 
 
 if __name__ == "__main__":

@@ -345,6 +345,10 @@ LONG: dict[str, str] = {
     "local --window 4 --epochs 8 --jobs 2 --set 'data.languages=[en,de]' --json numbers.json": (
         "three numbers trainings of 400 updates, two at once: minutes on a CPU"
     ),
+    "python benchmarks/listops.py --config configs/numbers_long_transformer.yaml --window 32 "
+    "--jobs 2 --score token --json long.json --plot long.png": (
+        "six trainings on inputs of about 500 characters, two at once: tens of minutes on a CPU"
+    ),
     "attnkit train configs/copyrare_copy.yaml": "trains to early stopping: 3-5 minutes on a CPU",
     "attnkit train configs/copyrare_nocopy.yaml": "trains to early stopping: 2-3 minutes on a CPU",
     "python benchmarks/copyrare.py --seeds 1 2": "the copyrare benchmark: four trainings, minutes",

@@ -529,7 +529,16 @@ def test_inapplicable_defaults_and_saved_configs_are_fine(tmp_path):
 # ---- the data section: one class per task --------------------------------------------------------
 #: a valid value, other than its default, for every data key of every task
 OWN_VALUES = {
-    "numbers": {"seed": 3, "languages": ["de", "fr"], "direction": "both", "max_number": 50},
+    "numbers": {
+        "seed": 3,
+        "languages": ["de", "fr"],
+        "direction": "both",
+        "max_number": 50,
+        "count": 3,
+        "train_size": 30,
+        "dev_size": 5,
+        "test_size": 5,
+    },
     "dates": {"seed": 4, "train_size": 300, "dev_size": 20, "test_size": 30},
     "phrases": {
         "seed": 5,

@@ -33,6 +33,14 @@ def test_the_pareto_front_keeps_the_points_nothing_beats():
     assert pareto([]) == []
 
 
+def test_token_accuracy_counts_the_references_characters_in_place():
+    token_accuracy = _bench().token_accuracy
+    # "12 3" against "12 4": 3 of 4 in place; an unknown output is one wrong token, so the "5"
+    # after it is still in place; a short hypothesis loses what it lacks
+    assert token_accuracy(["12 3", "<unk>5", "7"], ["12 4", "45", "789"]) == round(100 * 5 / 9, 2)
+    assert token_accuracy(["ab"], ["ab"]) == 100.0 and token_accuracy([""], ["ab"]) == 0.0
+
+
 def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
     data = ("data.dev_size=8", "data.test_size=20", "data.min_length=8", "data.max_length=30")
     command = [
@@ -52,6 +60,9 @@ def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
         assert run["updates"] == 1  # 32 expressions, batches of 32, one epoch
         assert 0 <= run["test_accuracy"] <= 100
         assert run["train_update_s"] > 0 and run["peak_rss_mib"] > result["baseline_rss_mib"]
+        assert run["update_s"] == pytest.approx(run["train_update_s"], rel=1e-3)  # one update
+        assert run["train_cpu_s"] > result["baseline_cpu_s"] > 0
+        assert 0 <= run["test_token_accuracy"] <= 100
         assert f"model.attention_impl={impl}" in run["overrides"]
     assert 10 <= result["majority"] <= 100  # ten answers: the commonest holds a tenth at least
     assert result["data"].startswith("lengths 8-30")
@@ -67,6 +78,7 @@ def test_bad_arguments_are_refused_in_one_line(capsys, tmp_path):
         ("--impls", "auto", "auto"): "--impls: each implementation once",
         ("--impls", "quadratic"): "invalid choice: 'quadratic'",
         ("--config", str(tmp_path / "none.yaml")): "--config: no such file",
+        ("--score", "bleu"): "invalid choice: 'bleu'",
     }
     for argv, message in cases.items():
         with pytest.raises(SystemExit) as stop:
@@ -84,6 +96,7 @@ def test_the_numbers_task_runs_with_the_default_path_as_reference(tmp_path):
         *(sys.executable, str(SCRIPT), "--config", str(REPO / "configs/numbers_transformer.yaml")),
         *("--impls", "auto", "local", "--window", "2", "--epochs", "1", "--jobs", "2"),
         *("--runs", str(tmp_path / "runs"), "--json", str(tmp_path / "out.json")),
+        *("--score", "token", "--plot", str(tmp_path / "pareto.png")),
         *(x for s in data for x in ("--set", s)),
     ]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -98,5 +111,8 @@ def test_the_numbers_task_runs_with_the_default_path_as_reference(tmp_path):
         assert "error" not in run, run
         assert run["updates"] == 5  # 80 training pairs (0-99, 10% dev, 10% test), batches of 16
         assert 0 <= run["test_accuracy"] <= 100 and run["lra_listops"] is None
+        assert 0 <= run["test_token_accuracy"] <= 100  # partial credit: 100 only if all exact
+        assert run["test_token_accuracy"] == 100 or run["test_accuracy"] < 100
         assert "train.patience=null" in run["overrides"]  # early stopping off
     assert "model.attention_window=2" in runs["local"]["overrides"]
+    assert result["score"] == "token" and (tmp_path / "pareto.png").stat().st_size > 0

@@ -1,9 +1,13 @@
 """Number-translation task: content, determinism, disjoint splits, argument errors."""
 
 import pytest
+import yaml
 
 from attnkit.data.tasks import numbers
 from attnkit.data.tasks.base import Splits, split_disjoint
+from attnkit.data.tasks.registry import build_splits
+from attnkit.errors import ConfigError
+from attnkit.families.seq2seq.config import load_experiment
 
 
 def _all(splits: Splits):
@@ -85,3 +89,81 @@ def test_split_disjoint_ignores_input_order_and_duplicates():
     assert a == b and len(a.train) == 40
     with pytest.raises(ValueError, match="only 50 distinct"):
         split_disjoint(pairs, n_dev=30, n_test=30, seed=0)
+
+
+# Lists (data.count > 1): several numbers written out one after another, the long-input variant.
+
+
+def _words_to_digits(source: str, lang: str) -> str:
+    """The digits of a list's words, each number read back through num2words' own table."""
+    table = {numbers.num2words(n, lang=lang): str(n) for n in range(1000)}
+    return " ".join(table[w] for w in source.split(numbers.LIST_SEPARATOR))
+
+
+def test_lists_hold_count_numbers_in_their_language_and_their_digits_in_order():
+    s = numbers.generate_lists(seed=3, languages=("de",), count=6, sizes=(40, 5, 7))
+    assert (len(s.train), len(s.dev), len(s.test)) == (40, 5, 7)
+    for source, target in _all(s):
+        assert len(target.split(" ")) == 6 and len(source.split(numbers.LIST_SEPARATOR)) == 6
+        assert _words_to_digits(source, "de") == target  # each number read back in place
+
+
+def test_lists_are_long_deterministic_and_disjoint_by_source():
+    kwargs = {"languages": ("en", "de"), "count": 20, "sizes": (200, 20, 30)}
+    s = numbers.generate_lists(seed=0, **kwargs)
+    assert numbers.generate_lists(seed=0, **kwargs) == s
+    assert numbers.generate_lists(seed=1, **kwargs).test != s.test
+    lengths = [len(src) for src, _ in _all(s)]
+    assert 300 < min(lengths) and sum(lengths) / len(lengths) > 400  # ~25 characters a number
+    train, dev, test = ({src for src, _ in part} for part in (s.train, s.dev, s.test))
+    assert not train & dev and not train & test and not dev & test
+    english = {numbers.num2words(n, lang="en") for n in range(1000)}
+    in_english = [set(src.split(numbers.LIST_SEPARATOR)) <= english for src, _ in s.train]
+    assert 50 < sum(in_english) < 150  # one language a list, each drawn about half the time
+
+
+def test_lists_digits2words_and_both():
+    d2w = numbers.generate_lists(
+        languages=("en",), direction="digits2words", count=2, sizes=(3, 1, 1)
+    )
+    source, target = d2w.test[0]
+    assert source.startswith("en: ") and _words_to_digits(target, "en") == source[4:]
+    both = numbers.generate_lists(languages=("en",), direction="both", count=2, sizes=(4, 2, 2))
+    assert len(both.train) == 8 and len(both.test) == 4  # each list in both directions
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"count": 1}, ["count", ">= 2", "1"]),
+        ({"sizes": (10, 0, 5)}, ["dev_size", "0"]),
+        ({"max_number": 3, "count": 2, "sizes": (10, 5, 5)}, ["4^2", "20 distinct", "max_number"]),
+        ({"direction": "up"}, ["'up'", "words2digits"]),
+    ],
+)
+def test_bad_list_arguments_are_one_line_naming_the_value(kwargs, words):
+    with pytest.raises(ValueError) as err:
+        numbers.generate_lists(languages=("en",), **{"count": 3, **kwargs})
+    assert "\n" not in str(err.value)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_the_config_keys_reach_the_lists_and_are_refused_in_one_line(tmp_path):
+    base = {"name": "x", "data": {"task": "numbers", "languages": ["en"]}}
+    path = tmp_path / "exp.yaml"
+    path.write_text(yaml.safe_dump(base), encoding="utf-8")
+    sets = ["data.count=3", "data.train_size=12", "data.dev_size=2", "data.test_size=4"]
+    splits = build_splits(load_experiment(path, sets).data)
+    assert splits.sizes() == {"train": 12, "dev": 2, "test": 4}
+    assert all(len(t.split(" ")) == 3 for _, t in splits.train)
+    refused = {
+        ("data.train_size=12",): "data.train_size: read only with data.count > 1",
+        ("data.count=0",): "data.count",
+        ("data.count=3", "data.test_size=0"): "data.test_size",
+        ("data.count=3", "data.max_number=2", "data.train_size=30"): "too few",
+    }
+    for overrides, message in refused.items():
+        with pytest.raises(ConfigError) as err:
+            build_splits(load_experiment(path, list(overrides)).data)
+        assert message in str(err.value) and "\n" not in str(err.value), str(err.value)

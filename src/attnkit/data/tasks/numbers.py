@@ -16,9 +16,16 @@ a CPU. It is small, but it makes attention earn its keep:
 Every number in ``0..max_number`` is used once per language; dev and test
 default to 10% each of the distinct sources, and no source string is in two
 splits.
+
+With ``count`` > 1 (:func:`generate_lists`) each item is ``count`` numbers of
+one language written one after another, ``"sieben, zwölf" -> "7 12"``: the
+same translation at inputs of hundreds of characters (about 24 a number), the
+long-input variant on which the attention implementations differ in cost.
 """
 
 from __future__ import annotations
+
+import random
 
 from num2words import num2words
 
@@ -94,6 +101,84 @@ def generate(
     if n_test is None:
         n_test = round(0.1 * len(pairs))
     return split_disjoint(pairs, n_dev=n_dev, n_test=n_test, seed=seed)
+
+
+LIST_SEPARATOR = ", "
+"""Between the numbers of a list's words; the digits are separated by one space."""
+
+
+def check_list_args(count: int, sizes: tuple[int, int, int]) -> None:
+    """ValueError naming the bad value: ``count`` >= 2, each of train/dev/test sizes >= 1."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 2:
+        raise ValueError(f"count must be an integer >= 2 for lists, got {count!r}")
+    for name, size in zip(("train_size", "dev_size", "test_size"), sizes):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {size!r}")
+
+
+def _list_pairs(words: list[str], numbers: list[int], lang: str, direction: str) -> list[Pair]:
+    pairs = []
+    digits = " ".join(map(str, numbers))
+    if direction in ("words2digits", "both"):
+        pairs.append((LIST_SEPARATOR.join(words), digits))
+    if direction in ("digits2words", "both"):
+        pairs.append((f"{lang}: {digits}", LIST_SEPARATOR.join(words)))
+    return pairs
+
+
+def generate_lists(
+    seed: int = 0,
+    languages=LANGUAGES,
+    direction: str = "words2digits",
+    max_number: int = 999,
+    count: int = 20,
+    sizes: tuple[int, int, int] = (20000, 1000, 1000),
+) -> Splits:
+    """Splits of lists: each item ``count`` numbers of ``0..max_number`` drawn with
+    ``random.Random(seed)`` in one language (drawn per item from ``languages``), the words joined
+    by :data:`LIST_SEPARATOR`, the digits by a space. ``sizes`` are the distinct items of train,
+    dev and test (``both`` gives each item's two pairs, so about twice as many); no source is in
+    two splits, and every number of every split is one training also sees, at other places.
+
+    Raises ValueError naming the bad value, or saying the lists this ``max_number``, ``count``
+    and ``languages`` allow are too few to draw ``sizes`` distinct ones with room to spare.
+    """
+    languages = _check_args(languages, direction, max_number)
+    check_list_args(count, sizes)
+    wanted = sum(sizes)
+    possible = len(languages) * (max_number + 1) ** count
+    if possible < 2 * wanted:  # room to spare: drawing distinct lists ends in ~wanted draws
+        raise ValueError(
+            f"{len(languages)} language(s) x {max_number + 1}^{count} lists are too few to draw "
+            f"{wanted} distinct ones (train_size + dev_size + test_size): at least twice as many "
+            "are needed; raise max_number or count, or lower the sizes"
+        )
+    rng = random.Random(seed)
+    cache: dict[tuple[str, int], str] = {}  # num2words is slow: each (language, number) once
+    drawn: set[tuple] = set()
+    items: list[list[Pair]] = []
+    while len(items) < wanted:
+        lang = rng.choice(languages)
+        numbers = [rng.randint(0, max_number) for _ in range(count)]
+        if (lang, *numbers) in drawn:
+            continue
+        drawn.add((lang, *numbers))
+        for n in numbers:
+            if (lang, n) not in cache:
+                cache[lang, n] = num2words(n, lang=lang)
+        words = [cache[lang, n] for n in numbers]
+        items.append(_list_pairs(words, numbers, lang, direction))
+    n_train, n_dev, _ = sizes
+    # a list whose words two languages share ("six, six" in en and fr) is one pair, in one split
+    train = dedupe_pairs([p for item in items[:n_train] for p in item])
+    dev = dedupe_pairs([p for item in items[n_train : n_train + n_dev] for p in item])
+    test = dedupe_pairs([p for item in items[n_train + n_dev :] for p in item])
+    held_out = {s for s, _ in dev} | {s for s, _ in test}
+    train = [p for p in train if p[0] not in held_out]
+    dev = [p for p in dev if p[0] not in {s for s, _ in test}]
+    for split in (train, dev, test):
+        rng.shuffle(split)
+    return Splits(train=train, dev=dev, test=test)
 
 
 def _named_by_digit(n: int, lang: str) -> list[set[int]]:

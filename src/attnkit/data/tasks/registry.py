@@ -31,6 +31,15 @@ from attnkit.errors import AttnkitError, ConfigError
 def _numbers(cfg: NumbersData) -> Splits:
     from attnkit.data.tasks import numbers
 
+    if cfg.count > 1:
+        return numbers.generate_lists(
+            seed=cfg.seed,
+            languages=tuple(cfg.languages),
+            direction=cfg.direction,
+            max_number=cfg.max_number,
+            count=cfg.count,
+            sizes=(cfg.train_size, cfg.dev_size, cfg.test_size),
+        )
     return numbers.generate(
         seed=cfg.seed,
         languages=tuple(cfg.languages),

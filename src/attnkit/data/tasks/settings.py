@@ -81,12 +81,27 @@ class NumbersData(GeneratedData):
     languages: list[str] = field(default_factory=lambda: list(numbers.LANGUAGES))
     direction: str = "words2digits"
     max_number: int = 999
+    # numbers per item: 1, every number once per language (10% dev, 10% test); more, lists of
+    # that many numbers one after another ("sieben, zwölf" -> "7 12"), about 24 characters each
+    count: int = 1
+    train_size: int = 20000  # count > 1: distinct generated training lists
+    dev_size: int = 1000  # count > 1: distinct dev lists
+    test_size: int = 1000  # count > 1: distinct test lists
 
     CHOICES = {**TaskData.CHOICES, "direction": numbers.DIRECTIONS}
+    ADDED_KEYS: ClassVar[dict] = {**TaskData.ADDED_KEYS, "count": 1}  # saved before: one number
 
     def validate(self, where: str) -> None:
         super().validate(where)
-        check_values(self, where, {"max_number": at_least(1)})
+        sizes = ("train_size", "dev_size", "test_size")
+        check_values(self, where, {name: at_least(1) for name in ("max_number", "count", *sizes)})
+        if self.count == 1:  # every number once: the sizes are 10% each, not these keys
+            for name in sizes:
+                if getattr(self, name) != getattr(NumbersData, name):
+                    raise ConfigError(
+                        f"{join_key(where, name)}: read only with data.count > 1 (count 1 "
+                        "holds out 10% of the numbers for dev and 10% for test)"
+                    )
         key = join_key(where, "languages")
         if not self.languages:
             raise ConfigError(f"{key}: empty; choose from {', '.join(numbers.LANGUAGES)}")
