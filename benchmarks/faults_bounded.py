@@ -390,7 +390,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
         )
         script = (
             "import sys\n"
-            "from attnkit.families.vision.endpoint import _image_size\n"
+            "from attnkit.families.uploads import _image_size\n"
             "from attnkit.errors import RequestError\n"
             "try:\n    _image_size(open(sys.argv[1], 'rb').read(), 1024)\n"
             "except RequestError as e:\n    print(e.status, e.message)\n"
