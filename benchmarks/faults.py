@@ -6,10 +6,14 @@
     python benchmarks/faults.py --only resume_  # the cases whose name contains "resume_"
     python benchmarks/faults.py --item 6        # the cases of item 6 of the issue
     python benchmarks/faults.py --keep --jobs 1 # keep the temporary directory; one case at a time
+    python benchmarks/faults.py --no-fork       # a fresh interpreter for every command
 
-Every case runs ``python -m attnkit ...`` subprocesses in its own folder of one temporary
-directory, with this tree's ``src/`` first on PYTHONPATH (so it tests the tree it sits in),
-one thread, no progress bars. A tiny parallel-text model is trained once, on first need, and
+Every case runs ``attnkit ...`` commands in its own folder of one temporary directory, with
+this tree's ``src/`` first on PYTHONPATH (so it tests the tree it sits in), one thread, no
+progress bars. Each command is a process of its own, forked from one process that imported
+torch and attnkit once (benchmarks/faults_zygote.py: a case pays for its own work, not for 3-4
+CPU seconds of imports); a command run with another environment, or as another user, starts a
+fresh ``python -m attnkit`` instead. A tiny parallel-text model is trained once, on first need, and
 copied by the cases that damage checkpoints. A case *holds* when the outcome is the expected
 one: for bad input, exit status 2 and exactly one line on stderr, starting with
 ``attnkit: error:`` (``attnkit: warning:`` lines aside; never a traceback), and nothing lost
@@ -83,11 +87,12 @@ class Result:
     seconds: float
 
     def lines(self) -> list[str]:
-        """Non-blank stderr lines, warnings aside."""
+        """Non-blank stderr lines, warnings and a resumed run's notices of what it changes
+        (``resume: train.epochs 2 -> 4``, said before anything is checked) aside."""
         return [
             ln
             for ln in self.stderr.splitlines()
-            if ln.strip() and not ln.startswith("attnkit: warning:")
+            if ln.strip() and not ln.startswith(("attnkit: warning:", "resume: "))
         ]
 
     def tail(self) -> str:
@@ -108,8 +113,11 @@ class Case:
 class Context:
     """The temporary directory, the shared data files and the tiny model (trained on first need)."""
 
-    def __init__(self, root: Path, timeout: float):
+    def __init__(self, root: Path, timeout: float, fork: bool = True):
         self.root, self.timeout = root, timeout
+        self.fork = fork  # commands forked from one process that imported torch (faults_zygote)
+        self._zygote = None
+        self._zygote_lock = threading.Lock()
         self._lock = threading.Lock()
         self.native_lock = threading.Lock()
         self.native_cache: Path | None = None  # the kernel library built once, for the cache cases
@@ -125,11 +133,48 @@ class Context:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(SRC)] + [p for p in [env.get("PYTHONPATH")] if p])
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONIOENCODING="utf-8", **extra)
+        shared = REPO.parent / "shared" / "data"  # MNIST for the vision runs, as the tests do
+        if not env.get("ATTNKIT_DATA_DIR", "").strip() and shared.is_dir():
+            env["ATTNKIT_DATA_DIR"] = str(shared)
         env.pop("PYTHONWARNINGS", None)
         return env
 
     def command(self, args: list) -> list:
         return [sys.executable, "-m", "attnkit", *args]
+
+    def zygote(self):
+        """The process commands are forked from (started on first need), or None with
+        ``--no-fork``."""
+        if not self.fork:
+            return None
+        with self._zygote_lock:
+            if self._zygote is None:
+                from faults_zygote import Zygote
+
+                self._zygote = Zygote(self.env(), self.root / "zygote.sock")
+            return self._zygote
+
+    def close(self) -> None:
+        if self._zygote is not None:
+            self._zygote.close()
+
+    def forked(
+        self,
+        args: list,
+        cwd: Path,
+        stdin: bytes | str | None = None,
+        timeout: float | None = None,
+        cap: int | None = None,
+        script: str | None = None,
+    ) -> tuple[Result, float | None, float | None]:
+        """(Result, peak RSS MB, CPU s) of ``attnkit args`` (or ``script``) forked from the
+        zygote; None where ``--no-fork`` asks for fresh interpreters (the caller runs one)."""
+        zygote = self.zygote()
+        if zygote is None:
+            return None
+        out = zygote.run(args, cwd, stdin, timeout or self.timeout, cap, script)
+        res = Result(out["rc"], out["stdout"], out["stderr"], out["seconds"])
+        return res, out["rss_kb"] / 1024, out["cpu_s"]
 
     def attnkit(
         self,
@@ -140,6 +185,10 @@ class Context:
         timeout: float | None = None,
         preexec_fn=None,
     ) -> Result:
+        if env is None and preexec_fn is None:  # the harness's own environment: forked
+            done = self.forked(args, cwd, stdin if stdin is not None else b"", timeout)
+            if done is not None:
+                return done[0]
         t0 = time.time()
         try:
             proc = subprocess.run(
@@ -1331,6 +1380,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--jobs", type=int, default=2, help="cases run at once (default 2)")
     p.add_argument("--timeout", type=float, default=120, help="seconds per command (default 120)")
+    p.add_argument(
+        "--no-fork",
+        action="store_true",
+        help="start a fresh interpreter for every command (default: fork each from one process "
+        "that imported torch and attnkit once, benchmarks/faults_zygote.py)",
+    )
     args = p.parse_args(argv)
     cases = [
         c
@@ -1347,7 +1402,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     t0 = time.time()
     root = Path(tempfile.mkdtemp(prefix="attnkit-faults-"))
-    ctx = Context(root, args.timeout)
+    ctx = Context(root, args.timeout, fork=not args.no_fork)
     results: dict[str, tuple[str, str | None, float]] = {}
     done = 0
     lock = threading.Lock()
@@ -1371,6 +1426,7 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             list(pool.map(one, ordered))
     finally:
+        ctx.close()
         if args.keep:
             print(f"kept {root}", file=sys.stderr)
         else:

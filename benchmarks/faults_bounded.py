@@ -71,6 +71,8 @@ def register(h) -> None:  # noqa: C901 - one list of cases
 
     def capped(ctx, args: list, folder: Path, stdin_path: str | None = None):
         """(Result, peak RSS MB or None, CPU s or None) of ``attnkit args`` under the cap."""
+        if done := ctx.forked(args, folder, stdin_path, 120, AS_CAP):
+            return done
         report = folder / f".usage-{time.monotonic_ns()}"
         stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115
         t0 = time.time()
@@ -388,7 +390,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
         )
         script = (
             "import sys\n"
-            "from attnkit.families.vision.endpoint import _image_size\n"
+            "from attnkit.families.uploads import _image_size\n"
             "from attnkit.errors import RequestError\n"
             "try:\n    _image_size(open(sys.argv[1], 'rb').read(), 1024)\n"
             "except RequestError as e:\n    print(e.status, e.message)\n"

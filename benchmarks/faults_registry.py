@@ -5,8 +5,8 @@ family that registers gets these cases without an edit here. For a family ``F``:
 
 - ``family_F_data_{fifo,dev_zero,endless}_<file>``: each data file its tiny experiment reads
   replaced by a FIFO, a link to ``/dev/zero`` and one 2 MB line: ``attnkit train`` ends with exit
-  2 and one line naming the file (a family with no experiment: its first command, given the
-  file, on its checkpoint).
+  2 and one line naming the file (a family with a checkpoint function: its first command,
+  given the file, on its checkpoint).
 - ``family_F_api``: wrong types and huge values for every argument of its API calls
   (benchmarks/faults_probe.py).
 - ``family_F_checkpoint``: a FIFO in place of each checkpoint file, each config integer set to
@@ -17,7 +17,7 @@ family that registers gets these cases without an edit here. For a family ``F``:
   as the weights, and with the next family's checkpoint.
 - ``family_F_resume_{kill9,sigterm,full_disk}`` (where it resumes): a run interrupted once its
   first ``last/`` exists, then resumed, ends with the weights of one never interrupted, bit for
-  bit.
+  bit (started in a copy of that run's folder: the data and caches it made, not its run).
 
 Every command runs under an address-space cap and fails above :data:`MAX_RSS_MB` of peak RSS;
 the time bound is the per-command timeout (probes: :data:`PROBE_SECONDS`).
@@ -76,7 +76,8 @@ def _slug(name: str) -> str:
 
 
 class Models:
-    """Each family's tiny checkpoint, made once on first need (a lock per family)."""
+    """Each family's tiny checkpoint, and its tiny experiment's uninterrupted run (the resume
+    cases' reference), each made once on first need (a lock per family and kind)."""
 
     def __init__(self, h, ctx):
         self.h, self.ctx = h, ctx
@@ -88,31 +89,44 @@ class Models:
         return self.ctx.root / "families" / family
 
     def get(self, family: str) -> str:
+        """The family's model: its checkpoint function's, else its experiment's best."""
+        return self._once(family, "model", self._make)
+
+    def straight(self, family: str) -> Path:
+        """The run directory of the family's experiment trained once, never interrupted."""
+        return Path(self._once(family, "run", self._train))
+
+    def _once(self, family: str, kind: str, make) -> str:
+        key = f"{family}/{kind}"
         with self.guard:
-            lock = self.locks.setdefault(family, threading.Lock())
+            lock = self.locks.setdefault(key, threading.Lock())
         with lock:
-            if family not in self.made:
+            if key not in self.made:
                 try:
-                    self.made[family] = self._make(family)
+                    self.made[key] = make(family)
                 except Exception as exc:  # noqa: BLE001 - every case of the family says why
-                    self.made[family] = exc
-        made = self.made[family]
+                    self.made[key] = exc
+        made = self.made[key]
         if isinstance(made, Exception):
-            raise RuntimeError(f"the {family} model was not made: {made}")
+            raise RuntimeError(f"the {family} {kind} was not made: {made}")
         return made
+
+    def _train(self, family: str) -> str:
+        inputs = _families()[family].fault_inputs()
+        folder = self.folder(family)
+        folder.mkdir(parents=True, exist_ok=True)
+        config = write_experiment(inputs, folder)
+        res = self.ctx.attnkit(["train", str(config), "--output-dir", "run"], folder, timeout=300)
+        if res.rc != 0:
+            raise RuntimeError(f"training: exit {res.rc}: {res.tail()}")
+        return str(folder / "run")
 
     def _make(self, family: str) -> str:
         inputs = _families()[family].fault_inputs()
         folder = self.folder(family)
         folder.mkdir(parents=True, exist_ok=True)
         if inputs.checkpoint is None:
-            config = write_experiment(inputs, folder)
-            res = self.ctx.attnkit(
-                ["train", str(config), "--output-dir", "run"], folder, timeout=300
-            )
-            if res.rc != 0:
-                raise RuntimeError(f"training: exit {res.rc}: {res.tail()}")
-            return str(folder / "run" / "best")
+            return str(self.straight(family) / "best")
         code = (
             "import sys; from pathlib import Path; from attnkit.families import FAMILIES; "
             f"print(FAMILIES[{family!r}].resolve({inputs.checkpoint!r})(Path(sys.argv[1])))"
@@ -150,6 +164,8 @@ def write_files(inputs, folder: Path) -> None:
 
 def capped(h, ctx, args: list, folder: Path, wrapper: str = WRAPPER, timeout: float = 60):
     """(Result, peak RSS MB or None, CPU s or None) of ``attnkit args`` under the cap."""
+    if wrapper is WRAPPER and (done := ctx.forked(args, folder, None, timeout, AS_CAP)):
+        return done
     report = folder / f".usage-{time.monotonic_ns()}"
     t0 = time.time()
     argv = [sys.executable, "-c", wrapper]
@@ -205,6 +221,14 @@ def probe(h, ctx, models: Models, family: str, check: str, folder: Path) -> str 
     spec = {"check": check, "family": family, "model": models.get(family), "folder": str(folder)}
     spec["others"] = others
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    forked = ctx.forked(
+        [folder / "spec.json"], folder, None, PROBE_SECONDS, PROBE_CAP, script=str(PROBE)
+    )
+    if forked is not None:
+        res = forked[0]
+        if res.rc == 124:
+            return f"the probe ran past {PROBE_SECONDS} s"
+        return _probe_outcome(res.rc, res.stdout, res.stderr)
     code = (
         "import resource, runpy, sys; "
         f"resource.setrlimit(resource.RLIMIT_AS, ({PROBE_CAP}, {PROBE_CAP})); "
@@ -221,9 +245,14 @@ def probe(h, ctx, models: Models, family: str, check: str, folder: Path) -> str 
         )
     except subprocess.TimeoutExpired:
         return f"the probe ran past {PROBE_SECONDS} s"
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return f"the probe broke: exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    return _probe_outcome(proc.returncode, proc.stdout, proc.stderr)
+
+
+def _probe_outcome(rc: int, stdout: str, stderr: str) -> str | None:
+    """None when the probe's last line says every check held (and its RSS was in bounds)."""
+    lines = stdout.strip().splitlines()
+    if rc != 0 or not lines:
+        return f"the probe broke: exit {rc}: {stderr.strip()[-300:]}"
     out = json.loads(lines[-1])
     if out["failures"]:
         shown = "; ".join(out["failures"][:6])
@@ -290,7 +319,7 @@ def _data_case(h, models, family: str, data: str, kind: str):
 
     def run(ctx, folder: Path) -> str | None:
         inputs = _families()[family].fault_inputs()
-        if inputs.experiment is not None:
+        if inputs.checkpoint is None:  # read by training
             config = write_experiment(inputs, folder)
             args = ["train", str(config), "--output-dir", "run"]
         else:
@@ -346,13 +375,26 @@ def _command_case(h, models, family: str, how: str):
 
 def _resume_case(h, models, family: str, how: str):
     def run(ctx, folder: Path) -> str | None:
-        reference = Path(models(ctx).get(family)).parent / "last"  # the straight run's end
+        straight = models(ctx).straight(family)
+        reference = straight / "last"  # the uninterrupted run's end
+        # its folder (data and caches) without its runs: what training made there is read back
+        # the same (eSpeak, for one, does not speak a number twice the same to the bit)
+        skip = {straight.name, "model"}
+        shutil.copytree(
+            straight.parent,
+            folder,
+            dirs_exist_ok=True,
+            ignore=lambda d, names: [n for n in names if n in skip and Path(d) == straight.parent],
+        )
         inputs = _families()[family].fault_inputs()
         config = write_experiment(inputs, folder)
         train = ["train", str(config), "--output-dir", "run"]
         run_dir = folder / "run"
         if how == "full_disk":
-            res, _, _ = capped(h, ctx, train, folder, wrapper=FULL_DISK)
+            script = folder / "full_disk.py"
+            script.write_text(FULL_DISK, encoding="utf-8")
+            done = ctx.forked(train, folder, None, 300, AS_CAP, script=str(script))
+            res = done[0] if done else capped(h, ctx, train, folder, FULL_DISK, timeout=300)[0]
             if why := last_line_error(h, res, "No space left"):
                 return f"the full disk: {why}"
         else:

@@ -1,10 +1,13 @@
-"""benchmarks/faults.py: one fast case through the real CLI, and the shape of its JSON line.
+"""benchmarks/faults.py: one fast case through the real CLI, and the shape of its JSON line;
+the zygote its commands are forked from (benchmarks/faults_zygote.py) keeps each command's exit
+status, output, directory, stdin, time limit and address-space cap.
 
 The whole matrix takes minutes and is run by hand (docs/RESULTS.md records its result).
 """
 
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -24,6 +27,47 @@ def _run(*args: str) -> subprocess.CompletedProcess:
         timeout=300,
         cwd=REPO_ROOT,
     )
+
+
+def test_one_case_holds_with_fresh_interpreters_too():
+    proc = _run("--only", "config_unknown_top_level_key", "--jobs", "1", "--no-fork")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["held"] == 1
+
+
+def test_a_forked_command_is_a_process_of_its_own(tmp_path, monkeypatch):
+    """Exit status, stdout/stderr, working directory and stdin as a fresh ``python -m attnkit``;
+    the time limit kills its process group; the cap stops an allocation; RSS and CPU come back."""
+    monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
+    from faults_zygote import Zygote
+
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "src"), OMP_NUM_THREADS="1")
+    zygote = Zygote(env, tmp_path / "z.sock")
+    try:
+        out = zygote.run(["--version"], tmp_path, b"", 60)
+        assert (out["rc"], out["stdout"].split()[0], out["stderr"]) == (0, "attnkit", "")
+        assert out["rss_kb"] > 10_000 and 0 < out["cpu_s"] < 30
+        out = zygote.run(["evaluate", "--model", "nowhere"], tmp_path, b"", 60)
+        assert out["rc"] == 2 and out["stderr"].startswith("attnkit: error: nowhere")
+        script = tmp_path / "probe.py"
+        script.write_text(
+            "import os, sys, time\n"
+            "print(os.getcwd(), sys.stdin.read(), ascii(sys.argv[1]))\n"
+            "if sys.argv[1] == 'sleep': time.sleep(30)\n"
+            "if sys.argv[1] == 'big': bytearray(4 << 30)\n"
+            "sys.exit(3)\n",
+            encoding="utf-8",
+        )
+        out = zygote.run(["echo"], tmp_path, b"typed", 60, script=str(script))
+        assert (out["rc"], out["stdout"].split()) == (3, [str(tmp_path), "typed", "'echo'"])
+        out = zygote.run([b"ab\xffcd"], tmp_path, None, 60, script=str(script))  # no UTF-8
+        assert out["stdout"].split()[-1] == ascii(os.fsdecode(b"ab\xffcd"))
+        out = zygote.run(["sleep"], tmp_path, None, 1, script=str(script))
+        assert out["rc"] == 124 and out["timed_out"] and out["seconds"] < 20
+        out = zygote.run(["big"], tmp_path, None, 60, cap=3 << 30, script=str(script))
+        assert out["rc"] == 1 and "MemoryError" in out["stderr"]
+    finally:
+        zygote.close()
 
 
 def test_list_names_every_case_with_its_issue_item():
@@ -60,7 +104,7 @@ def test_every_registered_family_has_the_registry_cases():
         expected = {f"family_{name}_{check}" for check in ("api", "checkpoint", "serve")}
         if inputs.experiment is not None and inputs.resumes:
             expected |= {f"family_{name}_resume_{how}" for how in ("kill9", "sigterm", "full_disk")}
-        if inputs.experiment is not None:
+        if inputs.data_files:
             slugs = [re.sub(r"[^a-z0-9]+", "_", Path(d).name.lower()) for d in inputs.data_files]
             expected |= {f"family_{name}_data_fifo_{slug}" for slug in slugs}
         assert expected <= names, sorted(expected - names)

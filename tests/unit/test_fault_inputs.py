@@ -35,7 +35,7 @@ def test_a_record_names_only_its_own_files_and_has_a_model():
     assert FaultInputs(checkpoint="faults:make").resumes is False
 
 
-def test_data_files_without_an_experiment_need_a_command_naming_them():
+def test_data_files_of_a_made_checkpoint_need_a_command_naming_them():
     files = {"a.wav": b"RIFF"}
     with pytest.raises(ValueError, match="need a command"):
         FaultInputs(checkpoint="faults:make", files=files, data_files=("a.wav",))
@@ -47,3 +47,12 @@ def test_data_files_without_an_experiment_need_a_command_naming_them():
 def test_the_families_read_from_files_have_data_file_cases(name):
     inputs = FAMILIES[name].fault_inputs()
     assert inputs.data_files and all(f in inputs.commands[0] for f in inputs.data_files)
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_every_family_trained_by_attnkit_train_has_resume_cases(name):
+    """kill -9, SIGTERM and a full disk, then --resume, for every family ``attnkit train``
+    trains (the pretrained family alone is not trained here)."""
+    inputs = FAMILIES[name].fault_inputs()
+    assert inputs.resumes == (inputs.experiment is not None)
+    assert (inputs.experiment is None) == (name == "hf")

@@ -91,3 +91,45 @@ def test_missing_file_messages_name_a_key_and_a_command_that_exist(tmp_path):
     assert apply_overrides({"data": {"task": "g2p"}}, [f"{key}={value}"])["data"]["download"]
     train = build_parser().parse_args(["train", "x.yaml", "--set", f"{key}={value}"])
     assert train.overrides == [f"{key}={value}"]
+
+
+def test_a_loaded_checkpoint_s_data_paths_are_this_machine_s(tmp_path):
+    """checkpoint_data: the folder is data_dir (else null: $ATTNKIT_DATA_DIR/<name>), each file
+    its name inside data_dir (else null), download off; the stored section is left as it was."""
+    from attnkit.data.tasks.speech_set import SpeechData
+    from attnkit.data.tasks.text import TextDataConfig
+
+    stored = vision_tasks.DataConfig(directory="/", download=True)
+    loaded = location.checkpoint_data(stored)
+    assert (loaded.directory, loaded.download) == (None, False)
+    assert (stored.directory, stored.download) == ("/", True)
+    assert location.checkpoint_data(stored, tmp_path).directory == str(tmp_path)
+    assert location.checkpoint_data(SpeechData(directory="/etc")).directory is None
+    text = TextDataConfig(task="tsv", train="/a/train.tsv", dev="/b/dev.tsv", test="../c/t.tsv")
+    assert (location.checkpoint_data(text).dev, location.checkpoint_data(text).test) == (None,) * 2
+    mine = location.checkpoint_data(text, tmp_path)
+    assert (mine.train, mine.test) == (str(tmp_path / "train.tsv"), str(tmp_path / "t.tsv"))
+
+
+def test_a_text_split_without_data_dir_is_one_line_naming_the_file(tmp_path):
+    from attnkit.data.tasks.text import TextDataConfig, checkpoint_split
+
+    (tmp_path / "dev.tsv").write_text("pos\tgood film\n", encoding="utf-8")
+    text = TextDataConfig(task="tsv", train="/x/train.tsv", dev=str(tmp_path / "dev.tsv"),
+                          test="/x/test.tsv")  # fmt: skip
+    with pytest.raises(DataError) as err:
+        checkpoint_split(text, "dev", ["neg", "pos"])  # the stored path holds it: not read
+    assert "dev.tsv" in str(err.value) and "--data-dir" in str(err.value)
+    assert [e.words for e in checkpoint_split(text, "dev", ["neg", "pos"], tmp_path)] == [
+        ["good", "film"]
+    ]
+
+
+def test_data_dir_is_refused_for_a_family_that_reads_no_split_with_it(tmp_path, capsys):
+    from attnkit.cli import main
+    from attnkit.zoo import resolve
+
+    model = resolve("zoo:pointer-sort10")
+    assert main(["evaluate", "--model", str(model), "--data-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--data-dir" in err and "not a pointer one" in err

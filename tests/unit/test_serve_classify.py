@@ -27,7 +27,8 @@ from attnkit.serve.app import ServeSettings, create_app
 
 @pytest.fixture(scope="module")
 def test_images(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("mnist")
+    directory = tmp_path_factory.mktemp("data") / "mnist"  # $ATTNKIT_DATA_DIR/mnist
+    directory.mkdir()
     rng = np.random.default_rng(0)
     images = (rng.random((N_TEST, 28, 28)) > 0.8).astype(np.uint8) * 255
     _write_idx(directory / "t10k-images-idx3-ubyte", images, 2051)
@@ -43,7 +44,13 @@ def client(test_images, numbers_model, tmp_path_factory):  # noqa: F811
         cfg = parse_config(
             {
                 "family": "vision",
-                "data": {"task": "mnist", "directory": str(directory), "verify": False},
+                # neither followed: the images are read from $ATTNKIT_DATA_DIR/mnist
+                "data": {
+                    "task": "mnist",
+                    "directory": "/nowhere",
+                    "download": True,
+                    "verify": False,
+                },
                 "model": MODELS[model_type],
             }
         )
@@ -56,7 +63,8 @@ def client(test_images, numbers_model, tmp_path_factory):  # noqa: F811
     settings = ServeSettings(
         models=[*dirs, numbers_model], names=["pool", "ram"], limits=limits, max_wait_ms=0
     )
-    with TestClient(create_app(settings)) as c:
+    with pytest.MonkeyPatch.context() as env, TestClient(create_app(settings)) as c:
+        env.setenv("ATTNKIT_DATA_DIR", str(directory.parent))
         yield c
 
 

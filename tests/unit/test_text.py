@@ -95,7 +95,7 @@ def test_attention_finds_the_one_word_that_decides(tmp_path, seed):
     they once came from ``hash()``, salted per process, and one draw fell to 2.9993x."""
     run = _train(tmp_path, seed, encoder="bag")
     model = run.load("cpu")
-    assert model.evaluate("test", out=tmp_path / "ev").value >= 0.95
+    assert model.evaluate("test", out=tmp_path / "ev", data_dir=tmp_path).value >= 0.95
     assert _keyword_share(model, _test_sentences(tmp_path)) >= 3.0
 
 
@@ -183,7 +183,11 @@ def test_cli_train_evaluate_plot_explain(tmp_path, capsys):
     assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
     assert list((run / "tensorboard").glob("events.out.tfevents.*"))
     capsys.readouterr()
-    assert main(["evaluate", "--model", str(run), "--json", "--out", str(tmp_path / "ev")]) == 0
+    evaluate = ["evaluate", "--model", str(run), "--json", "--out", str(tmp_path / "ev")]
+    assert main(evaluate) == 2  # the stored absolute paths are not followed
+    assert "give data_dir (--data-dir DIR" in capsys.readouterr().err
+    data = ["--data-dir", str(REPO / "tests" / "data" / "text")]  # the files by their names
+    assert main([*evaluate, *data]) == 0
     scores = json.loads(capsys.readouterr().out)
     assert scores["sentences"] == 30 and scores["family"] == "text"
     assert scores["errors"] == round(30 * (1 - scores["accuracy"]))
@@ -195,7 +199,10 @@ def test_cli_train_evaluate_plot_explain(tmp_path, capsys):
     assert "<svg" in (tmp_path / "p.svg").read_text(encoding="utf-8")
     out = tmp_path / "x"
     assert (
-        main(["explain", "--model", str(run), "--split", "dev", "--count", "4", "--out", str(out)])
+        main(
+            ["explain", "--model", str(run), "--split", "dev", "--count", "4", "--out", str(out)]
+            + data
+        )
         == 0
     )
     explained = json.loads((out / "explanations.json").read_text(encoding="utf-8"))

@@ -38,10 +38,12 @@ def _write_idx(path, array: np.ndarray, magic: int) -> None:
 
 
 @pytest.fixture
-def digits(tmp_path):
-    """A directory with a 12-image MNIST test split (random strokes, labels 0..9)."""
+def digits(tmp_path, monkeypatch):
+    """A directory with a 12-image MNIST test split (random strokes, labels 0..9), found as
+    ``$ATTNKIT_DATA_DIR/mnist``: a loaded checkpoint reads nothing else."""
     directory = tmp_path / "mnist"
     directory.mkdir()
+    monkeypatch.setenv("ATTNKIT_DATA_DIR", str(tmp_path))
     rng = np.random.default_rng(0)
     images = (rng.random((N_TEST, 28, 28)) > 0.8).astype(np.uint8) * 255
     _write_idx(directory / "t10k-images-idx3-ubyte", images, 2051)
@@ -50,10 +52,18 @@ def digits(tmp_path):
 
 
 def _checkpoint(tmp_path, digits, model_type: str):
-    """An untrained checkpoint of ``model_type`` in RUN/best reading ``digits``."""
+    """An untrained checkpoint of ``model_type`` in RUN/best. Its config names a folder without
+    the digits, to be fetched: a loaded checkpoint follows neither, and reads ``digits``."""
+    elsewhere = str(tmp_path / "elsewhere")
     config = {
         "family": "vision",
-        "data": {"task": "mnist", "directory": str(digits), "verify": False, "dev_size": 10},
+        "data": {
+            "task": "mnist",
+            "directory": elsewhere,
+            "download": True,
+            "verify": False,
+            "dev_size": 10,
+        },
         "model": MODELS[model_type],
     }
     cfg = parse_config(config)

@@ -9,7 +9,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnkit.cli.options import add_command, device_option, model_option, run_hook, threads_option
+from attnkit.cli.options import (
+    add_command,
+    data_dir_option,
+    device_option,
+    model_option,
+    run_hook,
+    threads_option,
+)
 from attnkit.errors import writing
 
 
@@ -47,6 +54,7 @@ def add_parser(sub) -> None:
         default=None,
         help="question the first --count items of a split (the default without inputs: test)",
     )
+    data_dir_option(p)
     p.add_argument(
         "--data",
         type=Path,

@@ -53,14 +53,18 @@ def device_option(p: argparse.ArgumentParser) -> None:
 
 
 def data_dir_option(p: argparse.ArgumentParser) -> None:
-    """``--data-dir``: where a loaded model reads its split (never the checkpoint's own path)."""
+    """``--data-dir``: where a loaded model reads its split (never the checkpoint's own paths,
+    :func:`attnkit.data.location.checkpoint_data`); the families that read it list
+    ``data_dir`` among their own options."""
     p.add_argument(
         "--data-dir",
         type=Path,
         default=None,
         metavar="DIR",
-        help="memory networks: the bAbI directory (holding en/qaN_*) to read --split from "
-        "(default $ATTNKIT_DATA_DIR/babi; a checkpoint's own data.directory is not followed)",
+        help="the folder of the data set to read --split from (default: $ATTNKIT_DATA_DIR/<the "
+        "data set's folder>, else the user cache; your own TSV files: the folder holding the "
+        "split's file by its training name). A checkpoint's own data paths are never followed "
+        "and nothing is downloaded",
     )
 
 

@@ -241,25 +241,9 @@ def data_directory(cfg: BabiConfig) -> Path:
     root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
     if not root:
         raise DataError(
-            "no bAbI directory: set data.directory or ATTNKIT_DATA_DIR (holding babi/en/), "
-            "from the release tasks_1-20_v1-2.tar.gz"
-        )
-    return Path(root).expanduser() / "babi"
-
-
-def checkpoint_data_directory(data_dir: str | Path | None = None) -> Path:
-    """Where a loaded checkpoint's bAbI questions are read: ``data_dir`` when given, else
-    ``$ATTNKIT_DATA_DIR/babi``. A checkpoint's own ``data.directory`` is never followed (it is
-    the training machine's, often relative to where training ran, and a checkpoint must not
-    choose where attnkit reads)."""
-    if data_dir is not None:
-        return Path(data_dir).expanduser()
-    root = os.environ.get("ATTNKIT_DATA_DIR", "").strip()
-    if not root:
-        raise DataError(
-            "no bAbI directory to score a checkpoint on: give data_dir (--data-dir DIR, holding "
-            "en/qaN_*) or set ATTNKIT_DATA_DIR (holding babi/en/); the checkpoint's "
-            "data.directory is not followed"
+            "no bAbI directory: set data.directory (a loaded checkpoint: give data_dir, "
+            "--data-dir DIR holding en/qaN_*; its own data.directory is not followed) or "
+            "ATTNKIT_DATA_DIR (holding babi/en/), from the release tasks_1-20_v1-2.tar.gz"
         )
     return Path(root).expanduser() / "babi"
 

@@ -8,8 +8,8 @@ section with a huge size, a safetensors header declaring a huge tensor, another 
 wrong-family requests to the server, and kill -9 / SIGTERM / a full disk with bit-exact resume.
 The record says how to make a tiny model of the family and what a valid input looks like; a case
 the family cannot have is one the record leaves empty (no ``experiment``: nothing to train, so no
-resume cases, and data-file cases only through its commands; no ``request``: the server does not
-answer it). Nothing here imports
+resume cases; a ``checkpoint`` function: data-file cases through its commands; no ``request``:
+the server does not answer it). Nothing here imports
 torch: the harness lists its cases without loading a model.
 """
 
@@ -26,14 +26,15 @@ class FaultInputs:
 
     - ``experiment``: a tiny experiment mapping (its ``family:`` included) that trains in
       seconds on one thread; relative paths in it name ``files``. None: the family is not trained
-      by ``attnkit train`` (no resume cases; data-file cases through ``commands``).
+      by ``attnkit train`` (no resume cases).
     - ``files``: file name -> content (text or bytes), written beside the experiment.
-    - ``data_files``: the names in ``files`` that training reads (a family with no
-      ``experiment``: that its first command reads, run on its checkpoint beside them): each is
-      replaced in turn by a FIFO, a link to ``/dev/zero`` and one endless line.
+    - ``data_files``: the names in ``files`` that training reads (a family with a
+      ``checkpoint`` function: that its first command reads, run on its checkpoint beside
+      them): each is replaced in turn by a FIFO, a link to ``/dev/zero`` and one endless line.
     - ``checkpoint``: ``"module:function"`` in the family's package, ``function(directory) ->
-      model name`` writing a tiny model into ``directory`` (for a family that is not trained
-      here); None: the checkpoint is ``experiment``'s best.
+      model name`` writing a tiny model into ``directory`` (for a family whose training reads
+      data the harness does not hold, or none); None: the checkpoint is ``experiment``'s best.
+      A family may give both: the cases use the made model, the resume cases train.
     - ``resumes``: a training interrupted (kill -9, SIGTERM, a full disk) and resumed ends with
       the weights of one never interrupted, bit for bit.
     - ``calls``: API method -> valid keyword arguments; the harness gives each argument in turn
@@ -56,7 +57,7 @@ class FaultInputs:
         missing = [name for name in self.data_files if name not in self.files]
         if missing:
             raise ValueError(f"data_files {missing} are not among files")
-        if self.data_files and self.experiment is None and not self.commands:
-            raise ValueError("data_files without an experiment need a command that reads them")
+        if self.data_files and self.checkpoint is not None and not self.commands:
+            raise ValueError("data_files of a made checkpoint need a command that reads them")
         if self.experiment is None and self.checkpoint is None:
             raise ValueError("give an experiment to train or a checkpoint function")

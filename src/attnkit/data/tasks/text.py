@@ -20,10 +20,10 @@ import torch
 from torch import Tensor
 
 from attnkit.config import join_key
-from attnkit.data.location import dataset_dir
+from attnkit.data.location import checkpoint_data, dataset_dir
 from attnkit.data.tasks import sst
 from attnkit.data.vocab import PAD_ID, Vocab
-from attnkit.errors import ConfigError
+from attnkit.errors import ConfigError, DataError
 
 TASKS = ("sst", "tsv")
 
@@ -80,6 +80,30 @@ class TextData:
 
     def name(self) -> str:
         return task_name(self.cfg)
+
+
+def checkpoint_split(
+    cfg: TextDataConfig,
+    split: str,
+    labels: Sequence[str],
+    data_dir: str | os.PathLike | None = None,
+) -> list[sst.Example]:
+    """Split ``split`` of a loaded checkpoint's task, read where this machine says, never from
+    the checkpoint's own paths (:func:`attnkit.data.location.checkpoint_data`): the SST from
+    ``data_dir`` (default ``$ATTNKIT_DATA_DIR/sst``, else the user cache); a ``tsv`` task's
+    file of that split by its file name inside ``data_dir`` (refused without one), its labels
+    the checkpoint's ``labels``."""
+    data = checkpoint_data(cfg, data_dir)
+    if data.task == "sst":
+        return TextData(data).split(split)
+    path = getattr(data, split)
+    if path is None:
+        name = os.path.basename(getattr(cfg, split) or f"{split}.tsv")
+        raise DataError(
+            f"no folder to read the {split} file {name} from: give data_dir (--data-dir DIR, "
+            "holding it); a checkpoint's own data paths are not followed"
+        )
+    return sst.read_tsv(path, labels, cfg.lowercase)[0]
 
 
 def task_name(cfg: TextDataConfig) -> str:

@@ -277,12 +277,12 @@ class MemoryModel:
     def _split(self, split: str, data_dir: str | Path | None) -> list[Question]:
         """The questions of ``split`` of the checkpoint's task(s), read from ``data_dir`` or
         ``$ATTNKIT_DATA_DIR/babi``: never from the checkpoint's own ``data.directory``."""
-        from attnkit.data.babi import checkpoint_data_directory, load_splits
+        from attnkit.data.babi import load_splits
+        from attnkit.data.location import checkpoint_data
 
         if data_dir is not None:
             check.path(data_dir, "data_dir")
-        directory = checkpoint_data_directory(data_dir)
-        return load_splits(self.config.data, directory).split(split)
+        return load_splits(checkpoint_data(self.config.data, data_dir)).split(split)
 
     def evaluate(
         self,

@@ -10,4 +10,5 @@ FAMILY = Family(
     endpoint="endpoint:ENDPOINT",
     public=("model:SpeechModel",),
     describe="config:describe",
+    own_options={"evaluate": ("data_dir",)},
 )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.validate import build_checked
+from attnkit.data.location import checkpoint_data
 from attnkit.data.tasks.speech_set import BOS, EOS, OUTPUTS
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError, ConfigError
@@ -32,12 +33,14 @@ def load_speech(
     directory: str | Path, device: str = "cpu"
 ) -> tuple[SpeechExperiment, LAS | CTC | SpeechTransformer]:
     """(config, model in eval mode) of a speech checkpoint (or a run directory holding
-    ``best/``)."""
+    ``best/``). The config's ``data.directory`` is not followed: the audio is spoken into (and
+    read from) ``$ATTNKIT_DATA_DIR/speech``, else the user cache."""
     directory = ckpt.checkpoint_dir(directory)
     ckpt.read_meta(directory, FAMILY)
     try:
         cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"))
     except ConfigError as exc:  # the checkpoint's own config: the checkpoint is at fault
         raise CheckpointError(str(exc)) from None
+    cfg.data = checkpoint_data(cfg.data)  # its audio cache is this machine's, not the config's
     model = build_checked(directory, lambda: build_model(cfg))
     return cfg, model.to(resolve_device(device)).eval()

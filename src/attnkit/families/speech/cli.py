@@ -14,7 +14,7 @@ def evaluate(args):
     if args.alpha is not None:
         raise AttnkitError(f"--alpha {args.alpha}: a speech model spells greedily")
     model = SpeechModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.out)
+    return model.evaluate(args.split, args.out, data_dir=args.data_dir)
 
 
 def plot(args) -> None:

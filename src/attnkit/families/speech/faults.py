@@ -1,5 +1,6 @@
-"""The speech family's inputs for the hostile-input harness: an untrained tiny LAS checkpoint
-(training speaks its data with eSpeak, which the harness does not need)."""
+"""The speech family's inputs for the hostile-input harness: an untrained tiny LAS checkpoint for
+the cases that break its inputs, and a tiny run (21 numbers spoken by eSpeak into the case's own
+audio cache, 3 epochs) for the kill -9 / SIGTERM / full-disk resume cases."""
 
 import io
 import math
@@ -42,7 +43,17 @@ def _wav(seconds: float = 0.2, rate: int = 22_050) -> bytes:
     return buffer.getvalue()
 
 
+#: three epochs of a few spoken numbers, in the case's folder (its audio cache too)
+EXPERIMENT = {
+    **CONFIG,
+    "data": {**CONFIG["data"], "n_mels": 8, "directory": "audio"},
+    "train": {"epochs": 3, "batch_size": 4, "eval_batch_size": 8, "threads": 1,
+              "progress": False, "verbose": False, "tensorboard": False, "patience": None},
+}  # fmt: skip
+
 INPUTS = FaultInputs(
+    experiment=EXPERIMENT,
+    resumes=True,
     checkpoint="faults:tiny_checkpoint",
     files={"heard.wav": _wav()},
     data_files=("heard.wav",),

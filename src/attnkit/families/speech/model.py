@@ -21,6 +21,7 @@ import torch
 
 from attnkit.data.audio import Audio, read_wav, wav_bytes
 from attnkit.data.features import log_mel
+from attnkit.data.location import checkpoint_data
 from attnkit.data.tasks import speech
 from attnkit.data.tasks.speech_set import OUTPUTS, decode, make_set
 from attnkit.errors import InputError
@@ -183,11 +184,15 @@ class SpeechModel:
             for s in heard.segments
         ]
 
-    def evaluate(self, split: str = "test", out=None) -> Scores:
+    def evaluate(self, split: str = "test", out=None, data_dir=None) -> Scores:
         """Exact match and CER of greedy spellings of ``split`` (test: held-out voices), overall
-        and per language; ``out``: a directory for ``scores.json``."""
+        and per language; ``out``: a directory for ``scores.json``; ``data_dir``: the audio
+        cache to speak into and read from (default ``$ATTNKIT_DATA_DIR/speech``, else the user
+        cache; the checkpoint's own ``data.directory`` is not followed)."""
         check.choice(split, "split", speech.SPLITS)
-        data = make_set(self.config.data, split)
+        if data_dir is not None:
+            check.path(data_dir, "data_dir")
+        data = make_set(checkpoint_data(self.config.data, data_dir), split)
         scores = {"model": str(self.path), "family": "speech", "split": split}
         scores["task"] = self.config.data.task  # the scores table's first line names it
         scores["greedy"] = score(self.net, data)

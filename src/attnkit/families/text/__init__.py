@@ -10,4 +10,5 @@ FAMILY = Family(
     train="train:train",
     endpoint="endpoint:ENDPOINT",
     public=("model:TextModel", "results:TextClassification"),
+    own_options={name: ("data_dir",) for name in ("evaluate", "explain", "faithfulness")},
 )

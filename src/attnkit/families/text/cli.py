@@ -33,7 +33,8 @@ def plot(args) -> None:
 
 def evaluate(args):
     refuse_decoding_options(args, "a text classifier answers each sentence")
-    return TextModel.load(args.model[0], args.device).evaluate(args.split, args.out)
+    model = TextModel.load(args.model[0], args.device)
+    return model.evaluate(args.split, args.out, args.data_dir)
 
 
 def explain(args) -> str:
@@ -47,6 +48,7 @@ def explain(args) -> str:
         method=args.method,
         out=args.out,
         picture=args.output,
+        data_dir=args.data_dir,
     )
     return json.dumps(scores, indent=1)
 
@@ -54,4 +56,6 @@ def explain(args) -> str:
 def faithfulness(args):
     """``attnkit faithfulness``: the tests on typed inputs, or the first items of ``--split``."""
     model = TextModel.load(args.model, args.device)
-    return model.faithfulness(args.inputs or None, split=args.split, **faithfulness_options(args))
+    return model.faithfulness(
+        args.inputs or None, split=args.split, data_dir=args.data_dir, **faithfulness_options(args)
+    )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from attnkit.data.tasks.text import TextData, encode, task_name
+from attnkit.data.tasks.text import checkpoint_split, encode, task_name
 from attnkit.errors import ConfigError
 from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain.text_saliency import text_saliency
@@ -31,11 +31,14 @@ from attnkit.viz.report import Tally, write_report
 REPORT_SENTENCES = 60  # sentences in report.html (each is a saliency pass)
 
 
-def score_text(bundle: TextBundle, split: str = "test") -> tuple[dict, list, list[Answer]]:
-    """(scores, examples, answers) of ``bundle``'s model on ``split`` ("test" or "dev")."""
+def score_text(
+    bundle: TextBundle, split: str = "test", data_dir: str | Path | None = None
+) -> tuple[dict, list, list[Answer]]:
+    """(scores, examples, answers) of ``bundle``'s model on ``split`` ("test" or "dev"), read
+    from ``data_dir`` (:func:`~attnkit.data.tasks.text.checkpoint_split`)."""
     if split not in ("test", "dev"):
         raise ConfigError(f"split {split!r}: evaluate reads test or dev")
-    examples = TextData(bundle.config.data).split(split)
+    examples = checkpoint_split(bundle.config.data, split, bundle.labels, data_dir)
     t_cfg = bundle.config.train
     answers = predict(
         bundle.model, [e.words for e in examples], bundle.vocab, t_cfg.eval_batch_size
@@ -88,11 +91,16 @@ def explained_records(
 
 
 def evaluate_to_dir(
-    bundle: TextBundle, checkpoint: Path, split: str = "test", out_dir: Path | None = None
+    bundle: TextBundle,
+    checkpoint: Path,
+    split: str = "test",
+    out_dir: Path | None = None,
+    data_dir: str | Path | None = None,
 ) -> dict:
-    """Score ``bundle`` on ``split`` and write scores.json, predictions.tsv and report.html to
-    ``out_dir`` (default ``RUN/eval/CHECKPOINT-SPLIT``); the scores with ``"out"``."""
-    scores, examples, answers = score_text(bundle, split)
+    """Score ``bundle`` on ``split`` (read from ``data_dir``, as :func:`score_text`) and write
+    scores.json, predictions.tsv and report.html to ``out_dir`` (default
+    ``RUN/eval/CHECKPOINT-SPLIT``); the scores with ``"out"``."""
+    scores, examples, answers = score_text(bundle, split, data_dir)
     scores = {"checkpoint": str(checkpoint), **scores}
     out = Path(out_dir) if out_dir is not None else default_eval_dir([checkpoint], split)
     out.mkdir(parents=True, exist_ok=True)

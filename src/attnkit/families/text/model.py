@@ -21,7 +21,7 @@ import torch
 
 from attnkit.checkpoint import checkpoint_dir
 from attnkit.data.tasks.sst import tokenize
-from attnkit.data.tasks.text import TextData, encode
+from attnkit.data.tasks.text import checkpoint_split, encode
 from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.explain.saliency import METHODS
@@ -120,15 +120,35 @@ class TextModel:
         result.plot(str(out)).clear()  # an explained one: beside its saliency
         return Path(out)
 
-    def evaluate(self, split: str = "test", out: str | Path | None = None) -> Scores:
+    def evaluate(
+        self,
+        split: str = "test",
+        out: str | Path | None = None,
+        data_dir: str | Path | None = None,
+    ) -> Scores:
         """Score the checkpoint on ``split`` ("test" or "dev") and write scores.json,
-        predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
+        predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``).
+        The split is read from ``data_dir`` (the SST's folder, default ``$ATTNKIT_DATA_DIR/sst``;
+        for your own TSV files, the folder holding the split's file by its training name): the
+        checkpoint's own data paths are not followed."""
         from attnkit.families.text.evaluate import evaluate_to_dir, summary
 
         check.choice(split, "split", ("test", "dev"))
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
-        return Scores(evaluate_to_dir(self.bundle, self.path, split, out), summary)
+        scores = evaluate_to_dir(self.bundle, self.path, split, out, self._dir(data_dir))
+        return Scores(scores, summary)
+
+    def _examples(self, split: str | None, count: int, data_dir) -> list:
+        """The first ``count`` examples of ``split`` (default test), read from ``data_dir``
+        (:func:`~attnkit.data.tasks.text.checkpoint_split`)."""
+        split = split or "test"
+        check.choice(split, "split", ("test", "dev"))
+        return checkpoint_split(self.config.data, split, self.labels, self._dir(data_dir))[:count]
+
+    @staticmethod
+    def _dir(data_dir):
+        return None if data_dir is None else check.path(data_dir, "data_dir")
 
     def explain_report(
         self,
@@ -138,6 +158,7 @@ class TextModel:
         method: str = "gradient",
         out: str | Path | None = None,
         picture: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> dict:
         """``attnkit explain`` of a text model: the typed ``texts`` (or the first ``count``
         sentences of ``split``, test when neither is given) with attention beside saliency.
@@ -155,7 +176,7 @@ class TextModel:
             words = [self.tokens(t, f"inputs[{i}]") for i, t in enumerate(texts)]
             gold = [None] * len(words)
         else:
-            examples = TextData(self.config.data).split(split or "test")[:count]
+            examples = self._examples(split, count, data_dir)
             words, gold = [e.words for e in examples], [e.label for e in examples]
         if picture is not None:
             if len(words) != 1:
@@ -186,6 +207,7 @@ class TextModel:
         adversarial_steps: int = 100,
         ig_steps: int = 16,
         seed: int = 0,
+        data_dir: str | Path | None = None,
     ):
         """Is the attention over the words an explanation of the label? ``texts`` (or the first
         ``count`` sentences of ``split``, test by default) questioned as
@@ -204,7 +226,7 @@ class TextModel:
         if texts:
             words, inputs = [self.tokens(t, f"inputs[{i}]") for i, t in enumerate(texts)], "typed"
         else:
-            examples = TextData(self.config.data).split(split or "test")[:count]
+            examples = self._examples(split, count, data_dir)
             words, inputs = [e.words for e in examples], f"the first {count} of {split or 'test'}"
         options = Options(
             ig_steps=ig_steps,

@@ -9,6 +9,6 @@ FAMILY = Family(
     model="model:VisionModel",
     train="train:train",
     endpoint="endpoint:ENDPOINT",
-    own_options={"evaluate": ("mc_samples",)},
+    own_options={"evaluate": ("mc_samples", "data_dir")},
     public=("model:VisionModel", "results:Classification"),
 )

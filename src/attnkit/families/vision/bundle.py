@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from attnkit import checkpoint as ckpt
 from attnkit.checkpoint.validate import build_checked
 from attnkit.checkpoint.weights import load_model_state
+from attnkit.data.location import checkpoint_data
 from attnkit.device import resolve_device
 from attnkit.errors import CheckpointError
 from attnkit.families.vision.config import FAMILY, VisionConfig, parse_config
@@ -66,10 +67,13 @@ def load_vision(model_dir: str | Path, device: torch.device) -> VisionBundle:
     saved config, given the saved weights, on ``device`` in eval mode.
 
     A checkpoint written before the train keys were renamed loads too: its saved config is
-    translated (:mod:`attnkit.renamed_keys`)."""
+    translated (:mod:`attnkit.renamed_keys`). Its ``data.directory`` and ``data.download`` are
+    not followed: MNIST is read from ``$ATTNKIT_DATA_DIR/mnist`` (else the user cache), never
+    fetched."""
     directory = ckpt.checkpoint_dir(model_dir)
     ckpt.read_meta(directory, FAMILY)
     cfg = parse_config(ckpt.read_config(directory), str(directory / "config.yaml"), user=False)
+    cfg.data = checkpoint_data(cfg.data)
     # the file's shapes checked before any memory is allocated
     model = build_checked(directory, lambda: VISION_MODELS[cfg.model_type].build(cfg.model))
     return VisionBundle(model.to(device).eval(), cfg)

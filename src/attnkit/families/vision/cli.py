@@ -32,7 +32,7 @@ def evaluate(args):
         " (RAM: --mc-samples sets the glimpse paths averaged per image)",
     )
     model = VisionModel.load(args.model[0], args.device)
-    return model.evaluate(args.split, args.mc_samples, args.out)
+    return model.evaluate(args.split, args.mc_samples, args.out, args.data_dir)
 
 
 def faithfulness(args):

@@ -1,5 +1,6 @@
 """The vision family's inputs for the hostile-input harness: a copy of the zoo's MNIST RAM model
-(training reads MNIST, which the harness does not need)."""
+for the cases that break its inputs, and a tiny attention-pooling run (64 MNIST digits from
+``$ATTNKIT_DATA_DIR/mnist``, 3 epochs) for the kill -9 / SIGTERM / full-disk resume cases."""
 
 import shutil
 import struct
@@ -36,7 +37,19 @@ def _png(side: int = 28) -> bytes:
     )
 
 
+#: three epochs of 64 digits, 16 held out, through a 2-layer convolution pooled by attention
+EXPERIMENT = {
+    "family": "vision",
+    "data": {"task": "mnist", "verify": False, "train_size": 64, "dev_size": 16,
+             "test_size": 16},
+    "model": {"type": "attention_pooling", "channels": [4, 8], "attention_hidden": 4},
+    "train": {"epochs": 3, "batch_size": 16, "eval_batch_size": 16, "threads": 1,
+              "progress": False, "verbose": False, "tensorboard": False, "patience": None},
+}  # fmt: skip
+
 INPUTS = FaultInputs(
+    experiment=EXPERIMENT,
+    resumes=True,
     checkpoint="faults:tiny_checkpoint",
     files={"digit.png": _png()},
     data_files=("digit.png",),

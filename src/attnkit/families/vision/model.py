@@ -11,6 +11,7 @@ Used by ``attnkit plot``/``evaluate`` of vision checkpoints, by ``POST /v1/class
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from attnkit.data.location import checkpoint_data
 from attnkit.errors import ConfigError, InputError
 from attnkit.evaluation.scores import Scores
 from attnkit.families import arguments as check
@@ -177,9 +179,12 @@ class VisionModel:
         split: str = "test",
         mc_samples: int | None = None,
         out: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> Scores:
         """Score the checkpoint on ``split`` ("test" or "dev") and write scores.json,
-        predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``)."""
+        predictions.tsv and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``).
+        MNIST is read from ``data_dir`` (default ``$ATTNKIT_DATA_DIR/mnist``, else the user
+        cache; the checkpoint's own ``data.directory`` is not followed, nothing is fetched)."""
         from attnkit.families.vision.evaluate import evaluate_to_dir, summary
 
         check.choice(split, "split", ("test", "dev"))
@@ -187,7 +192,12 @@ class VisionModel:
             check.integer(mc_samples, "mc_samples", 1)
         if self.path is None:
             raise ConfigError("evaluate: this model was not loaded from a checkpoint directory")
-        loaded = (self.config, self.kind, self.net)
+        config = self.config
+        if data_dir is not None:
+            check.path(data_dir, "data_dir")
+            config = copy.copy(config)
+            config.data = checkpoint_data(config.data, data_dir)
+        loaded = (config, self.kind, self.net)
         return Scores(evaluate_to_dir(self.path, split, mc_samples, "auto", out, loaded), summary)
 
 
