@@ -223,8 +223,9 @@ def build(name: str, runs: Path) -> dict:
 
 def collect(name: str, run: Path, minutes: float | None, cpu_minutes: float | None) -> dict:
     """The zoo model ``name`` taken from its finished training run ``run``: its best
-    checkpoint (or the one its recipe's ``checkpoint`` names, e.g. ``averaged``) copied into the zoo (no optimizer state), stored as float16 and scored; its row
-    of ``index.json``. ``minutes``: the training's wall time (None: the run's own count)."""
+    checkpoint (or the one its recipe's ``checkpoint`` names, e.g. ``averaged``) copied into
+    the zoo (no optimizer state), stored as float16 and scored; its row of ``index.json``.
+    ``minutes``: the training's wall time (None: the run's own count)."""
     recipe = RECIPES[name]
     target = ZOO / name
     shutil.rmtree(target, ignore_errors=True)
