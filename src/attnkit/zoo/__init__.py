@@ -102,7 +102,11 @@ def score_line(name: str, how: str) -> str:
     test = row["test"]
     value = f"{test['value']:.2f}{'%' if test['percent'] else ''}"
     aer = "" if test.get("aer") is None else f", AER {test['aer']:.2f}"
+    per = "" if test.get("per") is None else f", per {test['per']:.2f}%"  # a G2P model's
+    # a memory network's: the tasks over 5% error
+    failed = "" if test.get("failed_tasks") is None else f", {test['failed_tasks']} failed"
     return (
-        f"zoo:{name:24s} {test['metric']} {value} ({how}{aer}; {row['parameters']:,} parameters)"
+        f"zoo:{name:24s} {test['metric']} {value} ({how}{per}{aer}{failed}; "
+        f"{row['parameters']:,} parameters)"
         f"  {row['about']}"
     )
