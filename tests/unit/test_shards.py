@@ -93,8 +93,8 @@ def _crafted(directory, change) -> None:
         (lambda m: m.update({"0.weight": "../../etc/passwd"}), "not a numbered"),
         (lambda m: m.update({"0.weight": "/tmp/model-00001-of-00001.safetensors"}), "numbered"),
         (lambda m: m.update({"0.weight": 7}), "not a numbered"),
-        (lambda m: m.update({"2.bias": m["0.weight"]}), "which .* places in"),
-        (lambda m: m.update({"ghost": m["0.weight"]}), "'ghost' is in no shard"),
+        (lambda m: m.update({"2.bias": m["0.bias"]}), "which .* places in"),
+        (lambda m: m.update({"ghost": m["0.bias"]}), "'ghost' is in no shard"),
         (lambda m: m.pop("2.bias"), "places nowhere"),  # 2.weight keeps its shard named
         (lambda m: m.clear(), "no weight_map"),
     ],
@@ -140,4 +140,49 @@ def test_an_index_naming_too_many_shards_is_refused(checkpoint):
         lambda m: m.update({f"t{i}": f"model-{i:05d}-of-02000.safetensors" for i in range(2000)}),
     )
     with pytest.raises(CheckpointError, match=r"2,0\d\d shards"):
+        read_weights(directory)
+
+
+def test_a_tensor_larger_than_a_shard_is_stored_in_row_blocks_and_put_back(checkpoint):
+    directory, _ = checkpoint
+    single = {k: v.clone() for k, v in read_weights(directory).items()}
+    shards = write_shards(directory, max_bytes=300)  # 0.weight: 1,024 bytes, 4 blocks of 4 rows
+    assert max(p.stat().st_size for p in shards) < 300 + 1000  # data plus a small header
+    index = json.loads((directory / INDEX).read_text())
+    assert index["split_tensors"]["0.weight"] == [f"0.weight#part{i}" for i in range(4)]
+    assert "0.weight" not in index["weight_map"]
+    loaded = read_weights(directory)
+    assert loaded.keys() == single.keys()
+    assert all(torch.equal(loaded[k], v) for k, v in single.items())
+    assert read_weight_header(directory)["0.weight"] == ((16, 16), "F32")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s.update({"0.weight": ["0.weight#part0", "0.weight#part0"]}), "another"),
+        (lambda s: s.update({"0.weight": ["ghost"]}), "does not hold"),
+        (lambda s: s.update({"0.weight": []}), "no block list"),
+        (lambda s: s.update({"2.weight": ["0.weight#part3"]}), "another tensor uses"),
+    ],
+)
+def test_a_crafted_split_is_one_line(checkpoint, change, message):
+    directory, _ = checkpoint
+    write_shards(directory, max_bytes=300)
+    index = json.loads((directory / INDEX).read_text())
+    change(index["split_tensors"])
+    (directory / INDEX).write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match=message):
+        read_weights(directory)
+
+
+def test_blocks_that_do_not_fit_together_are_refused(checkpoint):
+    from safetensors.torch import save_file
+
+    directory, _ = checkpoint
+    write_shards(directory, max_bytes=300)
+    index = json.loads((directory / INDEX).read_text())
+    shard = directory / index["weight_map"]["0.weight#part1"]
+    save_file({"0.weight#part1": torch.zeros(4, 5)}, str(shard))  # 5 columns against 16
+    with pytest.raises(CheckpointError, match="blocks of '0.weight' do not fit"):
         read_weights(directory)

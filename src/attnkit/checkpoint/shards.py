@@ -7,9 +7,15 @@ model that ships inside the package, where no single file may be large (the zoo'
 :func:`write_shards` splits a checkpoint's ``model.safetensors``; every loader reads either
 layout through :func:`weight_files`, :func:`read_weights` and :func:`read_weight_header`.
 
+A tensor larger than a shard (the translator's 7,574 x 256 embeddings) is stored in row blocks,
+``NAME#part0``, ``NAME#part1``, ... (``#`` is in no PyTorch parameter name), listed in order
+under the index's ``split_tensors``; reading puts the blocks back together along their first
+dimension. Hugging Face's format has no such entry: it allows shards above any size bound.
+
 An index is untrusted input like the rest of a checkpoint: its shard names must be plain
 numbered files beside it (never a path elsewhere), each read as a regular file, every tensor
-held by exactly the shard the map names, and no shard may repeat a tensor.
+held by exactly the shard the map names, no shard may repeat a tensor, and a split tensor's
+blocks must all be there, each used once, alike in dtype and in every dimension but the first.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ SHARD_NAME = re.compile(r"^model-(\d{5})-of-(\d{5})\.safetensors$")
 MAX_SHARDS = 1000
 #: the zoo's bound: no file of a model shipped in the package above this many bytes
 SHIPPED_FILE_BYTES = 1_900_000
+#: how a block of a split tensor is named: ``NAME#partI``
+PART = "#part"
 
 
 def is_sharded(directory: str | Path) -> bool:
@@ -42,8 +50,13 @@ def is_sharded(directory: str | Path) -> bool:
 
 
 def read_index(directory: str | Path) -> dict[str, str]:
-    """{tensor name: shard file name} from ``directory``'s index, every name checked; a
+    """{stored tensor name: shard file name} from ``directory``'s index, every name checked; a
     CheckpointError naming the index and the entry otherwise."""
+    return _read_index(directory)[0]
+
+
+def _read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """(the weight map, {split tensor: its blocks' stored names in order}) of the index."""
     where = Path(directory) / INDEX
     index = ckpt.read_json(where)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -59,7 +72,21 @@ def read_index(directory: str | Path) -> dict[str, str]:
         shards.add(shard)
     if len(shards) > MAX_SHARDS:
         raise CheckpointError(f"{where}: {len(shards):,} shards, above {MAX_SHARDS:,}")
-    return weight_map
+    splits = index.get("split_tensors", {})
+    used: set[str] = set()
+    if not isinstance(splits, dict):
+        raise CheckpointError(f"{where}: split_tensors is not a map of names to block lists")
+    for name, parts in splits.items():
+        if not isinstance(parts, list) or not parts or len(parts) > MAX_SHARDS:
+            raise CheckpointError(f"{where}: split tensor {str(name)[:80]!r} has no block list")
+        for part in parts:
+            if not isinstance(part, str) or part not in weight_map or part in used:
+                raise CheckpointError(
+                    f"{where}: split tensor {str(name)[:80]!r} names block {str(part)[:80]!r}, "
+                    "which the weight_map does not hold or another tensor uses"
+                )
+            used.add(part)
+    return weight_map, splits
 
 
 def weight_files(directory: str | Path) -> list[Path]:
@@ -79,12 +106,18 @@ def read_weight_header(directory: str | Path) -> dict[str, tuple[tuple[int, ...]
     directory = Path(directory)
     if not is_sharded(directory):
         return read_header(directory / WEIGHTS)
-    weight_map, header = read_index(directory), {}
+    (weight_map, splits), header = _read_index(directory), {}
     for path in weight_files(directory):
         for name, entry in read_header(path).items():
             _check_placed(directory, weight_map, name, path.name, header)
             header[name] = entry
     _check_complete(directory, weight_map, header)
+    for name, parts in splits.items():
+        blocks = [header.pop(part) for part in parts]
+        shapes, dtypes = [shape for shape, _ in blocks], {dtype for _, dtype in blocks}
+        if len(dtypes) > 1 or any(not s or s[1:] != shapes[0][1:] for s in shapes):
+            raise CheckpointError(f"{directory / INDEX}: the blocks of {name[:80]!r} do not fit")
+        header[name] = ((sum(s[0] for s in shapes), *shapes[0][1:]), dtypes.pop())
     return header
 
 
@@ -101,12 +134,12 @@ def read_weights(directory: str | Path) -> dict[str, torch.Tensor]:
     directory = Path(directory)
     if not is_sharded(directory):
         return ckpt.read_tensors(directory / WEIGHTS)
-    weight_map, state = read_index(directory), {}
+    read_weight_header(directory)  # every shard's header and every split checked first
+    splits, state = _read_index(directory)[1], {}
     for path in weight_files(directory):
-        for name, tensor in ckpt.read_tensors(path).items():
-            _check_placed(directory, weight_map, name, path.name, state)
-            state[name] = tensor
-    _check_complete(directory, weight_map, state)
+        state.update(ckpt.read_tensors(path))
+    for name, parts in splits.items():
+        state[name] = torch.cat([state.pop(part) for part in parts])
     return state
 
 
@@ -131,7 +164,7 @@ def _check_complete(directory: Path, weight_map: dict, found: dict) -> None:
 
 def write_shards(directory: str | Path, max_bytes: int = SHIPPED_FILE_BYTES) -> list[Path]:
     """Split ``directory/model.safetensors`` into numbered shards of at most ``max_bytes`` of
-    tensor data each (a tensor larger than that gets a shard of its own), with the index, then
+    tensor data each (a larger tensor in row blocks, each its own shard), with the index, then
     remove the single file. Each shard keeps the file's metadata (a float16-stored checkpoint
     stays marked so). Every file is written to a temporary name and renamed into place, and the
     single file goes last, so an interruption leaves a loadable checkpoint."""
@@ -142,10 +175,11 @@ def write_shards(directory: str | Path, max_bytes: int = SHIPPED_FILE_BYTES) -> 
     with safe_open(str(single), framework="pt") as f:
         metadata = f.metadata() or {}
     state = ckpt.read_tensors(single)
+    stored, splits = _split_rows(state, max_bytes)
     groups: list[list[str]] = [[]]
     size = 0
-    for name in state:  # the file's order: a layer's tensors stay together
-        nbytes = state[name].numel() * state[name].element_size()
+    for name, tensor in stored.items():  # the file's order: a layer's tensors stay together
+        nbytes = tensor.numel() * tensor.element_size()
         if groups[-1] and size + nbytes > max_bytes:
             groups.append([])
             size = 0
@@ -153,15 +187,33 @@ def write_shards(directory: str | Path, max_bytes: int = SHIPPED_FILE_BYTES) -> 
         size += nbytes
     names = [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))]
     for shard, group in zip(names, groups):
-        _write_atomic(
-            directory / shard,
-            lambda tmp, g=group: save_file({k: state[k] for k in g}, tmp, metadata),
-        )
+        tensors = {k: stored[k].contiguous() for k in group}
+        _write_atomic(directory / shard, lambda tmp, t=tensors: save_file(t, tmp, metadata))
     weight_map = {k: shard for shard, group in zip(names, groups) for k in group}
     index = {"metadata": {**metadata, "total_size": _total_bytes(state)}, "weight_map": weight_map}
+    if splits:
+        index["split_tensors"] = splits
     _write_atomic(directory / INDEX, lambda tmp: Path(tmp).write_text(json.dumps(index, indent=1)))
     single.unlink()
     return [directory / shard for shard in names]
+
+
+def _split_rows(
+    state: dict[str, torch.Tensor], max_bytes: int
+) -> tuple[dict[str, torch.Tensor], dict[str, list[str]]]:
+    """``state`` with each tensor above ``max_bytes`` cut into row blocks ``NAME#partI`` of at
+    most that size, and {NAME: its blocks' names}."""
+    stored, splits = {}, {}
+    for name, tensor in state.items():
+        nbytes = tensor.numel() * tensor.element_size()
+        if nbytes <= max_bytes or tensor.dim() == 0 or tensor.shape[0] < 2:
+            stored[name] = tensor
+            continue
+        rows = max(1, max_bytes * tensor.shape[0] // nbytes)
+        blocks = torch.split(tensor, rows)
+        splits[name] = [f"{name}{PART}{i}" for i in range(len(blocks))]
+        stored.update(zip(splits[name], blocks))
+    return stored, splits
 
 
 def _total_bytes(state: dict[str, torch.Tensor]) -> int:
