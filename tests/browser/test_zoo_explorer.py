@@ -75,6 +75,20 @@ def _text(element_id: str):
     return lambda d: d.find_element(By.ID, element_id).text
 
 
+def test_the_zoo_translator_opens_on_a_german_caption_in_english(driver, zoo_server):
+    """The real-language translator: its view opens on a caption in its source language,
+    translated as the API translates it, with the attention map drawn."""
+    srv, _ = zoo_server
+    caption = _example(srv, "multi30k-de-en")
+    wait = _family_page(driver, srv, "multi30k-de-en", "text-view")
+    assert _value(driver, "source") == caption and caption.endswith(".")
+    request = {"model": "multi30k-de-en", "inputs": [caption], "beam": 1}
+    answer = srv.post("v1/translate", request)["results"][0]["hypotheses"][0]["output"]
+    assert "book" in answer  # a translation, in English
+    wait.until(lambda d: _text("output")(d) == answer)
+    assert driver.find_elements(By.CSS_SELECTOR, "#text-results td.hm-cell")
+
+
 def test_the_zoo_graph_model_explains_a_node_of_cora(driver, zoo_server):
     srv, _ = zoo_server
     wait = _family_page(driver, srv, "cora-gat", "graph-view")

@@ -28,7 +28,13 @@ import torch
 from torch import nn
 
 from attnkit.checkpoint import check_regular
-from attnkit.checkpoint.half import stored_as_half
+from attnkit.checkpoint.shards import (
+    INDEX,
+    WEIGHTS,
+    is_sharded,
+    read_weight_header,
+    stored_as_half_weights,
+)
 from attnkit.checkpoint.weights import load_model_state
 from attnkit.errors import CheckpointError
 from attnkit.size_caps import (  # noqa: F401 (the caps are part of this module's checks)
@@ -120,14 +126,15 @@ def compare_with_header(own: dict[str, Any], header: dict, path: Path, half: boo
 
 
 def build_checked(directory: str | Path, build: Callable[[], nn.Module]) -> nn.Module:
-    """The model ``build()`` makes, with ``directory/model.safetensors`` loaded into it; built
-    first on the ``meta`` device and compared with the file's header, so a config that does not
-    describe the file's tensors is refused before any memory is allocated for them."""
-    path = Path(directory) / "model.safetensors"
-    header = read_header(path)
+    """The model ``build()`` makes, with ``directory/model.safetensors`` (or its shards)
+    loaded into it; built first on the ``meta`` device and compared with the file's header, so
+    a config that does not describe the file's tensors is refused before any memory is
+    allocated for them."""
+    path = Path(directory) / (INDEX if is_sharded(directory) else WEIGHTS)
+    header = read_weight_header(directory)
     with torch.device("meta"):
         skeleton = build()
-    compare_with_header(skeleton.state_dict(), header, path, stored_as_half(path))
+    compare_with_header(skeleton.state_dict(), header, path, stored_as_half_weights(directory))
     del skeleton
     model = build()
     load_model_state(model, directory)

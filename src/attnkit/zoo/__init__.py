@@ -23,9 +23,16 @@ PREFIX = "zoo:"
 MODELS = Path(__file__).parent / "models"
 #: the two models ``attnkit serve`` opens side by side when given no ``--model``
 SIDE_BY_SIDE = ("numbers-bahdanau", "numbers-luong-general")
-#: served after them: one model of each other kind the zoo holds (image, graph, sentence,
-#: memory, pointer), each with its own view of the explorer
-ONE_OF_EACH = ("mnist-ram", "cora-gat", "sst2-attention", "babi-task1", "pointer-hull10")
+#: served after them: the real-language translator, then one model of each other kind the zoo
+#: holds (image, graph, sentence, memory, pointer), each with its own view of the explorer
+ONE_OF_EACH = (
+    "multi30k-de-en",
+    "mnist-ram",
+    "cora-gat",
+    "sst2-attention",
+    "babi-task1",
+    "pointer-hull10",
+)
 
 
 @cache

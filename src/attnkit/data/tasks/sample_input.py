@@ -1,7 +1,8 @@
 """One input that shows what a model of a generated task does, for a page to open with:
 ``siebenundneunzig`` for a German number model (the units before the tens: the attention jumps
-back), a written date for a date model, a request with a never-seen name for a copying model.
-None for a task of files (the page then waits for the user's own)."""
+back), a written date for a date model, a request with a never-seen name for a copying model,
+a caption in its source language for a Multi30k translator. None for another task of files
+(the page then waits for the user's own)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,12 @@ from num2words import num2words
 SHOWN_NUMBER = 97
 #: copyrare's request with a name and a number never seen in training (the README's)
 COPY_REQUEST = "send 48213 dollars to bokarime"
+#: a Multi30k-like caption in each of its languages, in none of its splits
+CAPTIONS = {
+    "de": "Eine Frau liest ein Buch im Park.",
+    "en": "A woman is reading a book in the park.",
+    "fr": "Une femme lit un livre dans le parc.",
+}
 
 
 def sample_input(data_cfg) -> str | None:
@@ -29,4 +36,6 @@ def sample_input(data_cfg) -> str | None:
         return dates.sample(seed=0, n=1)[0].source
     if task == "copyrare":
         return COPY_REQUEST
+    if task == "multi30k":
+        return CAPTIONS.get(data_cfg.src_lang)
     return None
