@@ -112,10 +112,18 @@ FAMILIES: dict[str, dict] = {
         ],
         "about": "SST-2 sentences -> positive/negative, BiLSTM 64 + additive attention",
     },
-    "babi-task1": {
-        "config": "configs/babi_memn2n.yaml",
-        "overrides": ["data.task=1", "train.device=cpu"],
-        "about": "bAbI task 1 (single supporting fact), MemN2N: 3 hops, width 20",
+    **{
+        f"babi-task{task}": {
+            "config": "configs/babi_memn2n.yaml",
+            "overrides": [f"data.task={task}", "train.device=cpu"],
+            "about": f"bAbI task {task} ({what}), MemN2N: 3 hops, width 20",
+        }
+        for task, what in (
+            (1, "single supporting fact"),
+            (4, "two-argument relations"),
+            (15, "basic deduction"),
+            (20, "agents' motivations"),
+        )
     },
     "babi-joint": {
         "config": "configs/babi_memn2n_joint.yaml",
