@@ -163,7 +163,8 @@ def test_a_tensor_larger_than_a_shard_is_stored_in_row_blocks_and_put_back(check
         (lambda s: s.update({"0.weight": ["0.weight#part0", "0.weight#part0"]}), "another"),
         (lambda s: s.update({"0.weight": ["ghost"]}), "does not hold"),
         (lambda s: s.update({"0.weight": []}), "no block list"),
-        (lambda s: s.update({"2.weight": ["0.weight#part3"]}), "another tensor uses"),
+        (lambda s: s.update({"ghost": ["0.weight#part3"]}), "another tensor uses"),
+        (lambda s: s.update({"0.bias": s.pop("0.weight")}), "stored whole and split"),
     ],
 )
 def test_a_crafted_split_is_one_line(checkpoint, change, message):

@@ -79,6 +79,8 @@ def _read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[s
     for name, parts in splits.items():
         if not isinstance(parts, list) or not parts or len(parts) > MAX_SHARDS:
             raise CheckpointError(f"{where}: split tensor {str(name)[:80]!r} has no block list")
+        if name in weight_map:
+            raise CheckpointError(f"{where}: tensor {name[:80]!r} is stored whole and split")
         for part in parts:
             if not isinstance(part, str) or part not in weight_map or part in used:
                 raise CheckpointError(
