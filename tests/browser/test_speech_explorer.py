@@ -46,11 +46,14 @@ def test_a_typed_number_is_heard_drawn_and_played(driver, speech_server):
     wait = WebDriverWait(driver, 60)
     wait.until(lambda d: d.find_element(By.TAG_NAME, "body").get_attribute("data-ready") == "1")
     assert driver.find_element(By.ID, "speech-view").is_displayed()
+    # the view opens on its example (97) and answers it: waited for, so that its drawing cannot
+    # replace the one of the number typed next
+    wait.until(lambda d: "siebenundneunzig" in d.find_element(By.ID, "speech-spoken").text)
     number = driver.find_element(By.ID, "speech-number")
     number.clear()
-    number.send_keys("97")
+    number.send_keys("85")
     driver.find_element(By.ID, "speech-hear").click()  # de, the first language
-    wait.until(lambda d: "siebenundneunzig" in d.find_element(By.ID, "speech-spoken").text)
+    wait.until(lambda d: "fünfundachtzig" in d.find_element(By.ID, "speech-spoken").text)
     view = driver.find_element(By.ID, "speech-result")
     canvas = view.find_element(By.CSS_SELECTOR, "canvas.attnkit-spectrogram")
     assert int(canvas.get_attribute("width")) > 100
