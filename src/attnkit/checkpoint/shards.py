@@ -49,14 +49,10 @@ def is_sharded(directory: str | Path) -> bool:
     return not (directory / WEIGHTS).exists() and (directory / INDEX).exists()
 
 
-def read_index(directory: str | Path) -> dict[str, str]:
-    """{stored tensor name: shard file name} from ``directory``'s index, every name checked; a
-    CheckpointError naming the index and the entry otherwise."""
-    return _read_index(directory)[0]
-
-
-def _read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[str]]]:
-    """(the weight map, {split tensor: its blocks' stored names in order}) of the index."""
+def read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """({stored tensor name: shard file name}, {split tensor: its blocks' stored names in
+    order}) from ``directory``'s index, every name checked; a CheckpointError naming the index
+    and the entry otherwise."""
     where = Path(directory) / INDEX
     index = ckpt.read_json(where)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -97,7 +93,7 @@ def weight_files(directory: str | Path) -> list[Path]:
     directory = Path(directory)
     if not is_sharded(directory):
         return [directory / WEIGHTS]
-    return [directory / shard for shard in sorted(set(read_index(directory).values()))]
+    return [directory / shard for shard in sorted(set(read_index(directory)[0].values()))]
 
 
 def read_weight_header(directory: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -108,7 +104,7 @@ def read_weight_header(directory: str | Path) -> dict[str, tuple[tuple[int, ...]
     directory = Path(directory)
     if not is_sharded(directory):
         return read_header(directory / WEIGHTS)
-    (weight_map, splits), header = _read_index(directory), {}
+    (weight_map, splits), header = read_index(directory), {}
     for path in weight_files(directory):
         for name, entry in read_header(path).items():
             _check_placed(directory, weight_map, name, path.name, header)
@@ -137,7 +133,7 @@ def read_weights(directory: str | Path) -> dict[str, torch.Tensor]:
     if not is_sharded(directory):
         return ckpt.read_tensors(directory / WEIGHTS)
     read_weight_header(directory)  # every shard's header and every split checked first
-    splits, state = _read_index(directory)[1], {}
+    splits, state = read_index(directory)[1], {}
     for path in weight_files(directory):
         state.update(ckpt.read_tensors(path))
     for name, parts in splits.items():
