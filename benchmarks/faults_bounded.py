@@ -23,19 +23,26 @@ AS_CAP = 3 << 30  # bytes of address space a command may map (torch alone maps ~
 MAX_RSS_MB = 1024
 MAX_CPU_S = 10.0
 
-#: runs ``attnkit`` under the cap; at exit writes "peak RSS in KB, CPU seconds" to argv[1]
-WRAPPER = """
-import atexit, resource, runpy, sys
-out, cap = sys.argv[1], int(sys.argv[2])
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-def report():
-    u = resource.getrusage(resource.RUSAGE_SELF)
-    with open(out, "w") as f:
-        f.write(f"{u.ru_maxrss} {u.ru_utime + u.ru_stime}")
-atexit.register(report)
-sys.argv = ["attnkit", *sys.argv[3:]]
-runpy.run_module("attnkit", run_name="__main__", alter_sys=True)
-"""
+
+def capped(
+    h,
+    ctx,
+    args: list,
+    folder: Path,
+    stdin_path: str | None = None,
+    timeout: float = 120,
+    script: str | None = None,
+):
+    """(Result, peak RSS MB, CPU s) of ``attnkit args`` (or ``script`` run as ``__main__`` with
+    ``args`` as its argv) under :data:`AS_CAP`, with ``stdin_path`` (a file) as its stdin:
+    forked from the harness's zygote, or with ``--no-fork`` a fresh interpreter; either way its
+    own process group bounded by ``timeout`` CPU seconds and the stall guard
+    (``faults_zygote.Budget``), its peak RSS and CPU from ``wait4``. The one capped runner of
+    this module and benchmarks/faults_registry.py (``h``: the faults module)."""
+    if done := ctx.forked(args, folder, stdin_path, timeout, AS_CAP, script):
+        return done
+    head = [sys.executable, script] if script else ctx.command([])
+    return ctx.fresh([*head, *map(str, args)], folder, stdin_path, timeout=timeout, cap=AS_CAP)
 
 
 def bounded(h, res, rss, cpu, *mentions) -> str | None:
@@ -68,39 +75,6 @@ def _flow_bomb(levels: int = 8) -> str:
 
 def register(h) -> None:  # noqa: C901 - one list of cases
     """Add the cases to ``h.CASES`` (``h``: the faults module)."""
-
-    def capped(ctx, args: list, folder: Path, stdin_path: str | None = None):
-        """(Result, peak RSS MB or None, CPU s or None) of ``attnkit args`` under the cap."""
-        if done := ctx.forked(args, folder, stdin_path, 120, AS_CAP):
-            return done
-        report = folder / f".usage-{time.monotonic_ns()}"
-        stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL  # noqa: SIM115
-        t0 = time.time()
-        try:
-            proc = subprocess.run(
-                [sys.executable, "-c", WRAPPER, str(report), str(AS_CAP), *map(str, args)],
-                cwd=folder,
-                stdin=stdin,
-                capture_output=True,
-                env=ctx.env(),
-                timeout=120,
-            )
-            res = h.Result(
-                proc.returncode,
-                proc.stdout.decode("utf-8", "replace"),
-                proc.stderr.decode("utf-8", "replace"),
-                time.time() - t0,
-            )
-        except subprocess.TimeoutExpired:
-            res = h.Result(124, "", "(timed out after 120 s)", time.time() - t0)
-        finally:
-            if stdin_path:
-                stdin.close()
-        rss = cpu = None
-        if report.is_file():
-            kb, cpu_s = report.read_text().split()
-            rss, cpu = int(kb) / 1024, float(cpu_s)
-        return res, rss, cpu
 
     def add(name: str, item: str, needs_model: bool = True):
         def decorate(fn):
@@ -165,7 +139,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             def run(ctx, folder, damage=damage, mention=mention, command=command):
                 ckpt = ctx.best_copy(folder)
                 damage(ckpt)
-                return bounded(h, *capped(ctx, commands[command](str(ckpt)), folder), mention)
+                return bounded(h, *capped(h, ctx, commands[command](str(ckpt)), folder), mention)
 
             h.CASES.append(h.Case(f"ckpt_{what}_{command}", "b1", run))
 
@@ -199,7 +173,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             return "the vision config has no size key"
         config_edit(lambda c: c["model"].update({ints[0]: 60_000}))(folder / "vis")
         args = ["plot", "--model", str(folder / "vis"), "--image", "0", "-o", "out"]
-        return bounded(h, *capped(ctx, args, folder), "model.safetensors")
+        return bounded(h, *capped(h, ctx, args, folder), "model.safetensors")
 
     # ---- b2/b3/b8: YAML read with limits ----------------------------------------------------
     def train_raw(text: str, mention: str, item: str = "b2"):
@@ -207,7 +181,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             cfg = ctx.config(folder)
             (folder / "exp.yaml").write_text(text + cfg.read_text(encoding="utf-8"), "utf-8")
             args = ["train", str(folder / "exp.yaml"), "--output-dir", "run"]
-            return bounded(h, *capped(ctx, args, folder), mention)
+            return bounded(h, *capped(h, ctx, args, folder), mention)
 
         return run
 
@@ -229,7 +203,7 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             args = ["train", str(ctx.config(folder)), "--output-dir", "run"]
             for item in overrides:
                 args += ["--set", item]
-            return bounded(h, *capped(ctx, args, folder, stdin_path), mention)
+            return bounded(h, *capped(h, ctx, args, folder, stdin_path), mention)
 
         return run
 
@@ -257,12 +231,12 @@ def register(h) -> None:  # noqa: C901 - one list of cases
 
     @add("train_config_dev_zero", "b3", needs_model=False)
     def _train_dev_zero(ctx, folder):
-        return bounded(h, *capped(ctx, ["train", "/dev/zero"], folder), "/dev/zero")
+        return bounded(h, *capped(h, ctx, ["train", "/dev/zero"], folder), "/dev/zero")
 
     @add("translate_stdin_dev_zero", "b3")
     def _stdin_zero(ctx, folder):
         args = ["translate", "--model", str(ctx.best_copy(folder)), "-"]
-        return bounded(h, *capped(ctx, args, folder, "/dev/zero"), "<stdin>:1")
+        return bounded(h, *capped(h, ctx, args, folder, "/dev/zero"), "<stdin>:1")
 
     @add("translate_stdin_one_1gb_line", "b3")
     def _stdin_big_line(ctx, folder):
@@ -270,13 +244,13 @@ def register(h) -> None:  # noqa: C901 - one list of cases
         with open(line, "wb") as f:  # sparse: a gigabyte of one line costs no disk
             f.truncate(1 << 30)
         args = ["translate", "--model", str(ctx.best_copy(folder)), "-"]
-        return bounded(h, *capped(ctx, args, folder, str(line)), "<stdin>:1", "limit")
+        return bounded(h, *capped(h, ctx, args, folder, str(line)), "<stdin>:1", "limit")
 
     def evaluate_files(*files: str, mention: str):
         def run(ctx, folder):
             args = ["evaluate", "--model", str(ctx.best_copy(folder)), "--beam", "1"]
             args += [*files, "--out", "eval"]
-            return bounded(h, *capped(ctx, args, folder), mention)
+            return bounded(h, *capped(h, ctx, args, folder), mention)
 
         return run
 

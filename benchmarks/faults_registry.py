@@ -20,7 +20,8 @@ family that registers gets these cases without an edit here. For a family ``F``:
   bit (started in a copy of that run's folder: the data and caches it made, not its run).
 
 Every command runs under an address-space cap and fails above :data:`MAX_RSS_MB` of peak RSS;
-the time bound is the per-command timeout (probes: :data:`PROBE_SECONDS`).
+the time bound is each command's CPU seconds, :data:`COMMAND_S` (probes: :data:`PROBE_SECONDS`),
+with the stall guard of ``faults_zygote.Budget``.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ import time
 from pathlib import Path
 
 import yaml
-from faults_bounded import AS_CAP, WRAPPER, bounded
+from faults_bounded import bounded, capped
 
 ITEM = "f44"
 HERE = Path(__file__).resolve().parent
 PROBE = HERE / "faults_probe.py"
 PROBE_SECONDS = 240
+COMMAND_S = 60  # CPU seconds a command of these cases may take
 PROBE_RSS_MB = 1536  # transformers and torch loaded together
 PROBE_CAP = 6 << 30
 #: how often an interrupted run is looked at for its first last/ (the signal follows at once)
@@ -160,50 +162,6 @@ def write_files(inputs, folder: Path) -> None:
             path.write_bytes(content)
         else:
             path.write_text(content, encoding="utf-8")
-
-
-def capped(h, ctx, args: list, folder: Path, wrapper: str = WRAPPER, timeout: float = 60):
-    """(Result, peak RSS MB or None, CPU s or None) of ``attnkit args`` under the cap."""
-    if wrapper is WRAPPER and (done := ctx.forked(args, folder, None, timeout, AS_CAP)):
-        return done
-    report = folder / f".usage-{time.monotonic_ns()}"
-    t0 = time.time()
-    argv = [sys.executable, "-c", wrapper]
-    argv += [str(report), str(AS_CAP)] if wrapper is WRAPPER else []
-    try:
-        proc = subprocess.run(
-            [*argv, *map(str, args)],
-            cwd=folder,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=ctx.env(),
-            timeout=timeout,
-        )
-        res = h.Result(
-            proc.returncode,
-            proc.stdout.decode("utf-8", "replace"),
-            proc.stderr.decode("utf-8", "replace"),
-            time.time() - t0,
-        )
-    except subprocess.TimeoutExpired:
-        res = h.Result(124, "", f"(timed out after {timeout:g} s)", time.time() - t0)
-    rss = cpu = None
-    if report.is_file():
-        kb, cpu_s = report.read_text().split()
-        rss, cpu = int(kb) / 1024, float(cpu_s)
-    return res, rss, cpu
-
-
-def last_line_error(h, res, *mentions) -> str | None:
-    """Exit 2, no traceback, the last stderr line ``attnkit: error: ...`` naming ``mentions``
-    (a training run's lines before it are its progress)."""
-    if "Traceback" in res.stderr or res.rc != 2:
-        return f"exit {res.rc}, expected 2 and no traceback: {res.tail()}"
-    lines = res.lines()
-    if not lines or not lines[-1].startswith("attnkit: error:"):
-        return f"the last stderr line is no 'attnkit: error:' line: {res.tail()}"
-    missing = [m for m in mentions if m.lower() not in lines[-1].lower()]
-    return f"the error does not name {', '.join(missing)}: {lines[-1][:200]}" if missing else None
 
 
 def answered_or_refused(h, res) -> str | None:
@@ -334,7 +292,7 @@ def _data_case(h, models, family: str, data: str, kind: str):
             path.symlink_to("/dev/zero")
         else:
             path.write_bytes(b"x" * (2 << 20))  # one line of 2 MB: above the 1 MB line cap
-        res, rss, cpu = capped(h, ctx, args, folder)
+        res, rss, cpu = capped(h, ctx, args, folder, timeout=COMMAND_S)
         return bounded(h, res, rss, cpu, Path(data).name)
 
     return run
@@ -343,7 +301,8 @@ def _data_case(h, models, family: str, data: str, kind: str):
 def _serve_refused(h, models, family: str):
     def run(ctx, folder: Path) -> str | None:
         model = models(ctx).get(family)
-        res, rss, cpu = capped(h, ctx, ["serve", "--model", model, "--port", "0"], folder)
+        args = ["serve", "--model", model, "--port", "0"]
+        res, rss, cpu = capped(h, ctx, args, folder, timeout=COMMAND_S)
         return bounded(h, res, rss, cpu, "serve")
 
     return run
@@ -365,7 +324,7 @@ def _command_case(h, models, family: str, how: str):
             other = names[(names.index(family) + 1) % len(names)]
             model = models(ctx).get(other)
         args = [a.replace("{model}", str(model)) for a in inputs.commands[0]]
-        res, rss, cpu = capped(h, ctx, args, folder)
+        res, rss, cpu = capped(h, ctx, args, folder, timeout=COMMAND_S)
         if how == "foreign":  # the command may apply to the other family's model too
             return answered_or_refused(h, res)
         return bounded(h, res, rss, cpu, *mentions)
@@ -393,9 +352,8 @@ def _resume_case(h, models, family: str, how: str):
         if how == "full_disk":
             script = folder / "full_disk.py"
             script.write_text(FULL_DISK, encoding="utf-8")
-            done = ctx.forked(train, folder, None, 300, AS_CAP, script=str(script))
-            res = done[0] if done else capped(h, ctx, train, folder, FULL_DISK, timeout=300)[0]
-            if why := last_line_error(h, res, "No space left"):
+            res = capped(h, ctx, train, folder, timeout=300, script=str(script))[0]
+            if why := h.last_line_error(res, "No space left"):
                 return f"the full disk: {why}"
         else:
             proc = subprocess.Popen(

@@ -3,9 +3,10 @@ fault harness (benchmarks/faults.py): a case pays for its own work, not for 3-4 
 imports (``import torch`` alone is ~2.8 s of CPU on the 2-core machine).
 
 Each command is still a process of its own, with its own exit status, stdout and stderr, working
-directory, stdin, time limit (the whole process group is killed) and, where asked, address-space
-cap; its peak RSS and CPU seconds come from ``wait4`` (the RSS counts the pages it shares with
-the zygote, as a fresh interpreter's counts its imports). Only commands run with the harness's
+directory, stdin, time limit (:class:`Budget`: CPU seconds of its process group, and a guard
+against a command that blocks; the whole group is killed) and, where asked, address-space cap;
+its peak RSS and CPU seconds come from ``wait4`` (the RSS counts the pages it shares with the
+zygote, as a fresh interpreter's counts its imports). Only commands run with the harness's
 own environment come here; one with another environment (a planted kernel cache, another
 ``HOME``) or run as another user starts a fresh interpreter as before, since imports may read it.
 
@@ -30,6 +31,59 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+#: a command that gains no CPU for this many seconds of wall time is blocked (a FIFO, a lock, a
+#: peer that never answers): given up on, whatever CPU it has left
+STALL_S = 30.0
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu(pgid: int) -> float:
+    """CPU seconds (user + system, and those of the children each has waited for) of every
+    live process in process group ``pgid`` (Linux ``/proc``)."""
+    ticks = 0
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # ended meanwhile
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()  # from field 3 (state) on
+        if int(fields[2]) == pgid:  # field 5: the process group
+            ticks += sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / _TICK
+
+
+class Budget:
+    """When to give up on a command whose processes make up group ``pgid``: past ``cpu_s``
+    seconds of CPU, or once the group has gained no CPU for ``stall_s`` seconds of wall time.
+
+    Not on wall time alone: on a shared machine a command that waits for a core is slow, not
+    hung, and a limit in wall seconds measures the machine's load, not the command. What a case
+    bounds is the work (CPU) and that nothing blocks (the stall guard).
+    """
+
+    def __init__(self, pgid: int, cpu_s: float, stall_s: float = STALL_S, every: float = 0.5):
+        self.pgid, self.cpu_s, self.stall_s, self.every = pgid, cpu_s, stall_s, every
+        self.used, self.moved, self._next = 0.0, time.time(), 0.0
+
+    def exceeded(self) -> str | None:
+        """Why the command is over its budget (looked at every ``every`` s), else None."""
+        now = time.time()
+        if now < self._next:
+            return None
+        self._next = now + self.every
+        used = group_cpu(self.pgid)
+        if used > self.used:
+            self.used, self.moved = used, now
+        if self.used > self.cpu_s:
+            return f"ran past {self.cpu_s:g} s of CPU"
+        if now - self.moved > self.stall_s:
+            return f"gained no CPU for {self.stall_s:g} s: blocked"
+        return None
+
 
 #: imported once by the zygote: what nearly every command imports (every family's model class,
 #: the plotting library ``plot`` and every report draw with)
@@ -93,7 +147,8 @@ class Zygote:
         script: str | None = None,
     ) -> dict:
         """``attnkit args`` (or ``script`` run as ``__main__`` with ``args`` as its argv) in
-        ``cwd``; ``stdin``: bytes, a file's path, or None (empty); ``cap``: RLIMIT_AS bytes."""
+        ``cwd``; ``stdin``: bytes, a file's path, or None (empty); ``timeout``: CPU seconds
+        (:class:`Budget`); ``cap``: RLIMIT_AS bytes."""
         request = {  # bytes (an argument no UTF-8) as Python decodes a fresh process's argv
             "args": [os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args],
             "cwd": str(cwd),
@@ -175,7 +230,8 @@ def _stop(*_) -> None:
 
 
 def _keep(conn: socket.socket) -> None:
-    """Fork the command, wait for it (killing its group past the time limit), send the result."""
+    """Fork the command, wait for it (killing its group past its :class:`Budget`), send the
+    result."""
     import shutil
 
     request = _receive(conn)
@@ -195,13 +251,12 @@ def _keep(conn: socket.socket) -> None:
                     f.write(traceback.format_exc())
             finally:
                 os._exit(1)  # never back into the keeper's frames
-        deadline, timed_out = t0 + float(request["timeout"]), False
+        budget, timed_out = Budget(pid, float(request["timeout"])), None
         while True:
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:
                 break
-            if time.time() > deadline:
-                timed_out = True
+            if timed_out := budget.exceeded():
                 try:
                     os.killpg(pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -216,9 +271,9 @@ def _keep(conn: socket.socket) -> None:
             conn,
             {
                 "rc": 124 if timed_out else rc,
-                "timed_out": timed_out,
+                "timed_out": bool(timed_out),
                 "stdout": stdout,
-                "stderr": stderr + (f"\n(timed out after {request['timeout']:g} s)" * timed_out),
+                "stderr": stderr + (f"\n(timed out: {timed_out})" if timed_out else ""),
                 "seconds": time.time() - t0,
                 "rss_kb": usage.ru_maxrss,
                 "cpu_s": usage.ru_utime + usage.ru_stime,
