@@ -835,6 +835,28 @@ damaged_checkpoint_case(
 damaged_checkpoint_case("ckpt_tokenizer_absolute_path", "held", _tokenizer_file("/etc/passwd"))
 
 
+@case("ckpt_data_paths_not_followed_by_evaluate_split", "f44")
+def _ckpt_data_paths(ctx: Context, folder: Path) -> str | None:
+    """A checkpoint whose data.test names a file elsewhere (a FIFO: reading it would block):
+    ``evaluate --split test`` reads the split from --data-dir, else refuses in one line."""
+    import yaml
+
+    ckpt = ctx.best_copy(folder)
+    os.mkfifo(folder / "elsewhere.tsv")
+    config = yaml.safe_load((ckpt / "config.yaml").read_text(encoding="utf-8"))
+    config["data"]["test"] = str(folder / "elsewhere.tsv")
+    (ckpt / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    args = ["evaluate", "--model", str(ckpt), "--beam", "1", "--out", "eval"]
+    if why := one_line_error(ctx.attnkit(args, folder), "--data-dir"):
+        return f"no --data-dir: {why}"
+    (folder / "mine").mkdir()
+    (folder / "mine" / "elsewhere.tsv").write_text("ab\tba\ncd\tdc\n", encoding="utf-8")
+    if why := succeeded(ctx.attnkit([*args, "--data-dir", "mine"], folder)):
+        return f"--data-dir mine: {why}"
+    hyps = (folder / "eval" / "hyps.greedy.txt").read_text(encoding="utf-8").splitlines()
+    return None if len(hyps) == 2 else f"{len(hyps)} hypotheses, expected mine/'s 2"
+
+
 @case("ckpt_is_a_file", "held")
 def _ckpt_file(ctx: Context, folder: Path) -> str | None:
     (folder / "model.bin").write_bytes(b"x")

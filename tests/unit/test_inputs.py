@@ -1,5 +1,6 @@
 """``attnkit evaluate`` on the user's own files (--src/--ref, --tsv) and on a split by name, from
-any working directory: a checkpoint needs none of its training files to decode and score."""
+any working directory: a checkpoint needs none of its training files to decode and score, and a
+split is read where this machine says (--data-dir), never from the checkpoint's own paths."""
 
 import json
 import random
@@ -99,7 +100,11 @@ def test_evaluate_src_ref_from_another_directory_without_the_training_data(
     (mine / "test.src").write_text("".join(s + "\n" for s, _ in pairs), encoding="utf-8")
     (mine / "test.ref").write_text("".join(t + "\n" for _, t in pairs), encoding="utf-8")
     by_split = tmp_path / "by_split"
-    assert main(["evaluate", "--model", str(best), "--beam", "2", "--out", str(by_split)]) == 0
+    data_dir = ["--data-dir", str(project / "configs" / "data")]
+    assert (
+        main(["evaluate", "--model", str(best), "--beam", "2", "--out", str(by_split)] + data_dir)
+        == 0
+    )
     capsys.readouterr()
     data = project / "configs" / "data"
     hidden = tmp_path / "hidden"
@@ -127,12 +132,13 @@ def test_evaluate_src_ref_from_another_directory_without_the_training_data(
 
 
 def test_evaluate_tsv_and_split_from_another_directory(capsys, project, tmp_path, monkeypatch):
-    """Relative paths in the experiment file were read beside it, and the checkpoint keeps them
-    absolute: --split test works from any directory, as does --tsv."""
+    """--split test reads the split's file by its training name in --data-dir, from any
+    directory; --tsv reads the file named."""
     monkeypatch.chdir(tmp_path)
     best = project / "runs" / "tiny" / "best"
     out_split, out_tsv = tmp_path / "split", tmp_path / "tsv"
-    assert main(["evaluate", "--model", str(best), "--beam", "1", "--out", str(out_split)]) == 0
+    argv = ["evaluate", "--model", str(best), "--beam", "1", "--out", str(out_split)]
+    assert main(argv + ["--data-dir", str(project / "configs" / "data")]) == 0
     tsv = project / "configs" / "data" / "test.tsv"
     argv = ["evaluate", "--model", str(best), "--tsv", str(tsv), "--beam", "1", "--json"]
     assert main(argv + ["--out", str(out_tsv)]) == 0
@@ -158,15 +164,56 @@ def test_translate_and_plot_never_read_the_training_data(capsys, project, tmp_pa
 
 def test_a_missing_split_file_says_which_and_how_to_score_other_files(capsys, project, tmp_path):
     best = project / "runs" / "tiny" / "best"
-    test = project / "configs" / "data" / "test.tsv"
-    kept = tmp_path / "test.tsv"
-    shutil.move(test, kept)
-    try:
-        _fails(
-            capsys, ["evaluate", "--model", best], test, "file not found", "--src FILE --ref FILE"
-        )
-    finally:
-        shutil.move(kept, test)
+    argv = ["evaluate", "--model", best, "--data-dir", tmp_path]  # no test.tsv there
+    _fails(capsys, argv, tmp_path / "test.tsv", "file not found", "--src FILE --ref FILE")
+    _fails(capsys, ["evaluate", "--model", best], "test.tsv", "--data-dir", "--src FILE --ref FILE")
+
+
+def test_a_split_is_never_read_from_the_checkpoint_s_own_paths(capsys, project, tmp_path):
+    """A crafted checkpoint whose data.test (and a downloaded data set's data.directory) names
+    a folder elsewhere: nothing there is read or written; --data-dir is."""
+    crafted = tmp_path / "crafted"
+    shutil.copytree(project / "runs" / "tiny" / "best", crafted)
+    elsewhere = tmp_path / "elsewhere"
+    _tsv(elsewhere / "test.tsv", _pairs(7, 9))
+    saved = yaml.safe_load((crafted / "config.yaml").read_text())
+    saved["data"]["test"] = str(elsewhere / "test.tsv")
+    (crafted / "config.yaml").write_text(yaml.safe_dump(saved))
+    _fails(capsys, ["evaluate", "--model", crafted, "--beam", "1"], "test.tsv", "--data-dir")
+    mine = tmp_path / "mine"
+    _tsv(mine / "test.tsv", _pairs(3, 4))
+    argv = ["evaluate", "--model", crafted, "--beam", "1", "--data-dir", mine, "--out"]
+    assert main([str(a) for a in argv + [tmp_path / "eval"]]) == 0
+    assert len((tmp_path / "eval" / "hyps.greedy.txt").read_text().splitlines()) == 3
+    # a downloaded data set's folder (with download on): neither read nor written into
+    saved["data"] = {"task": "g2p", "directory": str(elsewhere), "download": True}
+    saved["data"].update(src_level="char", tgt_level="char")
+    (crafted / "config.yaml").write_text(yaml.safe_dump(saved))
+    before = sorted(p.name for p in elsewhere.iterdir())
+    err = _fails(capsys, ["evaluate", "--model", crafted, "--data-dir", mine])
+    assert str(elsewhere) not in err and str(mine) in err
+    assert sorted(p.name for p in elsewhere.iterdir()) == before
+
+
+def test_split_pairs_follows_the_machine_s_data_directory(monkeypatch, tmp_path):
+    """A loaded checkpoint's data section as read: the data directory is data_dir, else null
+    ($ATTNKIT_DATA_DIR/<name>); download is off; a parallel split is its file by name in
+    data_dir."""
+    from attnkit.data.tasks.settings import Multi30kData, ParallelData
+    from attnkit.evaluation import inputs
+
+    seen = []
+    monkeypatch.setattr(inputs, "build_split", lambda data, split: seen.append(data) or [])
+    stored = Multi30kData(directory="/somewhere/else", download=True)
+    inputs.split_pairs(stored, "test")
+    inputs.split_pairs(stored, "dev", tmp_path)
+    assert [(d.directory, d.download) for d in seen] == [(None, False), (str(tmp_path), False)]
+    assert stored.directory == "/somewhere/else"  # the loaded config itself is left as it was
+    mine = ParallelData(train="/a/train.tsv", dev="/a/dev.tsv", test=["/a/t.de", "/a/t.en"])
+    inputs.split_pairs(mine, "test", tmp_path)
+    assert seen[-1].test == [str(tmp_path / "t.de"), str(tmp_path / "t.en")]
+    with pytest.raises(inputs.DataError, match="t.de and t.en from: give --data-dir"):
+        inputs.split_pairs(mine, "test")
 
 
 @pytest.mark.parametrize(
@@ -207,7 +254,7 @@ def test_files_are_for_seq2seq_checkpoints(capsys, tmp_path):
 def test_a_checkpoint_from_before_scores_as_it_did(capsys, project, tmp_path, monkeypatch):
     """A checkpoint written before data.metric and absolute paths: its config holds no metric and
     the paths as written, relative to the directory training ran in. It scores by exact match,
-    and --split reads its files from the current directory, as it did then."""
+    its --split read by file name from --data-dir (a relative one from the current directory)."""
     old = tmp_path / "old"
     shutil.copytree(project / "runs" / "tiny" / "best", old)
     saved = yaml.safe_load((old / "config.yaml").read_text())
@@ -216,7 +263,8 @@ def test_a_checkpoint_from_before_scores_as_it_did(capsys, project, tmp_path, mo
         saved["data"][split] = f"configs/data/{split}.tsv"
     (old / "config.yaml").write_text(yaml.safe_dump(saved))
     monkeypatch.chdir(project)
-    assert main(["evaluate", "--model", str(old), "--beam", "1", "--json"]) == 0
+    argv = ["evaluate", "--model", str(old), "--beam", "1", "--json"]
+    assert main(argv + ["--data-dir", "configs/data"]) == 0
     scores = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert scores["metric"] == "exact_match" and set(scores["greedy"]) == {
         "exact_match",
@@ -224,5 +272,6 @@ def test_a_checkpoint_from_before_scores_as_it_did(capsys, project, tmp_path, mo
         "decode_s",
         "inputs_per_s",
     }
-    monkeypatch.chdir(tmp_path)  # elsewhere the relative path names a file that is not there
-    _fails(capsys, ["evaluate", "--model", old], "configs/data/test.tsv", "--src FILE --ref FILE")
+    monkeypatch.chdir(tmp_path)  # elsewhere the relative folder holds no test.tsv
+    argv = ["evaluate", "--model", old, "--data-dir", "configs/data"]
+    _fails(capsys, argv, "configs/data/test.tsv", "--src FILE --ref FILE")

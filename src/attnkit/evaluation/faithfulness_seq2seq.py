@@ -203,16 +203,17 @@ def split_or_texts(texts, split: str | None, count: int, read_split) -> list:
 
 
 def seq2seq_faithfulness(
-    translator, texts, split, count, out, options, model: str = "", *, family: str
+    translator, texts, split, count, out, options, model: str = "", *, family: str, data_dir=None
 ) -> dict:
     """What ``attnkit faithfulness`` computes for a seq2seq checkpoint: the inputs (see
-    :func:`split_or_texts`) questioned step by step, summed up, written to ``out`` (None: not
-    written); ``model`` names the checkpoint in the outputs, ``family`` its family."""
-    from attnkit.data.tasks.registry import build_split
+    :func:`split_or_texts`; a split read from ``data_dir`` or the data directory) questioned
+    step by step, summed up, written to ``out`` (None: not written); ``model`` names the
+    checkpoint in the outputs, ``family`` its family."""
     from attnkit.evaluation.faithfulness_report import evaluate_subjects
+    from attnkit.evaluation.inputs import split_pairs
 
-    def read_split(name):
-        return [s for s, _ in build_split(translator.config.data, name)]
+    def read_split(name):  # where this machine says, never the checkpoint's own paths
+        return [s for s, _ in split_pairs(translator.config.data, name, data_dir)]
 
     sources = split_or_texts(texts, split, count, read_split)
     for i, text in enumerate(sources):

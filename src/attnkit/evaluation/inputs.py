@@ -2,9 +2,11 @@
 user names (``--src FILE --ref FILE``, or ``--tsv FILE``).
 
 Scoring files reads nothing of the training data: a checkpoint holds all that decoding needs.
-A split is read where the checkpoint's config says it is (absolute paths since training stores
-them so; a relative path in a checkpoint written before that is read from the current
-directory, as it was then).
+A split is read where this machine says, never where the checkpoint's config says
+(:func:`attnkit.data.location.checkpoint_data`): a downloaded data set (CMUdict, Multi30k) from
+``--data-dir`` (``data_dir=``), else ``$ATTNKIT_DATA_DIR/<name>``, else the user cache; a
+parallel task's file of that split by its training file name inside ``--data-dir`` (refused
+without one); a generated task (numbers, dates, ...) is generated again from its settings.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnkit.data.location import checkpoint_data
 from attnkit.data.tasks.base import Pair
 from attnkit.data.tasks.parallel import load_parallel, load_tsv
 from attnkit.data.tasks.registry import build_split
@@ -60,11 +63,24 @@ class EvalFiles:
         return load_parallel(self.src, self.ref)
 
 
-def split_pairs(data: TaskData, split: str) -> list[Pair]:
-    """The pairs of ``split`` (dev or test) of the checkpoint's task; a missing file is one line
-    naming it and saying how to score other files instead."""
+def split_pairs(
+    data: TaskData, split: str, data_dir: str | os.PathLike | None = None
+) -> list[Pair]:
+    """The pairs of ``split`` (dev or test) of a loaded checkpoint's task, read from ``data_dir``
+    or the data directory, never from the checkpoint's own paths (module docstring); a missing
+    file is one line naming it and saying how to score other files instead."""
+    local = checkpoint_data(data, data_dir)
+    if split in getattr(local, "PATH_KEYS", ()) and getattr(local, split) is None:
+        trained = getattr(data, split)
+        names = [trained] if isinstance(trained, str) else list(trained or [f"{split}.tsv"])
+        shown = " and ".join(os.path.basename(str(n)) for n in names)
+        raise DataError(
+            f"no folder to read the {split} split's {shown} from: give --data-dir DIR (in "
+            "Python data_dir=DIR), the folder holding it; a checkpoint's own data paths are not "
+            f"followed ({OTHER_FILES})"
+        )
     try:
-        return build_split(data, split)
+        return build_split(local, split)
     except DataError as exc:
         raise DataError(
             f"{exc} (the {split} split this checkpoint was trained with; {OTHER_FILES})"

@@ -102,6 +102,7 @@ def evaluate(args):
         beam=args.beam,
         alpha=args.alpha,
         out=args.out,
+        data_dir=args.data_dir,
     )
 
 
@@ -117,6 +118,7 @@ def explain(args) -> str:
         image_format=args.format,
         pictures=args.pictures,
         picture=args.output,
+        data_dir=args.data_dir,
     )
     return json.dumps(scores, indent=1) if args.json else table(scores)
 
@@ -154,4 +156,9 @@ def table(scores: dict) -> str:
 def faithfulness(args):
     """``attnkit faithfulness``: the tests on typed inputs, or the first items of ``--split``."""
     model = Seq2SeqModel.load(args.model, args.device)
-    return model.faithfulness(args.inputs or None, split=args.split, **faithfulness_options(args))
+    return model.faithfulness(
+        args.inputs or None,
+        split=args.split,
+        data_dir=args.data_dir,
+        **faithfulness_options(args),
+    )

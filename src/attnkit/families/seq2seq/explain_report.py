@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from attnkit.data.tasks.gold import gold_aligner
-from attnkit.data.tasks.registry import build_split
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.agreement import argmax_agreement, rank_correlation
 from attnkit.evaluation.alignment import SYNTHETIC_RULE, alignment_metrics, mark_gold
+from attnkit.evaluation.inputs import split_pairs
 from attnkit.explain.no_attention import TITLE, saliency_translations
 from attnkit.explain.saliency import METHODS
 from attnkit.families.seq2seq.translator import Translator
@@ -57,8 +57,10 @@ def explain_model(
     pictures: int | None = None,
     picture: Path | None = None,
     translator: Translator | None = None,
+    data_dir: Path | None = None,
 ) -> dict:
-    """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (their
+    """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (read
+    from ``data_dir`` or the data directory, never from the checkpoint's own data paths; their
     own outputs, or the references with ``reference``); the first ``pictures`` (None: 20) are
     drawn as ``image_format`` (None: png), all are scored. Returns the scores written to
     ``out_dir/scores.json``.
@@ -89,7 +91,7 @@ def explain_model(
     cfg = translator.config
     refs: list[str | None]
     if split is not None:
-        pairs = build_split(cfg.data, split)[:count]  # that split alone
+        pairs = split_pairs(cfg.data, split, data_dir)[:count]  # that split alone
         sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
     else:
         sources, refs = list(texts), [None] * len(texts)

@@ -186,9 +186,11 @@ class Seq2SeqModel:
         image_format: str | None = None,
         pictures: int | None = None,
         picture: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> dict:
         """What ``attnkit explain`` writes: ``texts`` (or the first ``count`` items of
-        ``split``, their own outputs or with ``reference`` the references) explained, scored
+        ``split``, read from ``data_dir`` or the data directory, never from the checkpoint's own
+        data paths; their own outputs or with ``reference`` the references) explained, scored
         (agreement of attention and saliency; both against gold links where the task has them)
         and drawn (the first ``pictures``, as ``image_format``) into ``out`` with
         attention.json, saliency.json, scores.json and report.html (default
@@ -210,6 +212,7 @@ class Seq2SeqModel:
             pictures=pictures,
             picture=None if picture is None else Path(picture),
             translator=self.translator,
+            data_dir=_data_dir(data_dir),
         )
 
     def faithfulness(
@@ -223,13 +226,15 @@ class Seq2SeqModel:
         adversarial_steps: int = 100,
         ig_steps: int = 16,
         seed: int = 0,
+        data_dir: str | Path | None = None,
     ):
         """Is the attention an explanation? ``texts`` (or the first ``count`` items of ``split``,
-        test by default) questioned at every step of the model's own output: erasure
-        (comprehensiveness, sufficiency, AOPC) by attention, rollout and flow (a Transformer),
-        gradients, leave-one-out and random; rank agreement; the permutation test and the
-        adversarial search (RNN attention). Writes scores.json and report.html to ``out``
-        (default ``RUN/faithfulness/CHECKPOINT``). Returns :class:`FaithfulnessScores`."""
+        test by default, read from ``data_dir`` or the data directory) questioned at every step
+        of the model's own output: erasure (comprehensiveness, sufficiency, AOPC) by attention,
+        rollout and flow (a Transformer), gradients, leave-one-out and random; rank agreement;
+        the permutation test and the adversarial search (RNN attention). Writes scores.json
+        and report.html to ``out`` (default ``RUN/faithfulness/CHECKPOINT``). Returns
+        :class:`FaithfulnessScores`."""
         from attnkit.evaluation.faithfulness import Options
         from attnkit.evaluation.faithfulness_seq2seq import seq2seq_faithfulness
         from attnkit.evaluation.scores import FaithfulnessScores
@@ -244,7 +249,7 @@ class Seq2SeqModel:
         out = _default_out(self.path, "faithfulness") if out is None else Path(out)
         scores = seq2seq_faithfulness(
             self.translator, texts, split, count, out, options, str(self.path or ""),
-            family=self.family,
+            family=self.family, data_dir=_data_dir(data_dir),
         )  # fmt: skip
         return FaithfulnessScores(scores)
 
@@ -271,11 +276,15 @@ class Seq2SeqModel:
         beam: int = 5,
         alpha: float | None = None,
         out: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> Scores:
         """Decode ``split`` (or the files ``src`` + ``ref``, or one ``tsv`` of source, tab,
         reference) greedily and with beam search, score with the task's metric, and write the
         hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
-        beside the checkpoint)."""
+        beside the checkpoint). ``split`` is read from ``data_dir`` (a downloaded data set's
+        folder, or the folder holding your own split's file by its training name), else
+        ``$ATTNKIT_DATA_DIR/<name>``, else the user cache; never from the checkpoint's own data
+        paths, and nothing is downloaded."""
         from attnkit.evaluation.inputs import EvalFiles
         from attnkit.families.seq2seq.report import evaluate_model
 
@@ -287,9 +296,21 @@ class Seq2SeqModel:
         files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
         out_dir = None if out is None else Path(out)
         scores = evaluate_model(
-            self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
+            self.paths,
+            split,
+            beam,
+            alpha,
+            out_dir,
+            files=files,
+            translator=self.translator,
+            data_dir=_data_dir(data_dir),
         )
         return Scores(scores)
+
+
+def _data_dir(data_dir) -> Path | None:
+    """``data_dir`` checked as an argument (a path or None)."""
+    return None if data_dir is None else check.path(data_dir, "data_dir")
 
 
 #: the splits a seq2seq task is made in

@@ -53,6 +53,7 @@ def evaluate_model(
     device: str = "auto",
     files: EvalFiles | None = None,
     translator=None,
+    data_dir: str | Path | None = None,
 ) -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are
     the first's), on ``split`` or, when given, on the user's ``files``.
@@ -60,7 +61,9 @@ def evaluate_model(
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it). ``translator``: the checkpoints already
     loaded (the Python API's model, which loads an ensemble), so that they are not read again;
-    without it, one checkpoint is loaded here.
+    without it, one checkpoint is loaded here. ``split`` is read from ``data_dir``, else the data
+    directory, never from the checkpoint's own data paths
+    (:func:`attnkit.evaluation.inputs.split_pairs`).
     """
     dirs = (
         [Path(model_dirs)] if isinstance(model_dirs, (str, Path)) else [Path(d) for d in model_dirs]
@@ -72,7 +75,7 @@ def evaluate_model(
     translator = translator if translator is not None else Translator.load(dirs[0], device)
     cfg = translator.config
     family = task_metric(cfg.data).family
-    pairs = file_pairs if files is not None else split_pairs(cfg.data, split)
+    pairs = file_pairs if files is not None else split_pairs(cfg.data, split, data_dir)
     set_name = files.name if files is not None else split
     out = Path(out_dir) if out_dir else default_eval_dir(dirs, set_name)
     out.mkdir(parents=True, exist_ok=True)
