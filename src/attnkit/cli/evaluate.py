@@ -43,8 +43,9 @@ def add_parser(sub) -> None:
         "--split",
         choices=("dev", "test"),
         default="test",
-        help="the split of the checkpoint's task to score (default test; read from where the "
-        "training config named it; memory networks: from --data-dir)",
+        help="the split of the checkpoint's task to score (default test; read from --data-dir, "
+        "else $ATTNKIT_DATA_DIR/<the data set's folder>, else the user cache, never from the "
+        "checkpoint's own data paths; generated tasks are generated again)",
     )
     p.add_argument("--src", type=Path, default=None, metavar="FILE", help="sources to score")
     p.add_argument(

@@ -60,11 +60,9 @@ def explain_model(
     data_dir: Path | None = None,
 ) -> dict:
     """Explain ``texts`` (their own outputs), or the first ``count`` items of ``split`` (read
-    from ``data_dir`` or the data directory, never from the checkpoint's own data paths; their
-    own outputs, or the references with ``reference``); the first ``pictures`` (None: 20) are
-    drawn as ``image_format`` (None: png), all are scored. Returns the scores written to
-    ``out_dir/scores.json``.
-
+    from ``data_dir`` or the data directory, not the checkpoint's paths; their own outputs, or
+    the references with ``reference``); the first ``pictures`` (None: 20) are drawn as
+    ``image_format`` (None: png), all scored. Returns the scores written to ``out_dir/scores.json``.
     With ``picture``, one input is explained and its maps drawn to that file (.png or .svg);
     no directory is written (``out_dir``, ``image_format`` and ``pictures`` must be None).
     ``translator``: the checkpoint already loaded (the Python API's model)."""
