@@ -1021,7 +1021,8 @@ def _read_only(ctx: Context, folder: Path) -> str | None:
 def _eval_default(ctx: Context, folder: Path) -> str | None:
     ckpt = ctx.best_copy(folder)
     before = digest(ckpt)
-    why = succeeded(ctx.attnkit(["evaluate", "--model", str(ckpt), "--beam", "1"], folder))
+    args = ["evaluate", "--model", str(ckpt), "--beam", "1", "--data-dir", str(ctx.data)]
+    why = succeeded(ctx.attnkit(args, folder))
     if why is None and digest(ckpt) != before:
         return "evaluate wrote into the checkpoint directory (the next save deletes it)"
     return why
@@ -1298,7 +1299,20 @@ def _escaping(ctx: Context, folder: Path) -> str | None:
     """Markup in the data or the input is text in report.html and in an SVG heatmap, not markup."""
     ckpt = ctx.best_copy(folder)
     if why := succeeded(
-        ctx.attnkit(["evaluate", "--model", str(ckpt), "--beam", "1", "--out", "eval"], folder)
+        ctx.attnkit(
+            [
+                "evaluate",
+                "--model",
+                str(ckpt),
+                "--beam",
+                "1",
+                "--out",
+                "eval",
+                "--data-dir",
+                str(ctx.data),
+            ],
+            folder,
+        )
     ):
         return f"evaluate: {why}"
     report = (folder / "eval" / "report.html").read_text(encoding="utf-8")

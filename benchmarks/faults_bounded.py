@@ -454,7 +454,10 @@ def register(h) -> None:  # noqa: C901 - one list of cases
             full = folder / "full.png"
             full.symlink_to("/dev/full")
             ckpt = ctx.best_copy(folder)
-            return h.one_line_error(ctx.attnkit(make_args(ckpt, folder), folder), *mentions)
+            args = make_args(ckpt, folder)
+            if args[0] == "evaluate":  # its split: the shared files (never the checkpoint's paths)
+                args += ["--data-dir", ctx.data]
+            return h.one_line_error(ctx.attnkit(args, folder), *mentions)
 
         return run
 

@@ -178,6 +178,7 @@ def probe(h, ctx, models: Models, family: str, check: str, folder: Path) -> str 
         others.append(other.rpartition(":")[2] if ":" in other else other)
     spec = {"check": check, "family": family, "model": models.get(family), "folder": str(folder)}
     spec["others"] = others
+    write_files(_families()[family].fault_inputs(), folder)  # what its calls read (data_dir=".")
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     forked = ctx.forked(
         [folder / "spec.json"], folder, None, PROBE_SECONDS, PROBE_CAP, script=str(PROBE)

@@ -159,6 +159,7 @@ def test_a_run_directory_follows_the_umask_and_only_last_holds_trainer_state(tmp
         Trainer(cfg, log_fn=lambda m: None, dev_scorer=evaluate_translator).train()
         run = cfg.run_dir
         argv = ["evaluate", "--model", run / "best", "--split", "dev", "--beam", "1", "--json"]
+        argv += ["--data-dir", tmp_path]  # the split's file by its training name
         assert main([str(a) for a in argv]) == 0
     finally:
         os.umask(previous)

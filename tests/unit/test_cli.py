@@ -555,6 +555,7 @@ def test_plot_writes_svg(trained, tmp_path):
 def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
     out = tmp_path / "eval"
     argv = ["evaluate", "--model", trained / "best", "--split", "dev", "--beam", "2", "--out", out]
+    argv += ["--data-dir", trained.parent]  # the split's file by its training name
     assert main([str(a) for a in argv]) == 0
     table = capsys.readouterr().out
     scores = json.loads((out / "scores.json").read_text())
@@ -598,7 +599,7 @@ def test_evaluate_writes_scores_hyps_and_report(capsys, trained, tmp_path):
 
 def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(capsys, trained):
     argv = ["evaluate", "--model", str(trained / "best"), "--split", "dev", "--beam", "1", "--json"]
-    assert main(argv) == 0
+    assert main(argv + ["--data-dir", str(trained.parent)]) == 0
     out = trained / "eval" / "best-dev"
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["out"] == str(out)
     scores = (out / "scores.json").read_bytes()
@@ -613,7 +614,8 @@ def test_evaluate_writes_beside_the_checkpoint_where_the_next_save_leaves_it(cap
 def test_evaluate_and_translate_an_ensemble(capsys, trained):
     models = [str(trained / "best"), str(trained / "last")]
     repeated = ["--model", models[0], "--model", models[1]]
-    assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2", "--json"]) == 0
+    data_dir = ["--data-dir", str(trained.parent)]
+    assert main(["evaluate", *repeated, "--split", "dev", "--beam", "2", "--json", *data_dir]) == 0
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     out = trained / "eval" / "best-dev-ensemble2"  # the default directory names the ensemble
     scores = json.loads((out / "scores.json").read_text())
@@ -678,7 +680,8 @@ def test_translate_reads_the_lines_of_an_input_file(tmp_path, trained, capsys):
 def test_evaluate_draws_no_progress_bar_into_a_redirected_stderr(trained, tmp_path, capsys):
     """A bar is for a terminal: stderr captured (as in a log file or a pipe) gets none."""
     out = tmp_path / "eval"
-    assert main(["evaluate", "--model", str(trained / "best"), "--out", str(out)]) == 0
+    data_dir = ["--data-dir", str(trained.parent)]
+    assert main(["evaluate", "--model", str(trained / "best"), "--out", str(out), *data_dir]) == 0
     err = capsys.readouterr().err
     assert "decoding" not in err and "\r" not in err
 
@@ -700,7 +703,8 @@ def test_a_write_that_fails_is_one_line_naming_the_file(tmp_path, trained, capsy
         "a-file",
     )
     _fails(capsys, ["explain", "--model", model, "abc", "--out", blocker / "e"], "a-file")
-    _fails(capsys, ["evaluate", "--model", model, "--beam", "1", "--out", blocker / "e"], "a-file")
+    argv = ["evaluate", "--model", model, "--beam", "1", "--out", blocker / "e"]
+    _fails(capsys, argv + ["--data-dir", trained.parent], "a-file")
 
 
 def test_an_oserror_that_names_no_file_keeps_its_traceback(monkeypatch):

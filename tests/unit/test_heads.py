@@ -168,7 +168,11 @@ def test_plot_refuses_layers_and_heads_it_does_not_have(run, tmp_path, capsys, o
 
 def test_evaluate_reports_the_transformer_and_its_backend(run, tmp_path, capsys):
     assert (
-        main(["evaluate", "--model", str(run / "best"), "--out", str(tmp_path), "--beam", "2"]) == 0
+        main(
+            ["evaluate", "--model", str(run / "best"), "--out", str(tmp_path), "--beam", "2"]
+            + ["--data-dir", str(run.parent)]
+        )
+        == 0
     )
     scores = json.loads((tmp_path / "scores.json").read_text())
     assert scores["attention"] == "transformer"

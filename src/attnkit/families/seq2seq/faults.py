@@ -30,7 +30,7 @@ INPUTS = FaultInputs(
     calls={
         "translate": {"texts": "abc", "beam": 2, "top_k": 2},
         "explain": {"text": "abc", "method": "gradient"},
-        "evaluate": {"split": "dev", "beam": 1},
+        "evaluate": {"split": "dev", "beam": 1, "data_dir": "."},  # the files, where it runs
     },
     commands=(("translate", "--model", "{model}", "abc"),),
     request={"inputs": ["abc"], "beam": 2},
