@@ -13,11 +13,14 @@ this tree's ``src/`` first on PYTHONPATH (so it tests the tree it sits in), one 
 progress bars. Each command is a process of its own, forked from one process that imported
 torch and attnkit once (benchmarks/faults_zygote.py: a case pays for its own work, not for 3-4
 CPU seconds of imports); a command run with another environment, or as another user, starts a
-fresh ``python -m attnkit`` instead. A tiny parallel-text model is trained once, on first need, and
-copied by the cases that damage checkpoints. A case *holds* when the outcome is the expected
-one: for bad input, exit status 2 and exactly one line on stderr, starting with
-``attnkit: error:`` (``attnkit: warning:`` lines aside; never a traceback), and nothing lost
-(an existing checkpoint is byte for byte unchanged, no file written where it must not be);
+fresh ``python -m attnkit`` instead. Every command is bounded by CPU seconds of its process
+group (``--timeout``) and given up on once it gains no CPU for 30 s of wall time (blocked):
+not by wall time, which on a shared machine measures the load. A tiny parallel-text model is
+trained once, on first need, and copied by the cases that damage checkpoints. A case *holds*
+when the outcome is the expected one: for bad input, exit status 2 and exactly one line on
+stderr, starting with ``attnkit: error:`` (``attnkit: warning:`` lines aside; never a
+traceback), and nothing lost (an existing checkpoint is byte for byte unchanged, no file
+written where it must not be);
 for faults (SIGTERM, SIGINT, kill -9, NaN losses, a planted kernel library) the checkpoint
 survives, finite and resumable, and nothing planted runs. ``item`` is the item of the issue
 "Trustworthy results" that a case checks ("held" for what held before it, "fuzz" for what

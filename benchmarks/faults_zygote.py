@@ -145,14 +145,16 @@ class Zygote:
         timeout: float = 120,
         cap: int | None = None,
         script: str | None = None,
+        stall: float = STALL_S,
     ) -> dict:
         """``attnkit args`` (or ``script`` run as ``__main__`` with ``args`` as its argv) in
-        ``cwd``; ``stdin``: bytes, a file's path, or None (empty); ``timeout``: CPU seconds
-        (:class:`Budget`); ``cap``: RLIMIT_AS bytes."""
+        ``cwd``; ``stdin``: bytes, a file's path, or None (empty); ``timeout``: CPU seconds and
+        ``stall``: wall seconds without CPU (:class:`Budget`); ``cap``: RLIMIT_AS bytes."""
         request = {  # bytes (an argument no UTF-8) as Python decodes a fresh process's argv
             "args": [os.fsdecode(a) if isinstance(a, bytes) else str(a) for a in args],
             "cwd": str(cwd),
             "timeout": timeout,
+            "stall": stall,
             "cap": cap,
             "script": script,
         }
@@ -251,7 +253,8 @@ def _keep(conn: socket.socket) -> None:
                     f.write(traceback.format_exc())
             finally:
                 os._exit(1)  # never back into the keeper's frames
-        budget, timed_out = Budget(pid, float(request["timeout"])), None
+        budget = Budget(pid, float(request["timeout"]), float(request.get("stall", STALL_S)))
+        timed_out = None
         while True:
             done, status, usage = os.wait4(pid, os.WNOHANG)
             if done:

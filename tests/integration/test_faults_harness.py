@@ -37,7 +37,8 @@ def test_one_case_holds_with_fresh_interpreters_too():
 
 def test_a_forked_command_is_a_process_of_its_own(tmp_path, monkeypatch):
     """Exit status, stdout/stderr, working directory and stdin as a fresh ``python -m attnkit``;
-    the time limit kills its process group; the cap stops an allocation; RSS and CPU come back."""
+    its CPU budget and its stall guard (no CPU gained for a while) kill its process group; the
+    cap stops an allocation; RSS and CPU come back."""
     monkeypatch.syspath_prepend(str(REPO_ROOT / "benchmarks"))
     from faults_zygote import Zygote
 
@@ -54,6 +55,7 @@ def test_a_forked_command_is_a_process_of_its_own(tmp_path, monkeypatch):
             "import os, sys, time\n"
             "print(os.getcwd(), sys.stdin.read(), ascii(sys.argv[1]))\n"
             "if sys.argv[1] == 'sleep': time.sleep(30)\n"
+            "if sys.argv[1] == 'spin':\n    while True: pass\n"
             "if sys.argv[1] == 'big': bytearray(4 << 30)\n"
             "sys.exit(3)\n",
             encoding="utf-8",
@@ -62,7 +64,9 @@ def test_a_forked_command_is_a_process_of_its_own(tmp_path, monkeypatch):
         assert (out["rc"], out["stdout"].split()) == (3, [str(tmp_path), "typed", "'echo'"])
         out = zygote.run([b"ab\xffcd"], tmp_path, None, 60, script=str(script))  # no UTF-8
         assert out["stdout"].split()[-1] == ascii(os.fsdecode(b"ab\xffcd"))
-        out = zygote.run(["sleep"], tmp_path, None, 1, script=str(script))
+        out = zygote.run(["spin"], tmp_path, None, 1, script=str(script))  # 1 CPU second
+        assert out["rc"] == 124 and out["timed_out"] and 1 <= out["cpu_s"] < 5
+        out = zygote.run(["sleep"], tmp_path, None, 60, script=str(script), stall=1)  # blocked
         assert out["rc"] == 124 and out["timed_out"] and out["seconds"] < 20
         out = zygote.run(["big"], tmp_path, None, 60, cap=3 << 30, script=str(script))
         assert out["rc"] == 1 and "MemoryError" in out["stderr"]
