@@ -76,6 +76,9 @@ LONG_TRAIN = {
     "max_minutes": 0.4,
     "verbose": False,  # stderr holds what the cases check (an interruption's line), no progress
 }
+#: the time budget of a run the case interrupts (the signal ends it within seconds): a budget
+#: the machine's load could spend before the signal comes would end the run unasked
+INTERRUPTED_MINUTES = 5
 XSS = "<script>alert(1)</script>"
 
 
@@ -1126,11 +1129,13 @@ def _two_trainers(ctx: Context, folder: Path) -> str | None:
 
 def _interrupt_case(name: str, sig: int, resume: bool) -> None:
     def run(ctx: Context, folder: Path) -> str | None:
-        path = ctx.long_config(folder)
+        path = ctx.long_config(folder, max_minutes=INTERRUPTED_MINUTES)
         proc = Running(ctx, ["train", str(path), "--output-dir", "run"], folder)
         if not proc.wait_for_records(folder / "run", "train"):  # in the loop, signals handled
             return f"training did not start: {proc.finish(5).tail()}"
         time.sleep(2.0)  # mid-epoch: no evaluation has saved anything yet
+        if proc.proc.poll() is not None:
+            return f"the run ended (exit {proc.proc.returncode}) before the signal"
         proc.proc.send_signal(sig)
         res = proc.finish(90)
         if res.rc < 0:
@@ -1171,7 +1176,7 @@ _interrupt_case("train_sigint_saves_last", signal.SIGINT, resume=False)
 
 @case("train_kill9_then_resume", "6", needs_model=False)
 def _kill9(ctx: Context, folder: Path) -> str | None:
-    path = ctx.long_config(folder, eval_every=10)
+    path = ctx.long_config(folder, eval_every=10, max_minutes=INTERRUPTED_MINUTES)
     proc = Running(ctx, ["train", str(path), "--output-dir", "run"], folder)
     if not proc.wait_for_records(folder / "run", "dev", count=2):
         return f"training did not evaluate twice: {proc.finish(5).tail()}"
