@@ -1536,6 +1536,11 @@ def main(argv: list[str] | None = None) -> int:
     if not cases:
         print(f"no case matches --only {args.only} --item {args.item}", file=sys.stderr)
         return 2
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        # started in the background by a shell (``&``), which ignores SIGINT: every command would
+        # inherit that, and a trainer keeps ignoring it, as a background job should; the cases
+        # send SIGINT as Ctrl-C does to a command in the foreground
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     t0 = time.time()
     root = Path(tempfile.mkdtemp(prefix="attnkit-faults-"))
     ctx = Context(root, args.timeout, fork=not args.no_fork)
