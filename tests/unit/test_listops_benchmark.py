@@ -4,7 +4,6 @@ a picture, and a tiny numbers-task run (the non-ListOps path) with the default p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,16 +11,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "listops.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("listops_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/listops.py")
 
 
 def test_the_pareto_front_keeps_the_points_nothing_beats():
