@@ -158,8 +158,7 @@ def test_each_lesson_runs_in_quick_mode(lessons, path):
 def test_a_lesson_export_draws_its_map_in_a_browser(lessons, tmp_path):
     nbconvert = pytest.importorskip("nbconvert", reason="pip install nbconvert (the test extras)")
     helpers = _browser_helpers()
-    if helpers.find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    helpers.require_browser()
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
