@@ -134,7 +134,8 @@ def test_any_name_accepts_shards_named_as_hugging_face_repositories_name_them(ch
 
 
 @pytest.mark.parametrize(
-    "shard", ["../../etc/passwd", "/tmp/a.safetensors", "sub/a.safetensors", "..", ".", "", 7]
+    "shard",
+    ["../../etc/passwd", "/tmp/a.safetensors", "sub/a.safetensors", "..", ".", "", "a\0b", 7],
 )
 def test_any_name_still_refuses_a_shard_that_is_not_a_plain_file_beside_the_index(
     checkpoint, shard
