@@ -49,6 +49,9 @@ def test_the_speech_benchmarks_run_tiny(tmp_path):
         assert ("alignment" in row) == (name != "ctc")
     assert 0 <= rows["las_location"]["alignment"]["aer"] <= 100
     assert len(doc["loadavg_before"]) == 3
+    # the splits were made once, before the models: their features are the three in the cache
+    assert doc["prepare_cpu_s"] > 0
+    assert len(list((tmp_path / "audio").glob("features-*.safetensors"))) == 3
     curve = tmp_path / "length.json"
     _run(
         "speech_length.py",
