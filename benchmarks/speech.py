@@ -54,8 +54,10 @@ def run_one(name: str, runs: Path, extra: list[str]) -> dict:
     import torch
 
     import attnkit
-    from attnkit.config import read_yaml
+    from attnkit.config import apply_overrides, read_yaml
+    from attnkit.data.location import checkpoint_data
     from attnkit.data.tasks.speech_set import make_set
+    from attnkit.families.speech.config import parse_config
     from attnkit.families.speech.evaluate import attention_alignment, score
     from attnkit.families.speech.train import train_speech
 
@@ -67,15 +69,18 @@ def run_one(name: str, runs: Path, extra: list[str]) -> dict:
     )
     train_s = time.time() - began
     model = attnkit.load(best, device="cpu")
-    data = make_set(model.config.data, "test")
+    # the test split spoken into (and read from) the audio cache training used: a loaded
+    # checkpoint's own data.directory is not followed
+    trained = parse_config(apply_overrides(read_yaml(CONFIG), sets + extra), str(CONFIG))
+    config = checkpoint_data(model.config.data, trained.data.directory)
+    data = make_set(config, "test")
     row = {"model": name, "train_s": round(train_s, 1), "cpu_s": round(time.process_time(), 1)}
     trainer = json.loads((runs / name / "last" / "trainer.json").read_text())["state"]
     row.update(updates=trainer["step"], best_update=trainer["best_step"])
     row["update_s"] = round(trainer["train_s"], 1)  # in updates alone: no scoring, no saving
     row["test"] = score(model.net, data)
     if model.config.model.kind != "ctc":  # LAS's attention, the Transformer's cross-attention
-        hop = model.config.data.mel.hop
-        row["alignment"] = attention_alignment(model.net, data, hop, model.config.data.directory)
+        row["alignment"] = attention_alignment(model.net, data, config.mel.hop, config.directory)
     return row
 
 

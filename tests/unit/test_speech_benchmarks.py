@@ -70,3 +70,12 @@ def test_the_speech_benchmarks_run_tiny(tmp_path):
     _run("speech_voices.py", "--runs", str(runs), "--models", "ctc", "--out", str(voices))
     (row,) = json.loads(voices.read_text())["runs"]
     assert set(row["test"]) <= {"m7", "f4", "klatt3"} and set(row["dev"]) <= {"m8", "f5"}
+    languages = tmp_path / "languages.json"
+    _run(
+        "speech_voices.py",
+        *("--runs", str(runs), "--models", "las_location", "--by", "language"),
+        *("--splits", "test", "--data-dir", str(tmp_path / "audio"), "--out", str(languages)),
+    )
+    (row,) = json.loads(languages.read_text())["runs"]
+    assert set(row) == {"model", "by", "test"} and set(row["test"]) == {"en"}
+    assert row["test"]["en"]["items"] == 2 and 0 <= row["test"]["en"]["aer"] <= 100
