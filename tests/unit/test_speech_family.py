@@ -97,6 +97,24 @@ def test_the_experiment_file_is_checked_and_described(tmp_path):
         parse_config(stacked, "x.yaml")
 
 
+def test_a_warm_up_raises_the_rate_linearly_then_holds_it(tmp_path):
+    """``train.warmup_steps``: update k (1-based) of the warm-up trains at lr x k / warm-up, and
+    every update after it at lr; a negative warm-up is refused in one line naming the key."""
+    config = _config(tmp_path, epochs=2, warmup_steps=3, eval_every=1)
+    config["model"] = {"kind": "ctc", "stack": 2, "listener_hidden": 16, "pyramid_layers": 1}
+    train_speech(config)
+    state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
+    rates = {entry["step"]: entry["lr"] for entry in state["history"]}
+    assert len(rates) >= 5  # the warm-up and at least two updates past it
+    expected = {step: 0.003 * min(step, 3) / 3 for step in rates}
+    assert rates == pytest.approx(expected)
+    bad = _config(tmp_path, warmup_steps=-1)
+    with pytest.raises(
+        ConfigError, match=r"^x\.yaml: train\.warmup_steps: must be at least 0, got -1$"
+    ):
+        parse_config(bad, "x.yaml")
+
+
 def test_the_ctc_kind_trains_loads_and_spells_without_attention(tmp_path):
     config = _config(tmp_path, epochs=2)
     config["model"] = {"kind": "ctc", "stack": 2, "listener_hidden": 16, "pyramid_layers": 1}
