@@ -12,6 +12,7 @@ pytest.importorskip("espeakng_loader")
 
 import attnkit  # noqa: E402
 from attnkit.cli import main  # noqa: E402
+from attnkit.config import applicable  # noqa: E402
 from attnkit.data.audio import Audio, write_wav  # noqa: E402
 from attnkit.data.tasks import speech  # noqa: E402
 from attnkit.errors import ConfigError, InputError  # noqa: E402
@@ -108,6 +109,8 @@ def test_a_warm_up_raises_the_rate_linearly_then_holds_it(tmp_path):
     assert len(rates) >= 5  # the warm-up and at least two updates past it
     expected = {step: 0.003 * min(step, 3) / 3 for step in rates}
     assert rates == pytest.approx(expected)
+    shown = applicable(parse_config(config).train)  # what a report shows: no scheduler key
+    assert shown["warmup_steps"] == 3
     bad = _config(tmp_path, warmup_steps=-1)
     with pytest.raises(
         ConfigError, match=r"^x\.yaml: train\.warmup_steps: must be at least 0, got -1$"
