@@ -86,6 +86,16 @@ def add_parser(sub) -> None:
         help="vision RAM models: glimpse paths averaged at test",
     )
     p.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seq2seq: the most examples report.html pictures with their attention (errors "
+        "first; default 120, fewer where long inputs would pass the report's bound of map "
+        "cells); 0: scores and hypotheses only, no attention records (the cheap way to score "
+        "long inputs)",
+    )
+    p.add_argument(
         "--json", action="store_true", help="print the scores as one JSON line, not a table"
     )
     threads_option(p)
