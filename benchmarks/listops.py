@@ -15,10 +15,11 @@ Each implementation (``model.attention_impl``; ``auto``, the default path where 
 chooses, is the reference line) trains the config (``configs/listops_transformer.yaml`` unless
 ``--config``) in a subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1
 --examples 0`` on the test split: test exact match of greedy decoding, with no report attention
-records written; for ListOps the answer is one token, so greedy is exact), with the same data, seed, number of updates (the epochs over the same training
-set, early stopping off: ``train.patience=null``), one torch thread, and no time
-limit. ``--jobs 2`` runs two implementations at once (each still on one thread): the updates and
-accuracies are unchanged, the seconds are then those of a machine shared with the other run.
+records written; for ListOps the answer is one token, so greedy is exact), with the same data,
+seed, number of updates (the epochs over the same training set, early stopping off:
+``train.patience=null``), one torch thread, and no time limit. ``--jobs 2`` runs two
+implementations at once (each still on one thread): the updates and accuracies are unchanged,
+the seconds are then those of a machine shared with the other run.
 The budget is updates, not seconds: every implementation makes the same number of them, and
 the time it took is what it costs.
 
