@@ -35,12 +35,16 @@ process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`
 of a process that only imports torch and attnkit (``baseline_cpu_s`` its CPU seconds), so the
 differences above it are the training's own. ``majority`` is the test share of the most common
 answer (what a constant guess scores; near 0 where every answer differs, as in the numbers task);
+``majority_token`` is the token accuracy of the best constant guess place by place (the training
+targets' most common character at each place, as long as their median length): what an output
+scores that reads nothing of its input, the floor of ``test_token_accuracy``;
 ``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
 evenly over time: runs are in sequence unless ``--jobs 2``).
 
 ``--plot FILE`` draws accuracy (``--score exact``, the default, or ``token``) against update time
 and against peak memory, one point per implementation, the Pareto front (no other point both
-cheaper and more accurate) joined, and the majority guess as a line (exact match only).
+cheaper and more accurate) joined, and the constant guess as a line (``majority`` for exact
+match, ``majority_token`` for token accuracy).
 """
 
 from __future__ import annotations
@@ -231,6 +235,21 @@ def majority_share(args: argparse.Namespace) -> float:
     return round(100 * max(counts.values()) / len(test), 2)
 
 
+def majority_token_share(args: argparse.Namespace) -> float:
+    """The test token accuracy (%) of one constant output that reads no input: place by place,
+    the most common character of the training targets there, as long as their median length."""
+    from attnkit.data.tasks.registry import build_splits, data_from_dict
+
+    splits = build_splits(data_from_dict(data_section(args)))
+    train = [target for _, target in splits.train]
+    length = sorted(len(t) for t in train)[len(train) // 2]
+    guess = "".join(
+        collections.Counter(t[i] for t in train if len(t) > i).most_common(1)[0][0]
+        for i in range(length)
+    )
+    return token_accuracy([guess] * len(splits.test), [t for _, t in splits.test])
+
+
 def pareto(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point beats in both (lower cost, higher accuracy), by
     cost."""
@@ -272,6 +291,10 @@ def plot(result: dict, path: Path, score: str = "exact") -> None:
         )
         if score == "exact":
             ax.axhline(result["majority"], color="grey", lw=1, label="majority answer")
+        elif "majority_token" in result:
+            ax.axhline(
+                result["majority_token"], color="grey", lw=1, label="constant guess, by place"
+            )
         ax.set_xlabel(label)
         ax.legend(fontsize=8)
     axes[0].set_ylabel(metric_label)
@@ -305,6 +328,7 @@ def main(argv=None) -> None:
         ),
         "data": describe_data(data),
         "majority": majority_share(args),
+        "majority_token": majority_token_share(args),
         "score": args.score,
     }
     _, _, result["baseline_rss_mib"], result["baseline_cpu_s"] = _run(

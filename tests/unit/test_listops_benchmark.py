@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -71,6 +72,18 @@ def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
     assert (tmp_path / "pareto.png").stat().st_size > 0
 
 
+def test_the_token_floor_is_the_best_constant_guess_place_by_place(monkeypatch):
+    bench = _bench()
+    splits = SimpleNamespace(
+        train=[("", "12 4"), ("", "13 5"), ("", "92 4"), ("", "12")], test=[("", "12 4"), ("", "7")]
+    )
+    monkeypatch.setattr(bench, "data_section", lambda args: {})
+    monkeypatch.setattr("attnkit.data.tasks.registry.data_from_dict", lambda section: section)
+    monkeypatch.setattr("attnkit.data.tasks.registry.build_splits", lambda cfg: splits)
+    # median length 4; by place "1", "2", " ", "4": all 4 of "12 4", none of "7"
+    assert bench.majority_token_share(None) == round(100 * 4 / 5, 2)
+
+
 def test_bad_arguments_are_refused_in_one_line(capsys, tmp_path):
     parse = _bench().parse_args
     cases = {
@@ -118,3 +131,4 @@ def test_the_numbers_task_runs_with_the_default_path_as_reference(tmp_path):
         assert "train.patience=null" in run["overrides"]  # early stopping off
     assert "model.attention_window=2" in runs["local"]["overrides"]
     assert result["score"] == "token" and (tmp_path / "pareto.png").stat().st_size > 0
+    assert 0 < result["majority_token"] < 100  # a constant output: some places, never all
