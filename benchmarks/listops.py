@@ -30,6 +30,8 @@ output has at the same place: partial credit where a long target is seldom exact
 and ``update_s`` (the same per update), ``train_wall_s`` and ``train_cpu_s`` (the whole
 ``attnkit train`` process: wall seconds, and its user + system CPU seconds, which a busy machine
 inflates far less than the wall clock; start-up, data and dev evaluations included),
+``test_items_in_place`` and ``test_items_by_place`` (%, the reference's space-separated items,
+a numbers list's numbers, that the output has at the same place: in all, and by place),
 ``peak_rss_mib`` (the training process's peak resident set, from ``wait4``: everything the
 process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`` is the peak
 of a process that only imports torch and attnkit (``baseline_cpu_s`` its CPU seconds), so the
@@ -106,6 +108,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="the accuracy the picture draws: test exact match, or token accuracy (the share of "
         "target characters right at their place) where long targets are seldom exactly right",
     )
+    p.add_argument(
+        "--rescore",
+        action="store_true",
+        help="train nothing: score again the greedy outputs a finished run left in --runs (the "
+        "same --config, --impls and --set), printing token accuracy and the items in place",
+    )
     args = p.parse_args(argv)
     if not args.config.is_file():
         p.error(f"--config: no such file: {args.config}")
@@ -175,6 +183,7 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
     return {
         "test_accuracy": scores["greedy"]["exact_match"],
         "test_token_accuracy": token_accuracy(greedy, [t for _, t in scored_split(args)]),
+        **items_in_place(greedy, [t for _, t in scored_split(args)]),
         "best_dev": best["best"],
         "best_update": best["best_step"],
         "updates": state["step"],
@@ -195,6 +204,38 @@ def token_accuracy(hyps: list[str], refs: list[str]) -> float:
     total = sum(len(r) for r in refs)
     right = sum(h == r for hyp, ref in zip(hyps, refs) for h, r in zip(hyp, ref))
     return round(100 * right / max(1, total), 2)
+
+
+def items_in_place(hyps: list[str], refs: list[str]) -> dict:
+    """The references' space-separated items (a numbers list's numbers) that the hypothesis has
+    at the same place, as a share (%) of all (``test_items_in_place``) and by place
+    (``test_items_by_place``, the first item first): where a model reads and where it loses
+    its place."""
+    right, total = collections.Counter(), collections.Counter()
+    for hyp, ref in zip(hyps, refs):
+        said = hyp.split()
+        for place, item in enumerate(ref.split()):
+            total[place] += 1
+            right[place] += place < len(said) and said[place] == item
+    by_place = [round(100 * right[i] / total[i], 1) for i in sorted(total)]
+    share = round(100 * sum(right.values()) / max(1, sum(total.values())), 2)
+    return {"test_items_in_place": share, "test_items_by_place": by_place}
+
+
+def rescore(args: argparse.Namespace) -> dict:
+    """``--rescore``: the item scores of the greedy outputs a finished run left in ``--runs``
+    (``IMPL.eval/hyps.greedy.txt``), against the same test split; nothing is trained."""
+    refs = [t for _, t in scored_split(args)]
+    scores = {}
+    for impl in args.impls:
+        path = args.runs / f"{impl}.eval" / "hyps.greedy.txt"
+        if not path.is_file():
+            scores[impl] = {"error": f"no {path}"}
+            continue
+        greedy = path.read_text(encoding="utf-8").split("\n")
+        scores[impl] = {"test_token_accuracy": token_accuracy(greedy, refs)}
+        scores[impl].update(items_in_place(greedy, refs))
+    return {"command": "python benchmarks/listops.py " + " ".join(sys.argv[1:]), "rescored": scores}
 
 
 def scored_split(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -326,6 +367,9 @@ def _one(args: argparse.Namespace, impl: str) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.rescore:
+        print(json.dumps(rescore(args), indent=1))
+        return
     args.runs.mkdir(parents=True, exist_ok=True)
     data = data_section(args)
     result = {
