@@ -12,6 +12,6 @@ FAMILY = Family(
     public=("model:Seq2SeqModel", "translator:Translation"),
     describe="train:describe",
     ensembles=True,
-    own_options={"evaluate": ("src", "ref", "tsv")},
+    own_options={"evaluate": ("src", "ref", "tsv", "examples")},
     scoring="greedy",  # its zoo models' test scores are of greedy decoding
 )

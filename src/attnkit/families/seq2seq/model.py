@@ -271,15 +271,20 @@ class Seq2SeqModel:
         beam: int = 5,
         alpha: float | None = None,
         out: str | Path | None = None,
+        examples: int | None = None,
     ) -> Scores:
         """Decode ``split`` (or the files ``src`` + ``ref``, or one ``tsv`` of source, tab,
         reference) greedily and with beam search, score with the task's metric, and write the
         hypotheses, scores.json and report.html to ``out`` (default ``RUN/eval/CHECKPOINT-SPLIT``
-        beside the checkpoint)."""
+        beside the checkpoint). ``examples``: the most examples the report pictures with their
+        attention (default 120, errors first, within its bound of map cells); 0: none, the
+        scores and hypotheses alone."""
+        from attnkit.evaluation.examples import MAX_EXAMPLES
         from attnkit.evaluation.inputs import EvalFiles
         from attnkit.families.seq2seq.report import evaluate_model
 
         self.search_options(beam, alpha=alpha)  # before anything is decoded
+        shown = MAX_EXAMPLES if examples is None else check.integer(examples, "examples", 0)
         if src is None and ref is None and tsv is None:
             check.choice(split, "split", SPLITS)
         if not self.paths:
@@ -287,7 +292,14 @@ class Seq2SeqModel:
         files = EvalFiles(*(None if p is None else Path(p) for p in (src, ref, tsv)))
         out_dir = None if out is None else Path(out)
         scores = evaluate_model(
-            self.paths, split, beam, alpha, out_dir, files=files, translator=self.translator
+            self.paths,
+            split,
+            beam,
+            alpha,
+            out_dir,
+            files=files,
+            translator=self.translator,
+            examples=shown,
         )
         return Scores(scores)
 
