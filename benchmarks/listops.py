@@ -13,12 +13,13 @@ Pareto picture of accuracy against time and memory.
 
 Each implementation (``model.attention_impl``; ``auto``, the default path where the backend
 chooses, is the reference line) trains the config (``configs/listops_transformer.yaml`` unless
-``--config``) in a subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1`` on
-the test split: test exact match of greedy decoding; for ListOps the answer is one token, so
-greedy is exact), with the same data, seed, number of updates (the epochs over the same training
-set, early stopping off: ``train.patience=null``), one torch thread, and no time
-limit. ``--jobs 2`` runs two implementations at once (each still on one thread): the updates and
-accuracies are unchanged, the seconds are then those of a machine shared with the other run.
+``--config``) in a subprocess of its own (``attnkit train``, then ``attnkit evaluate --beam 1
+--examples 0`` on the test split: test exact match of greedy decoding, with no report attention
+records written; for ListOps the answer is one token, so greedy is exact), with the same data,
+seed, number of updates (the epochs over the same training set, early stopping off:
+``train.patience=null``), one torch thread, and no time limit. ``--jobs 2`` runs two
+implementations at once (each still on one thread): the updates and accuracies are unchanged,
+the seconds are then those of a machine shared with the other run.
 The budget is updates, not seconds: every implementation makes the same number of them, and
 the time it took is what it costs.
 
@@ -29,17 +30,24 @@ output has at the same place: partial credit where a long target is seldom exact
 and ``update_s`` (the same per update), ``train_wall_s`` and ``train_cpu_s`` (the whole
 ``attnkit train`` process: wall seconds, and its user + system CPU seconds, which a busy machine
 inflates far less than the wall clock; start-up, data and dev evaluations included),
+``test_items_in_place`` and ``test_items_by_place`` (%, the reference's space-separated items,
+a numbers list's numbers, that the output has at the same place: in all, and by place),
 ``peak_rss_mib`` (the training process's peak resident set, from ``wait4``: everything the
 process touched, Python and torch included) and ``updates``. ``baseline_rss_mib`` is the peak
 of a process that only imports torch and attnkit (``baseline_cpu_s`` its CPU seconds), so the
 differences above it are the training's own. ``majority`` is the test share of the most common
 answer (what a constant guess scores; near 0 where every answer differs, as in the numbers task);
+``majority_token`` is the token accuracy of the best constant guess place by place (the training
+targets' most common character at each place, as long as their median length): what an output
+scores that reads nothing of its input, the floor of ``test_token_accuracy``;
 ``load_before`` / ``load_after`` are ``/proc/loadavg`` (a busy machine slows all alike, but not
 evenly over time: runs are in sequence unless ``--jobs 2``).
 
-``--plot FILE`` draws accuracy (``--score exact``, the default, or ``token``) against update time
-and against peak memory, one point per implementation, the Pareto front (no other point both
-cheaper and more accurate) joined, and the majority guess as a line (exact match only).
+``--plot FILE`` draws accuracy (``--score exact``, the default, or ``token``) against the training
+process's CPU seconds (seconds in updates for a JSON without them) and against peak memory, one
+point per implementation, the Pareto front (no other point both cheaper and more accurate)
+joined, and the constant guess as a line (``majority`` for exact match, ``majority_token`` for
+token accuracy).
 """
 
 from __future__ import annotations
@@ -50,6 +58,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -98,6 +107,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default="exact",
         help="the accuracy the picture draws: test exact match, or token accuracy (the share of "
         "target characters right at their place) where long targets are seldom exactly right",
+    )
+    p.add_argument(
+        "--rescore",
+        action="store_true",
+        help="train nothing: score again the greedy outputs a finished run left in --runs (the "
+        "same --config, --impls and --set), printing token accuracy and the items in place",
     )
     args = p.parse_args(argv)
     if not args.config.is_file():
@@ -155,7 +170,9 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
         return {"error": f"attnkit train exited {rc}: see {impl}.train.log"}
     evaluate = [sys.executable, "-m", "attnkit", "evaluate", "--model", str(run / "best")]
     out, hyps = run.parent / f"{impl}.eval.json", run.parent / f"{impl}.eval"
-    flags = ["--beam", "1", "--json", "--threads", "1", "--out", str(hyps)]
+    # --examples 0: the scores and outputs alone (no report attention records: at 500
+    # characters a report's maps cost more than the scoring)
+    flags = ["--beam", "1", "--examples", "0", "--json", "--threads", "1", "--out", str(hyps)]
     rc_eval, *_ = _run([*evaluate, *flags], out)
     if rc_eval != 0:
         return {"error": f"attnkit evaluate exited {rc_eval}: see {out.name}"}
@@ -166,6 +183,7 @@ def train_and_score(args: argparse.Namespace, impl: str) -> dict:
     return {
         "test_accuracy": scores["greedy"]["exact_match"],
         "test_token_accuracy": token_accuracy(greedy, [t for _, t in scored_split(args)]),
+        **items_in_place(greedy, [t for _, t in scored_split(args)]),
         "best_dev": best["best"],
         "best_update": best["best_step"],
         "updates": state["step"],
@@ -186,6 +204,38 @@ def token_accuracy(hyps: list[str], refs: list[str]) -> float:
     total = sum(len(r) for r in refs)
     right = sum(h == r for hyp, ref in zip(hyps, refs) for h, r in zip(hyp, ref))
     return round(100 * right / max(1, total), 2)
+
+
+def items_in_place(hyps: list[str], refs: list[str]) -> dict:
+    """The references' space-separated items (a numbers list's numbers) that the hypothesis has
+    at the same place, as a share (%) of all (``test_items_in_place``) and by place
+    (``test_items_by_place``, the first item first): where a model reads and where it loses
+    its place."""
+    right, total = collections.Counter(), collections.Counter()
+    for hyp, ref in zip(hyps, refs):
+        said = hyp.split()
+        for place, item in enumerate(ref.split()):
+            total[place] += 1
+            right[place] += place < len(said) and said[place] == item
+    by_place = [round(100 * right[i] / total[i], 1) for i in sorted(total)]
+    share = round(100 * sum(right.values()) / max(1, sum(total.values())), 2)
+    return {"test_items_in_place": share, "test_items_by_place": by_place}
+
+
+def rescore(args: argparse.Namespace) -> dict:
+    """``--rescore``: the item scores of the greedy outputs a finished run left in ``--runs``
+    (``IMPL.eval/hyps.greedy.txt``), against the same test split; nothing is trained."""
+    refs = [t for _, t in scored_split(args)]
+    scores = {}
+    for impl in args.impls:
+        path = args.runs / f"{impl}.eval" / "hyps.greedy.txt"
+        if not path.is_file():
+            scores[impl] = {"error": f"no {path}"}
+            continue
+        greedy = path.read_text(encoding="utf-8").split("\n")
+        scores[impl] = {"test_token_accuracy": token_accuracy(greedy, refs)}
+        scores[impl].update(items_in_place(greedy, refs))
+    return {"command": "python benchmarks/listops.py " + " ".join(sys.argv[1:]), "rescored": scores}
 
 
 def scored_split(args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -228,6 +278,21 @@ def majority_share(args: argparse.Namespace) -> float:
     return round(100 * max(counts.values()) / len(test), 2)
 
 
+def majority_token_share(args: argparse.Namespace) -> float:
+    """The test token accuracy (%) of one constant output that reads no input: place by place,
+    the most common character of the training targets there, as long as their median length."""
+    from attnkit.data.tasks.registry import build_splits, data_from_dict
+
+    splits = build_splits(data_from_dict(data_section(args)))
+    train = [target for _, target in splits.train]
+    length = sorted(len(t) for t in train)[len(train) // 2]
+    guess = "".join(
+        collections.Counter(t[i] for t in train if len(t) > i).most_common(1)[0][0]
+        for i in range(length)
+    )
+    return token_accuracy([guess] * len(splits.test), [t for _, t in splits.test])
+
+
 def pareto(points: list[tuple[float, float]]) -> list[int]:
     """Indices of the points no other point beats in both (lower cost, higher accuracy), by
     cost."""
@@ -248,11 +313,18 @@ def plot(result: dict, path: Path, score: str = "exact") -> None:
 
     metric, metric_label = SCORES[score]
     runs = {k: v for k, v in result["implementations"].items() if metric in v}
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True)
+    # CPU seconds where every run has them: a shared machine inflates wall seconds far more
+    cpu = all("train_cpu_s" in run for run in runs.values())
+    time_key, time_label = (
+        ("train_cpu_s", "training cost, CPU seconds of the training process")
+        if cpu
+        else ("train_update_s", "training time, seconds in updates")
+    )
     for ax, key, label in zip(
         axes,
-        ("train_update_s", "peak_rss_mib"),
-        ("training time, seconds in updates", "peak memory of the training process, MiB"),
+        (time_key, "peak_rss_mib"),
+        (time_label, "peak memory of the training process, MiB"),
     ):
         names = list(runs)
         points = [(runs[n][key], runs[n][metric]) for n in names]
@@ -269,14 +341,18 @@ def plot(result: dict, path: Path, score: str = "exact") -> None:
         )
         if score == "exact":
             ax.axhline(result["majority"], color="grey", lw=1, label="majority answer")
+        elif "majority_token" in result:
+            ax.axhline(
+                result["majority_token"], color="grey", lw=1, label="constant guess, by place"
+            )
         ax.set_xlabel(label)
         ax.legend(fontsize=8)
     axes[0].set_ylabel(metric_label)
-    fig.suptitle(
+    title = (
         f"{Path(result['config']).stem} ({result['data']}), {result['updates']} updates each, "
-        "one CPU thread each",
-        fontsize=10,
+        "one CPU thread each"
     )
+    fig.suptitle(textwrap.fill(title, 110), fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -291,6 +367,9 @@ def _one(args: argparse.Namespace, impl: str) -> dict:
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.rescore:
+        print(json.dumps(rescore(args), indent=1))
+        return
     args.runs.mkdir(parents=True, exist_ok=True)
     data = data_section(args)
     result = {
@@ -302,6 +381,7 @@ def main(argv=None) -> None:
         ),
         "data": describe_data(data),
         "majority": majority_share(args),
+        "majority_token": majority_token_share(args),
         "score": args.score,
     }
     _, _, result["baseline_rss_mib"], result["baseline_cpu_s"] = _run(

@@ -124,3 +124,30 @@ def write_babi_task(directory: Path, questions: int, seed: int = 0, task: int = 
 def babi_dir(tmp_path):
     """A directory of our own task-1 bAbI files: 200 training and 200 test questions."""
     return write_babi_task(tmp_path / "babi", 200)
+
+
+@pytest.fixture
+def hf_offline(monkeypatch):
+    """The Hugging Face hub offline for the test: a model not on disk is an error, never a
+    download (``pytestmark = pytest.mark.usefixtures("hf_offline")`` for a whole module)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+@pytest.fixture(scope="module")
+def tiny_hf(tmp_path_factory):
+    """The helper ``tiny_hf(kind) -> Path``: the directory of a tiny Hugging Face model of that
+    kind (:func:`attnkit.families.hf.tiny.save_tiny`: built from a config, nothing downloaded),
+    each built once for the test module."""
+    from attnkit.families.hf.tiny import save_tiny
+
+    made = {}
+
+    def get(kind: str):
+        if kind not in made:
+            made[kind] = save_tiny(kind, tmp_path_factory.mktemp(kind))
+        return made[kind]
+
+    return get

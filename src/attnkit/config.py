@@ -222,9 +222,11 @@ def applicable(obj: Any) -> Any:
     settings ignore: a field of a class's ``APPLIES`` (see :func:`check_applicable`) or
     ``READ_ONLY_WITH`` (the same form, for keys read under other settings alone that are not
     refused when given, such as ``train.lr_factor`` beside a cosine schedule) whose attribute
-    has none of the values. What a report shows of a run's config."""
+    has none of the values. A rule whose deciding key the class lacks does not apply (speech's
+    ``train.warmup_steps`` with no ``scheduler``). What a report shows of a run's config."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         rules = {**getattr(obj, "APPLIES", {}), **getattr(obj, "READ_ONLY_WITH", {})}
+        rules = {name: rule for name, rule in rules.items() if hasattr(obj, rule[0])}
         return {
             f.name: applicable(getattr(obj, f.name))
             for f in dataclasses.fields(obj)

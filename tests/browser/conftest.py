@@ -22,6 +22,7 @@ import pytest
 
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
+NO_BROWSER = "no chromium and chromedriver: apt-get install chromium chromium-driver"
 START_SECONDS = 90  # loading torch and the checkpoints on a busy machine
 
 
@@ -32,14 +33,20 @@ def find_browser() -> tuple[str, str] | None:
     return (browser, driver) if browser and driver else None
 
 
+def require_browser() -> tuple[str, str]:
+    """(chromium, chromedriver) paths; skips the test, saying how to install them, without."""
+    found = find_browser()
+    if found is None:
+        pytest.skip(NO_BROWSER)
+    return found
+
+
 def new_driver(width: int = 1400, height: int = 1000):
     """A headless chromium that keeps the console log; skips the test when there is none."""
     webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
     from selenium.webdriver.chrome.service import Service
 
-    found = find_browser()
-    if found is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    found = require_browser()
     options = webdriver.ChromeOptions()
     options.binary_location = found[0]
     for arg in (
@@ -183,8 +190,24 @@ def free_port() -> int:
 
 @dataclass
 class Server:
+    """A running ``attnkit serve``; ``with start_server(...) as server:`` stops it at the end."""
+
     url: str  # ends with "/"
     process: subprocess.Popen
+
+    def __enter__(self) -> Server:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def stop(self) -> None:
+        """SIGTERM, and SIGKILL where the server has not ended 15 s later."""
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
 
     def post(self, path: str, body: dict) -> dict:
         response = httpx.post(self.url + path, json=body, timeout=60)
@@ -239,8 +262,7 @@ def checkpoints(tmp_path_factory):
     """(name, checkpoint) of the models the server loads: two numbers translators with other
     attention, a Transformer, two digit classifiers: attention pooling and RAM (glimpses), and a
     sentence classifier."""
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    require_browser()
     root = tmp_path_factory.mktemp("browser-models")
     digits = write_digits(root / "mnist")
     return [
@@ -255,10 +277,5 @@ def checkpoints(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def server(checkpoints, tmp_path_factory):
-    srv = start_server(checkpoints, tmp_path_factory.mktemp("serve") / "serve.log")
-    yield srv
-    srv.process.terminate()
-    try:
-        srv.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        srv.process.kill()
+    with start_server(checkpoints, tmp_path_factory.mktemp("serve") / "serve.log") as srv:
+        yield srv

@@ -13,7 +13,7 @@ import pytest
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
 pytest.importorskip("transformers", reason="no transformers (pip install attnkit[hf])")
-from conftest import find_browser, start_server  # noqa: E402
+from conftest import require_browser, start_server  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 from test_explorer import set_value, severe, wait, wait_cells  # noqa: E402
@@ -24,15 +24,13 @@ CELLS = "#pt-map-box td.hm-cell"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    require_browser()
     from attnkit.families.hf.tiny import save_tiny
 
     root = tmp_path_factory.mktemp("hf-explorer")
     models = [(kind, f"hf:{save_tiny(kind, root / kind)}") for kind in ("bert", "t5", "vit")]
-    srv = start_server(models, root / "serve.log")
-    yield srv
-    srv.process.terminate()
+    with start_server(models, root / "serve.log") as srv:
+        yield srv
 
 
 @pytest.fixture
@@ -238,8 +236,6 @@ def test_a_vits_show_draws_each_layers_row_over_the_picture(driver, tmp_path):
     import attnkit
     from attnkit.families.hf.tiny import save_tiny
 
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
     model = attnkit.load(f"hf:{save_tiny('vit', tmp_path / 'vit')}")
     image = np.random.default_rng(1).integers(0, 256, (16, 16, 3)).astype(np.uint8)
     result = model.classify(image)

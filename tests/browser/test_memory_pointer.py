@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
-from conftest import find_browser, start_server  # noqa: E402
+from conftest import require_browser, start_server  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 from test_explorer import set_value, severe, wait, wait_cells  # noqa: E402
@@ -52,17 +52,15 @@ def pointer_checkpoint(directory, task: str = "hull", points: int = 5):
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    require_browser()
     root = tmp_path_factory.mktemp("memory-pointer")
     models = [
         ("babi", memnet_checkpoint(root / "babi" / "best")),
         ("hull", pointer_checkpoint(root / "hull" / "best")),
         ("sort", pointer_checkpoint(root / "sort" / "best", "sort", 10)),
     ]
-    srv = start_server(models, root / "serve.log")
-    yield srv
-    srv.process.terminate()
+    with start_server(models, root / "serve.log") as srv:
+        yield srv
 
 
 @pytest.fixture

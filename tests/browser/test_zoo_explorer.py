@@ -5,10 +5,9 @@ view (in headless chromium)."""
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
-from conftest import find_browser, start_server
+from conftest import require_browser, start_server
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -22,16 +21,10 @@ WAIT = 30
 
 @pytest.fixture(scope="module")
 def zoo_server(tmp_path_factory):
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    require_browser()
     log = tmp_path_factory.mktemp("serve-zoo") / "serve.log"
-    srv = start_server([], log)
-    yield srv, log
-    srv.process.terminate()
-    try:
-        srv.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        srv.process.kill()
+    with start_server([], log) as srv:
+        yield srv, log
 
 
 def test_serve_alone_opens_two_zoo_models_side_by_side(driver, zoo_server):

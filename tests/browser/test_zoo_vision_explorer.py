@@ -5,11 +5,10 @@ step by step with the map of each (headless chromium; MNIST from ``$ATTNKIT_DATA
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import find_browser, start_server
+from conftest import require_browser, start_server
 
 pytest.importorskip("selenium", reason="pip install selenium (the browser tests drive chromium)")
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -25,16 +24,10 @@ def vision_zoo_server(tmp_path_factory):
     mnist = Path(os.environ.get("ATTNKIT_DATA_DIR", "").strip() or "/nonexistent") / "mnist"
     if not mnist.is_dir():
         pytest.skip(f"no MNIST at {mnist}: set ATTNKIT_DATA_DIR to a directory holding mnist/")
-    if find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    require_browser()
     models = [(name, zoo.resolve(f"zoo:{name}")) for name in ("mnist-ram", "strips-reader")]
-    srv = start_server(models, tmp_path_factory.mktemp("serve-zoo-vision") / "serve.log")
-    yield srv
-    srv.process.terminate()
-    try:
-        srv.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        srv.process.kill()
+    with start_server(models, tmp_path_factory.mktemp("serve-zoo-vision") / "serve.log") as srv:
+        yield srv
 
 
 def _open(driver, srv, model: str):

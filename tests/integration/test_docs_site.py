@@ -3,22 +3,19 @@ link to a missing file or heading fails it; the home page, the API reference gen
 docstrings and every lesson with its picture are in the output; the reference lists every name
 ``import attnkit`` gives."""
 
-import importlib.util
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _hooks():
-    spec = importlib.util.spec_from_file_location("docs_hooks", REPO_ROOT / "docs" / "hooks.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs/hooks.py", "docs_hooks")
 
 
 def test_the_reference_lists_every_public_name():

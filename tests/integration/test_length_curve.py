@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -39,10 +40,7 @@ def test_smoke_run_writes_the_curve(tmp_path):
 
 
 def _benchmark():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    import length_curve
-
-    return length_curve
+    return load_script("benchmarks/length_curve.py")
 
 
 def test_word_buckets_score_each_length_on_its_own():

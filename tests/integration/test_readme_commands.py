@@ -3,7 +3,6 @@ and reads only paths that exist or that an earlier command of theirs writes (che
 commands run as written, in order, in a scratch copy of the repository (``--run``: the demo and
 what reads its output run; the trainings of minutes and the servers are skipped by name)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,17 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = REPO_ROOT / "benchmarks" / "readme_commands.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("readme_commands", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/readme_commands.py")
 
 
 def test_every_readme_command_is_valid():

@@ -7,7 +7,6 @@ overrides, and hands the slices to the same Trainer and evaluation code that
 skip, naming the missing directory, where it is absent.
 """
 
-import importlib.util
 import json
 import re
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_scripts import load_script
 
 from attnkit.data.tasks import g2p, multi30k
 from attnkit.data.tasks.base import Splits
@@ -165,10 +165,7 @@ def test_multi30k_config_on_a_200_sentence_slice(tmp_path, shared_data, name):
 
 # ---- the benchmark script's checkpoint choice ----------------------------------------------------
 def _real_data_module():
-    spec = importlib.util.spec_from_file_location("real_data", REPO / "benchmarks" / "real_data.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/real_data.py")
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 LESSONS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 LESSONS = sorted(LESSONS_DIR.glob("[0-9][0-9]_*.py"))
@@ -78,12 +78,7 @@ def lessons(tmp_path_factory) -> Lessons:
 
 def _browser_helpers():
     """tests/browser/conftest.py, by path (the name ``conftest`` may be another directory's)."""
-    path = Path(__file__).resolve().parents[1] / "browser" / "conftest.py"
-    spec = importlib.util.spec_from_file_location("browser_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tests/browser/conftest.py", "browser_conftest")
 
 
 def test_the_track_has_its_lessons_in_order():
@@ -163,8 +158,7 @@ def test_each_lesson_runs_in_quick_mode(lessons, path):
 def test_a_lesson_export_draws_its_map_in_a_browser(lessons, tmp_path):
     nbconvert = pytest.importorskip("nbconvert", reason="pip install nbconvert (the test extras)")
     helpers = _browser_helpers()
-    if helpers.find_browser() is None:
-        pytest.skip("no chromium and chromedriver: apt-get install chromium chromium-driver")
+    helpers.require_browser()
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait

@@ -3,12 +3,13 @@ times is the capture's own (the kept map equals softmax(q k^T / 8))."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from repo_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "capture_floor.py"
@@ -37,9 +38,7 @@ def test_a_bad_length_is_one_line():
 def test_the_recomputation_timed_is_the_softmax_of_the_scores():
     import torch
 
-    spec = importlib.util.spec_from_file_location("capture_floor", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script("benchmarks/capture_floor.py")
     from attnkit.explain.capture.weights import sdpa_call, weight_chunks
 
     torch.manual_seed(0)

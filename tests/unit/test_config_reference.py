@@ -2,25 +2,19 @@
 what ``benchmarks/config_reference.py`` writes from them today, every key of every shipped
 config has a row, and a key with nothing that says what it means is an error."""
 
-import importlib.util
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 import yaml
+from repo_scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_MD = REPO_ROOT / "docs" / "CONFIG.md"
 
 
 def _script():
-    path = REPO_ROOT / "benchmarks" / "config_reference.py"
-    spec = importlib.util.spec_from_file_location("config_reference", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/config_reference.py")
 
 
 def test_config_md_holds_the_tables_the_config_classes_give():

@@ -2,7 +2,6 @@
 relative link of the docs leads to a file (and heading) that exists, the README stays short and
 its command list parses with the real command line."""
 
-import importlib.util
 import re
 import shlex
 import shutil
@@ -11,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 README = REPO_ROOT / "README.md"
@@ -18,12 +18,7 @@ CI = REPO_ROOT / ".ci" / "run"
 
 
 def _readme_commands():
-    path = REPO_ROOT / "benchmarks" / "readme_commands.py"
-    spec = importlib.util.spec_from_file_location("readme_commands", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/readme_commands.py")
 
 
 # ---- CI equals the README ---------------------------------------------------------------------

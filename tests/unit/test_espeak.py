@@ -32,6 +32,14 @@ def test_word_positions_count_characters_not_bytes():
     assert [(w.start, w.end) for w in words] == [(0, 4), (5, 12), (13, 17)]
 
 
+def test_phonemes_say_what_a_voice_would_speak_without_synthesising():
+    joined, apart = espeak.phonemes("dix-huit", "fr"), espeak.phonemes("dix huit", "fr")
+    assert "z" in joined and "z" not in apart  # the liaison of 18, lost when spoken apart
+    assert espeak.phonemes("noventa y siete", "es").count(" ") == 2  # three words
+    with pytest.raises(AttnkitError, match="no voice 'xx-nope'"):
+        espeak.phonemes("one", "xx-nope")
+
+
 def test_the_same_settings_give_the_same_samples_and_another_voice_others():
     first = espeak.synthesise("sieben und neunzig", "de+m3", rate=160, pitch=40)
     again = espeak.synthesise("sieben und neunzig", "de+m3", rate=160, pitch=40)

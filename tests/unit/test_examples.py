@@ -15,6 +15,7 @@ from attnkit.evaluation.examples import (
     judged_record,
     sentence_chrf,
     tally,
+    within_cells,
 )
 from attnkit.families.seq2seq.translator import Translation
 from attnkit.viz import load_records, save_records
@@ -97,3 +98,11 @@ def test_translation_tasks_are_those_scored_by_bleu_or_chrf(data, translates):
     if data["task"] == "parallel":
         data = {**data, "train": "a.tsv", "dev": "b.tsv", "test": "c.tsv"}  # never read
     assert is_translation(data_from_dict(data)) is translates
+
+
+def test_the_examples_kept_are_the_first_whose_maps_fit_the_bound():
+    cells = [400, 300, 500, 100, 50]
+    assert within_cells([2, 0, 1, 3], cells, max_cells=1000) == [2, 0]  # 900; 1,200 would pass
+    assert within_cells([3, 4, 1], cells, max_cells=1000) == [3, 4, 1]  # all fit: none left out
+    assert within_cells([0, 3], cells, max_cells=350) == []  # the first alone passes: none kept
+    assert within_cells([], cells) == []

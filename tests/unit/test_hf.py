@@ -18,32 +18,13 @@ import attnkit
 transformers = pytest.importorskip(
     "transformers", reason="transformers is not installed (pip install attnkit[hf])"
 )
-from attnkit.families.hf.tiny import save_tiny  # noqa: E402 - after the skip
 
 TOL = 1e-6
 TEXT = "the cats looked at attention"
 PROMPT = "the cat sat"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    import huggingface_hub.constants
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    """kind -> the directory of that tiny model, each built once for the module."""
-    made = {}
-
-    def get(kind: str):
-        if kind not in made:
-            made[kind] = save_tiny(kind, tmp_path_factory.mktemp(kind))
-        return made[kind]
-
-    return get
+pytestmark = pytest.mark.usefixtures("hf_offline")  # tests/conftest.py: nothing downloaded
 
 
 def from_dir(cls, directory, implementation):
@@ -75,8 +56,8 @@ def reference_rollout(attentions) -> np.ndarray:
     return out
 
 
-def test_a_bert_classifier(tiny):
-    directory = tiny("bert")
+def test_a_bert_classifier(tiny_hf):
+    directory = tiny_hf("bert")
     model = attnkit.load(f"hf:{directory}")
     assert model.kind.name == "classifier" and model.model.config._attn_implementation == "sdpa"
     result = model.classify(TEXT)
@@ -98,8 +79,8 @@ def test_a_bert_classifier(tiny):
     assert len(again) == 2 and np.array_equal(again[0].logits, result.logits)
 
 
-def test_words_merge_subwords_by_the_tokenizer(tiny):
-    result = attnkit.load(f"hf:{tiny('bert')}").classify(TEXT)
+def test_words_merge_subwords_by_the_tokenizer(tiny_hf):
+    result = attnkit.load(f"hf:{tiny_hf('bert')}").classify(TEXT)
     tokens = result.source_tokens
     assert tokens == "[CLS] the cat ##s lo ##o ##ked at atten ##t ##ion [SEP]".split()
     record = result.record(words=True)
@@ -116,8 +97,8 @@ def test_words_merge_subwords_by_the_tokenizer(tiny):
     assert np.allclose(merged.sum(-1), 1.0)
 
 
-def test_show_and_to_dict_carry_the_tokens(tiny):
-    result = attnkit.load(f"hf:{tiny('bert')}").classify(TEXT)
+def test_show_and_to_dict_carry_the_tokens(tiny_hf):
+    result = attnkit.load(f"hf:{tiny_hf('bert')}").classify(TEXT)
     page = result.show().read_text(encoding="utf-8")  # outside a notebook: a page, its path
     for token in ("##ked", "atten", "[CLS]"):
         assert f'"{token}"' in page
@@ -129,8 +110,8 @@ def test_show_and_to_dict_carry_the_tokens(tiny):
     assert "self attention" in result._repr_html_()
 
 
-def test_a_bert_encoder(tiny):
-    directory = tiny("bert-encoder")
+def test_a_bert_encoder(tiny_hf):
+    directory = tiny_hf("bert-encoder")
     result = attnkit.load(f"hf:{directory}").encode(TEXT)
     _, inputs = tokenized(directory, TEXT)
     with torch.no_grad():
@@ -142,8 +123,8 @@ def test_a_bert_encoder(tiny):
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
-def test_a_decoder_only_generator(tiny, kind):
-    directory = tiny(kind)
+def test_a_decoder_only_generator(tiny_hf, kind):
+    directory = tiny_hf(kind)
     model = attnkit.load(f"hf:{directory}")
     result = model.generate(PROMPT, max_new_tokens=5)
     cls = transformers.GPT2LMHeadModel if kind == "gpt2" else transformers.LlamaForCausalLM
@@ -162,7 +143,7 @@ def test_a_decoder_only_generator(tiny, kind):
         assert model.model.config.num_key_value_heads == 2 and heads.shape[1] == 4
 
 
-def test_generated_tokens_are_grouped_into_words_by_decoding(tiny):
+def test_generated_tokens_are_grouped_into_words_by_decoding(tiny_hf):
     from attnkit.families.hf.words import from_ids
 
     for kind, tokens, words, labels in (
@@ -179,19 +160,19 @@ def test_generated_tokens_are_grouped_into_words_by_decoding(tiny):
             ["the", "cats", "looked", "at"],
         ),
     ):
-        tokenizer = transformers.AutoTokenizer.from_pretrained(tiny(kind))
+        tokenizer = transformers.AutoTokenizer.from_pretrained(tiny_hf(kind))
         found = from_ids(tokenizer, tokenizer.convert_tokens_to_ids(tokens.split()))
         assert found.labels == tokens.split()
         assert found.words == words and found.unit_labels() == labels
-    result = attnkit.load(f"hf:{tiny('gpt2')}").generate("the cats looked", max_new_tokens=3)
+    result = attnkit.load(f"hf:{tiny_hf('gpt2')}").generate("the cats looked", max_new_tokens=3)
     record = result.record(words=True)
     assert record.source_tokens[:3] == ["the", "cats", "looked"]  # the prompt's, by word_ids
     assert "".join(record.source_tokens[3:]).replace(" ", "") == result.output.replace(" ", "")
 
 
 @pytest.mark.parametrize("kind", ["marian", "t5"])
-def test_an_encoder_decoder_translates_with_three_kinds_of_attention(tiny, kind):
-    directory = tiny(kind)
+def test_an_encoder_decoder_translates_with_three_kinds_of_attention(tiny_hf, kind):
+    directory = tiny_hf(kind)
     (result,) = attnkit.load(f"hf:{directory}").translate(TEXT, max_new_tokens=6)
     t = transformers
     cls = t.MarianMTModel if kind == "marian" else t.T5ForConditionalGeneration
@@ -220,8 +201,8 @@ def test_an_encoder_decoder_translates_with_three_kinds_of_attention(tiny, kind)
     assert np.abs(result.rollout("encoder") - encoder).max() < TOL
 
 
-def test_a_vit_image_classifier(tiny, tmp_path):
-    directory = tiny("vit")
+def test_a_vit_image_classifier(tiny_hf, tmp_path):
+    directory = tiny_hf("vit")
     image = np.random.default_rng(0).integers(0, 256, (20, 24, 3)).astype(np.uint8)
     result = attnkit.load(f"hf:{directory}").classify(image)
     processor = transformers.AutoImageProcessor.from_pretrained(directory)
@@ -244,8 +225,8 @@ def test_a_vit_image_classifier(tiny, tmp_path):
         assert np.array_equal(model.classify(same).logits, result.logits)
 
 
-def test_a_bfloat16_model_gives_float32_weights_near_eager_bfloat16(tiny):
-    directory = tiny("bert")
+def test_a_bfloat16_model_gives_float32_weights_near_eager_bfloat16(tiny_hf):
+    directory = tiny_hf("bert")
     result = attnkit.load(f"hf:{directory}", dtype="bfloat16").classify(TEXT)
     _, inputs = tokenized(directory, TEXT)
     eager = transformers.BertForSequenceClassification.from_pretrained(

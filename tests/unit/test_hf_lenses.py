@@ -23,30 +23,12 @@ from attnkit.errors import AttnkitError  # noqa: E402
 from attnkit.evaluation.faithfulness import Options, question  # noqa: E402
 from attnkit.families.hf.aligning import owners, word_map  # noqa: E402
 from attnkit.families.hf.erasure import PretrainedClassifierSubject, read_texts  # noqa: E402
-from attnkit.families.hf.tiny import save_tiny  # noqa: E402
 from attnkit.families.hf.words import Tokens  # noqa: E402
 
 TEXT = "the cat sat on the mat"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    import huggingface_hub.constants
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-
-
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    made = {}
-
-    def get(kind: str):
-        if kind not in made:
-            made[kind] = save_tiny(kind, tmp_path_factory.mktemp(kind))
-        return made[kind]
-
-    return get
+pytestmark = pytest.mark.usefixtures("hf_offline")  # tests/conftest.py: nothing downloaded
 
 
 def _resaved(source, target, heads=None):
@@ -66,8 +48,8 @@ def _resaved(source, target, heads=None):
 
 
 @pytest.fixture(scope="module")
-def sharp(tiny, tmp_path_factory):
-    return _resaved(tiny("bert"), tmp_path_factory.mktemp("sharp"))
+def sharp(tiny_hf, tmp_path_factory):
+    return _resaved(tiny_hf("bert"), tmp_path_factory.mktemp("sharp"))
 
 
 def _one_line(error) -> str:
@@ -77,8 +59,8 @@ def _one_line(error) -> str:
 
 
 # ---- saliency ---------------------------------------------------------------------------------
-def test_the_saliency_of_a_label_is_the_gradient_of_its_log_probability(tiny):
-    directory = tiny("bert")
+def test_the_saliency_of_a_label_is_the_gradient_of_its_log_probability(tiny_hf):
+    directory = tiny_hf("bert")
     explained = attnkit.load(f"hf:{directory}").explain(TEXT)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(directory).eval()
     encoding = transformers.AutoTokenizer.from_pretrained(directory)(TEXT, return_tensors="pt")
@@ -96,8 +78,8 @@ def test_the_saliency_of_a_label_is_the_gradient_of_its_log_probability(tiny):
     assert set(explained.scores) == {"argmax_agreement", "rank_correlation"}
 
 
-def test_each_generated_token_depends_only_on_the_positions_before_it(tiny):
-    m = attnkit.load(f"hf:{tiny('gpt2')}")
+def test_each_generated_token_depends_only_on_the_positions_before_it(tiny_hf):
+    m = attnkit.load(f"hf:{tiny_hf('gpt2')}")
     prompt = len(m._text(TEXT)[1])
     for method in ("gradient", "integrated_gradients"):
         explained = m.explain(TEXT, method=method)
@@ -109,8 +91,8 @@ def test_each_generated_token_depends_only_on_the_positions_before_it(tiny):
             assert np.all(explained.attention[j, prompt + j :] < 1e-7)  # causal attention too
 
 
-def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny, tmp_path):
-    m = attnkit.load(f"hf:{tiny('marian')}")
+def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny_hf, tmp_path):
+    m = attnkit.load(f"hf:{tiny_hf('marian')}")
     result = m.translate(TEXT)[0]
     explained = m.explain(TEXT, method="input_x_gradient")
     np.testing.assert_allclose(explained.attention, result.weights, atol=1e-6)
@@ -126,12 +108,12 @@ def test_a_translation_is_explained_over_its_source_in_tokens_or_words(tiny, tmp
     assert "saliency" in json.dumps(explained.to_dict())
 
 
-def test_saliency_refuses_in_one_line(tiny):
+def test_saliency_refuses_in_one_line(tiny_hf):
     with pytest.raises(AttnkitError) as error:
-        attnkit.load(f"hf:{tiny('bert')}").explain(TEXT, method="lime")
+        attnkit.load(f"hf:{tiny_hf('bert')}").explain(TEXT, method="lime")
     assert "gradient" in _one_line(error)
     with pytest.raises(AttnkitError) as error:
-        attnkit.load(f"hf:{tiny('bert-encoder')}").explain(TEXT)
+        attnkit.load(f"hf:{tiny_hf('bert-encoder')}").explain(TEXT)
     assert "encoding" in _one_line(error)
 
 
@@ -189,7 +171,7 @@ def test_the_replaced_attention_row_is_the_models_own_when_given_its_own(sharp, 
     assert float((other - own).abs().max()) > 1e-4
 
 
-def test_the_faithfulness_command_reads_a_file_of_texts(sharp, tiny, tmp_path, capsys):
+def test_the_faithfulness_command_reads_a_file_of_texts(sharp, tiny_hf, tmp_path, capsys):
     data = tmp_path / "texts.tsv"
     data.write_text(
         "(3 (2 the) (3 (2 cat) (2 sat)))\npositive\ta dog barked\nthe model looked\n",
@@ -206,7 +188,7 @@ def test_the_faithfulness_command_reads_a_file_of_texts(sharp, tiny, tmp_path, c
     capsys.readouterr()
     for bad in (
         [*argv, "--split", "test"],
-        ["faithfulness", "--model", f"hf:{tiny('gpt2')}", "the cat"],
+        ["faithfulness", "--model", f"hf:{tiny_hf('gpt2')}", "the cat"],
     ):
         assert main([*bad, *quick]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -246,10 +228,12 @@ def test_a_hand_built_alignment_scores_the_aer_worked_out_by_hand():
     assert alignment_metrics([(words, gold)])["aer"] == pytest.approx(50.0)
 
 
-def test_aer_is_zero_against_the_models_own_links_and_the_command_prints_it(tiny, tmp_path, capsys):
+def test_aer_is_zero_against_the_models_own_links_and_the_command_prints_it(
+    tiny_hf, tmp_path, capsys
+):
     from attnkit.families.hf.aligning import cross_maps
 
-    m = attnkit.load(f"hf:{tiny('marian')}")
+    m = attnkit.load(f"hf:{tiny_hf('marian')}")
     pairs = [("the cat sat", "a dog barked"), ("attention is all you need", "the model looked")]
     own, other = [], []
     for source, target in pairs:
@@ -268,14 +252,14 @@ def test_aer_is_zero_against_the_models_own_links_and_the_command_prints_it(tiny
     assert [r["layer"] for r in scores["per_layer"]] == [1, 2]
     assert m.alignment_error(tmp_path, layer=2)["aer"] == scores["per_layer"][1]["aer"]
     capsys.readouterr()
-    argv = ["evaluate", "--model", f"hf:{tiny('marian')}", "--gold", str(tmp_path)]
+    argv = ["evaluate", "--model", f"hf:{tiny_hf('marian')}", "--gold", str(tmp_path)]
     assert main([*argv, "--out", str(tmp_path / "eval")]) == 0
     assert "AER 100.0%" in capsys.readouterr().out
     written = json.loads((tmp_path / "eval" / "scores.json").read_text(encoding="utf-8"))
     assert written["aer"] == 100.0 and written["per_layer"] == scores["per_layer"]
     for bad in (
-        ["--model", f"hf:{tiny('marian')}"],
-        ["--model", f"hf:{tiny('bert')}", "--gold", str(tmp_path)],
+        ["--model", f"hf:{tiny_hf('marian')}"],
+        ["--model", f"hf:{tiny_hf('bert')}", "--gold", str(tmp_path)],
     ):
         assert main(["evaluate", *bad]) == 2
         assert len(capsys.readouterr().err.strip().splitlines()) == 1
@@ -301,8 +285,8 @@ def test_the_api_docs_lenses_example_runs(tmp_path, monkeypatch):
     assert 0.0 <= namespace["marian"].alignment_error("runs/pairs.gold")["aer"] <= 100.0
 
 
-def test_the_explain_command_draws_one_text_or_writes_a_report(tiny, tmp_path, capsys):
-    model = f"hf:{tiny('marian')}"
+def test_the_explain_command_draws_one_text_or_writes_a_report(tiny_hf, tmp_path, capsys):
+    model = f"hf:{tiny_hf('marian')}"
     picture = tmp_path / "pair.png"
     assert main(["explain", "--model", model, TEXT, "-o", str(picture)]) == 0
     assert picture.read_bytes().startswith(b"\x89PNG")
@@ -351,9 +335,9 @@ def test_a_replaced_row_is_the_given_weights_times_each_heads_shared_values():
 
 
 @pytest.mark.parametrize("pad", [None, 0])
-def test_a_causal_classifier_is_read_at_its_last_token(tiny, tmp_path, pad):
+def test_a_causal_classifier_is_read_at_its_last_token(tiny_hf, tmp_path, pad):
     """GPT-2's classifier reads the last token (without a padding token, one row at a time)."""
-    source = tiny("gpt2")
+    source = tiny_hf("gpt2")
     config = transformers.AutoConfig.from_pretrained(source)
     config.architectures, config.num_labels, config.pad_token_id = None, 2, pad
     torch.manual_seed(0)

@@ -4,24 +4,22 @@ a picture, and a tiny numbers-task run (the non-ListOps path) with the default p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from repo_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "listops.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("listops_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/listops.py")
 
 
 def test_the_pareto_front_keeps_the_points_nothing_beats():
@@ -71,6 +69,35 @@ def test_a_tiny_run_scores_every_implementation_asked_for(tmp_path):
     assert (tmp_path / "pareto.png").stat().st_size > 0
 
 
+def test_items_in_place_count_each_number_at_its_own_place(tmp_path, monkeypatch):
+    bench = _bench()
+    # "1 22 3" against "1 2 3 4": the 1st and 3rd right; "5" against "5 6": the 1st right
+    scores = bench.items_in_place(["1 22 3", "5"], ["1 2 3 4", "5 6"])
+    assert scores == {"test_items_in_place": round(100 * 3 / 6, 2),
+                      "test_items_by_place": [100.0, 0.0, 100.0, 0.0]}  # fmt: skip
+    # --rescore reads the outputs a run left and scores them against the same test split
+    (tmp_path / "local.eval").mkdir()
+    (tmp_path / "local.eval" / "hyps.greedy.txt").write_text("1 22 3\n5\n", encoding="utf-8")
+    monkeypatch.setattr(bench, "scored_split", lambda args: [("", "1 2 3 4"), ("", "5 6")])
+    args = bench.parse_args(["--rescore", "--impls", "local", "linear", "--runs", str(tmp_path)])
+    rescored = bench.rescore(args)["rescored"]
+    assert rescored["local"]["test_items_by_place"] == [100.0, 0.0, 100.0, 0.0]
+    assert rescored["local"]["test_token_accuracy"] == round(100 * 4 / 10, 2)  # 3 of 7, 1 of 3
+    assert "no " in rescored["linear"]["error"]  # no outputs left for it
+
+
+def test_the_token_floor_is_the_best_constant_guess_place_by_place(monkeypatch):
+    bench = _bench()
+    splits = SimpleNamespace(
+        train=[("", "12 4"), ("", "13 5"), ("", "92 4"), ("", "12")], test=[("", "12 4"), ("", "7")]
+    )
+    monkeypatch.setattr(bench, "data_section", lambda args: {})
+    monkeypatch.setattr("attnkit.data.tasks.registry.data_from_dict", lambda section: section)
+    monkeypatch.setattr("attnkit.data.tasks.registry.build_splits", lambda cfg: splits)
+    # median length 4; by place "1", "2", " ", "4": all 4 of "12 4", none of "7"
+    assert bench.majority_token_share(None) == round(100 * 4 / 5, 2)
+
+
 def test_bad_arguments_are_refused_in_one_line(capsys, tmp_path):
     parse = _bench().parse_args
     cases = {
@@ -118,3 +145,4 @@ def test_the_numbers_task_runs_with_the_default_path_as_reference(tmp_path):
         assert "train.patience=null" in run["overrides"]  # early stopping off
     assert "model.attention_window=2" in runs["local"]["overrides"]
     assert result["score"] == "token" and (tmp_path / "pareto.png").stat().st_size > 0
+    assert 0 < result["majority_token"] < 100  # a constant output: some places, never all

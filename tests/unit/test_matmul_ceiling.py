@@ -1,16 +1,10 @@
 """The matmul-only replay of speed.py --matmul-ceiling: it records every matmul form a training
 update uses, forward and backward, with the operands' layouts, and replays them."""
 
-import importlib.util
-from pathlib import Path
-
 import torch
+from repo_scripts import load_script
 
-spec = importlib.util.spec_from_file_location(
-    "matmul_ceiling", Path(__file__).resolve().parents[2] / "benchmarks" / "matmul_ceiling.py"
-)
-ceiling = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(ceiling)
+ceiling = load_script("benchmarks/matmul_ceiling.py")
 
 
 def test_records_every_matmul_form_with_its_layout_and_nothing_else():

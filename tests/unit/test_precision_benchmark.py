@@ -3,7 +3,6 @@ tiny run (one update each) that trains both precisions alike and scores them."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -12,16 +11,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "benchmarks" / "precision.py"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("precision_bench", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/precision.py")
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from repo_scripts import load_script
 
 from attnkit.serve.server import is_local
 from attnkit.training.averaging import CheckpointAverager
@@ -29,12 +30,7 @@ def test_the_averager_keeps_the_n_best_evaluations_best_first_later_on_a_tie(tmp
 
 
 def test_the_tier_script_lists_the_slowest_but_keeps_a_test_of_every_file():
-    import importlib.util
-
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "test_tiers.py"
-    spec = importlib.util.spec_from_file_location("test_tiers", path)
-    tiers = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tiers)
+    tiers = load_script("benchmarks/test_tiers.py")
     times = {"a.py::x": 50.0, "a.py::y": 1.0, "b.py::z": 40.0, "c.py::w": 30.0, "c.py::v": 5.0}
     assert tiers.choose(times, budget=80) == ["a.py::x"]  # 126 - 50 = 76 fit
     assert tiers.choose(times, budget=10) == ["a.py::x", "c.py::w"]  # b's only test stays

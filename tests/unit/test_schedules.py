@@ -45,6 +45,14 @@ def test_warmup_scales_the_first_updates():
     assert _cosine(tc, 10, 1000) == pytest.approx(_cosine(_tc(), 10, 1000))
 
 
+def test_warm_up_alone_rises_to_lr_then_holds_it():
+    """The warm-up of a family with no ``scheduler`` (speech): the same rise as the schedules'."""
+    assert [schedules.warm_up(2e-3, step, 4) for step in range(6)] == pytest.approx(
+        [5e-4, 1e-3, 1.5e-3, 2e-3, 2e-3, 2e-3]
+    )
+    assert schedules.warm_up(2e-3, 0, 0) == 2e-3  # 0: no warm-up
+
+
 def test_noam_rises_to_lr_over_the_warmup_then_decays_as_one_over_sqrt():
     tc = _tc(scheduler="noam", warmup_steps=100)
     assert learning_rate(tc, 0, 0.0) == pytest.approx(1e-3 / 100)

@@ -108,8 +108,31 @@ def test_an_index_naming_a_shard_outside_its_directory_is_refused(tmp_path):
     (tmp_path / "model.safetensors.index.json").write_text(
         json.dumps({"weight_map": {"a.weight": "../../etc/passwd"}})
     )
-    with pytest.raises(CheckpointError, match="not a file beside it"):
+    with pytest.raises(CheckpointError, match="not a file beside the index"):
         stored_shapes(tmp_path)
+
+
+def test_shards_of_any_name_are_read_and_the_shard_bound_holds(bert, tmp_path):
+    """Hugging Face repositories name their shards as they like; the index is still bounded."""
+    from transformers import AutoModelForSequenceClassification
+
+    sharded = tmp_path / "sharded"
+    AutoModelForSequenceClassification.from_pretrained(bert).save_pretrained(
+        sharded, max_shard_size="40KB"
+    )
+    index = json.loads((sharded / "model.safetensors.index.json").read_text())
+    renamed = {}
+    for i, shard in enumerate(sorted(set(index["weight_map"].values()))):
+        renamed[shard] = f"weights.{i}.safetensors"
+        (sharded / shard).rename(sharded / renamed[shard])
+    index["weight_map"] = {k: renamed[v] for k, v in index["weight_map"].items()}
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    shapes = stored_shapes(sharded)
+    assert {file for _, file in shapes.values()} == set(renamed.values())
+    index["weight_map"].update({f"t{i}": f"w{i}.safetensors" for i in range(2000)})
+    (sharded / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match=r"shards, above 1,000"):
+        stored_shapes(sharded)
 
 
 def test_a_value_the_model_refuses_is_one_line_before_it_is_built(bert, tmp_path, never_built):

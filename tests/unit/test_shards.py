@@ -17,6 +17,7 @@ from attnkit.checkpoint.shards import (
     INDEX,
     WEIGHTS,
     is_sharded,
+    read_index,
     read_weight_header,
     read_weights,
     stored_as_half_weights,
@@ -107,6 +108,51 @@ def test_a_crafted_index_is_one_line_naming_the_file(checkpoint, change, message
         with pytest.raises(CheckpointError, match=message) as error:
             read(directory)
         assert "\n" not in str(error.value) and str(directory) in str(error.value)
+
+
+def _renamed_shards(directory, name) -> None:
+    """The shards of ``directory`` renamed ``name.format(i)``, and its index to match."""
+    index = json.loads((directory / INDEX).read_text())
+    new = {
+        shard: name.format(i) for i, shard in enumerate(sorted(set(index["weight_map"].values())))
+    }
+    for old, renamed in new.items():
+        (directory / old).rename(directory / renamed)
+    index["weight_map"] = {k: new[v] for k, v in index["weight_map"].items()}
+    (directory / INDEX).write_text(json.dumps(index))
+
+
+def test_any_name_accepts_shards_named_as_hugging_face_repositories_name_them(checkpoint):
+    directory, _ = checkpoint
+    write_shards(directory, max_bytes=300)
+    _renamed_shards(directory, "weights part {}.safetensors")
+    weight_map, splits = read_index(directory, any_name=True)
+    assert sorted(set(weight_map.values()))[0] == "weights part 0.safetensors"
+    assert splits["0.weight"] == [f"0.weight#part{i}" for i in range(4)]
+    with pytest.raises(CheckpointError, match="'weights part .*', not a numbered"):
+        read_index(directory)  # attnkit's own checkpoints: numbered names only
+
+
+@pytest.mark.parametrize(
+    "shard",
+    ["../../etc/passwd", "/tmp/a.safetensors", "sub/a.safetensors", "..", ".", "", "a\0b", 7],
+)
+def test_any_name_still_refuses_a_shard_that_is_not_a_plain_file_beside_the_index(
+    checkpoint, shard
+):
+    directory, _ = checkpoint
+    write_shards(directory, max_bytes=300)
+    _crafted(directory, lambda m: m.update({"0.bias": shard}))
+    with pytest.raises(CheckpointError, match=r"names shard .*, not a file beside the index"):
+        read_index(directory, any_name=True)
+
+
+def test_any_name_keeps_the_bound_on_shards(checkpoint):
+    directory, _ = checkpoint
+    write_shards(directory, max_bytes=300)
+    _crafted(directory, lambda m: m.update({f"t{i}": f"w{i}.safetensors" for i in range(2000)}))
+    with pytest.raises(CheckpointError, match=r"2,0\d\d shards, above 1,000"):
+        read_index(directory, any_name=True)
 
 
 def test_a_tensor_in_two_shards_is_refused(checkpoint):

@@ -49,6 +49,9 @@ def test_the_speech_benchmarks_run_tiny(tmp_path):
         assert ("alignment" in row) == (name != "ctc")
     assert 0 <= rows["las_location"]["alignment"]["aer"] <= 100
     assert len(doc["loadavg_before"]) == 3
+    # the splits were made once, before the models: their features are the three in the cache
+    assert doc["prepare_cpu_s"] > 0
+    assert len(list((tmp_path / "audio").glob("features-*.safetensors"))) == 3
     curve = tmp_path / "length.json"
     _run(
         "speech_length.py",
@@ -67,3 +70,12 @@ def test_the_speech_benchmarks_run_tiny(tmp_path):
     _run("speech_voices.py", "--runs", str(runs), "--models", "ctc", "--out", str(voices))
     (row,) = json.loads(voices.read_text())["runs"]
     assert set(row["test"]) <= {"m7", "f4", "klatt3"} and set(row["dev"]) <= {"m8", "f5"}
+    languages = tmp_path / "languages.json"
+    _run(
+        "speech_voices.py",
+        *("--runs", str(runs), "--models", "las_location", "--by", "language"),
+        *("--splits", "test", "--data-dir", str(tmp_path / "audio"), "--out", str(languages)),
+    )
+    (row,) = json.loads(languages.read_text())["runs"]
+    assert set(row) == {"model", "by", "test"} and set(row["test"]) == {"en"}
+    assert row["test"]["en"]["items"] == 2 and 0 <= row["test"]["en"]["aer"] <= 100

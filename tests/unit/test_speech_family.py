@@ -12,6 +12,7 @@ pytest.importorskip("espeakng_loader")
 
 import attnkit  # noqa: E402
 from attnkit.cli import main  # noqa: E402
+from attnkit.config import applicable  # noqa: E402
 from attnkit.data.audio import Audio, write_wav  # noqa: E402
 from attnkit.data.tasks import speech  # noqa: E402
 from attnkit.errors import ConfigError, InputError  # noqa: E402
@@ -95,6 +96,26 @@ def test_the_experiment_file_is_checked_and_described(tmp_path):
     stacked["model"]["stack"] = 0
     with pytest.raises(ConfigError, match=r"x\.yaml: model\.stack: must be 1 to 8, got 0"):
         parse_config(stacked, "x.yaml")
+
+
+def test_a_warm_up_raises_the_rate_linearly_then_holds_it(tmp_path):
+    """``train.warmup_steps``: update k (1-based) of the warm-up trains at lr x k / warm-up, and
+    every update after it at lr; a negative warm-up is refused in one line naming the key."""
+    config = _config(tmp_path, epochs=2, warmup_steps=3, eval_every=1)
+    config["model"] = {"kind": "ctc", "stack": 2, "listener_hidden": 16, "pyramid_layers": 1}
+    train_speech(config)
+    state = json.loads((tmp_path / "run" / "last" / "trainer.json").read_text())["state"]
+    rates = {entry["step"]: entry["lr"] for entry in state["history"]}
+    assert len(rates) >= 5  # the warm-up and at least two updates past it
+    expected = {step: 0.003 * min(step, 3) / 3 for step in rates}
+    assert rates == pytest.approx(expected)
+    shown = applicable(parse_config(config).train)  # what a report shows: no scheduler key
+    assert shown["warmup_steps"] == 3
+    bad = _config(tmp_path, warmup_steps=-1)
+    with pytest.raises(
+        ConfigError, match=r"^x\.yaml: train\.warmup_steps: must be at least 0, got -1$"
+    ):
+        parse_config(bad, "x.yaml")
 
 
 def test_the_ctc_kind_trains_loads_and_spells_without_attention(tmp_path):

@@ -4,13 +4,11 @@ scores (AER for the models that attend)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import torch
+from repo_scripts import load_script
 
 pytest.importorskip("espeakng_loader")
 
@@ -19,16 +17,10 @@ from attnkit.data.tasks.speech_set import SpeechData  # noqa: E402
 from attnkit.families.speech.bundle import build_model  # noqa: E402
 from attnkit.families.speech.config import parse_config  # noqa: E402
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location("speech_length", BENCHMARKS / "speech_length.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/speech_length.py")
 
 
 def test_each_bucket_holds_numbers_of_its_digit_count_in_held_out_voices(bench):

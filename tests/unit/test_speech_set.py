@@ -49,3 +49,43 @@ def test_max_items_caps_the_utterances_a_split_speaks(tmp_path):
     cfg = SpeechData(languages=["es"], max_number=99, max_items=[40, 3, 3], directory=str(tmp_path))
     data = speech_set.make_set(cfg, "dev")
     assert len(data) == 3 and len(data.features) == 3
+
+
+def _unspeakable(item, cache=None):
+    raise AssertionError(f"{item.text!r} was spoken again")
+
+
+def test_a_split_made_again_reads_its_features_from_the_cache(tmp_path, monkeypatch):
+    cfg = SpeechData(languages=["es"], max_number=19, directory=str(tmp_path), n_mels=24)
+    first = speech_set.make_set(cfg, "test")
+    stored = list(tmp_path.glob("features-*.safetensors"))
+    assert len(stored) == 1
+    monkeypatch.setattr(speech_set.speech, "speak", _unspeakable)
+    again = speech_set.make_set(cfg, "test")
+    assert [i.text for i in again.items] == [i.text for i in first.items]
+    for a, b in zip(first.features, again.features):
+        assert a.dtype == b.dtype and torch.equal(a, b)
+    # other features, or other audio (its noise), are another file: made, not read
+    with pytest.raises(AssertionError, match="was spoken again"):
+        speech_set.make_set(SpeechData(**{**cfg.__dict__, "n_mels": 32}), "test")
+    with pytest.raises(AssertionError, match="was spoken again"):
+        speech_set.make_set(SpeechData(**{**cfg.__dict__, "noise": [0.2, 0.3]}), "test")
+
+
+def test_a_damaged_or_unwritable_features_cache_is_made_again(tmp_path, monkeypatch):
+    cfg = SpeechData(languages=["es"], max_number=19, directory=str(tmp_path), n_mels=24)
+    first = speech_set.make_set(cfg, "test")
+    (stored,) = tmp_path.glob("features-*.safetensors")
+    stored.write_bytes(b"not safetensors")
+    again = speech_set.make_set(cfg, "test")
+    assert all(torch.equal(a, b) for a, b in zip(first.features, again.features))
+    assert stored.stat().st_size > 100  # written anew
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    stored.unlink()
+    monkeypatch.setattr(speech_set, "save_file", full_disk)
+    third = speech_set.make_set(cfg, "test")
+    assert all(torch.equal(a, b) for a, b in zip(first.features, third.features))
+    assert not list(tmp_path.glob("features-*")) and not list(tmp_path.glob("*.partial"))

@@ -16,6 +16,8 @@ An index is untrusted input like the rest of a checkpoint: its shard names must 
 numbered files beside it (never a path elsewhere), each read as a regular file, every tensor
 held by exactly the shard the map names, no shard may repeat a tensor, and a split tensor's
 blocks must all be there, each used once, alike in dtype and in every dimension but the first.
+A Hugging Face repository's index is read by the same :func:`read_index`, its shards allowed any
+plain file name beside it (``any_name``): those repositories name their shards as they like.
 """
 
 from __future__ import annotations
@@ -49,10 +51,16 @@ def is_sharded(directory: str | Path) -> bool:
     return not (directory / WEIGHTS).exists() and (directory / INDEX).exists()
 
 
-def read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[str]]]:
+def read_index(
+    directory: str | Path, any_name: bool = False
+) -> tuple[dict[str, str], dict[str, list[str]]]:
     """({stored tensor name: shard file name}, {split tensor: its blocks' stored names in
     order}) from ``directory``'s index, every name checked; a CheckpointError naming the index
-    and the entry otherwise."""
+    and the entry otherwise.
+
+    Each shard must be a numbered ``model-NNNNN-of-NNNNN.safetensors`` file beside the index;
+    with ``any_name``, any plain file name beside it (a Hugging Face repository's own names).
+    """
     where = Path(directory) / INDEX
     index = ckpt.read_json(where)
     weight_map = index.get("weight_map") if isinstance(index, dict) else None
@@ -60,10 +68,11 @@ def read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[st
         raise CheckpointError(f"{where}: no weight_map of tensor names to shard files")
     shards = set()
     for name, shard in weight_map.items():
-        if not isinstance(shard, str) or not SHARD_NAME.match(shard):
+        if not _shard_name_allowed(shard, any_name):
+            kind = "" if any_name else "numbered model-NNNNN-of-NNNNN.safetensors "
             raise CheckpointError(
                 f"{where}: tensor {str(name)[:80]!r} names shard {str(shard)[:80]!r}, not a "
-                "numbered model-NNNNN-of-NNNNN.safetensors file beside the index"
+                f"{kind}file beside the index"
             )
         shards.add(shard)
     if len(shards) > MAX_SHARDS:
@@ -85,6 +94,15 @@ def read_index(directory: str | Path) -> tuple[dict[str, str], dict[str, list[st
                 )
             used.add(part)
     return weight_map, splits
+
+
+def _shard_name_allowed(shard, any_name: bool) -> bool:
+    """Whether ``shard`` names a file beside the index (numbered, unless ``any_name``)."""
+    if not isinstance(shard, str):
+        return False
+    if any_name:  # one plain name: no folder, no "..", nothing open() refuses
+        return Path(shard).name == shard and shard not in ("", "..") and "\0" not in shard
+    return bool(SHARD_NAME.match(shard))
 
 
 def weight_files(directory: str | Path) -> list[Path]:

@@ -86,10 +86,25 @@ def add_parser(sub) -> None:
         default=None,
         help="vision RAM models: glimpse paths averaged at test",
     )
+    _examples_option(p)
     p.add_argument(
         "--json", action="store_true", help="print the scores as one JSON line, not a table"
     )
     threads_option(p)
+
+
+def _examples_option(p: argparse.ArgumentParser) -> None:
+    """``--examples``: how many examples a seq2seq report pictures (0: none)."""
+    p.add_argument(
+        "--examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seq2seq: the most examples report.html pictures with their attention (errors "
+        "first; default 120, fewer where long inputs would pass the report's bound of map "
+        "cells); 0: scores and hypotheses only, no attention records (the cheap way to score "
+        "long inputs)",
+    )
 
 
 def _memory_options(p: argparse.ArgumentParser) -> None:

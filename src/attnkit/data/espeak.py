@@ -39,6 +39,7 @@ _EVENT_LIST_TERMINATED, _EVENT_WORD, _EVENT_END = 0, 1, 5
 _RATE, _PITCH = 1, 3  # espeak_PARAMETER
 _POS_CHARACTER = 1
 _CHARS_UTF8, _ENDPAUSE = 1, 0x1000
+_PHONEMES_IPA = 2  # espeak_TextToPhonemes' phonememode: IPA, no separator
 
 RATES = (80, 450)
 """eSpeak's speaking rates, words per minute (default 175)."""
@@ -214,6 +215,31 @@ def synthesise(text: str, voice: str, rate: int = 175, pitch: int = 50) -> Speec
     chunks = collector.chunks
     samples = np.concatenate(chunks) if chunks else np.zeros(0, np.int16)
     return Speech(samples, sample_rate, _words(text, collector.events))
+
+
+def phonemes(text: str, voice: str) -> str:
+    """What ``voice`` would say for ``text``, in IPA (eSpeak's ``espeak_TextToPhonemes``): a
+    clause at a time, joined with spaces; nothing is synthesised.
+
+    Raises AttnkitError naming a voice eSpeak does not know."""
+    pointer = ctypes.c_char_p(text.encode("utf-8"))
+    clauses = []
+    with _LOCK:
+        lib = _open()
+        try:
+            if lib.espeak_SetVoiceByName(voice.encode()) != 0:
+                raise AttnkitError(f"eSpeak NG has no voice {voice!r}")
+            convert = lib.espeak_TextToPhonemes
+            convert.restype = ctypes.c_char_p
+            convert.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.c_int, ctypes.c_int]
+            while pointer.value:  # eSpeak moves the pointer past each clause it converts
+                clause = convert(ctypes.byref(pointer), _CHARS_UTF8, _PHONEMES_IPA)
+                if clause is None:
+                    break
+                clauses.append(clause.decode())
+        finally:
+            _close(lib)
+    return " ".join(clauses)
 
 
 def _words(text: str, events) -> list[Word]:

@@ -2,7 +2,11 @@
 
 Every error comes first (up to :data:`MAX_ERRORS`), then right answers up to
 :data:`MAX_EXAMPLES` in all, each group in the order decoded: the report of a model that is
-right 398 times in 400 opens on its two mistakes, not on 40 right answers. An output is right
+right 398 times in 400 opens on its two mistakes, not on 40 right answers. The examples' maps
+are bounded too (:func:`within_cells`): long inputs make each map large (an output of 80 steps
+over 500 source characters is 40,000 cells a map, and a Transformer's example carries one a
+head besides its mean, rollout and flow), so a report keeps the first chosen examples whose maps
+fit :data:`MAX_CELLS` together. An output is right
 when it equals one of its references (the rule of the exact-match score). For a translation
 task (:func:`is_translation`) a near miss is not simply wrong, so each example also carries its
 sentence chrF against its reference (sacrebleu's ``sentence_chrf``), which the report shows.
@@ -22,6 +26,10 @@ from attnkit.viz.report import Tally
 
 MAX_ERRORS = 100  # errors a report shows (each is pictured: a page of a few MB at most)
 MAX_EXAMPLES = 120  # examples in all: right answers fill up to this after the errors
+#: the most map cells (output steps x source tokens, summed over every map an example carries)
+#: a report's examples hold: about 20 MB of attention records, and of page. Short inputs never
+#: reach it (120 Multi30k examples of a Transformer hold about 1.2 million)
+MAX_CELLS = 2_000_000
 TRANSLATION_METRICS = ("bleu", "chrf")  # deciding metrics of tasks whose examples get a chrF
 
 
@@ -54,6 +62,21 @@ def choose(
     wrong = [i for i, ok in enumerate(right) if not ok][:max_errors]
     room = max(0, max_examples - len(wrong))
     return wrong + [i for i, ok in enumerate(right) if ok][:room]
+
+
+def within_cells(
+    chosen: Sequence[int], cells: Sequence[int], max_cells: int = MAX_CELLS
+) -> list[int]:
+    """The first of ``chosen`` (in their order: errors first) whose map cells fit ``max_cells``
+    together; ``cells[i]``: what example ``i``'s maps hold. An example bigger than the whole
+    bound alone is not kept (none may be)."""
+    kept, total = [], 0
+    for i in chosen:
+        if total + cells[i] > max_cells:
+            break
+        kept.append(i)
+        total += cells[i]
+    return kept
 
 
 def tally(right: Sequence[bool]) -> Tally:

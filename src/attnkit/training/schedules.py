@@ -13,7 +13,9 @@
 All but ``plateau`` are a function of the update number and the run's progress, set before
 every update (:func:`learning_rate`), so a resumed run goes on at exactly the rate it left.
 ``warmup_steps`` scales the rate of ``constant``, ``cosine`` and ``step`` by (update + 1) /
-``warmup_steps`` over the first updates (``noam`` has its own rise; ``plateau`` none).
+``warmup_steps`` over the first updates (:func:`warm_up`; ``noam`` has its own rise; ``plateau``
+none). A family with no ``scheduler`` key (speech: Adam's constant rate) uses :func:`warm_up`
+alone.
 """
 
 from __future__ import annotations
@@ -42,6 +44,14 @@ def noam(lr: float, step: int, warmup_steps: int) -> float:
     1/sqrt decay."""
     warm = max(1, warmup_steps)
     return lr * min((step + 1) / warm, math.sqrt(warm / (step + 1)))
+
+
+def warm_up(lr: float, step: int, warmup_steps: int) -> float:
+    """``lr`` scaled by (step + 1) / ``warmup_steps`` while update ``step`` (0-based) is inside
+    the warm-up, then ``lr`` itself (``warmup_steps`` 0: no warm-up)."""
+    if warmup_steps and step < warmup_steps:
+        return lr * (step + 1) / warmup_steps
+    return lr
 
 
 def run_progress(
@@ -73,9 +83,7 @@ def learning_rate(tc, step: int, progress: float, epochs_done: float = 0.0) -> f
         lr = tc.lr
     else:
         raise ValueError(f"{tc.scheduler!r} is not a per-update schedule")
-    if tc.warmup_steps and step < tc.warmup_steps:
-        lr *= (step + 1) / tc.warmup_steps
-    return lr
+    return warm_up(lr, step, tc.warmup_steps)
 
 
 def plateau(

@@ -8,7 +8,8 @@ scores measure a new speaker as well as a new number.
 
 **Gold timings.** The words are spoken one by one: hyphens become spaces (eSpeak gives no event
 for the parts of ``ninety-seven``) and German compounds are cut at ``hundert``, ``tausend`` and
-``und`` (``sieben und neunzig``). eSpeak's WORD events give the sample where each spoken word
+``und`` (``sieben und neunzig``). French ``dix-huit`` stays one word: spoken apart, its ``dix``
+loses the liaison (``dis huit``). eSpeak's WORD events give the sample where each spoken word
 begins; it lasts until the next begins (the last, until its sound ends). The numbers task's gold
 links each output digit to the characters of the words that name it (``9`` of 97 to ``neunzig``
 and ``und``), so :func:`gold_samples` links it to those words' samples, and :func:`gold_frames`
@@ -46,6 +47,9 @@ VARIANTS = {
 """eSpeak voice variants of each split; no variant is in two."""
 SPLITS = tuple(VARIANTS)
 _COMPOUND = re.compile(r"hundert|tausend|und")  # German number words inside one written word
+# French "dix huit" spoken apart is "dis huit": eSpeak (rightly) makes no liaison before "huit"
+# alone, so 18 (and 78, 98) is spoken as written, one word, and its parts share one timing
+_WORDS = {"fr": r"dix-huit|\w+"}
 _FORMAT = 2  # bump when the cached file's contents change (2: eSpeak's noise seeded, not timed)
 
 
@@ -97,9 +101,9 @@ class Utterance:
 
 def segments_of(text: str, language: str) -> list[tuple[int, int]]:
     """The character spans of ``text`` spoken as separate words: runs of letters, German
-    compounds cut around ``hundert``, ``tausend`` and ``und``."""
+    compounds cut around ``hundert``, ``tausend`` and ``und``, French ``dix-huit`` kept whole."""
     spans = []
-    for word in re.finditer(r"\w+", text):
+    for word in re.finditer(_WORDS.get(language, r"\w+"), text):
         cuts = {word.start(), word.end()}
         if language == "de":
             for part in _COMPOUND.finditer(word.group()):
@@ -114,11 +118,22 @@ def speak(item: Item, cache: str | os.PathLike | None = None) -> Utterance:
     ``speech/``) when it was spoken before."""
     spans = segments_of(item.text, item.voice.language)
     spoken = " ".join(item.text[a:b] for a, b in spans)
-    samples, rate, firsts = _cached(spoken, item.voice, Path(cache or dataset_dir("speech")))
+    samples, rate, firsts = _cached(spoken, item.voice, cache_dir(cache))
     bounds = list(firsts[1:]) + [_end_of_sound(samples)]
     segments = [Segment(a, b, f, s) for (a, b), f, s in zip(spans, firsts, bounds)]
     audio = samples.astype(np.float32) / 32768.0
     return Utterance(item, _noisy(audio, item.voice), rate, segments)
+
+
+def cache_dir(cache: str | os.PathLike | None = None) -> Path:
+    """The spoken-audio cache: ``cache``, else the data directory's ``speech/``."""
+    return Path(cache or dataset_dir("speech"))
+
+
+def item_key(item: Item) -> str:
+    """The hash naming ``item``'s eSpeak output in the cache (:func:`cache_key`)."""
+    spans = segments_of(item.text, item.voice.language)
+    return cache_key(" ".join(item.text[a:b] for a, b in spans), item.voice)
 
 
 def _end_of_sound(samples: np.ndarray) -> int:

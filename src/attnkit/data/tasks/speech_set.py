@@ -3,16 +3,25 @@
 :class:`SpeechData` says which spoken numbers (:mod:`attnkit.data.tasks.speech`) and features
 (:mod:`attnkit.data.features`) an experiment uses; :func:`make_set` speaks one split (from the
 audio cache where it can) and turns it into log-mel features and digit targets, each ending
-with ``</s>``. Outputs are ``<s>``, ``</s>`` and the ten digits.
+with ``</s>``. A split's features are kept beside the audio (:func:`features_path`), so the
+models trained, evaluated or benchmarked on the same split extract them once. Outputs are
+``<s>``, ``</s>`` and the ten digits.
 
 Shapes: B batch, T feature frames, F mel bands, U output steps.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import hashlib
+import json
+import os
+import threading
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
 from torch import Tensor
 
 from attnkit.data.features import MelConfig, log_mel
@@ -23,6 +32,7 @@ OUTPUTS = ("<s>", "</s>", *"0123456789")
 """The speller's outputs, by id."""
 BOS, EOS = 0, 1
 PAD = -1  # a target position past the end of its spelling
+_FEATURES_FORMAT = 1  # bump when the features made from the same audio change
 
 
 @dataclass
@@ -114,7 +124,8 @@ class SpeechSet:
 
 
 def make_set(cfg: SpeechData, split: str) -> SpeechSet:
-    """The items of ``split`` (train, dev or test) spoken and made features."""
+    """The items of ``split`` (train, dev or test) spoken and made features, read from the
+    features cache when this split was made before with the same audio and features."""
     try:
         most = None if cfg.max_items is None else tuple(cfg.max_items)
         items = speech.generate(
@@ -123,8 +134,60 @@ def make_set(cfg: SpeechData, split: str) -> SpeechSet:
     except ValueError as exc:
         raise ConfigError(f"data: {exc}") from None
     chosen = items[split]
-    features = [
-        log_mel(torch.from_numpy(speech.speak(item, cfg.directory).samples), cfg.mel)
-        for item in chosen
-    ]
+    path = features_path(chosen, cfg.mel, speech.cache_dir(cfg.directory))
+    features = _read_features(path, len(chosen), cfg.n_mels)
+    if features is None:
+        features = [
+            log_mel(torch.from_numpy(speech.speak(item, cfg.directory).samples), cfg.mel)
+            for item in chosen
+        ]
+        _write_features(path, features)
     return SpeechSet(chosen, features, [encode(item.digits) for item in chosen])
+
+
+def features_path(items: list[speech.Item], mel: MelConfig, directory: Path) -> Path:
+    """The file holding the features of ``items`` in ``directory``, named by a hash of each
+    item's audio (its eSpeak output's cache key, its noise) and of ``mel``: training runs,
+    evaluations and benchmarks over the same split share one extraction."""
+    settings = {
+        "format": _FEATURES_FORMAT,
+        "mel": asdict(mel),
+        "items": [[speech.item_key(i), i.voice.noise, i.voice.seed] for i in items],
+    }
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:32]
+    return directory / f"features-{digest}.safetensors"
+
+
+def _read_features(path: Path, count: int, n_mels: int) -> list[Tensor] | None:
+    """The ``count`` features ``(T, n_mels)`` stored at ``path``; None where there is no such
+    file or it does not hold them (it is made again)."""
+    if not path.is_file():
+        return None
+    try:
+        stored = load_file(path)
+        frames, lengths = stored["frames"], stored["lengths"]
+    except (OSError, KeyError, SafetensorError):
+        return None
+    if (
+        lengths.shape != (count,)
+        or (count and int(lengths.min()) < 1)
+        or frames.dtype != torch.float32
+        or frames.shape != (int(lengths.sum()), n_mels)
+    ):
+        return None
+    return list(frames.split(lengths.tolist()))
+
+
+def _write_features(path: Path, features: list[Tensor]) -> None:
+    """Store ``features`` at ``path`` atomically; a cache that cannot be written is left
+    unwritten (the features were made, only not kept)."""
+    if not features:
+        return
+    lengths = torch.tensor([len(f) for f in features], dtype=torch.long)
+    partial = path.with_name(f"{path.stem}.{os.getpid()}-{threading.get_ident()}.partial")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({"frames": torch.cat(features).contiguous(), "lengths": lengths}, partial)
+        os.replace(partial, path)
+    except (OSError, SafetensorError):
+        partial.unlink(missing_ok=True)

@@ -19,11 +19,10 @@ from pathlib import Path
 
 import torch
 
-from attnkit import checkpoint as ckpt
+from attnkit.checkpoint.shards import WEIGHTS, is_sharded, read_index
 from attnkit.checkpoint.validate import read_header
 from attnkit.errors import CheckpointError
 
-WEIGHTS, INDEX = "model.safetensors", "model.safetensors.index.json"
 #: a name inside a numbered layer (``encoder.layer.3.``, ``h.0.``, ``block.11.``): stack, number
 _LAYER = re.compile(r"^(.*?)\.(\d+)\.")
 #: the old LayerNorm names transformers reads as weight and bias
@@ -32,21 +31,15 @@ _RENAMED = ((".gamma", ".weight"), (".beta", ".bias"))
 
 def stored_shapes(files: Path) -> dict[str, tuple[tuple[int, ...], str]]:
     """{tensor name: (shape, file name)} of the model's safetensors weights in ``files``; empty
-    where it has none (a ``.bin`` model, left to transformers)."""
+    where it has none (a ``.bin`` model, left to transformers). Shards are read as the index
+    names them, any plain file name beside it (Hugging Face repositories choose their own)."""
     single = files / WEIGHTS
     if single.exists():
         return {k: (shape, WEIGHTS) for k, (shape, _) in read_header(single).items()}
-    index = ckpt.read_json(files / INDEX, required=False)
-    if index is None:
+    if not is_sharded(files):
         return {}
-    where = files / INDEX
-    weight_map = index.get("weight_map") if isinstance(index, dict) else None
-    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-        raise CheckpointError(f"{where}: no weight_map of tensor names to shard files")
     shapes = {}
-    for shard in sorted(set(weight_map.values())):
-        if Path(shard).name != shard or shard in ("", ".", ".."):
-            raise CheckpointError(f"{where}: shard {shard[:80]!r} is not a file beside it")
+    for shard in sorted(set(read_index(files, any_name=True)[0].values())):
         shapes.update({k: (s, shard) for k, (s, _) in read_header(files / shard).items()})
     return shapes
 

@@ -13,7 +13,7 @@ FAMILY = Family(
     describe="train:describe",
     ensembles=True,
     own_options={
-        "evaluate": ("src", "ref", "tsv", "data_dir"),
+        "evaluate": ("src", "ref", "tsv", "examples", "data_dir"),
         "explain": ("data_dir",),
         "faithfulness": ("data_dir",),
     },

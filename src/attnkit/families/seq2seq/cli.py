@@ -102,6 +102,7 @@ def evaluate(args):
         beam=args.beam,
         alpha=args.alpha,
         out=args.out,
+        examples=args.examples,
         data_dir=args.data_dir,
     )
 

@@ -276,6 +276,7 @@ class Seq2SeqModel:
         beam: int = 5,
         alpha: float | None = None,
         out: str | Path | None = None,
+        examples: int | None = None,
         data_dir: str | Path | None = None,
     ) -> Scores:
         """Decode ``split`` (or the files ``src`` + ``ref``, or one ``tsv`` of source, tab,
@@ -284,11 +285,15 @@ class Seq2SeqModel:
         beside the checkpoint). ``split`` is read from ``data_dir`` (a downloaded data set's
         folder, or the folder holding your own split's file by its training name), else
         ``$ATTNKIT_DATA_DIR/<name>``, else the user cache; never from the checkpoint's own data
-        paths, and nothing is downloaded."""
+        paths, and nothing is downloaded. ``examples``: the most examples the report pictures
+        with their attention (default 120, errors first, within its bound of map cells); 0:
+        none, the scores and hypotheses alone."""
+        from attnkit.evaluation.examples import MAX_EXAMPLES
         from attnkit.evaluation.inputs import EvalFiles
         from attnkit.families.seq2seq.report import evaluate_model
 
         self.search_options(beam, alpha=alpha)  # before anything is decoded
+        shown = MAX_EXAMPLES if examples is None else check.integer(examples, "examples", 0)
         if src is None and ref is None and tsv is None:
             check.choice(split, "split", SPLITS)
         if not self.paths:
@@ -303,6 +308,7 @@ class Seq2SeqModel:
             out_dir,
             files=files,
             translator=self.translator,
+            examples=shown,
             data_dir=_data_dir(data_dir),
         )
         return Scores(scores)

@@ -17,6 +17,12 @@ A Transformer's examples also carry their attention rollout and flow through the
 (:mod:`attnkit.explain.rollout`, forced along each output), which the report's map menu offers
 beside the raw attention; flow, a max-flow per cell, only within a bound of work per example and
 per report (:data:`REPORT_FLOW_WORK`), the report's notes saying how many have it.
+
+The examples' maps are bounded (:func:`attnkit.evaluation.examples.within_cells`): on long inputs
+(a list of 20 numbers is 500 characters) the report keeps the first chosen examples whose maps
+fit :data:`attnkit.evaluation.examples.MAX_CELLS`, and its notes say how many it left out.
+``examples`` (``attnkit evaluate --examples N``) chooses at most N; 0 writes the scores and
+hypotheses alone: no example is decoded again, rolled out or pictured.
 """
 
 from __future__ import annotations
@@ -32,7 +38,17 @@ from attnkit.data.tasks.gold import gold_aligner
 from attnkit.data.tasks.registry import task_metric
 from attnkit.errors import AttnkitError
 from attnkit.evaluation.alignment import mark_gold, score_alignments
-from attnkit.evaluation.examples import choose, is_translation, judge, judged_record, tally
+from attnkit.evaluation.examples import (
+    MAX_CELLS,
+    MAX_ERRORS,
+    MAX_EXAMPLES,
+    choose,
+    is_translation,
+    judge,
+    judged_record,
+    tally,
+    within_cells,
+)
 from attnkit.evaluation.inputs import EvalFiles, split_pairs
 from attnkit.evaluation.summary import default_eval_dir
 from attnkit.explain.no_attention import NOTE, TITLE, can_explain, pictured
@@ -53,6 +69,7 @@ def evaluate_model(
     device: str = "auto",
     files: EvalFiles | None = None,
     translator=None,
+    examples: int = MAX_EXAMPLES,
     data_dir: str | Path | None = None,
 ) -> dict:
     """Score one checkpoint, or several decoding as an ensemble (the data and decode settings are
@@ -61,8 +78,9 @@ def evaluate_model(
     The default output directory is :func:`default_eval_dir`: beside the checkpoint, never inside it
     (the next save of the checkpoint would delete it). ``translator``: the checkpoints already
     loaded (the Python API's model, which loads an ensemble), so that they are not read again;
-    without it, one checkpoint is loaded here. ``split`` is read from ``data_dir``, else the data
-    directory, never from the checkpoint's own data paths
+    without it, one checkpoint is loaded here. ``examples``: the most examples the report
+    pictures (errors first), within the bound of map cells; 0: none. ``split`` is read from
+    ``data_dir``, else the data directory, never from the checkpoint's own data paths
     (:func:`attnkit.evaluation.inputs.split_pairs`).
     """
     dirs = (
@@ -104,12 +122,14 @@ def evaluate_model(
                     translator, aligner, sources, refs, translations
                 )
             right = judge([t.output for t in translations], refs)
-            chosen = choose(right)
+            wanted = choose(right, min(MAX_ERRORS, examples), examples)
+            chosen = within_cells(wanted, _cells(translator, translations))
             shown = pictured(translator, [translations[i] for i in chosen])
             _add_heads(translator, [sources[i] for i in chosen], shown)
             chrf = is_translation(cfg.data)
             records = [judged_record(t, refs[i], i, chrf) for t, i in zip(shown, chosen)]
             flow_note = _add_rollout(translator, [sources[i] for i in chosen], records)
+            flow_note = _bound_note(len(chosen), len(wanted), examples, flow_note)
             if aligner is not None:
                 mark_gold(aligner, records)
             counts = tally(right)
@@ -118,6 +138,30 @@ def evaluate_model(
     _write_examples(out, title, translator, scores, records, counts, flow_note)
     scores["out"] = str(out)
     return scores
+
+
+def _cells(translator, translations) -> list[int]:
+    """Each translation's map cells as a report example: output steps x source tokens, times the
+    maps it carries (a Transformer's: the mean, each decoder layer's heads, rollout and flow)."""
+    model = translator.config.model
+    maps = 1
+    if getattr(model, "arch", "rnn") == "transformer":
+        maps += model.decoder_layers * model.heads + 2
+    return [maps * len(t.output_tokens) * len(t.source_tokens) for t in translations]
+
+
+def _bound_note(shown: int, wanted: int, examples: int, note: str | None) -> str | None:
+    """The report's notes, with a line on the examples the bounds left out."""
+    if examples == 0:
+        line = "No example is pictured (examples 0): the scores and hypotheses alone."
+    elif shown < wanted:
+        line = (
+            f"{shown} of {wanted} chosen examples are pictured: the others' maps pass the "
+            f"report's bound of {MAX_CELLS:,} cells (long inputs; --examples chooses fewer)."
+        )
+    else:
+        return note
+    return line if note is None else f"{note} {line}"
 
 
 def _add_heads(translator, sources: list[str], shown: list) -> None:

@@ -32,11 +32,16 @@ TRAIN_KEYS: dict[str, Row] = {
     "epochs": Row(30, "most passes over the training utterances"),
     "batch_size": Row(32, "utterances per update"),
     "eval_batch_size": Row(100, "utterances per forward pass when scoring dev/test"),
-    "lr": Row(1e-3, "Adam learning rate (constant)"),
+    "lr": Row(1e-3, "Adam learning rate (constant after any warm-up)"),
     "clip": Row(5.0, "gradient-norm clipping (0 or null = off)"),
     "max_bad_updates": Row(
         20,
         "updates with a NaN/inf loss or gradient norm are skipped; this many in a row stop the run",
+    ),
+    "warmup_steps": Row(
+        0,
+        "Linear warm-up of the rate from lr / warmup_steps to lr over this many updates, then "
+        "lr (0: none).",
     ),
     "patience": Row(
         5, "early stopping: evaluations without a better dev exact match (null: never)"

@@ -25,6 +25,7 @@ from attnkit.families.speech.evaluate import dev_scorer
 from attnkit.models.ctc import CTC, collapse
 from attnkit.training import resumable as resumable_run
 from attnkit.training import resume_config as rules
+from attnkit.training import schedules
 from attnkit.training.loop import Update
 from attnkit.training.report import DevScore
 from attnkit.training.run import Context, Plan, Started, run
@@ -86,7 +87,12 @@ class SpeechAdapter:
                 return list(order.split(self.cfg.train.batch_size))
 
     def rate(self, state, index, n_batches, elapsed):
-        return None  # Adam's constant rate
+        """Adam's constant rate (None: left as it is), or during ``train.warmup_steps`` its
+        linear rise, from the saved step (a resumed run goes on at the rate it left)."""
+        t_cfg = self.cfg.train
+        if not t_cfg.warmup_steps:
+            return None
+        return schedules.warm_up(t_cfg.lr, state.step, t_cfg.warmup_steps)
 
     def step(self, batch: Tensor, update: int) -> Update:
         self.model.train()
