@@ -187,15 +187,19 @@ def run(cmd: list[str], log: Path) -> None:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}); log {log}:\n{tail}")
 
 
-def train_and_score(name: str, cfg_path: Path, out: Path) -> dict:
+def train_and_score(name: str, cfg_path: Path, out: Path, data_dir: Path | None) -> dict:
+    """Train one model and score its best checkpoint on the test split, read from ``data_dir``
+    (the generated lists' folder; None: ``$ATTNKIT_DATA_DIR``'s copy of the data set): a loaded
+    checkpoint's own data paths are not followed."""
     python = [sys.executable, "-m", "attnkit"]
     t0 = time.time()
     run([*python, "train", str(cfg_path), "--overwrite"], out / f"{name}.train.log")
     train_s = time.time() - t0
     best = out / "runs" / name / "best"
     eval_dir = out / "eval" / name
+    where = [] if data_dir is None else ["--data-dir", str(data_dir)]
     run(
-        [*python, "evaluate", "--model", str(best), "--beam", "1", "--out", str(eval_dir)],
+        [*python, "evaluate", "--model", str(best), "--beam", "1", "--out", str(eval_dir), *where],
         out / f"{name}.eval.log",
     )
     last = out / "runs" / name / "last" / "trainer.json"
@@ -353,8 +357,9 @@ def main() -> None:
     out = args.out.resolve()
     prepare = prepare_multi30k if args.task == "multi30k" else prepare_numbers
     configs, test, budget = prepare(args, out)
+    data_dir = None if args.task == "multi30k" else out / "data"  # where prepare_numbers wrote
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        futures = {n: pool.submit(train_and_score, n, p, out) for n, p in configs.items()}
+        futures = {n: pool.submit(train_and_score, n, p, out, data_dir) for n, p in configs.items()}
         outcomes = {n: f.result() for n, f in futures.items()}
     results = {name: summarise(args.task, test, o) for name, o in outcomes.items()}
     report = {

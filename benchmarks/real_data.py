@@ -113,6 +113,8 @@ def _evaluate(models: list[Path], out: Path, args, log) -> dict:
     ]
     if args.alpha is not None:
         evaluate += ["--alpha", str(args.alpha)]
+    if args.data_dir is not None:
+        evaluate += ["--data-dir", str(args.data_dir)]
     ev = _attnkit(evaluate, log, capture=True)
     if ev.returncode != 0:
         raise RuntimeError(f"attnkit evaluate exited {ev.returncode}, see {log.name}")
@@ -137,6 +139,16 @@ def _train(config: Path, run: Path, sets: list[str], log_path: Path) -> tuple[in
             log,
         )
         return train.returncode, round(time.time() - t0, 1)
+
+
+def _split_folder(data) -> Path | None:
+    """The folder of the test split's file, for a task read from the user's own files (a
+    loaded checkpoint's paths are not followed, so evaluate is told where it is); None for a
+    data set, which evaluate finds in ``$ATTNKIT_DATA_DIR``."""
+    test = getattr(data, "test", None)
+    if not test:
+        return None
+    return Path(test[0] if isinstance(test, list) else test).resolve().parent
 
 
 def _scored_run(run: Path, wall_s: float, higher_is_better: bool, args, log) -> tuple[Path, dict]:
@@ -232,6 +244,7 @@ def main() -> None:
     if args.anchor_epochs is not None and cfg.data.task != "g2p":
         ap.error(f"--anchor-epochs is for G2P configs; {args.config} has task {cfg.data.task!r}")
     higher_is_better = task_metric(cfg.data).higher_is_better
+    args.data_dir = _split_folder(cfg.data)
     name = args.config.stem
     args.runs.mkdir(parents=True, exist_ok=True)
     sets = [x for o in args.overrides for x in ("--set", o)]

@@ -422,11 +422,14 @@ def test_a_text_classifier_shades_each_word_by_its_weight(page, server):
     set_value(page, "sentence", "a gripping film", "input")
     request = {"model": "sentences", "inputs": ["a gripping film"]}
     answer = server.post("v1/classify_text", request)["results"][0]
-    drawn = wait_cells(page, 3, "#sentence-map td.hm-cell")
-    assert [float(c.get_attribute("data-w")) for c in drawn] == pytest.approx(answer["weights"])
+
+    def drawn_answer(d) -> bool:  # the view's opening example may still be drawing: wait it out
+        weights = [float(c.get_attribute("data-w")) for c in cells(d, "#sentence-map td.hm-cell")]
+        words = [w.text for w in d.find_elements(By.CSS_SELECTOR, "#sentence-words .word")]
+        return words == answer["tokens"] and weights == pytest.approx(answer["weights"])
+
+    wait(page, drawn_answer, "the typed sentence's words and weights")
     assert page.find_element(By.ID, "sentence-label").text == answer["label"]
-    words = page.find_elements(By.CSS_SELECTOR, "#sentence-words .word")
-    assert [w.text for w in words] == answer["tokens"]
     page.find_element(By.ID, "sentence-saliency").click()  # the attention, then the saliency
     explained = server.post("v1/classify_text", {**request, "explain": True})["results"][0]
     drawn = wait_cells(page, 6, "#sentence-map td.hm-cell")
