@@ -173,7 +173,7 @@ class Context:
         timeout: float | None = None,
         cap: int | None = None,
         script: str | None = None,
-    ) -> tuple[Result, float | None, float | None]:
+    ) -> tuple[Result, float | None, float | None] | None:
         """(Result, peak RSS MB, CPU s) of ``attnkit args`` (or ``script``) forked from the
         zygote; None where ``--no-fork`` asks for fresh interpreters (the caller runs one)."""
         zygote = self.zygote()
